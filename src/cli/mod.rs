@@ -1,0 +1,110 @@
+//! The command line: a thin layer that parses, calls the modules, and prints through
+//! [`crate::text`]. Errors become one sanitised message on stderr and an exit code:
+//! 0 success, 1 the operation failed or found a fault, 2 bad usage or an unsafe home.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::home::{Home, HomeError};
+use crate::text;
+
+mod home;
+
+/// Operator's terminal cockpit for autonomous coding agents.
+#[derive(Debug, Parser)]
+#[command(
+    name = "proctor",
+    version,
+    about = "A terminal cockpit for operators of autonomous coding agents",
+    long_about = "proctor runs provider CLIs (Claude Code, Codex, Gemini CLI, Grok, OpenCode) as \
+owned children, binds evidence to exact bytes, and keeps an append-only, verifiable ledger.\n\n\
+State lives in one home: --home DIR, else $PROCTOR_HOME, else the XDG folders. Every folder \
+proctor creates is 0700 and every file 0600.",
+    after_help = "Exit codes: 0 success, 1 the operation failed or found a fault, \
+2 bad usage or an unsafe home.\nRun `proctor <command> --help` for the details of each command."
+)]
+pub struct Cli {
+    /// Keep all state in this one folder (overrides $PROCTOR_HOME and the XDG folders).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Home(home::HomeArgs),
+}
+
+/// An error that carries its own exit code (bad input that the operator must fix).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct UsageError {
+    pub message: String,
+}
+
+impl UsageError {
+    pub fn new(message: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(UsageError {
+            message: message.into(),
+        })
+    }
+}
+
+pub(crate) struct Ctx {
+    pub home_flag: Option<PathBuf>,
+}
+
+impl Ctx {
+    pub fn home(&self) -> Result<Home, HomeError> {
+        Home::resolve(self.home_flag.as_deref())
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let ctx = Ctx {
+        home_flag: cli.home,
+    };
+    let result = match cli.command {
+        Command::Home(args) => home::run(&ctx, args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("proctor: error: {}", text::multi_line(&format!("{e:#}")));
+            ExitCode::from(exit_code_for(&e))
+        }
+    }
+}
+
+fn exit_code_for(e: &anyhow::Error) -> u8 {
+    if e.chain()
+        .any(|c| c.is::<HomeError>() || c.is::<UsageError>())
+    {
+        2
+    } else {
+        1
+    }
+}
+
+/// Prints a value as pretty JSON on stdout. JSON escapes every control character, so
+/// untrusted strings inside it cannot drive the terminal.
+pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// A path for display: through the sanitiser, never truncated.
+pub(crate) fn show_path(p: &std::path::Path) -> String {
+    text::one_line(&p.to_string_lossy(), usize::MAX)
+}
