@@ -47,6 +47,7 @@ pub struct UsageError {
 }
 
 impl UsageError {
+    #[allow(clippy::new_ret_no_self)] // builds the error already wrapped for `?`
     pub fn new(message: impl Into<String>) -> anyhow::Error {
         anyhow::Error::new(UsageError {
             message: message.into(),
