@@ -32,7 +32,9 @@
 //!    the rest of the cluster is dropped. Zalgo text cannot stack unbounded marks.
 //! 6. **Width**: the one-line and capped forms truncate on grapheme-cluster boundaries to at
 //!    most `max_width` columns (as `unicode-width` measures them), the last column being `…`
-//!    when anything was cut. A width of 0 gives `""`; `usize::MAX` means no limit.
+//!    when anything was cut. For this budget a cluster of width 0 counts as 1 column, so a
+//!    field never holds more than `max_width` clusters. A width of 0 gives `""`; `usize::MAX`
+//!    means no limit.
 //!
 //! Run names are not displayed text but stored data; [`validate_run_name`] refuses the same
 //! invisible characters instead of marking them.
@@ -112,7 +114,15 @@ pub fn multi_line_capped_bytes(input: &[u8], max_width: usize) -> String {
 
 /// Marker that replaces an invisible character: `⟨U+202E⟩`.
 pub fn marker(c: char) -> String {
-    format!("\u{27e8}U+{:04X}\u{27e9}", u32::from(c))
+    let mut out = String::with_capacity(16);
+    push_marker(&mut out, c);
+    out
+}
+
+fn push_marker(out: &mut String, c: char) {
+    use std::fmt::Write as _;
+    // Writing to a String cannot fail.
+    let _ = write!(out, "\u{27e8}U+{:04X}\u{27e9}", u32::from(c));
 }
 
 fn one_line_chars(input: impl Iterator<Item = char>, max_width: usize) -> String {
@@ -174,7 +184,7 @@ fn clean(input: impl Iterator<Item = char>, keep_lf: bool) -> String {
             }
             c if c.is_control() => {}
             c if is_invisible(c) => {
-                out.push_str(&marker(c));
+                push_marker(&mut out, c);
                 at_line_start = false;
             }
             c => {
@@ -527,6 +537,10 @@ pub fn known_name(c: char) -> Option<String> {
 /// leading jamo could otherwise merge with the next cluster), so a second pass finds nothing
 /// to cap.
 fn cap_clusters(text: &str) -> String {
+    // Clean ASCII has no CR, so each of its clusters is one character.
+    if text.is_ascii() {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(text.len());
     for g in text.graphemes(true) {
         // Each char is at least one byte: a short cluster needs no counting.
@@ -540,21 +554,51 @@ fn cap_clusters(text: &str) -> String {
     out
 }
 
+/// Columns a cluster takes from the width budget: its `unicode-width` width, but at least 1,
+/// so that zero-width clusters (a lone Hangul vowel jamo, for one) cannot make a width-capped
+/// field arbitrarily long: a field of width `w` holds at most `w` clusters.
+fn cluster_columns(g: &str) -> usize {
+    g.width().max(1)
+}
+
+/// Whether clean text fits in `max_width`: its `unicode-width` width and the sum of its
+/// clusters' [`cluster_columns`] are both at most `max_width`.
+fn fits(text: &str, max_width: usize) -> bool {
+    if text.is_ascii() {
+        // Clean ASCII is printable: one column per byte.
+        return text.len() <= max_width;
+    }
+    text.width() <= max_width
+        && text
+            .graphemes(true)
+            .try_fold(0usize, |used, g| {
+                let used = used.saturating_add(cluster_columns(g));
+                (used <= max_width).then_some(used)
+            })
+            .is_some()
+}
+
 /// Truncates already-clean text to `max_width` columns on a grapheme boundary, ending with
 /// `…` when anything was cut.
 fn truncate_to_width(text: String, max_width: usize) -> String {
     if max_width == 0 {
         return String::new();
     }
-    if text.width() <= max_width {
+    if max_width == usize::MAX || fits(&text, max_width) {
         return text;
+    }
+    if text.is_ascii() {
+        let mut out = String::with_capacity(max_width + ELLIPSIS.len_utf8());
+        out.push_str(&text[..max_width - 1]);
+        out.push(ELLIPSIS);
+        return out;
     }
     // Keep whole clusters while they fit in max_width - 1 columns, leaving one for the `…`.
     let budget = max_width - 1;
     let mut used = 0usize;
     let mut ends = vec![0usize];
     for (start, g) in text.grapheme_indices(true) {
-        used = used.saturating_add(g.width());
+        used = used.saturating_add(cluster_columns(g));
         if used > budget {
             break;
         }
@@ -571,7 +615,7 @@ fn truncate_to_width(text: String, max_width: usize) -> String {
             .graphemes(true)
             .next_back()
             .is_none_or(|g| g.chars().count() <= MAX_CLUSTER_CHARS);
-        if last_ok && out.width() <= max_width {
+        if last_ok && fits(&out, max_width) {
             return out;
         }
     }
@@ -839,6 +883,16 @@ mod tests {
         assert_eq!(one_line("e\u{301}e\u{301}e\u{301}", 2), "e\u{301}…");
         // Markers count for their width like any other text.
         assert_eq!(one_line("\u{202e}abc", 5), "⟨U+2…");
+    }
+
+    #[test]
+    fn zero_width_clusters_count_as_one_column() {
+        // Lone Hangul vowel + final jamo: clusters of width 0.
+        let s = "\u{1161}\u{11a8}".repeat(1000);
+        let out = one_line(&s, 10);
+        assert_eq!(out.graphemes(true).count(), 10);
+        assert!(out.ends_with('…'));
+        assert_eq!(one_line(&out, 10), out);
     }
 
     #[test]
