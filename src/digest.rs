@@ -93,8 +93,8 @@ pub enum DigestError {
     )]
     ManifestFolder { folder: String, err: io::Error },
     #[error(
-        "--manifest {manifest} does not end in a file name. Remedy: name a file, e.g. \
-         DIR/inventory.txt"
+        "--manifest {manifest} does not name a file (it ends in a folder, or names an \
+         existing folder). Remedy: name a file, e.g. DIR/inventory.txt"
     )]
     ManifestName { manifest: String },
     /// The manifest could not be written (the message names the file and the cause).
@@ -866,6 +866,11 @@ pub fn resolve_manifest(root: &Path, manifest: &Path) -> Result<ManifestTarget, 
             err: io::Error::from_raw_os_error(libc::ENOTDIR),
         });
     }
+    if fs::symlink_metadata(folder.join(&name)).is_ok_and(|m| m.is_dir()) {
+        return Err(DigestError::ManifestName {
+            manifest: escape_path(manifest),
+        });
+    }
     let target = ManifestTarget {
         path: folder.join(&name),
         folder,
@@ -1291,7 +1296,13 @@ mod tests {
         // A missing folder is a clear usage error, not a silent creation.
         let e = resolve_manifest(&root, &t.path().join("nope/m")).unwrap_err();
         assert!(matches!(e, DigestError::ManifestFolder { .. }), "{e}");
-        let e = resolve_manifest(&root, &t.path().join("out/")).unwrap_err();
-        assert!(matches!(e, DigestError::ManifestName { .. }), "{e}");
+        for m in [
+            t.path().join("out/"),
+            t.path().join("out"),
+            t.path().join("out/."),
+        ] {
+            let e = resolve_manifest(&root, &m).unwrap_err();
+            assert!(matches!(e, DigestError::ManifestName { .. }), "{e}");
+        }
     }
 }

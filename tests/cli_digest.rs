@@ -446,3 +446,26 @@ fn a_root_that_is_missing_or_a_file_is_bad_usage() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("is not a folder"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_manifest_hard_linked_to_a_file_of_the_tree_is_replaced_not_written_through() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    write(&root, "f", b"tree bytes");
+    let out = t.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let m = out.join("m.txt");
+    fs::hard_link(root.join("f"), &m).unwrap();
+    let mut args = root_args(&root);
+    args.extend(["--manifest".as_ref(), m.as_os_str()]);
+    let first = stdout(&digest(&args));
+    assert_eq!(fs::read(root.join("f")).unwrap(), b"tree bytes");
+    assert_eq!(
+        fs::read_to_string(&m).unwrap(),
+        format!("f|10|{}", sha256sum_bytes(b"tree bytes"))
+    );
+    // The tree did not change: a second run names the same bytes, and overwrites the
+    // manifest in place.
+    let second = stdout(&digest(&args));
+    assert_eq!(first, second);
+}
