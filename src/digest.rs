@@ -649,7 +649,9 @@ pub struct Inventory {
 }
 
 impl Inventory {
-    /// Builds the inventory of already-hashed files (sorted here into recipe order).
+    /// Builds the inventory of already-hashed files (sorted here into recipe order). The
+    /// caller vouches that the paths are unique, relative, `/`-separated and free of line
+    /// feeds, as [`list`] guarantees; otherwise the document is ambiguous.
     pub fn from_files(root: PathBuf, mut files: Vec<FileDigest>) -> Inventory {
         files.sort_unstable_by(|a, b| ordinal_cmp(&a.path, &b.path));
         let digest = Sha256::digest(document_of(&files).as_bytes()).into();
