@@ -3,6 +3,7 @@
 //! One module per concept; see `docs/architecture.md`.
 
 pub mod cli;
+pub mod digest;
 pub mod files;
 pub mod home;
 pub mod text;
