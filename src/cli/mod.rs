@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use crate::home::{Home, HomeError};
 use crate::text;
 
+mod digest;
 mod home;
 
 /// Operator's terminal cockpit for autonomous coding agents.
@@ -37,6 +38,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Home(home::HomeArgs),
+    Digest(digest::DigestArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -78,6 +80,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Home(args) => home::run(&ctx, args),
+        Command::Digest(args) => digest::run(args),
     };
     match result {
         Ok(code) => code,
