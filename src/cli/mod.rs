@@ -11,6 +11,7 @@ use crate::home::{Home, HomeError};
 use crate::text;
 
 mod home;
+mod ledger;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -37,6 +38,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Home(home::HomeArgs),
+    Ledger(ledger::LedgerArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -78,6 +80,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Home(args) => home::run(&ctx, args),
+        Command::Ledger(args) => ledger::run(&ctx, args),
     };
     match result {
         Ok(code) => code,
