@@ -431,6 +431,7 @@ impl<'a> Scanner<'a> {
         let start = self.i;
         let mut escaped = false;
         loop {
+            self.i += plain_run(self.b.get(self.i..)?);
             let c = *self.b.get(self.i)?;
             self.i += 1;
             match c {
@@ -492,6 +493,40 @@ impl<'a> Scanner<'a> {
         }
         Some(())
     }
+}
+
+/// Length of the leading run of bytes that a canonical string holds as is: anything but
+/// `"`, `\` and U+0000..U+001F. Eight bytes at a time: for each word, a byte-wise "equals
+/// `"`", "equals `\`" and "less than 0x20" test with the carry tricks of "bit twiddling
+/// hacks"; their false positives only ever sit above a true one, so the lowest flagged byte
+/// is the first special byte.
+#[inline]
+pub(crate) fn plain_run(s: &[u8]) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(word) = s.get(i..i + 8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let x = u64::from_le_bytes(w);
+        let q = x ^ (LO * u64::from(b'"'));
+        let b = x ^ (LO * u64::from(b'\\'));
+        let special = ((q.wrapping_sub(LO) & !q)
+            | (b.wrapping_sub(LO) & !b)
+            | (x.wrapping_sub(LO * 0x20) & !x))
+            & HI;
+        if special != 0 {
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = s.get(i) {
+        if matches!(c, b'"' | b'\\' | 0x00..=0x1f) {
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// Parses ASCII digits as a u64, `None` on overflow or non-digits.
@@ -697,6 +732,31 @@ mod tests {
         assert!(!env.seq.unwrap().plain_string);
     }
 
+    fn naive_plain_run(s: &[u8]) -> usize {
+        s.iter()
+            .position(|&c| matches!(c, b'"' | b'\\' | 0x00..=0x1f))
+            .unwrap_or(s.len())
+    }
+
+    #[test]
+    fn plain_run_finds_the_first_special_byte() {
+        for special in [b'"', b'\\', 0x00, 0x1f, 0x0a] {
+            for len in 0..20 {
+                for at in 0..=len {
+                    let mut v: Vec<u8> = (0..len)
+                        .map(|i| [b'a', 0x20, 0xff, 0x7f, 0x80, b'!'][i % 6])
+                        .collect();
+                    if at < len {
+                        v[at] = special;
+                    }
+                    // Specials after the first must not confuse it.
+                    v.extend_from_slice(b"\x00\"\\");
+                    assert_eq!(plain_run(&v), naive_plain_run(&v), "{v:?}");
+                }
+            }
+        }
+    }
+
     fn arb_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
@@ -725,6 +785,11 @@ mod tests {
 
         /// The canonical bytes of any object are accepted by the reference, parse back to
         /// the same value, and are what serde_json itself writes.
+        #[test]
+        fn plain_run_agrees_with_the_naive_scan(v in prop::collection::vec(any::<u8>(), 0..40)) {
+            prop_assert_eq!(plain_run(&v), naive_plain_run(&v));
+        }
+
         #[test]
         fn canonical_bytes_round_trip(v in arb_object()) {
             let b = canon(&v);

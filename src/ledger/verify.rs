@@ -261,11 +261,34 @@ fn check_region(region: &[u8]) -> Vec<Vec<Result<LineInfo, (Reason, String)>>> {
     parts
         .par_iter()
         .map(|part| {
-            part.split_inclusive(|&b| b == b'\n')
-                .map(check_line)
-                .collect()
+            let mut out = Vec::with_capacity(part.len() / 128);
+            let mut rest: &[u8] = part;
+            while !rest.is_empty() {
+                let end = find_lf(rest).map_or(rest.len(), |i| i + 1);
+                out.push(check_line(&rest[..end]));
+                rest = &rest[end..];
+            }
+            out
         })
         .collect()
+}
+
+/// Position of the first LF, eight bytes at a time (see `canonical::plain_run`).
+pub(crate) fn find_lf(s: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(word) = s.get(i..i + 8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let x = u64::from_le_bytes(w) ^ (LO * u64::from(b'\n'));
+        let hit = x.wrapping_sub(LO) & !x & HI;
+        if hit != 0 {
+            return Some(i + (hit.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    s[i..].iter().position(|&b| b == b'\n').map(|p| i + p)
 }
 
 /// Walks the chain over the checked lines in order; stops at the first fault.
@@ -502,19 +525,37 @@ pub fn valid_at(at: &str) -> bool {
         && num(17..19) < 60
 }
 
+/// Value of each byte as a lowercase hex digit, 0xff if it is not one.
+const NIBBLE: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// `sha256:` followed by 64 lowercase hex digits.
 pub fn parse_prev(prev: &str) -> Option<[u8; 32]> {
-    let hexpart = prev.strip_prefix("sha256:")?;
-    if hexpart.len() != 64
-        || !hexpart
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    {
+    let hexpart = prev.strip_prefix("sha256:")?.as_bytes();
+    if hexpart.len() != 64 {
         return None;
     }
+    // Table lookups without a branch per digit (hex digits are random: branches mispredict).
     let mut out = [0u8; 32];
-    hex::decode_to_slice(hexpart, &mut out).ok()?;
-    Some(out)
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(hexpart.chunks_exact(2)) {
+        let (hi, lo) = (NIBBLE[pair[0] as usize], NIBBLE[pair[1] as usize]);
+        bad |= hi | lo;
+        *o = (hi << 4) | (lo & 0x0f);
+    }
+    (bad & 0xf0 == 0).then_some(out)
 }
 
 /// The fixed point of a walk that found no fault.
@@ -637,6 +678,41 @@ mod tests {
             if let (Ok(f), Ok(s)) = (fast, slow) {
                 prop_assert_eq!(f, s, "{}", line);
             }
+        }
+    }
+
+    #[test]
+    fn find_lf_finds_the_first() {
+        for len in 0..20 {
+            for at in 0..=len {
+                let mut v = vec![0x8au8; len];
+                if at < len {
+                    v[at] = b'\n';
+                }
+                v.extend_from_slice(b"x\n\n");
+                let naive = v.iter().position(|&b| b == b'\n');
+                assert_eq!(find_lf(&v), naive, "{v:?}");
+            }
+        }
+        assert_eq!(find_lf(b""), None);
+        assert_eq!(find_lf(b"abcdefghijk"), None);
+    }
+
+    #[test]
+    fn prev_parsing() {
+        let good = format!("sha256:{}", hex::encode(EMPTY_SHA256));
+        assert_eq!(parse_prev(&good), Some(EMPTY_SHA256));
+        for bad in [
+            good.to_uppercase(),
+            good.replace("sha256:", "sha512:"),
+            good[..70].to_string(),
+            format!("{good}0"),
+            good.replace('e', "g"),
+            good.replacen('3', ":", 1),
+            good.replacen('b', "/", 1),
+            good.replacen('b', "`", 1),
+        ] {
+            assert_eq!(parse_prev(&bad), None, "{bad}");
         }
     }
 
