@@ -53,7 +53,10 @@ fn a_failed_write_stops_the_writer_and_the_partial_line_is_recovered_on_reopen()
 
     set_fsize_limit(libc::RLIM_INFINITY);
     let (l, opened) = Ledger::open(&p).unwrap();
-    assert_eq!(opened.events, acknowledged, "every acknowledged event survives");
+    assert_eq!(
+        opened.events, acknowledged,
+        "every acknowledged event survives"
+    );
     assert_eq!(opened.recovered.len(), 1);
     let r = &opened.recovered[0];
     assert_eq!(r.reason, Some(Reason::MissingFinalLf));
