@@ -131,7 +131,7 @@ fn verify(ctx: &Ctx, args: VerifyArgs) -> anyhow::Result<ExitCode> {
         Ok(v) => {
             let fp = v.fixed_point;
             if args.json {
-                print_json_ascii(&serde_json::to_value(&fp)?, true);
+                print_json_ascii(&fp, true);
             } else {
                 println!("format={}", fp.format);
                 println!("bytes={}", fp.bytes);
@@ -294,13 +294,13 @@ fn recover(ctx: &Ctx, args: RecoverArgs) -> anyhow::Result<ExitCode> {
 /// value, and nothing in it (not even C1 controls or bidi marks, which JSON leaves raw) can
 /// act on the terminal. Non-ASCII characters occur only inside strings, so the rewrite is
 /// exact.
-fn print_json_ascii(v: &Value, pretty: bool) {
+fn print_json_ascii(v: &impl serde::Serialize, pretty: bool) {
     let s = if pretty {
         serde_json::to_string_pretty(v)
     } else {
         serde_json::to_string(v)
     };
-    // Serialising a Value cannot fail (its keys are strings).
+    // Serialising these values cannot fail (plain structs and `Value`s, string keys).
     let s = s.unwrap_or_default();
     println!("{}", ascii_json(&s));
 }
