@@ -6,4 +6,5 @@ pub mod cli;
 pub mod digest;
 pub mod files;
 pub mod home;
+pub mod ledger;
 pub mod text;

@@ -12,6 +12,7 @@ use crate::text;
 
 mod digest;
 mod home;
+mod ledger;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -39,6 +40,7 @@ pub struct Cli {
 pub enum Command {
     Home(home::HomeArgs),
     Digest(digest::DigestArgs),
+    Ledger(ledger::LedgerArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -81,6 +83,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Home(args) => home::run(&ctx, args),
         Command::Digest(args) => digest::run(args),
+        Command::Ledger(args) => ledger::run(&ctx, args),
     };
     match result {
         Ok(code) => code,
