@@ -2,7 +2,11 @@
 //!
 //! One module per concept; see `docs/architecture.md`.
 
+pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod files;
 pub mod home;
+pub mod ledger;
+pub mod server;
 pub mod text;

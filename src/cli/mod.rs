@@ -11,6 +11,8 @@ use crate::home::{Home, HomeError};
 use crate::text;
 
 mod home;
+mod server;
+mod token;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -37,6 +39,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Home(home::HomeArgs),
+    Serve(server::ServeArgs),
+    Server(server::ServerArgs),
+    Token(token::TokenArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -77,6 +82,9 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Home(args) => home::run(&ctx, args),
+        Command::Serve(args) => server::serve(&ctx, args),
+        Command::Server(args) => server::run(&ctx, args),
+        Command::Token(args) => token::run(&ctx, args),
     };
     match result {
         Ok(code) => code,
