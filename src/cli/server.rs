@@ -125,7 +125,8 @@ pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
             let client = client.with_token(&home)?;
             client::block_on(client.call(Method::POST, "/v1/server/stop", None))??;
             let started = Instant::now();
-            while client::block_on(client.probe())??.is_some() {
+            // Gone means its lock is released: the process has exited, not just its socket.
+            while server::server_lock_held(&home) {
                 if started.elapsed() > Duration::from_secs(30) {
                     anyhow::bail!("the server accepted the stop but still answers after 30 s");
                 }

@@ -210,8 +210,6 @@ async fn create_token(
     Extension(caller): Extension<Caller>,
     body: Result<axum::Json<CreateToken>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult {
-    let axum::Json(body) =
-        body.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text()))?;
     if caller.principal == Principal::Agent {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -219,6 +217,8 @@ async fn create_token(
             "an agent identity cannot create tokens",
         ));
     }
+    let axum::Json(body) =
+        body.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text()))?;
     let bad = |e: crate::auth::AuthError| {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.to_string())
     };

@@ -107,6 +107,15 @@ pub fn read_lock_pid(path: &Path) -> Option<u32> {
     s.trim().parse().ok()
 }
 
+/// True while some process holds the home's server lock (a server is alive, even if it
+/// has already closed its socket).
+pub fn server_lock_held(home: &Home) -> bool {
+    let Ok(file) = files::open_private_read(&home.server_lock_path()) else {
+        return false;
+    };
+    matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+}
+
 /// Takes the home's server lock, or says which server holds it.
 pub fn take_server_lock(home: &Home) -> Result<ServerLock, ServerError> {
     let path = home.server_lock_path();
