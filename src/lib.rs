@@ -9,4 +9,5 @@ pub mod files;
 pub mod home;
 pub mod ledger;
 pub mod server;
+pub mod sessions;
 pub mod text;

@@ -1,0 +1,4 @@
+//! Agent sessions ("runs"): their records, their derived state, and each caller's marks.
+
+pub mod marks;
+pub mod record;
