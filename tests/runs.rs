@@ -13,6 +13,29 @@ use proctor::runs::{
 
 const LONG: Duration = Duration::from_secs(60);
 
+/// A run that is killed (group and all) if the test fails while it is live, so a failing
+/// test leaves no process behind.
+struct Owned(Run);
+
+impl std::ops::Deref for Owned {
+    type Target = Run;
+    fn deref(&self) -> &Run {
+        &self.0
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = self.0.stop(Duration::ZERO);
+        }
+    }
+}
+
+fn spawn(spec: RunSpec) -> Owned {
+    Owned(Run::spawn(spec).unwrap())
+}
+
 fn env() -> BTreeMap<OsString, OsString> {
     BTreeMap::from([("PATH".into(), "/usr/bin:/bin".into())])
 }
@@ -81,6 +104,18 @@ fn read_until(run: &Run, mut cursor: u64, needle: &str, times: usize) -> (Vec<u8
     }
 }
 
+/// Polls `f` until it holds (true) or a long timeout passes (false).
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + LONG;
+    while std::time::Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
 fn bytes_of(frames: &[Frame], stream: Stream) -> Vec<u8> {
     frames
         .iter()
@@ -97,7 +132,7 @@ const LINES_SCRIPT: &str = "i=1; while [ $i -le 3000 ]; do echo line-$i; i=$((i+
 
 #[test]
 fn pipe_output_arrives_in_order_with_contiguous_seqs() {
-    let run = Run::spawn(sh(LINES_SCRIPT, Transport::Pipe)).unwrap();
+    let run = spawn(sh(LINES_SCRIPT, Transport::Pipe));
     let (frames, end) = read_to_end(&run, 1);
     assert_eq!(frames.first().map(|f| f.seq), Some(1));
     assert_eq!(
@@ -110,7 +145,7 @@ fn pipe_output_arrives_in_order_with_contiguous_seqs() {
 
 #[tokio::test]
 async fn pty_output_arrives_in_order_through_the_async_wait() {
-    let run = Run::spawn(sh(LINES_SCRIPT, pty())).unwrap();
+    let run = spawn(sh(LINES_SCRIPT, pty()));
     let ring = run.ring().clone();
     let mut cursor = 1;
     let mut got = Vec::new();
@@ -139,20 +174,24 @@ async fn pty_output_arrives_in_order_through_the_async_wait() {
 
 #[test]
 fn input_echoes_through_cat_on_pipes() {
-    let run = Run::spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe)).unwrap();
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe));
     run.write_input(b"hello over a pipe\n").unwrap();
     let (got, cursor) = read_until(&run, 1, "hello over a pipe\n", 1);
     assert_eq!(got, b"hello over a pipe\n");
     run.close_input();
+    assert!(matches!(run.write_input(b"x"), Err(RunError::InputClosed)));
     let (rest, end) = read_to_end(&run, cursor);
     assert!(rest.is_empty());
     assert_eq!(end.exit.unwrap().exit_code(), Some(0));
-    assert!(matches!(run.write_input(b"x"), Err(RunError::InputClosed)));
+    assert!(matches!(
+        run.write_input(b"x"),
+        Err(RunError::NotLive { .. })
+    ));
 }
 
 #[test]
 fn input_echoes_through_cat_on_a_pty() {
-    let run = Run::spawn(RunSpec::new(["/bin/cat"], "/", env(), pty())).unwrap();
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), pty()));
     run.write_input(b"hello over a pty\n").unwrap();
     // Once from the terminal's echo, once from cat.
     let (got, cursor) = read_until(&run, 1, "hello over a pty\r\n", 2);
@@ -165,11 +204,10 @@ fn input_echoes_through_cat_on_a_pty() {
 
 #[test]
 fn stderr_is_its_own_stream_on_pipes() {
-    let run = Run::spawn(sh(
+    let run = spawn(sh(
         "echo out-1; echo err-1 >&2; echo out-2; echo err-2 >&2",
         Transport::Pipe,
-    ))
-    .unwrap();
+    ));
     let (frames, _) = read_to_end(&run, 1);
     assert_eq!(bytes_of(&frames, Stream::Stdout), b"out-1\nout-2\n");
     assert_eq!(bytes_of(&frames, Stream::Stderr), b"err-1\nerr-2\n");
@@ -179,7 +217,7 @@ fn stderr_is_its_own_stream_on_pipes() {
 fn a_tiny_ring_evicts_and_a_late_reader_gets_lag() {
     let mut spec = sh("head -c 200000 /dev/zero", Transport::Pipe);
     spec.ring_bytes = 1024;
-    let run = Run::spawn(spec).unwrap();
+    let run = spawn(spec);
     let end = loop {
         if let Some(e) = run.ring().ended() {
             break e;
@@ -205,7 +243,7 @@ fn reconnect_is_exact(transport: Transport) {
     let t = tempfile::tempdir().unwrap();
     let mut spec = sh(LINES_SCRIPT, transport);
     spec.transcript = Some(TranscriptSpec::new(t.path().join("tr")));
-    let run = Run::spawn(spec).unwrap();
+    let run = spawn(spec);
     // First connection: read some, then go away mid-stream.
     let (first, cursor) = read_until(&run, 1, "line-100", 1);
     let last = cursor - 1;
@@ -242,7 +280,7 @@ fn reconnect_from_last_plus_one_is_exact_on_a_pty() {
 const STUBBORN: &str = "trap '' TERM; sleep 1000 & echo grandchild=$!; while :; do sleep 1; done";
 
 fn stop_escalates(transport: Transport) {
-    let run = Run::spawn(sh(STUBBORN, transport)).unwrap();
+    let run = spawn(sh(STUBBORN, transport));
     let pid = run.pid();
     let start = run.start_time().unwrap();
     let (got, _) = read_until(&run, 1, "\n", 1);
@@ -270,7 +308,15 @@ fn stop_escalates(transport: Transport) {
     assert!(report.group_gone);
     assert_eq!(run.liveness(), Liveness::Exited { exit });
     assert!(!is_same_process(pid, start));
-    assert!(!process_exists(gc), "the grandchild survived");
+    // Dead now (a zombie at most, waiting for init to collect it), and then gone: ESRCH.
+    assert!(
+        proc_stat(gc).is_none_or(|s| s.state == 'Z'),
+        "the grandchild survived"
+    );
+    assert!(
+        eventually(|| !process_exists(gc)),
+        "the grandchild was never collected"
+    );
     // The ring ends with the same observed status.
     let (_, end) = read_to_end(&run, 1);
     assert_eq!(end.exit, Some(exit));
@@ -292,28 +338,41 @@ fn stop_escalates_to_sigkill_for_the_whole_group_on_a_pty() {
 
 #[test]
 fn a_child_that_honours_sigterm_is_not_killed() {
-    let run = Run::spawn(RunSpec::new(
+    let run = spawn(RunSpec::new(
         ["/usr/bin/sleep", "1000"],
         "/",
         env(),
         Transport::Pipe,
-    ))
-    .unwrap();
+    ));
     let report = run.stop(Duration::from_secs(30)).unwrap();
     assert!(report.sent_term && !report.sent_kill);
     assert_eq!(report.exit.unwrap().signal(), Some(libc::SIGTERM));
 }
 
 #[test]
+fn a_stopped_child_is_continued_so_it_can_honour_sigterm() {
+    let run = spawn(sh("echo up; kill -STOP $$; sleep 1000", Transport::Pipe));
+    read_until(&run, 1, "up", 1);
+    // Wait until the kernel shows it stopped (state T).
+    assert!(
+        eventually(|| proc_stat(run.pid()).map(|s| s.state) == Some('T')),
+        "the child never stopped"
+    );
+    let report = run.stop(Duration::from_secs(30)).unwrap();
+    assert!(!report.sent_kill);
+    assert_eq!(report.exit.unwrap().signal(), Some(libc::SIGTERM));
+}
+
+#[test]
 fn exit_codes_and_signals_are_observed_on_both_transports() {
     for transport in [Transport::Pipe, pty()] {
-        let run = Run::spawn(sh("echo bye; exit 7", transport)).unwrap();
+        let run = spawn(sh("echo bye; exit 7", transport));
         let (_, end) = read_to_end(&run, 1);
         let exit = end.exit.unwrap();
         assert_eq!((exit.exit_code(), exit.signal()), (Some(7), None));
         assert_eq!(run.exit(), Some(exit));
 
-        let run = Run::spawn(sh("kill -USR1 $$", transport)).unwrap();
+        let run = spawn(sh("kill -USR1 $$", transport));
         let (_, end) = read_to_end(&run, 1);
         let exit = end.exit.unwrap();
         assert_eq!(
@@ -325,7 +384,7 @@ fn exit_codes_and_signals_are_observed_on_both_transports() {
 
 #[test]
 fn a_pty_child_leads_its_own_session_and_a_pipe_child_its_own_group() {
-    let run = Run::spawn(RunSpec::new(["/bin/cat"], "/", env(), pty())).unwrap();
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), pty()));
     let pid = run.pid() as i32;
     let s = proc_stat(run.pid()).unwrap();
     assert_eq!(s.session, pid, "session leader");
@@ -336,7 +395,7 @@ fn a_pty_child_leads_its_own_session_and_a_pipe_child_its_own_group() {
     run.stop(Duration::from_secs(30)).unwrap();
 
     let me = proc_stat(std::process::id()).unwrap();
-    let run = Run::spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe)).unwrap();
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe));
     let s = proc_stat(run.pid()).unwrap();
     assert_eq!(s.pgrp, run.pid() as i32, "process group leader");
     assert_eq!(s.session, me.session, "stays in our session");
@@ -346,11 +405,10 @@ fn a_pty_child_leads_its_own_session_and_a_pipe_child_its_own_group() {
 
 #[test]
 fn resize_changes_what_the_child_sees_and_the_screen() {
-    let run = Run::spawn(sh(
+    let run = spawn(sh(
         "stty size; read x; stty size; read y",
         Transport::Pty(TermSize { rows: 24, cols: 80 }),
-    ))
-    .unwrap();
+    ));
     let (_, cursor) = read_until(&run, 1, "24 80\r\n", 1);
     let size = TermSize {
         rows: 40,
@@ -374,7 +432,7 @@ fn resize_changes_what_the_child_sees_and_the_screen() {
 
 #[test]
 fn screen_then_attach_from_seq_plus_one_reproduces_the_terminal() {
-    let run = Run::spawn(RunSpec::new(["/bin/cat"], "/", env(), pty())).unwrap();
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), pty()));
     run.write_input(b"\x1b[1mone\x1b[0m\n").unwrap();
     // The terminal echoes the escape as `^[` (echoctl); cat writes it raw, so the raw
     // sequence followed by the line end marks the end of cat's line.
@@ -405,11 +463,10 @@ fn screen_then_attach_from_seq_plus_one_reproduces_the_terminal() {
 
 #[test]
 fn interrupt_signals_the_foreground_group_and_the_process_stays() {
-    let run = Run::spawn(sh(
+    let run = spawn(sh(
         "trap 'echo got-int' INT; echo ready; while :; do sleep 1; done",
         pty(),
-    ))
-    .unwrap();
+    ));
     let (_, cursor) = read_until(&run, 1, "ready", 1);
     let fg = run.interrupt().unwrap();
     assert_eq!(fg, run.pid());
@@ -419,7 +476,7 @@ fn interrupt_signals_the_foreground_group_and_the_process_stays() {
     let report = run.stop(Duration::from_secs(30)).unwrap();
     assert!(report.was_running);
 
-    let pipe = Run::spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe)).unwrap();
+    let pipe = spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe));
     assert!(matches!(pipe.interrupt(), Err(RunError::NotAPty { .. })));
     assert!(matches!(pipe.screen(), Err(RunError::NotAPty { .. })));
     pipe.stop(Duration::from_secs(30)).unwrap();
@@ -436,7 +493,7 @@ fn the_transcript_stops_at_its_cap_and_says_so() {
         dir: t.path().join("run-0001"),
         cap_bytes: 1000,
     });
-    let run = Run::spawn(spec).unwrap();
+    let run = spawn(spec);
     let (frames, _) = read_to_end(&run, 1);
     let all = bytes_of(&frames, Stream::Stdout);
     assert_eq!(all.len(), 5000);
@@ -463,12 +520,12 @@ fn the_transcript_stops_at_its_cap_and_says_so() {
 fn a_grandchild_holding_the_output_does_not_keep_the_run_open() {
     let mut spec = sh("sleep 1000 & echo parent-done", Transport::Pipe);
     spec.drain_after_exit = Duration::from_millis(300);
-    let run = Run::spawn(spec).unwrap();
+    let run = spawn(spec);
     let (frames, end) = read_to_end(&run, 1);
     assert_eq!(bytes_of(&frames, Stream::Stdout), b"parent-done\n");
     assert_eq!(end.exit.unwrap().exit_code(), Some(0));
     // The leader is gone but its group is not: stop ends the rest.
-    assert!(proctor::runs::group_exists(run.pid()));
+    assert!(proctor::runs::group_has_live_members(run.pid()));
     let report = run.stop(Duration::from_secs(30)).unwrap();
     assert!(!report.was_running && report.sent_term);
     assert!(report.group_gone);
@@ -499,11 +556,32 @@ fn bad_specs_are_refused_before_anything_starts() {
 }
 
 #[test]
+fn the_child_inherits_only_its_three_standard_descriptors() {
+    // Other tests start PTYs concurrently: none of their descriptors may leak in here.
+    for _ in 0..10 {
+        for transport in [Transport::Pipe, pty()] {
+            let run = spawn(RunSpec::new(
+                ["/usr/bin/ls", "/proc/self/fd"],
+                "/",
+                env(),
+                transport,
+            ));
+            let (frames, end) = read_to_end(&run, 1);
+            assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+            let out = String::from_utf8(bytes_of(&frames, Stream::Stdout)).unwrap();
+            let fds: Vec<&str> = out.split_whitespace().collect();
+            // 3 is the folder ls opened to list itself.
+            assert_eq!(fds, ["0", "1", "2", "3"], "{transport:?}");
+        }
+    }
+}
+
+#[test]
 fn the_working_folder_is_the_one_given() {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().canonicalize().unwrap();
     for transport in [Transport::Pipe, pty()] {
-        let run = Run::spawn(RunSpec::new(["/bin/pwd"], &dir, env(), transport)).unwrap();
+        let run = spawn(RunSpec::new(["/bin/pwd"], &dir, env(), transport));
         let (frames, _) = read_to_end(&run, 1);
         let out = String::from_utf8(bytes_of(&frames, Stream::Stdout)).unwrap();
         assert_eq!(out.trim_end(), dir.to_str().unwrap());

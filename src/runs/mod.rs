@@ -32,8 +32,8 @@ use portable_pty::MasterPty;
 use serde::Serialize;
 
 pub use process::{
-    ExitStatus, ProcStat, group_exists, is_same_process, proc_stat, process_exists,
-    process_identity, signal_name, which,
+    ExitStatus, ProcStat, group_exists, group_has_live_members, is_same_process, proc_stat,
+    process_exists, process_identity, signal_name, which,
 };
 pub use ring::{End, Frame, ReadOutcome, Ring, RingStatus, Stream};
 pub use transcript::{Transcript, TranscriptSpec, TranscriptStatus};
@@ -199,7 +199,8 @@ pub struct StopReport {
     pub sent_term: bool,
     /// SIGKILL was delivered (the grace period ran out).
     pub sent_kill: bool,
-    /// The process group was observed empty afterwards (`kill(-pgid, 0)` gave ESRCH).
+    /// No live member of the process group was left afterwards (none at all, or only
+    /// zombies that their new parent has yet to collect).
     pub group_gone: bool,
     /// The child's exit status as the OS reported it.
     pub exit: Option<ExitStatus>,
@@ -254,6 +255,41 @@ pub(crate) unsafe fn reset_signals_in_child() {
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
+}
+
+/// In the forked child before exec: marks every descriptor above 2 close-on-exec, so the
+/// program gets exactly stdin, stdout and stderr. Descriptors that this process inherited
+/// without the flag (from the shell that started it, say) would otherwise pass through.
+/// Marking rather than closing keeps std's own exec-error pipe working until the exec.
+///
+/// # Safety
+/// Only async-signal-safe calls (close_range, getrlimit, fcntl); meant for `pre_exec`.
+pub(crate) unsafe fn cloexec_inherited_fds() {
+    // SAFETY: raw syscalls on integers; no memory is touched except `lim`.
+    unsafe {
+        let r = libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        if r == 0 {
+            return;
+        }
+        // Kernels before 5.11: walk the descriptor table up to the soft limit (bounded).
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur.min(1 << 20) as libc::c_int
+        } else {
+            1024
+        };
+        for fd in 3..max {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
     }
 }
 
@@ -497,7 +533,13 @@ impl Run {
     pub fn write_input_timeout(&self, bytes: &[u8], timeout: Duration) -> Result<(), RunError> {
         let deadline = Instant::now() + timeout;
         let g = self.inner.input.lock().unwrap_or_else(|e| e.into_inner());
-        let f = g.as_ref().ok_or(RunError::InputClosed)?;
+        let Some(f) = g.as_ref() else {
+            return Err(if self.inner.ring.ended().is_some() {
+                RunError::NotLive { op: "input" }
+            } else {
+                RunError::InputClosed
+            });
+        };
         pump::write_all_until(f.as_raw_fd(), bytes, deadline).map_err(|(written, err)| {
             RunError::Input {
                 written,
@@ -606,13 +648,18 @@ impl Run {
             // pid (the group id) cannot be recycled under us.
             let life = self.inner.life();
             report.was_running = !life.reaped;
-            if !life.reaped || group_exists(pid) {
+            if !life.reaped || group_has_live_members(pid) {
                 report.sent_term = self.signal_group_checked(libc::SIGTERM)?;
+                // A stopped member would keep SIGTERM pending until the grace runs out;
+                // continue it so it can act on it (as init systems do).
+                if report.sent_term {
+                    self.signal_group_checked(libc::SIGCONT)?;
+                }
             }
         }
         if !self.wait_reaped_and_group_gone(Instant::now() + grace) {
             let life = self.inner.life();
-            if group_exists(pid) {
+            if group_has_live_members(pid) {
                 report.sent_kill |= self.signal_group_checked(libc::SIGKILL)?;
             }
             if !life.reaped {
@@ -646,12 +693,12 @@ impl Run {
         }
     }
 
-    /// Waits until the child is reaped and its group has no member left (zombies of
-    /// reparented grandchildren count until their new parent reaps them), or `deadline`.
+    /// Waits until the child is reaped and its group has no live member left (a zombie
+    /// grandchild is dead; its new parent collects it), or `deadline`.
     fn wait_reaped_and_group_gone(&self, deadline: Instant) -> bool {
         let mut life = self.inner.life();
         loop {
-            if life.reaped && !group_exists(self.inner.pid) {
+            if life.reaped && !group_has_live_members(self.inner.pid) {
                 return true;
             }
             let now = Instant::now();
@@ -660,7 +707,7 @@ impl Run {
             }
             // The reap is signalled through the condvar; the group's members are not, so
             // poll them at a short interval while stopping.
-            let step = (deadline - now).min(Duration::from_millis(10));
+            let step = (deadline - now).min(Duration::from_millis(20));
             life = self
                 .inner
                 .life_cv

@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::pump::set_nonblocking;
-use super::{RunError, RunSpec, fork_guard, reset_signals_in_child};
+use super::{RunError, RunSpec, cloexec_inherited_fds, fork_guard, reset_signals_in_child};
 
 pub(crate) struct PipeChild {
     pub pid: u32,
@@ -28,10 +28,12 @@ pub(crate) fn spawn(spec: &RunSpec) -> Result<PipeChild, RunError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: runs in the forked child before exec; only async-signal-safe calls.
+    // SAFETY: runs in the forked child before exec; only async-signal-safe calls
+    // (signal, sigprocmask, close_range, fcntl).
     unsafe {
         cmd.pre_exec(|| {
             reset_signals_in_child();
+            cloexec_inherited_fds();
             Ok(())
         });
     }

@@ -204,6 +204,29 @@ pub fn group_exists(pgid: u32) -> bool {
     probe(-pgid)
 }
 
+/// Whether the process group `pgid` has a member that is not a zombie. A zombie has already
+/// died; it only waits for its parent (for a reparented grandchild: init, which may take a
+/// while) to collect it. Cheap when the group is empty (`kill(-pgid, 0)`); otherwise scans
+/// `/proc`. When `/proc` cannot be read, answers `true` (the cautious answer).
+///
+/// A member forked while the scan runs can be missed; callers use this after signalling the
+/// whole group, when its members are dying.
+pub fn group_has_live_members(pgid: u32) -> bool {
+    if !group_exists(pgid) {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return true;
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(proc_stat)
+        .any(|s| s.pgrp == pgid && s.state != 'Z' && s.state != 'X')
+}
+
 fn probe(target: libc::pid_t) -> bool {
     // SAFETY: signal 0 performs only the existence and permission checks.
     let r = unsafe { libc::kill(target, 0) };

@@ -19,7 +19,9 @@ use std::process::{Command, Stdio};
 use portable_pty::{MasterPty, PtySize, native_pty_system};
 
 use super::pump::{dup_cloexec, set_nonblocking};
-use super::{RunError, RunSpec, TermSize, fork_guard, reset_signals_in_child};
+use super::{
+    RunError, RunSpec, TermSize, cloexec_inherited_fds, fork_guard, reset_signals_in_child,
+};
 
 /// What the PTY spawn hands to the run.
 pub(crate) struct PtyChild {
@@ -84,10 +86,12 @@ pub(crate) fn spawn(spec: &RunSpec, size: TermSize) -> Result<PtyChild, RunError
         .stdout(stdio(&slave)?)
         .stderr(stdio(&slave)?);
     // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (sigaction, sigprocmask, setsid, ioctl).
+    // async-signal-safe functions (signal, sigprocmask, close_range, fcntl, setsid,
+    // ioctl).
     unsafe {
         cmd.pre_exec(|| {
             reset_signals_in_child();
+            cloexec_inherited_fds();
             if libc::setsid() == -1 {
                 return Err(io::Error::last_os_error());
             }
