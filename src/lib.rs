@@ -10,4 +10,5 @@ pub mod home;
 pub mod ledger;
 pub mod server;
 pub mod sessions;
+pub mod runs;
 pub mod text;
