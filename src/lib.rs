@@ -5,4 +5,5 @@
 pub mod cli;
 pub mod files;
 pub mod home;
+pub mod providers;
 pub mod text;

@@ -10,7 +10,9 @@ use clap::{Parser, Subcommand};
 use crate::home::{Home, HomeError};
 use crate::text;
 
+mod demo_agent;
 mod home;
+mod profile;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -37,6 +39,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Home(home::HomeArgs),
+    Profile(profile::ProfileArgs),
+    DemoAgent(demo_agent::DemoAgentArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -77,6 +81,8 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Home(args) => home::run(&ctx, args),
+        Command::Profile(args) => profile::run(&ctx, args),
+        Command::DemoAgent(args) => demo_agent::run(args),
     };
     match result {
         Ok(code) => code,
