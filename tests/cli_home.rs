@@ -10,7 +10,11 @@ fn proctor() -> Command {
 }
 
 fn json(out: &std::process::Output) -> serde_json::Value {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("valid JSON on stdout")
 }
 
@@ -20,7 +24,13 @@ fn flag_beats_env_and_env_beats_xdg() {
     let a = t.path().join("a");
     let b = t.path().join("b");
 
-    let v = json(&proctor().args(["home", "--json"]).env("PROCTOR_HOME", &b).output().unwrap());
+    let v = json(
+        &proctor()
+            .args(["home", "--json"])
+            .env("PROCTOR_HOME", &b)
+            .output()
+            .unwrap(),
+    );
     assert_eq!(v["source"], "env");
     assert_eq!(v["root"], b.to_str().unwrap());
 
@@ -55,9 +65,18 @@ fn flag_beats_env_and_env_beats_xdg() {
             .to_string()
     };
     assert_eq!(path_of("data"), xdg.join("data/proctor").to_str().unwrap());
-    assert_eq!(path_of("config"), xdg.join("config/proctor").to_str().unwrap());
-    assert_eq!(path_of("state"), xdg.join("state/proctor").to_str().unwrap());
-    assert_eq!(path_of("runtime"), xdg.join("run/proctor").to_str().unwrap());
+    assert_eq!(
+        path_of("config"),
+        xdg.join("config/proctor").to_str().unwrap()
+    );
+    assert_eq!(
+        path_of("state"),
+        xdg.join("state/proctor").to_str().unwrap()
+    );
+    assert_eq!(
+        path_of("runtime"),
+        xdg.join("run/proctor").to_str().unwrap()
+    );
     // `home` only reports: nothing was created.
     assert!(!xdg.exists());
     assert!(!a.exists());
@@ -83,13 +102,20 @@ fn unsafe_home_exits_2_naming_the_path_and_remedy() {
     let h = t.path().join("shared");
     std::fs::create_dir(&h).unwrap();
     std::fs::set_permissions(&h, std::fs::Permissions::from_mode(0o770)).unwrap();
-    let out = proctor().args(["home"]).env("PROCTOR_HOME", &h).output().unwrap();
+    let out = proctor()
+        .args(["home"])
+        .env("PROCTOR_HOME", &h)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(h.to_str().unwrap()), "{err}");
     assert!(err.contains("PROCTOR_HOME"), "{err}");
     assert!(err.contains("chmod 700"), "{err}");
-    assert!(out.stdout.is_empty(), "nothing printed on stdout for a refused home");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing printed on stdout for a refused home"
+    );
 }
 
 #[test]
@@ -99,7 +125,10 @@ fn a_data_folder_writable_by_others_is_refused_too() {
     std::fs::create_dir_all(h.join("data")).unwrap();
     std::fs::set_permissions(&h, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::set_permissions(h.join("data"), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = proctor().args(["--home", h.to_str().unwrap(), "home"]).output().unwrap();
+    let out = proctor()
+        .args(["--home", h.to_str().unwrap(), "home"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(h.join("data").to_str().unwrap()), "{err}");

@@ -23,19 +23,23 @@ use crate::providers::{Tool, fake};
 /// 2 for a form the fake does not serve, or an unknown TOOL).
 #[derive(Debug, Args)]
 pub struct DemoAgentArgs {
-    /// The tool to fake: claude, codex, gemini, grok or opencode.
-    pub tool: String,
-    /// The tool's own arguments.
+    /// The tool to fake (claude, codex, gemini, grok or opencode), then the tool's own
+    /// arguments, passed verbatim (even `--help` or `--home`).
     #[arg(
+        required = true,
         trailing_var_arg = true,
         allow_hyphen_values = true,
-        value_name = "ARGS"
+        value_name = "TOOL [ARGS]"
     )]
-    pub args: Vec<String>,
+    pub tool_and_args: Vec<String>,
 }
 
 pub fn run(args: DemoAgentArgs) -> anyhow::Result<ExitCode> {
-    let tool = Tool::parse(&args.tool).map_err(|e| UsageError::new(e.to_string()))?;
-    let code = fake::run(tool, &args.args);
+    let (name, rest) = args
+        .tool_and_args
+        .split_first()
+        .ok_or_else(|| UsageError::new("demo-agent needs a TOOL"))?;
+    let tool = Tool::parse(name).map_err(|e| UsageError::new(e.to_string()))?;
+    let code = fake::run(tool, rest);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }

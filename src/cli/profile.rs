@@ -43,7 +43,7 @@ pub struct ListArgs {
     pub json: bool,
 }
 
-/// Add a profile: NAME runs TOOL with the account home DIR.
+/// Add a profile: NAME runs TOOL with the account home DIR (--account-home).
 ///
 /// NAME is 1 to 63 characters from a-z, 0-9, '_' and '-', starting with a letter or digit,
 /// and must be new (the five tool names belong to the default profiles). DIR must be an
@@ -59,8 +59,9 @@ pub struct AddArgs {
     /// The tool: claude, codex, gemini, grok or opencode.
     #[arg(long, value_name = "TOOL")]
     pub tool: String,
-    /// The tool's config folder for this account.
-    #[arg(long = "home", value_name = "DIR", id = "account_home")]
+    /// The tool's config folder for this account. (Named --account-home because --home
+    /// already selects proctor's own state home.)
+    #[arg(long, value_name = "DIR")]
     pub account_home: PathBuf,
     /// Print the added profile as JSON.
     #[arg(long)]

@@ -1,8 +1,8 @@
 //! The fakes' interactive form: a minimal line-oriented terminal program.
 //!
 //! It prints a banner (naming itself a demo) with its session id, then a `> ` prompt;
-//! each line typed is a prompt (directives included) answered with the deterministic
-//! reply; Ctrl-C (SIGINT, as the terminal sends it to the foreground group) interrupts
+//! each line typed is a prompt (directives included): the fake prints `(working)`, then
+//! the deterministic reply; Ctrl-C (SIGINT, as the terminal sends it to the foreground group) interrupts
 //! the turn in progress and the program stays; end of input (Ctrl-D) exits 0. It is not
 //! a TUI: no alternate screen, no cursor addressing.
 
@@ -115,6 +115,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
             .to_string();
         turns += 1;
         transcript.message(&id, &cwd, "user", &text)?;
+        super::write_out(b"(working)\n")?;
         let steps = script::parse(&text);
         let mut turn = Turn {
             inbox: &inbox,
