@@ -297,24 +297,22 @@ impl Agent {
             sigint: None,
             answer: &answer,
         };
-        let mut full = String::new();
         let mut emit = |t: &str| {
-            full.push_str(t);
             update(&session.id, chunk("agent_message_chunk", t))
                 .map_err(|f| std::io::Error::other(f.message))
         };
+        // The transcript keeps the reply, not the bulk of `!emit` (noted in the reply).
         let stop = match turn.run(&steps, &mut emit)? {
             Ended::Completed { text, notes } => {
-                emit(&script::reply(n, &text, &notes))?;
+                let r = script::reply(n, &text, &notes);
+                emit(&r)?;
+                session
+                    .transcript
+                    .message(&session.id, &session.cwd, "assistant", &r)?;
                 "end_turn"
             }
             Ended::Interrupted => "cancelled",
         };
-        if stop == "end_turn" {
-            session
-                .transcript
-                .message(&session.id, &session.cwd, "assistant", &full)?;
-        }
         Ok(Some(response(id, json!({"stopReason": stop}))))
     }
 }

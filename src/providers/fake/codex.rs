@@ -312,10 +312,12 @@ impl Server {
                 "threadId": tid, "turnId": turn_id, "itemId": item_id, "delta": chunk}}))
         };
         let ended = turn.run(&steps, &mut emit)?;
+        let mut reply = None;
         let status = match ended {
             Ended::Completed { text, notes } => {
                 let r = script::reply(n, &text, &notes);
                 emit(&r)?;
+                reply = Some(r);
                 "completed"
             }
             Ended::Interrupted => "interrupted",
@@ -325,11 +327,12 @@ impl Server {
             json!({"threadId": tid, "turnId": turn_id,
                    "item": {"type": "agentMessage", "id": item_id, "text": full}}),
         )?;
-        if status == "completed" {
+        // The transcript keeps the reply, not the bulk of `!emit` (noted in the reply).
+        if let Some(r) = reply {
             thread.transcript.append(&json!({
                 "timestamp": chrono::Utc::now().to_rfc3339(),
                 "type": "assistant",
-                "message": {"role": "assistant", "content": full},
+                "message": {"role": "assistant", "content": r},
                 "demo": true,
             }))?;
         }

@@ -70,16 +70,26 @@ fn parse_line(l: &str) -> Step {
 
 /// The fixed pattern `!emit` produces: lowercase letters, a newline every 64th byte.
 pub fn pattern(offset: u64, len: usize) -> String {
-    (0..len as u64)
-        .map(|i| {
-            let n = offset + i;
+    // The pattern repeats every lcm(64, 26) = 832 bytes: copy slices of one period.
+    const PERIOD: usize = 832;
+    let period: Vec<u8> = (0..PERIOD)
+        .map(|n| {
             if n % 64 == 63 {
-                '\n'
+                b'\n'
             } else {
-                char::from(b'a' + (n % 26) as u8)
+                b'a' + (n % 26) as u8
             }
         })
-        .collect()
+        .collect();
+    let mut out = Vec::with_capacity(len);
+    let mut pos = (offset % PERIOD as u64) as usize;
+    while out.len() < len {
+        let take = (PERIOD - pos).min(len - out.len());
+        out.extend_from_slice(&period[pos..pos + take]);
+        pos = 0;
+    }
+    // ASCII only, so always UTF-8.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// How a turn's run ended.
@@ -301,6 +311,16 @@ mod tests {
         assert_eq!(&whole[..3], "abc");
         assert_eq!(whole.as_bytes()[63], b'\n');
         assert_eq!(pattern(0, 100) + &pattern(100, 100), whole);
+        let long = pattern(0, 5000);
+        assert_eq!(pattern(0, 1000) + &pattern(1000, 4000), long);
+        for (i, b) in long.bytes().enumerate() {
+            let want = if i % 64 == 63 {
+                b'\n'
+            } else {
+                b'a' + (i % 26) as u8
+            };
+            assert_eq!(b, want, "byte {i}");
+        }
     }
 
     #[test]
