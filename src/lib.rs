@@ -11,4 +11,5 @@ pub mod ledger;
 pub mod server;
 pub mod sessions;
 pub mod runs;
+pub mod providers;
 pub mod text;

@@ -10,9 +10,11 @@ use clap::{Parser, Subcommand};
 use crate::home::{Home, HomeError};
 use crate::text;
 
+mod demo_agent;
 mod home;
 mod server;
 mod token;
+mod profile;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -42,6 +44,8 @@ pub enum Command {
     Serve(server::ServeArgs),
     Server(server::ServerArgs),
     Token(token::TokenArgs),
+    Profile(profile::ProfileArgs),
+    DemoAgent(demo_agent::DemoAgentArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -85,6 +89,8 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => server::serve(&ctx, args),
         Command::Server(args) => server::run(&ctx, args),
         Command::Token(args) => token::run(&ctx, args),
+        Command::Profile(args) => profile::run(&ctx, args),
+        Command::DemoAgent(args) => demo_agent::run(args),
     };
     match result {
         Ok(code) => code,
