@@ -2,3 +2,6 @@
 
 pub mod marks;
 pub mod record;
+pub mod manager;
+
+pub use manager::{Sessions, SessionError};

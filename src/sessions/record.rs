@@ -175,7 +175,10 @@ impl RunRecord {
                     d.exit_code = f.get("exit_code").and_then(Value::as_i64);
                     d.signal = f.get("signal").and_then(Value::as_str).map(str::to_string);
                     d.ended_at = Some(e.at.clone());
-                    d.state = if stop_requested || d.exit_code == Some(0) {
+                    d.reason = f.get("reason").and_then(Value::as_str).map(str::to_string);
+                    d.state = if d.reason.is_some() {
+                        State::Failed
+                    } else if stop_requested || d.exit_code == Some(0) {
                         State::Stopped
                     } else {
                         State::Failed
