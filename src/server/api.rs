@@ -66,6 +66,22 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
         ("GET", "/v1/tokens") => Admin,
         ("POST", "/v1/tokens") => Admin,
         ("DELETE", "/v1/tokens/{id}") => Admin,
+        _ => return runs_role(m, route.strip_prefix(super::runs_api::BASE)?),
+    })
+}
+
+/// The roles of seed 002's permission table for the run routes. pin, snooze and done are
+/// the caller's own marks, so a viewer may set them.
+fn runs_role(method: &str, route: &str) -> Option<Role> {
+    use Role::*;
+    Some(match (method, route) {
+        ("GET", "/runs" | "/runs/{run}" | "/runs/{run}/events" | "/runs/{run}/attach" | "/runs/{run}/screen") => Read,
+        ("POST" | "DELETE", "/runs/{run}/pin" | "/runs/{run}/snooze" | "/runs/{run}/done") => Read,
+        ("POST", "/runs" | "/runs/{run}/input" | "/runs/{run}/interrupt" | "/runs/{run}/stop" | "/runs/{run}/resume" | "/runs/{run}/resize") => Write,
+        ("PUT", "/runs/{run}/name") => Write,
+        ("POST" | "DELETE", "/runs/{run}/archive") => Write,
+        ("POST", "/runs/{run}/cleanup") => Admin,
+        ("DELETE", "/runs/{run}") => Admin,
         _ => return None,
     })
 }
@@ -76,6 +92,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .route("/v1/server/stop", post(server_stop))
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{id}", delete(revoke_token))
+        .nest(super::runs_api::BASE, super::runs_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route("/v1/version", get(version))

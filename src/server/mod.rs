@@ -16,6 +16,7 @@ use crate::home::{Home, HomeError};
 use crate::ledger::{Ledger, LedgerError};
 
 mod api;
+mod runs_api;
 
 /// The wire protocol's version. A client refuses a server that speaks another one.
 pub const PROTOCOL: u32 = 1;
@@ -34,6 +35,8 @@ pub enum ServerError {
     Auth(#[from] AuthError),
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    #[error("cannot load the sessions: {0}")]
+    Sessions(String),
     #[error("a server already runs for this home{}; stop it with `proctor server stop`", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     AlreadyRunning { pid: Option<u32> },
     #[error(
@@ -76,7 +79,8 @@ pub struct Shared {
     pub pid: u32,
     pub started_at: String,
     pub tokens: Mutex<Tokens>,
-    pub ledger: Ledger,
+    pub ledger: Arc<Ledger>,
+    pub sessions: Arc<crate::sessions::Sessions>,
     shutdown: tokio::sync::Notify,
 }
 
@@ -167,12 +171,16 @@ pub fn run_foreground(home: Home) -> Result<(), ServerError> {
         log(&format!("ledger: {torn}"));
     }
     let pid = std::process::id();
+    let ledger = Arc::new(ledger);
+    let sessions = crate::sessions::Sessions::open(&home, ledger.clone(), Default::default())
+        .map_err(|e| ServerError::Sessions(e.to_string()))?;
     let shared = Arc::new(Shared {
         home: home.clone(),
         pid,
         started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         tokens: Mutex::new(tokens),
         ledger,
+        sessions,
         shutdown: tokio::sync::Notify::new(),
     });
     shared.record(
@@ -187,6 +195,8 @@ pub fn run_foreground(home: Home) -> Result<(), ServerError> {
         .map_err(io_err("start the async runtime for", &socket))?;
     let result = runtime.block_on(serve(shared.clone(), &socket));
     let _ = std::fs::remove_file(&socket);
+    // Every run ends with the server that owns it: stopped and recorded, never orphaned.
+    shared.sessions.stop_all("server");
     let reason = match &result {
         Ok(reason) => reason.clone(),
         Err(e) => format!("error: {e}"),

@@ -331,7 +331,7 @@ impl Sessions {
             .unwrap_or_else(|| PathBuf::from("/"));
         let profile = match (&req.profile, &req.tool) {
             (Some(p), _) => store.find(p, &user_home).map_err(|e| match e {
-                ProfileError::Unknown { .. } => SessionError::Unprocessable(e.to_string()),
+                ProfileError::NotFound { .. } => SessionError::Unprocessable(e.to_string()),
                 other => SessionError::BadRequest(other.to_string()),
             })?,
             (None, Some(t)) => {
