@@ -15,6 +15,7 @@ mod home;
 mod server;
 mod token;
 mod profile;
+mod ledger;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -46,6 +47,7 @@ pub enum Command {
     Token(token::TokenArgs),
     Profile(profile::ProfileArgs),
     DemoAgent(demo_agent::DemoAgentArgs),
+    Ledger(ledger::LedgerArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -56,6 +58,7 @@ pub struct UsageError {
 }
 
 impl UsageError {
+    #[allow(clippy::new_ret_no_self)] // builds the error already wrapped for `?`
     pub fn new(message: impl Into<String>) -> anyhow::Error {
         anyhow::Error::new(UsageError {
             message: message.into(),
@@ -91,6 +94,7 @@ pub fn main() -> ExitCode {
         Command::Token(args) => token::run(&ctx, args),
         Command::Profile(args) => profile::run(&ctx, args),
         Command::DemoAgent(args) => demo_agent::run(args),
+        Command::Ledger(args) => ledger::run(&ctx, args),
     };
     match result {
         Ok(code) => code,

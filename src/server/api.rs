@@ -21,8 +21,6 @@ use crate::auth::{Principal, Role, TokenRecord};
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub token_id: String,
-    pub name: String,
-    pub role: Role,
     pub principal: Principal,
 }
 
@@ -158,8 +156,6 @@ async fn authorize(
     }
     req.extensions_mut().insert(Caller {
         token_id: record.id,
-        name: record.name,
-        role: record.role,
         principal: record.principal,
     });
     Ok(next.run(req).await)

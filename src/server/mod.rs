@@ -91,7 +91,7 @@ impl Shared {
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        self.ledger.append(kind, map)
+        self.ledger.append(kind, &map)
     }
 
     pub fn request_shutdown(&self) {
@@ -167,8 +167,8 @@ pub fn run_foreground(home: Home) -> Result<(), ServerError> {
     let mut tokens = Tokens::load(&home.tokens_path())?;
     let new_owner = tokens.ensure_owner(&home.owner_token_path())?;
     let (ledger, opened) = Ledger::open(&home.ledger_path())?;
-    if let Some(torn) = opened.recovered() {
-        log(&format!("ledger: {torn}"));
+    for torn in &opened.recovered {
+        log(&format!("ledger: a torn final line was moved aside and recorded: {torn:?}"));
     }
     let pid = std::process::id();
     let ledger = Arc::new(ledger);

@@ -248,7 +248,7 @@ impl Sessions {
         };
         let mut ledger_fields = map.clone();
         ledger_fields.insert("run".into(), Value::String(run_ref.to_string()));
-        let seq = self.ledger.append(kind, ledger_fields)?;
+        let seq = self.ledger.append(kind, &ledger_fields)?;
         map.remove("run");
         let rec = inner
             .records
@@ -1053,12 +1053,10 @@ impl Sessions {
                 state.as_str()
             )));
         }
-        self.ledger.append(kinds::DELETED, {
-            let mut m = Map::new();
-            m.insert("run".into(), json!(run_ref));
-            m.insert("by".into(), json!(by));
-            m
-        })?;
+        let mut fields = Map::new();
+        fields.insert("run".into(), json!(run_ref));
+        fields.insert("by".into(), json!(by));
+        self.ledger.append(kinds::DELETED, &fields)?;
         inner.records.remove(run_ref);
         inner.live.remove(run_ref);
         inner.marks.forget_run(run_ref)?;
