@@ -169,6 +169,15 @@ impl Client {
     /// Makes sure a server runs for `home`, starting one if needed. Returns the probe and
     /// whether this call started it.
     pub async fn ensure_server(&self, home: &Home) -> Result<(Probe, bool), ClientError> {
+        self.ensure_server_with(home, &[]).await
+    }
+
+    /// As [`Client::ensure_server`], passing `serve_args` to a server this call starts.
+    pub async fn ensure_server_with(
+        &self,
+        home: &Home,
+        serve_args: &[String],
+    ) -> Result<(Probe, bool), ClientError> {
         if let Some(p) = self.probe().await? {
             return Ok((p, false));
         }
@@ -188,7 +197,7 @@ impl Client {
             drop(lock);
             return Ok((p, false));
         }
-        let mut child = spawn_detached_server(home)?;
+        let mut child = spawn_detached_server(home, serve_args)?;
         let started = Instant::now();
         let log = home.server_log_path();
         loop {
@@ -294,7 +303,10 @@ impl Client {
 
 /// Starts `proctor serve --foreground` fully detached: its own session (no controlling
 /// terminal), stdin from /dev/null, stdout and stderr appended to the server log (0600).
-fn spawn_detached_server(home: &Home) -> Result<std::process::Child, ClientError> {
+fn spawn_detached_server(
+    home: &Home,
+    serve_args: &[String],
+) -> Result<std::process::Child, ClientError> {
     let exe = std::env::current_exe().map_err(|err| ClientError::Io {
         op: "find",
         path: PathBuf::from("the proctor executable"),
@@ -313,6 +325,7 @@ fn spawn_detached_server(home: &Home) -> Result<std::process::Child, ClientError
         cmd.arg("--home").arg(root);
     }
     cmd.args(["serve", "--foreground"])
+        .args(serve_args)
         .stdin(Stdio::null())
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log2))

@@ -12,10 +12,10 @@ use crate::text;
 
 mod demo_agent;
 mod home;
+mod ledger;
+mod profile;
 mod server;
 mod token;
-mod profile;
-mod ledger;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]

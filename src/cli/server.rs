@@ -28,6 +28,31 @@ pub struct ServeArgs {
     /// Run in this process instead of detaching.
     #[arg(long)]
     pub foreground: bool,
+
+    /// How long `stop` waits after SIGTERM before it sends SIGKILL to a run's process group.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    pub stop_grace_ms: u64,
+
+    /// The output ring of each run, in KiB: what attach can replay before it reports lag.
+    #[arg(long, value_name = "KIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..=1048576))]
+    pub ring_kib: u64,
+}
+
+impl ServeArgs {
+    fn settings(&self) -> crate::sessions::manager::Settings {
+        crate::sessions::manager::Settings {
+            stop_grace: Duration::from_millis(self.stop_grace_ms),
+            ring_bytes: (self.ring_kib as usize) * 1024,
+            ..Default::default()
+        }
+    }
+
+    fn passthrough(&self) -> Vec<String> {
+        vec![
+            format!("--stop-grace-ms={}", self.stop_grace_ms),
+            format!("--ring-kib={}", self.ring_kib),
+        ]
+    }
 }
 
 /// Inspect or stop the server for this home.
@@ -53,11 +78,12 @@ pub enum ServerCommand {
 pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let home = ctx.home()?;
     if args.foreground {
-        server::run_foreground(home)?;
+        server::run_foreground(home, args.settings())?;
         return Ok(ExitCode::SUCCESS);
     }
     let client = Client::new(&home)?;
-    let (probe, started) = client::block_on(client.ensure_server(&home))??;
+    let (probe, started) =
+        client::block_on(client.ensure_server_with(&home, &args.passthrough()))??;
     let pid = server::read_lock_pid(&home.server_lock_path())
         .map(|p| p.to_string())
         .unwrap_or_else(|| "?".into());

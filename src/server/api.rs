@@ -73,9 +73,21 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
 fn runs_role(method: &str, route: &str) -> Option<Role> {
     use Role::*;
     Some(match (method, route) {
-        ("GET", "/runs" | "/runs/{run}" | "/runs/{run}/events" | "/runs/{run}/attach" | "/runs/{run}/screen") => Read,
+        (
+            "GET",
+            "/runs" | "/runs/{run}" | "/runs/{run}/events" | "/runs/{run}/attach"
+            | "/runs/{run}/screen",
+        ) => Read,
         ("POST" | "DELETE", "/runs/{run}/pin" | "/runs/{run}/snooze" | "/runs/{run}/done") => Read,
-        ("POST", "/runs" | "/runs/{run}/input" | "/runs/{run}/interrupt" | "/runs/{run}/stop" | "/runs/{run}/resume" | "/runs/{run}/resize") => Write,
+        (
+            "POST",
+            "/runs"
+            | "/runs/{run}/input"
+            | "/runs/{run}/interrupt"
+            | "/runs/{run}/stop"
+            | "/runs/{run}/resume"
+            | "/runs/{run}/resize",
+        ) => Write,
         ("PUT", "/runs/{run}/name") => Write,
         ("POST" | "DELETE", "/runs/{run}/archive") => Write,
         ("POST", "/runs/{run}/cleanup") => Admin,

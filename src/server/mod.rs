@@ -151,7 +151,10 @@ pub fn take_server_lock(home: &Home) -> Result<ServerLock, ServerError> {
 }
 
 /// Runs the server in this process until it is asked to stop (API call, SIGTERM or SIGINT).
-pub fn run_foreground(home: Home) -> Result<(), ServerError> {
+pub fn run_foreground(
+    home: Home,
+    settings: crate::sessions::manager::Settings,
+) -> Result<(), ServerError> {
     home.ensure()?;
     let socket = home.socket_path();
     check_socket_path(&socket)?;
@@ -168,11 +171,13 @@ pub fn run_foreground(home: Home) -> Result<(), ServerError> {
     let new_owner = tokens.ensure_owner(&home.owner_token_path())?;
     let (ledger, opened) = Ledger::open(&home.ledger_path())?;
     for torn in &opened.recovered {
-        log(&format!("ledger: a torn final line was moved aside and recorded: {torn:?}"));
+        log(&format!(
+            "ledger: a torn final line was moved aside and recorded: {torn:?}"
+        ));
     }
     let pid = std::process::id();
     let ledger = Arc::new(ledger);
-    let sessions = crate::sessions::Sessions::open(&home, ledger.clone(), Default::default())
+    let sessions = crate::sessions::Sessions::open(&home, ledger.clone(), settings)
         .map_err(|e| ServerError::Sessions(e.to_string()))?;
     let shared = Arc::new(Shared {
         home: home.clone(),

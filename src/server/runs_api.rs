@@ -64,8 +64,13 @@ fn json_body<T: serde::de::DeserializeOwned + Default>(
         }
         return Ok(T::default());
     }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", format!("bad JSON body: {e}")))
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("bad JSON body: {e}"),
+        )
+    })
 }
 
 pub fn routes() -> Router<Arc<Shared>> {
@@ -167,15 +172,22 @@ async fn attach(
                                     "b64": base64::engine::general_purpose::STANDARD.encode(&f.bytes)})
                             })
                             .collect();
-                        data.push_str(&json!({"first": first, "last": last, "frames": items}).to_string());
-                        let ev = SseEvent::default().event("output").id(last.to_string()).data(data);
+                        data.push_str(
+                            &json!({"first": first, "last": last, "frames": items}).to_string(),
+                        );
+                        let ev = SseEvent::default()
+                            .event("output")
+                            .id(last.to_string())
+                            .data(data);
                         cursor = last + 1;
                         return Some((Ok(ev), (Some(run), cursor, false, state)));
                     }
                     ReadOutcome::Lag { first_available } => {
                         let ev = SseEvent::default()
                             .event("lag")
-                            .json_data(json!({"requested": cursor, "first_available": first_available}))
+                            .json_data(
+                                json!({"requested": cursor, "first_available": first_available}),
+                            )
                             .unwrap_or_default();
                         return Some((Ok(ev), (Some(run), first_available, false, state)));
                     }
@@ -188,7 +200,10 @@ async fn attach(
                             }
                             None => v["unobserved"] = json!(true),
                         }
-                        let ev = SseEvent::default().event("end").json_data(v).unwrap_or_default();
+                        let ev = SseEvent::default()
+                            .event("end")
+                            .json_data(v)
+                            .unwrap_or_default();
                         return Some((Ok(ev), (Some(run), cursor, true, state)));
                     }
                     ReadOutcome::Pending { .. } => run.ring().readable(cursor).await,
@@ -211,15 +226,24 @@ async fn attach(
 async fn screen(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
     let (handle, state) = s.sessions.handle(&run)?;
     let Some(run_h) = handle else {
-        return Err(SessionError::Conflict(format!("run {run} is not live here (state={})", state.as_str())).into());
+        return Err(SessionError::Conflict(format!(
+            "run {run} is not live here (state={})",
+            state.as_str()
+        ))
+        .into());
     };
     let snap = run_h
         .screen()
         .map_err(|e| ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string()))?;
-    ok(serde_json::to_value(snap).map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?)
+    ok(serde_json::to_value(snap)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?)
 }
 
-async fn input(State(s): State<Arc<Shared>>, Path(run): Path<String>, body: axum::body::Bytes) -> ApiResult {
+async fn input(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
     let req: InputRequest = json_body(&body, true)?;
     let sessions = s.sessions.clone();
     blocking(move || sessions.input(&run, &req)).await?;
@@ -251,7 +275,11 @@ struct SizeBody {
     cols: Option<u16>,
 }
 
-async fn resume(State(s): State<Arc<Shared>>, Path(run): Path<String>, body: axum::body::Bytes) -> ApiResult {
+async fn resume(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
     let b: SizeBody = json_body(&body, false)?;
     let size = match (b.rows, b.cols) {
         (Some(rows), Some(cols)) => Some(TermSize { rows, cols }),
@@ -261,20 +289,36 @@ async fn resume(State(s): State<Arc<Shared>>, Path(run): Path<String>, body: axu
     ok(blocking(move || sessions.resume(&run, size)).await?)
 }
 
-async fn resize(State(s): State<Arc<Shared>>, Path(run): Path<String>, body: axum::body::Bytes) -> ApiResult {
+async fn resize(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
     let b: SizeBody = json_body(&body, true)?;
     let (Some(rows), Some(cols)) = (b.rows, b.cols) else {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "give rows and cols"));
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "give rows and cols",
+        ));
     };
     s.sessions.resize(&run, TermSize { rows, cols })?;
     ok(json!({"run_ref": run, "rows": rows, "cols": cols}))
 }
 
-async fn pin(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn pin(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.pin(&run, &c.token_id, true)?)
 }
 
-async fn unpin(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn unpin(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.pin(&run, &c.token_id, false)?)
 }
 
@@ -290,21 +334,37 @@ async fn snooze(
     body: axum::body::Bytes,
 ) -> ApiResult {
     let b: SnoozeBody = json_body(&body, true)?;
-    let until = b
-        .until
-        .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "snooze needs {\"until\": RFC 3339 instant in the future}"))?;
+    let until = b.until.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "snooze needs {\"until\": RFC 3339 instant in the future}",
+        )
+    })?;
     ok(s.sessions.snooze(&run, &c.token_id, Some(&until))?)
 }
 
-async fn unsnooze(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn unsnooze(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.snooze(&run, &c.token_id, None)?)
 }
 
-async fn done(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn done(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.done(&run, &c.token_id, true)?)
 }
 
-async fn undone(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn undone(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.done(&run, &c.token_id, false)?)
 }
 
@@ -315,25 +375,44 @@ async fn rename(
     body: axum::body::Bytes,
 ) -> ApiResult {
     let v: Value = json_body::<Value>(&body, true)?;
-    let name = v
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "rename needs {\"name\": string} (empty clears the name)"))?;
+    let name = v.get("name").and_then(Value::as_str).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "rename needs {\"name\": string} (empty clears the name)",
+        )
+    })?;
     ok(s.sessions.rename(&run, name, &c.token_id)?)
 }
 
-async fn archive(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn archive(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.archive(&run, true, &c.token_id)?)
 }
 
-async fn unarchive(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn unarchive(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.archive(&run, false, &c.token_id)?)
 }
 
-async fn cleanup(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn cleanup(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.cleanup(&run, &c.token_id)?)
 }
 
-async fn delete_run(State(s): State<Arc<Shared>>, Extension(c): Extension<Caller>, Path(run): Path<String>) -> ApiResult {
+async fn delete_run(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
     ok(s.sessions.delete(&run, &c.token_id)?)
 }

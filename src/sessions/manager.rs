@@ -16,8 +16,8 @@ use super::record::{Derived, RunEvent, RunRecord, State, kinds};
 use crate::files;
 use crate::home::Home;
 use crate::ledger::Ledger;
-use crate::providers::protocol::{Event, StdioSession};
 use crate::providers::profile::{ProfileError, Store};
+use crate::providers::protocol::{Event, StdioSession};
 use crate::providers::{self, ProviderError, Tool, Transport};
 use crate::runs::{self, ReadOutcome, Run, RunError, RunSpec, Stream, TermSize};
 use crate::text;
@@ -101,10 +101,17 @@ struct Live {
     stop_requested: bool,
 }
 
+/// Input waiting for the handshake: a turn to encode, or a raw protocol line.
+enum Queued {
+    Text(String),
+    Line(Vec<u8>),
+}
+
 /// The stdio conversation and what waits for it to be ready.
 struct StdioLink {
     session: StdioSession,
-    queued: VecDeque<Vec<u8>>,
+    /// Input accepted before the handshake completed, sent in order once it has.
+    queued: VecDeque<Queued>,
     /// Set when the tool answered with something that forbids going on (resume refused
     /// or diverged): the run is stopped and recorded as failed with this reason.
     fatal: Option<String>,
@@ -176,7 +183,11 @@ fn is_demo_shim(program: &Path) -> bool {
 impl Sessions {
     /// Loads every run record under `data/runs`, the callers' marks, and sweeps the
     /// orphans a previous server left behind.
-    pub fn open(home: &Home, ledger: Arc<Ledger>, settings: Settings) -> Result<Arc<Sessions>, SessionError> {
+    pub fn open(
+        home: &Home,
+        ledger: Arc<Ledger>,
+        settings: Settings,
+    ) -> Result<Arc<Sessions>, SessionError> {
         let dir = runs_dir(home);
         files::ensure_private_dir(&dir)?;
         let mut records = BTreeMap::new();
@@ -184,15 +195,18 @@ impl Sessions {
         for entry in std::fs::read_dir(&dir).map_err(SessionError::internal)? {
             let entry = entry.map_err(SessionError::internal)?;
             let name = entry.file_name().to_string_lossy().to_string();
-            let Some(n) = parse_ref_number(&name) else { continue };
+            let Some(n) = parse_ref_number(&name) else {
+                continue;
+            };
             let path = entry.path().join("run.json");
             let bytes = match std::fs::read(&path) {
                 Ok(b) => b,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(SessionError::internal(format!("{}: {e}", path.display()))),
             };
-            let rec: RunRecord = serde_json::from_slice(&bytes)
-                .map_err(|e| SessionError::internal(format!("{} is not a run record: {e}", path.display())))?;
+            let rec: RunRecord = serde_json::from_slice(&bytes).map_err(|e| {
+                SessionError::internal(format!("{} is not a run record: {e}", path.display()))
+            })?;
             next_number = next_number.max(n + 1);
             records.insert(rec.run_ref.clone(), rec);
         }
@@ -293,18 +307,27 @@ impl Sessions {
                 .find(|e| e.kind == kinds::STARTED)
                 .map(|e| e.fields.clone())
                 .unwrap_or_default();
-            let pid = started.get("pid").and_then(Value::as_u64).and_then(|p| u32::try_from(p).ok());
+            let pid = started
+                .get("pid")
+                .and_then(Value::as_u64)
+                .and_then(|p| u32::try_from(p).ok());
             let start_time = started.get("start_time").and_then(Value::as_u64);
-            let tag = started.get("tag").and_then(Value::as_str).map(str::to_string);
-            let mut ended = false;
-            let mut found = false;
-            if let (Some(pid), Some(st), Some(tag)) = (pid, start_time, tag)
+            let tag = started
+                .get("tag")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            // Every process that carries the run's tag: the leader if it is still the one we
+            // started (pid and start time), and whatever it left behind in its group or
+            // beyond (the tag is inherited through fork and exec).
+            let mut pids = tag.as_deref().map(tagged_processes).unwrap_or_default();
+            if let (Some(pid), Some(st)) = (pid, start_time)
                 && runs::is_same_process(pid, st)
-                && process_has_tag(pid, &tag)
+                && !pids.contains(&pid)
             {
-                found = true;
-                ended = end_orphan(pid, self.settings.stop_grace);
+                pids.push(pid);
             }
+            let found = !pids.is_empty();
+            let ended = found && end_processes(&pids, self.settings.stop_grace);
             let reason = if found {
                 "the server that owned it stopped; its process group was ended at restart"
             } else {
@@ -335,7 +358,8 @@ impl Sessions {
                 other => SessionError::BadRequest(other.to_string()),
             })?,
             (None, Some(t)) => {
-                let tool = Tool::parse(t).map_err(|e| SessionError::Unprocessable(e.to_string()))?;
+                let tool =
+                    Tool::parse(t).map_err(|e| SessionError::Unprocessable(e.to_string()))?;
                 providers::profile::Profile::default_for(tool, &user_home)
             }
             (None, None) => {
@@ -373,7 +397,9 @@ impl Sessions {
             )));
         }
         let name = match &req.name {
-            Some(n) => text::validate_run_name(n).map_err(|e| SessionError::BadRequest(e.to_string()))?,
+            Some(n) => {
+                text::validate_run_name(n).map_err(|e| SessionError::BadRequest(e.to_string()))?
+            }
             None => None,
         };
         let size = TermSize {
@@ -385,10 +411,11 @@ impl Sessions {
             .iter()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.clone());
-        let program = providers::resolve(profile.tool, path_var.as_deref()).map_err(|e| match e {
-            ProviderError::NotInstalled { .. } => SessionError::Unprocessable(e.to_string()),
-            other => SessionError::BadRequest(other.to_string()),
-        })?;
+        let program =
+            providers::resolve(profile.tool, path_var.as_deref()).map_err(|e| match e {
+                ProviderError::NotInstalled { .. } => SessionError::Unprocessable(e.to_string()),
+                other => SessionError::BadRequest(other.to_string()),
+            })?;
         let demo = is_demo_shim(&program);
 
         let mut inner = self.lock();
@@ -416,13 +443,27 @@ impl Sessions {
             kinds::CREATED,
             json!({"tool": profile.tool.name(), "profile": profile.name, "transport": transport, "demo": demo}),
         )?;
-        let launch = self.spawn_generation(&mut inner, &run_ref, 1, &profile, transport, size, None, &program);
+        let launch = self.spawn_generation(
+            &mut inner, &run_ref, 1, &profile, transport, size, None, &program,
+        );
         if let Err(e) = launch {
-            self.record(&mut inner, &run_ref, kinds::LAUNCH_FAILED, json!({"generation": 1, "error": e.to_string()}))?;
+            self.record(
+                &mut inner,
+                &run_ref,
+                kinds::LAUNCH_FAILED,
+                json!({"generation": 1, "error": e.to_string()}),
+            )?;
             return Ok(self.view(&inner, &run_ref, None));
         }
         if let Some(prompt) = req.prompt.filter(|p| !p.is_empty()) {
-            self.input_locked(&mut inner, &run_ref, &InputRequest { text: Some(prompt), ..Default::default() })?;
+            self.input_locked(
+                &mut inner,
+                &run_ref,
+                &InputRequest {
+                    text: Some(prompt),
+                    ..Default::default()
+                },
+            )?;
         }
         Ok(self.view(&inner, &run_ref, None))
     }
@@ -441,7 +482,8 @@ impl Sessions {
     ) -> Result<(), SessionError> {
         let launch = providers::launch(profile.tool, transport, resume)
             .map_err(|e| SessionError::BadRequest(e.to_string()))?;
-        let mut env = providers::env::launch_env(profile, self.parent_env.iter().cloned(), transport);
+        let mut env =
+            providers::env::launch_env(profile, self.parent_env.iter().cloned(), transport);
         let tag = format!("{}{run_ref}:{generation}", self.tag_prefix);
         env.insert(OsString::from(TAG_VAR), OsString::from(&tag));
         let workspace = PathBuf::from(&inner.records[run_ref].workspace);
@@ -458,7 +500,9 @@ impl Sessions {
         );
         spec.ring_bytes = self.settings.ring_bytes;
         let mut tspec = runs::TranscriptSpec::new(
-            runs_dir(&self.home).join(run_ref).join(format!("gen-{generation}")),
+            runs_dir(&self.home)
+                .join(run_ref)
+                .join(format!("gen-{generation}")),
         );
         tspec.cap_bytes = self.settings.transcript_cap;
         spec.transcript = Some(tspec);
@@ -469,7 +513,8 @@ impl Sessions {
             ),
             Transport::Pty => None,
         };
-        let run = Run::spawn(spec).map_err(|e: RunError| SessionError::Unprocessable(e.to_string()))?;
+        let run =
+            Run::spawn(spec).map_err(|e: RunError| SessionError::Unprocessable(e.to_string()))?;
         let pid = run.pid();
         self.record(
             inner,
@@ -509,7 +554,13 @@ impl Sessions {
 
     /// Follows one generation's output: speaks its stdio protocol, records what the tool
     /// reports, and records the exit the OS reports.
-    fn watch(self: Arc<Self>, run_ref: String, generation: u64, run: Run, link: Option<Arc<Mutex<StdioLink>>>) {
+    fn watch(
+        self: Arc<Self>,
+        run_ref: String,
+        generation: u64,
+        run: Run,
+        link: Option<Arc<Mutex<StdioLink>>>,
+    ) {
         let ring = run.ring().clone();
         let mut cursor = 1u64;
         let mut partial: HashMap<Stream, Vec<u8>> = HashMap::new();
@@ -537,7 +588,9 @@ impl Sessions {
                 }
                 ReadOutcome::Ahead { next } => cursor = next,
                 ReadOutcome::End(end) => {
-                    let fatal = link.as_ref().and_then(|l| l.lock().ok().and_then(|l| l.fatal.clone()));
+                    let fatal = link
+                        .as_ref()
+                        .and_then(|l| l.lock().ok().and_then(|l| l.fatal.clone()));
                     let mut fields = json!({"generation": generation});
                     if let Some(exit) = end.exit {
                         if let Some(code) = exit.exit_code() {
@@ -558,7 +611,8 @@ impl Sessions {
                         fields["transcript_capped"] = json!(true);
                     }
                     let mut inner = self.lock();
-                    let current = inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
+                    let current =
+                        inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
                     if current {
                         let _ = self.record(&mut inner, &run_ref, kinds::EXITED, fields);
                     }
@@ -596,7 +650,19 @@ impl Sessions {
                 Event::ConversationId(id) => facts.push((kinds::CONVERSATION, json!({"conversation_id": id, "generation": generation}))),
                 Event::Ready => {
                     while let Some(q) = l.queued.pop_front() {
-                        let _ = run.write_input(&q);
+                        let bytes = match q {
+                            Queued::Line(b) => Ok(b),
+                            Queued::Text(t) => l.session.input(&t),
+                        };
+                        match bytes {
+                            Ok(b) => {
+                                let _ = run.write_input(&b);
+                            }
+                            Err(e) => facts.push((
+                                "sessions.run.input_refused",
+                                json!({"generation": generation, "error": text::one_line(&e.to_string(), 300)}),
+                            )),
+                        }
                     }
                 }
                 Event::TurnStarted { .. } => facts.push((kinds::TURN_STARTED, json!({"generation": generation}))),
@@ -643,7 +709,11 @@ impl Sessions {
         }
     }
 
-    fn get_record<'a>(&self, inner: &'a Inner, run_ref: &str) -> Result<&'a RunRecord, SessionError> {
+    fn get_record<'a>(
+        &self,
+        inner: &'a Inner,
+        run_ref: &str,
+    ) -> Result<&'a RunRecord, SessionError> {
         inner
             .records
             .get(run_ref)
@@ -677,7 +747,10 @@ impl Sessions {
             let st = live.run.ring().status();
             obj.insert("output".into(), json!({"first_seq": st.first_available, "next_seq": st.next_seq, "bytes": st.total_bytes}));
             if let Some(t) = live.run.transcript() {
-                obj.insert("transcript".into(), json!({"bytes": t.bytes_written, "cap": t.cap_bytes, "capped": t.capped}));
+                obj.insert(
+                    "transcript".into(),
+                    json!({"bytes": t.bytes_written, "cap": t.cap_bytes, "capped": t.capped}),
+                );
             }
         }
         if let Some(c) = caller {
@@ -703,7 +776,9 @@ impl Sessions {
         let inner = self.lock();
         let limit = q.limit.unwrap_or(50);
         if limit == 0 || limit > 200 {
-            return Err(SessionError::BadRequest("limit must be between 1 and 200".into()));
+            return Err(SessionError::BadRequest(
+                "limit must be between 1 and 200".into(),
+            ));
         }
         let mut all: Vec<&RunRecord> = inner.records.values().collect();
         all.sort_by(|a, b| b.run_ref.cmp(&a.run_ref));
@@ -713,29 +788,43 @@ impl Sessions {
         let cursor_mode = q.pagination.as_deref() == Some("cursor");
         let (page, next): (Vec<&RunRecord>, Option<String>) = if cursor_mode {
             let start = match &q.cursor {
-                Some(c) => all.iter().position(|r| r.run_ref.as_str() < c.as_str()).unwrap_or(all.len()),
+                Some(c) => all
+                    .iter()
+                    .position(|r| r.run_ref.as_str() < c.as_str())
+                    .unwrap_or(all.len()),
                 None => 0,
             };
             let page: Vec<&RunRecord> = all[start..].iter().take(limit).copied().collect();
-            let next = (start + page.len() < all.len()).then(|| page.last().map(|r| r.run_ref.clone())).flatten();
+            let next = (start + page.len() < all.len())
+                .then(|| page.last().map(|r| r.run_ref.clone()))
+                .flatten();
             (page, next)
         } else {
             let offset = q.offset.unwrap_or(0);
             (all.iter().skip(offset).take(limit).copied().collect(), None)
         };
-        let mut items: Vec<Value> = page.iter().map(|r| self.view(&inner, &r.run_ref, Some(caller))).collect();
+        let mut items: Vec<Value> = page
+            .iter()
+            .map(|r| self.view(&inner, &r.run_ref, Some(caller)))
+            .collect();
         let mut pinned_extra = Vec::new();
         if !cursor_mode {
-            let in_page: std::collections::HashSet<&str> = page.iter().map(|r| r.run_ref.as_str()).collect();
+            let in_page: std::collections::HashSet<&str> =
+                page.iter().map(|r| r.run_ref.as_str()).collect();
             for (r, _) in inner.marks.pinned(caller) {
-                if !in_page.contains(r.as_str()) && inner.records.contains_key(&r) && pinned_extra.len() < super::marks::MAX_PINS {
+                if !in_page.contains(r.as_str())
+                    && inner.records.contains_key(&r)
+                    && pinned_extra.len() < super::marks::MAX_PINS
+                {
                     pinned_extra.push(self.view(&inner, &r, Some(caller)));
                 }
             }
         }
         let total = all.len();
         items.extend(pinned_extra.iter().cloned());
-        Ok(json!({"items": items, "total": total, "pinned_outside_page": pinned_extra.len(), "next": next}))
+        Ok(
+            json!({"items": items, "total": total, "pinned_outside_page": pinned_extra.len(), "next": next}),
+        )
     }
 
     pub fn events(&self, run_ref: &str) -> Result<Value, SessionError> {
@@ -753,33 +842,68 @@ impl Sessions {
         Ok((inner.live.get(run_ref).map(|l| l.run.clone()), state))
     }
 
-    fn input_locked(&self, inner: &mut Inner, run_ref: &str, req: &InputRequest) -> Result<(), SessionError> {
+    fn input_locked(
+        &self,
+        inner: &mut Inner,
+        run_ref: &str,
+        req: &InputRequest,
+    ) -> Result<(), SessionError> {
         let state = self.get_record(inner, run_ref)?.derive().state;
         let live = inner
             .live
             .get(run_ref)
             .filter(|_| state.is_live())
-            .ok_or_else(|| SessionError::Conflict(format!("run {run_ref} is not live (state={})", state.as_str())))?;
-        let given = [req.text.is_some(), req.line.is_some(), req.message.is_some()].iter().filter(|x| **x).count();
+            .ok_or_else(|| {
+                SessionError::Conflict(format!(
+                    "run {run_ref} is not live (state={})",
+                    state.as_str()
+                ))
+            })?;
+        let given = [
+            req.text.is_some(),
+            req.line.is_some(),
+            req.message.is_some(),
+        ]
+        .iter()
+        .filter(|x| **x)
+        .count();
         if given != 1 {
-            return Err(SessionError::BadRequest("give exactly one of text, line or message".into()));
+            return Err(SessionError::BadRequest(
+                "give exactly one of text, line or message".into(),
+            ));
         }
         let bytes: Vec<u8> = match (&live.stdio, live.transport) {
             (None, _) => match &req.text {
                 Some(t) => t.as_bytes().to_vec(),
-                None => return Err(SessionError::BadRequest("a PTY run takes text (the keys typed)".into())),
+                None => {
+                    return Err(SessionError::BadRequest(
+                        "a PTY run takes text (the keys typed)".into(),
+                    ));
+                }
             },
             (Some(link), _) => {
                 let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
                 let tool = l.session.tool();
                 let bytes = if let Some(t) = &req.text {
-                    l.session.input(t).map_err(|e| SessionError::Conflict(e.to_string()))?
+                    if !l.session.ready() {
+                        l.queued.push_back(Queued::Text(t.clone()));
+                        return Ok(());
+                    }
+                    l.session
+                        .input(t)
+                        .map_err(|e| SessionError::Conflict(e.to_string()))?
                 } else if tool != Tool::Claude {
-                    return Err(SessionError::BadRequest(format!("{} takes text; line and message are claude stream-json forms", tool.name())));
+                    return Err(SessionError::BadRequest(format!(
+                        "{} takes text; line and message are claude stream-json forms",
+                        tool.name()
+                    )));
                 } else if let Some(line) = &req.line {
-                    let v: Value = serde_json::from_str(line).map_err(|e| SessionError::BadRequest(format!("line is not JSON: {e}")))?;
+                    let v: Value = serde_json::from_str(line)
+                        .map_err(|e| SessionError::BadRequest(format!("line is not JSON: {e}")))?;
                     if !v.is_object() || line.contains('\n') {
-                        return Err(SessionError::BadRequest("line must be one JSON object on one line".into()));
+                        return Err(SessionError::BadRequest(
+                            "line must be one JSON object on one line".into(),
+                        ));
                     }
                     let mut b = line.as_bytes().to_vec();
                     b.push(b'\n');
@@ -789,12 +913,13 @@ impl Sessions {
                     if !message.is_object() {
                         return Err(SessionError::BadRequest("message must be an object".into()));
                     }
-                    let mut b = serde_json::to_vec(&json!({"type": "user", "message": message})).map_err(SessionError::internal)?;
+                    let mut b = serde_json::to_vec(&json!({"type": "user", "message": message}))
+                        .map_err(SessionError::internal)?;
                     b.push(b'\n');
                     b
                 };
                 if !l.session.ready() {
-                    l.queued.push_back(bytes);
+                    l.queued.push_back(Queued::Line(bytes));
                     return Ok(());
                 }
                 bytes
@@ -818,7 +943,12 @@ impl Sessions {
             .live
             .get(run_ref)
             .filter(|_| state.is_live())
-            .ok_or_else(|| SessionError::Conflict(format!("run {run_ref} is not live (state={})", state.as_str())))?;
+            .ok_or_else(|| {
+                SessionError::Conflict(format!(
+                    "run {run_ref} is not live (state={})",
+                    state.as_str()
+                ))
+            })?;
         let method = match &live.stdio {
             Some(link) => {
                 let bytes = link
@@ -827,16 +957,25 @@ impl Sessions {
                     .session
                     .interrupt()
                     .map_err(|e| SessionError::Conflict(e.to_string()))?;
-                live.run.write_input(&bytes).map_err(|e| SessionError::Conflict(e.to_string()))?;
+                live.run
+                    .write_input(&bytes)
+                    .map_err(|e| SessionError::Conflict(e.to_string()))?;
                 "protocol"
             }
             None => {
-                live.run.interrupt().map_err(|e| SessionError::Conflict(e.to_string()))?;
+                live.run
+                    .interrupt()
+                    .map_err(|e| SessionError::Conflict(e.to_string()))?;
                 "SIGINT"
             }
         };
         let generation = live.generation;
-        self.record(&mut inner, run_ref, kinds::INTERRUPTED, json!({"generation": generation, "method": method, "by": by}))?;
+        self.record(
+            &mut inner,
+            run_ref,
+            kinds::INTERRUPTED,
+            json!({"generation": generation, "method": method, "by": by}),
+        )?;
         Ok(self.view(&inner, run_ref, None))
     }
 
@@ -856,11 +995,18 @@ impl Sessions {
             let generation = live.generation;
             if !live.stop_requested {
                 live.stop_requested = true;
-                self.record(&mut inner, run_ref, kinds::STOP_REQUESTED, json!({"generation": generation, "by": by}))?;
+                self.record(
+                    &mut inner,
+                    run_ref,
+                    kinds::STOP_REQUESTED,
+                    json!({"generation": generation, "by": by}),
+                )?;
             }
             run
         };
-        let report = run.stop(self.settings.stop_grace).map_err(|e| SessionError::Internal(e.to_string()))?;
+        let report = run
+            .stop(self.settings.stop_grace)
+            .map_err(|e| SessionError::Internal(e.to_string()))?;
         // The watcher records the exit; wait for it so the answer carries the exit code.
         for _ in 0..400 {
             let inner = self.lock();
@@ -872,7 +1018,9 @@ impl Sessions {
             drop(inner);
             std::thread::sleep(Duration::from_millis(10));
         }
-        Err(SessionError::Internal("the process was reaped but its exit was not recorded within 4 s".into()))
+        Err(SessionError::Internal(
+            "the process was reaped but its exit was not recorded within 4 s".into(),
+        ))
     }
 
     /// Stops every live run (server shutdown), in parallel, and returns when all are done.
@@ -897,15 +1045,24 @@ impl Sessions {
     }
 
     /// Starts a new process generation on the exact stored conversation.
-    pub fn resume(self: &Arc<Self>, run_ref: &str, size: Option<TermSize>) -> Result<Value, SessionError> {
+    pub fn resume(
+        self: &Arc<Self>,
+        run_ref: &str,
+        size: Option<TermSize>,
+    ) -> Result<Value, SessionError> {
         let mut inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?.clone();
         let d = rec.derive();
         if d.state.is_live() {
-            return Err(SessionError::Conflict(format!("run {run_ref} is live (state={}); stop it before resuming", d.state.as_str())));
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} is live (state={}); stop it before resuming",
+                d.state.as_str()
+            )));
         }
         if d.state == State::Cleaned {
-            return Err(SessionError::Conflict(format!("run {run_ref} was cleaned up")));
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} was cleaned up"
+            )));
         }
         let conversation = d.conversation_id.clone().ok_or_else(|| {
             SessionError::Conflict(format!(
@@ -913,18 +1070,51 @@ impl Sessions {
             ))
         })?;
         let store = Store::new(&self.home.config);
-        let user_home = self.parent_env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| PathBuf::from(v)).unwrap_or_else(|| PathBuf::from("/"));
-        let profile = store
-            .find(&rec.profile, &user_home)
-            .map_err(|e| SessionError::Conflict(format!("profile {} is no longer usable: {e}", rec.profile)))?;
-        let transport = if rec.transport == "pty" { Transport::Pty } else { Transport::Pipe };
-        let path_var = self.parent_env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
-        let program = providers::resolve(profile.tool, path_var.as_deref()).map_err(|e| SessionError::Unprocessable(e.to_string()))?;
+        let user_home = self
+            .parent_env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let profile = store.find(&rec.profile, &user_home).map_err(|e| {
+            SessionError::Conflict(format!("profile {} is no longer usable: {e}", rec.profile))
+        })?;
+        let transport = if rec.transport == "pty" {
+            Transport::Pty
+        } else {
+            Transport::Pipe
+        };
+        let path_var = self
+            .parent_env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone());
+        let program = providers::resolve(profile.tool, path_var.as_deref())
+            .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
         let generation = d.generation + 1;
-        self.record(&mut inner, run_ref, kinds::RESUMED, json!({"generation": generation, "conversation_id": conversation}))?;
+        self.record(
+            &mut inner,
+            run_ref,
+            kinds::RESUMED,
+            json!({"generation": generation, "conversation_id": conversation}),
+        )?;
         let size = size.unwrap_or_default();
-        if let Err(e) = self.spawn_generation(&mut inner, run_ref, generation, &profile, transport, size, Some(&conversation), &program) {
-            self.record(&mut inner, run_ref, kinds::LAUNCH_FAILED, json!({"generation": generation, "error": e.to_string()}))?;
+        if let Err(e) = self.spawn_generation(
+            &mut inner,
+            run_ref,
+            generation,
+            &profile,
+            transport,
+            size,
+            Some(&conversation),
+            &program,
+        ) {
+            self.record(
+                &mut inner,
+                run_ref,
+                kinds::LAUNCH_FAILED,
+                json!({"generation": generation, "error": e.to_string()}),
+            )?;
         }
         Ok(self.view(&inner, run_ref, None))
     }
@@ -932,9 +1122,14 @@ impl Sessions {
     pub fn resize(&self, run_ref: &str, size: TermSize) -> Result<(), SessionError> {
         let inner = self.lock();
         self.get_record(&inner, run_ref)?;
-        let live = inner.live.get(run_ref).ok_or_else(|| SessionError::Conflict(format!("run {run_ref} is not live")))?;
+        let live = inner
+            .live
+            .get(run_ref)
+            .ok_or_else(|| SessionError::Conflict(format!("run {run_ref} is not live")))?;
         live.run.resize(size).map_err(|e| match e {
-            RunError::NotAPty { .. } | RunError::BadSize { .. } => SessionError::BadRequest(e.to_string()),
+            RunError::NotAPty { .. } | RunError::BadSize { .. } => {
+                SessionError::BadRequest(e.to_string())
+            }
             other => SessionError::Conflict(other.to_string()),
         })
     }
@@ -942,7 +1137,9 @@ impl Sessions {
     fn ensure_not_cleaned(&self, inner: &Inner, run_ref: &str) -> Result<(), SessionError> {
         let state = self.get_record(inner, run_ref)?.derive().state;
         if state == State::Cleaned {
-            return Err(SessionError::Conflict(format!("run {run_ref} was cleaned up")));
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} was cleaned up"
+            )));
         }
         Ok(())
     }
@@ -963,17 +1160,27 @@ impl Sessions {
         Ok(self.marks_view(&inner, run_ref, caller))
     }
 
-    pub fn snooze(&self, run_ref: &str, caller: &str, until: Option<&str>) -> Result<Value, SessionError> {
+    pub fn snooze(
+        &self,
+        run_ref: &str,
+        caller: &str,
+        until: Option<&str>,
+    ) -> Result<Value, SessionError> {
         let mut inner = self.lock();
         self.ensure_not_cleaned(&inner, run_ref)?;
         match until {
             Some(u) => {
-                let t = chrono::DateTime::parse_from_rfc3339(u)
-                    .map_err(|_| SessionError::BadRequest(format!("until {u:?} is not an RFC 3339 instant")))?;
+                let t = chrono::DateTime::parse_from_rfc3339(u).map_err(|_| {
+                    SessionError::BadRequest(format!("until {u:?} is not an RFC 3339 instant"))
+                })?;
                 if t <= chrono::Utc::now() {
-                    return Err(SessionError::BadRequest(format!("until {u} is not in the future")));
+                    return Err(SessionError::BadRequest(format!(
+                        "until {u} is not in the future"
+                    )));
                 }
-                let canonical = t.with_timezone(&chrono::Utc).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                let canonical = t
+                    .with_timezone(&chrono::Utc)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
                 inner.marks.snooze(caller, run_ref, &canonical)?;
             }
             None => inner.marks.unsnooze(caller, run_ref)?,
@@ -991,7 +1198,8 @@ impl Sessions {
     /// Renames (or, with an empty name, un-names) a run. The ledger records the ref, never
     /// the name; a name that is already the run's changes and records nothing.
     pub fn rename(&self, run_ref: &str, raw: &str, caller: &str) -> Result<Value, SessionError> {
-        let name = text::validate_run_name(raw).map_err(|e| SessionError::BadRequest(e.to_string()))?;
+        let name =
+            text::validate_run_name(raw).map_err(|e| SessionError::BadRequest(e.to_string()))?;
         let mut inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?;
         if rec.name == name {
@@ -1018,7 +1226,11 @@ impl Sessions {
         }
         let rec = inner.records.get_mut(run_ref).expect("checked");
         rec.archived_at = on.then(now);
-        let kind = if on { kinds::ARCHIVED } else { kinds::UNARCHIVED };
+        let kind = if on {
+            kinds::ARCHIVED
+        } else {
+            kinds::UNARCHIVED
+        };
         self.record(&mut inner, run_ref, kind, json!({}))?;
         Ok(self.view(&inner, run_ref, Some(caller)))
     }
@@ -1039,7 +1251,12 @@ impl Sessions {
         }
         inner.live.remove(run_ref);
         inner.marks.forget_run(run_ref)?;
-        self.record(&mut inner, run_ref, kinds::CLEANED, json!({"worktree": "none", "by": by}))?;
+        self.record(
+            &mut inner,
+            run_ref,
+            kinds::CLEANED,
+            json!({"worktree": "none", "by": by}),
+        )?;
         Ok(self.view(&inner, run_ref, None))
     }
 
@@ -1061,7 +1278,8 @@ impl Sessions {
         inner.live.remove(run_ref);
         inner.marks.forget_run(run_ref)?;
         let dir = runs_dir(&self.home).join(run_ref);
-        std::fs::remove_dir_all(&dir).map_err(|e| SessionError::internal(format!("{}: {e}", dir.display())))?;
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| SessionError::internal(format!("{}: {e}", dir.display())))?;
         Ok(json!({"run_ref": run_ref, "deleted": true}))
     }
 }
@@ -1085,22 +1303,48 @@ fn process_has_tag(pid: u32, tag: &str) -> bool {
     env.split(|b| *b == 0).any(|kv| kv == want.as_bytes())
 }
 
-/// Ends an orphan's process group: TERM, then KILL after the grace. True when the group
-/// is gone afterwards.
-fn end_orphan(pid: u32, grace: Duration) -> bool {
-    let pgid = pid as libc::pid_t;
-    // SAFETY: plain kill(2) on a process group we recorded and identified.
-    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+/// True for a process that exists and is not a zombie (a zombie has ended; only its
+/// parent's wait is missing).
+fn living(pid: u32) -> bool {
+    runs::proc_stat(pid).is_some_and(|s| s.state != 'Z')
+}
+
+/// Live processes (not zombies) whose environment holds `PROCTOR_RUN_TAG=<tag>`.
+fn tagged_processes(tag: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me && living(*pid) && process_has_tag(*pid, tag))
+        .collect()
+}
+
+/// Ends orphaned processes: SIGTERM to each and to its group, then SIGKILL after the grace.
+/// True when none is left alive.
+fn end_processes(pids: &[u32], grace: Duration) -> bool {
+    let signal_all = |sig: libc::c_int| {
+        for &pid in pids {
+            let p = pid as libc::pid_t;
+            // SAFETY: plain kill(2) on processes identified by their tag.
+            unsafe {
+                libc::kill(-p, sig);
+                libc::kill(p, sig);
+            }
+        }
+    };
+    let all_gone = || pids.iter().all(|p| !living(*p));
+    signal_all(libc::SIGTERM);
     let deadline = std::time::Instant::now() + grace;
     while std::time::Instant::now() < deadline {
-        if !runs::group_exists(pid) {
+        if all_gone() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    signal_all(libc::SIGKILL);
     for _ in 0..250 {
-        if !runs::group_exists(pid) {
+        if all_gone() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
