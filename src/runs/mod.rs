@@ -461,10 +461,8 @@ impl Run {
             pty: pty_parts,
             transcript,
         });
-        match start_threads(&inner, readers, wake_rx, wake_tx, spec.drain_after_exit) {
-            Ok(()) => Ok(Run { inner }),
-            Err(e) => Err(e),
-        }
+        start_threads(&inner, readers, wake_rx, wake_tx, spec.drain_after_exit)?;
+        Ok(Run { inner })
     }
 
     /// The child's pid; also its process group id (and session id for a PTY run).
@@ -629,7 +627,7 @@ impl Run {
             .and_then(|p| u32::try_from(p).ok())
             .ok_or_else(|| RunError::Signal {
                 target: "the terminal's foreground group".into(),
-                err: io::Error::last_os_error(),
+                err: io::Error::other("tcgetpgrp on the master reported no foreground group"),
             })?;
         process::signal_group(fg, libc::SIGINT).map_err(|err| RunError::Signal {
             target: format!("process group {fg}"),
