@@ -265,6 +265,16 @@ fn reconnect_is_exact(transport: Transport) {
     assert!(!tr.capped);
     assert_eq!(std::fs::read(&tr.files[0]).unwrap(), all);
     assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    if transport != Transport::Pipe {
+        // Once the run has ended, its screen includes the last frame.
+        let screen = run.screen().unwrap();
+        assert_eq!(screen.seq, end.last_seq);
+        assert!(
+            screen.text.trim_end().ends_with("line-3000"),
+            "{:?}",
+            screen.text
+        );
+    }
 }
 
 #[test]

@@ -52,7 +52,7 @@ fn ended_and_dropped_runs_leave_no_descriptor_open() {
         run.stop(Duration::from_secs(30)).unwrap();
         finish(&run);
     }
-    // The waiter threads close their last descriptors just before they exit; the end marker
-    // is written after, so by now everything is closed.
+    // The waiter closes the run's last descriptors before it writes the end marker, so by
+    // now everything is closed.
     assert_eq!(open_fds(), before);
 }

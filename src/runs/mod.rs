@@ -50,6 +50,11 @@ pub const KILL_WAIT: Duration = Duration::from_secs(10);
 pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(10);
 
 const THREAD_STACK: usize = 256 * 1024;
+/// The most output a PTY run's screen may be behind its ring (also at most half the ring,
+/// so a screen snapshot's `seq + 1` is still held when the snapshot is taken).
+pub const SCREEN_FEED_BYTES: usize = 1024 * 1024;
+/// How long [`Run::screen`] waits for the screen to catch up with the ring.
+pub const SCREEN_WAIT: Duration = Duration::from_secs(10);
 
 /// A terminal size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -313,7 +318,7 @@ struct Life {
 
 struct PtyParts {
     master: Mutex<Option<Box<dyn MasterPty + Send>>>,
-    screen: Arc<Mutex<pty::Screen>>,
+    screen: Arc<pty::ScreenCell>,
 }
 
 struct Inner {
@@ -419,7 +424,7 @@ impl Run {
                 let c = pty::spawn(&spec, size)?;
                 let parts = PtyParts {
                     master: Mutex::new(Some(c.master)),
-                    screen: Arc::new(Mutex::new(pty::Screen::new(size))),
+                    screen: Arc::new(pty::ScreenCell::new(size)),
                 };
                 (
                     c.pid,
@@ -456,10 +461,8 @@ impl Run {
             pty: pty_parts,
             transcript,
         });
-        match start_threads(&inner, readers, wake_rx, wake_tx, spec.drain_after_exit) {
-            Ok(()) => Ok(Run { inner }),
-            Err(e) => Err(e),
-        }
+        start_threads(&inner, readers, wake_rx, wake_tx, spec.drain_after_exit)?;
+        Ok(Run { inner })
     }
 
     /// The child's pid; also its process group id (and session id for a PTY run).
@@ -569,7 +572,7 @@ impl Run {
         let pty = self.pty_parts("resize")?;
         // Screen first, then master: output processed after this call is parsed at the new
         // size, and no frame is parsed between the two changes.
-        let mut screen = pty.screen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut screen = pty.screen.lock();
         let master = pty.master.lock().unwrap_or_else(|e| e.into_inner());
         let m = master.as_ref().ok_or(RunError::NotLive { op: "resize" })?;
         m.resize(pty::pty_size(size))
@@ -580,10 +583,14 @@ impl Run {
         Ok(())
     }
 
-    /// The PTY run's screen and the seq of the last frame it includes.
+    /// The PTY run's screen and the seq of the last frame it includes. The screen is parsed
+    /// on its own thread, at most [`SCREEN_FEED_BYTES`] behind the ring; this call waits
+    /// (at most [`SCREEN_WAIT`]) until it includes every frame pushed before the call.
+    /// Whatever it returns, `seq` is exactly the last frame the screen includes.
     pub fn screen(&self) -> Result<ScreenSnapshot, RunError> {
         let pty = self.pty_parts("screen")?;
-        let s = pty.screen.lock().unwrap_or_else(|e| e.into_inner());
+        let head = self.inner.ring.status().next_seq - 1;
+        let s = pty.screen.lock_at_least(head, SCREEN_WAIT);
         let sc = s.parser.screen();
         let (rows, cols) = sc.size();
         Ok(ScreenSnapshot {
@@ -620,7 +627,7 @@ impl Run {
             .and_then(|p| u32::try_from(p).ok())
             .ok_or_else(|| RunError::Signal {
                 target: "the terminal's foreground group".into(),
-                err: io::Error::last_os_error(),
+                err: io::Error::other("tcgetpgrp on the master reported no foreground group"),
             })?;
         process::signal_group(fg, libc::SIGINT).map_err(|err| RunError::Signal {
             target: format!("process group {fg}"),
@@ -737,46 +744,61 @@ fn start_threads(
         }
         Err(e)
     };
+    // A PTY run parses its output into the vt100 screen on a thread of its own, so the
+    // ring (and attached clients) get output at the speed of the terminal, not the parser.
+    let feed = match &inner.pty {
+        Some(p) => {
+            let cap = SCREEN_FEED_BYTES.min(inner.ring.capacity() / 2);
+            let feed = Arc::new(pty::ScreenFeed::new(cap));
+            let (f, screen) = (Arc::clone(&feed), Arc::clone(&p.screen));
+            match spawn_thread(format!("run-{pid}-screen"), move || {
+                pty::run_screen(&f, &screen)
+            }) {
+                Ok(h) => handles.push(h),
+                Err(e) => return fail(handles, &wake_tx, e),
+            }
+            Some(feed)
+        }
+        None => None,
+    };
     for (stream, fd) in readers {
         let ring = Arc::clone(&inner.ring);
         let transcript = inner.transcript.clone();
-        let screen = inner.pty.as_ref().map(|p| Arc::clone(&p.screen));
+        let my_feed = feed.clone();
         let wake_rx = Arc::clone(&wake_rx);
         let open = Arc::clone(&open);
         let buf = ring.max_frame();
         let name = format!("run-{pid}-{stream:?}").to_lowercase();
         let h = spawn_thread(name, move || {
             pump::pump(fd, wake_rx.as_raw_fd(), buf, |bytes| {
-                match &screen {
-                    Some(screen) => {
-                        // Parse and number under one lock, so a screen snapshot's seq is
-                        // exactly the last frame it includes.
-                        let mut s = screen.lock().unwrap_or_else(|e| e.into_inner());
-                        s.parser.process(bytes);
-                        if let Some(seq) = ring.push(stream, bytes) {
-                            s.seq = seq;
-                        }
-                    }
-                    None => {
-                        ring.push(stream, bytes);
-                    }
+                let seq = ring.push(stream, bytes);
+                if let (Some(feed), Some(seq)) = (&my_feed, seq) {
+                    feed.push(Arc::from(bytes), seq);
                 }
                 if let Some(t) = &transcript {
                     t.write(stream, bytes);
                 }
             });
+            if let Some(feed) = &my_feed {
+                feed.close();
+            }
             open.close_one();
         });
         match h {
             Ok(h) => handles.push(h),
-            Err(e) => return fail(handles, &wake_tx, e),
+            Err(e) => {
+                if let Some(feed) = &feed {
+                    feed.close();
+                }
+                return fail(handles, &wake_tx, e);
+            }
         }
     }
     let waiter_inner = Arc::clone(inner);
     let wake_tx = Arc::new(wake_tx);
     let waiter_wake = Arc::clone(&wake_tx);
     let waiter = spawn_thread(format!("run-{pid}-wait"), move || {
-        wait_and_end(&waiter_inner, handles, &open, &waiter_wake, drain);
+        wait_and_end(&waiter_inner, handles, &open, waiter_wake, drain);
     });
     if let Err(e) = waiter {
         // The reader handles went down with the closure; the readers end on their own once
@@ -801,7 +823,7 @@ fn wait_and_end(
     inner: &Arc<Inner>,
     readers: Vec<JoinHandle<()>>,
     open: &pump::OpenStreams,
-    wake_tx: &OwnedFd,
+    wake_tx: Arc<OwnedFd>,
     drain: Duration,
 ) {
     let pid = inner.pid as libc::pid_t;
@@ -864,11 +886,13 @@ fn wait_and_end(
         }
     };
     if !open.wait_all_closed(drain) {
-        wake(wake_tx);
+        wake(&wake_tx);
     }
     for h in readers {
         let _ = h.join();
     }
+    // Every descriptor of the run is closed before its end is visible.
+    drop(wake_tx);
     if let Some(t) = &inner.transcript {
         t.finish();
     }

@@ -9,12 +9,14 @@
 //! `$HOME`: both would break the contract that the child gets exactly the environment and
 //! the folder it was given.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use portable_pty::{MasterPty, PtySize, native_pty_system};
 
@@ -120,11 +122,135 @@ pub(crate) fn spawn(spec: &RunSpec, size: TermSize) -> Result<PtyChild, RunError
     })
 }
 
+/// The queue between a PTY run's reader and its screen thread: bounded by bytes, so the
+/// screen (server state, exact by contract) is never more than `cap` bytes behind the ring.
+/// When it is full the reader waits, which slows the child exactly as a terminal emulator
+/// that parses inline would; client readers of the ring are never waited for.
+pub(crate) struct ScreenFeed {
+    state: Mutex<FeedState>,
+    cond: Condvar,
+    cap: usize,
+}
+
+struct FeedState {
+    items: VecDeque<(Arc<[u8]>, u64)>,
+    bytes: usize,
+    closed: bool,
+}
+
+impl ScreenFeed {
+    pub fn new(cap: usize) -> ScreenFeed {
+        ScreenFeed {
+            state: Mutex::new(FeedState {
+                items: VecDeque::new(),
+                bytes: 0,
+                closed: false,
+            }),
+            cond: Condvar::new(),
+            cap,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, FeedState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues output whose last frame is `seq`; waits while the queue is full (one item is
+    /// always accepted into an empty queue, whatever its size).
+    pub fn push(&self, bytes: Arc<[u8]>, seq: u64) {
+        let mut st = self.lock();
+        while !st.items.is_empty() && st.bytes + bytes.len() > self.cap && !st.closed {
+            st = self.cond.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.bytes += bytes.len();
+        st.items.push_back((bytes, seq));
+        self.cond.notify_all();
+    }
+
+    /// No more output will come.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.cond.notify_all();
+    }
+
+    /// Takes everything queued, waiting for something; `None` once closed and drained.
+    pub fn pop_all(&self) -> Option<Vec<(Arc<[u8]>, u64)>> {
+        let mut st = self.lock();
+        loop {
+            if !st.items.is_empty() {
+                st.bytes = 0;
+                let out = st.items.drain(..).collect();
+                self.cond.notify_all();
+                return Some(out);
+            }
+            if st.closed {
+                return None;
+            }
+            st = self.cond.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// The screen thread: parses every queued chunk, in order, and records the seq of the last
+/// frame parsed, under the screen lock.
+pub(crate) fn run_screen(feed: &ScreenFeed, cell: &ScreenCell) {
+    while let Some(batch) = feed.pop_all() {
+        let mut s = cell.lock();
+        for (bytes, seq) in batch {
+            s.parser.process(&bytes);
+            s.seq = seq;
+        }
+        drop(s);
+        cell.cond.notify_all();
+    }
+    cell.lock().done = true;
+    cell.cond.notify_all();
+}
+
+/// The screen and a condvar signalled whenever it advances.
+pub(crate) struct ScreenCell {
+    pub screen: Mutex<Screen>,
+    pub cond: Condvar,
+}
+
+impl ScreenCell {
+    pub fn new(size: TermSize) -> ScreenCell {
+        ScreenCell {
+            screen: Mutex::new(Screen::new(size)),
+            cond: Condvar::new(),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Screen> {
+        self.screen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the screen includes frame `seq` (or the screen thread is done, or
+    /// `timeout`), and returns the locked screen.
+    pub fn lock_at_least(&self, seq: u64, timeout: std::time::Duration) -> MutexGuard<'_, Screen> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut s = self.lock();
+        loop {
+            let now = std::time::Instant::now();
+            if s.seq >= seq || s.done || now >= deadline {
+                return s;
+            }
+            s = self
+                .cond
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
 /// The terminal screen of a PTY run, fed with every output frame.
 pub(crate) struct Screen {
     pub parser: vt100::Parser,
     /// The seq of the last frame the parser has processed.
     pub seq: u64,
+    /// The screen thread has parsed the last output of the run.
+    pub done: bool,
 }
 
 impl Screen {
@@ -132,6 +258,7 @@ impl Screen {
         Screen {
             parser: vt100::Parser::new(nz(size.rows), nz(size.cols), 0),
             seq: 0,
+            done: false,
         }
     }
 }
