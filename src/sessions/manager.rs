@@ -781,17 +781,22 @@ impl Sessions {
             ));
         }
         let mut all: Vec<&RunRecord> = inner.records.values().collect();
-        all.sort_by(|a, b| b.run_ref.cmp(&a.run_ref));
+        let num = |r: &str| parse_ref_number(r).unwrap_or(0);
+        all.sort_by_key(|r| std::cmp::Reverse(num(&r.run_ref)));
         if let Some(s) = &q.state {
             all.retain(|r| r.derive().state.as_str() == s);
         }
         let cursor_mode = q.pagination.as_deref() == Some("cursor");
         let (page, next): (Vec<&RunRecord>, Option<String>) = if cursor_mode {
             let start = match &q.cursor {
-                Some(c) => all
-                    .iter()
-                    .position(|r| r.run_ref.as_str() < c.as_str())
-                    .unwrap_or(all.len()),
+                Some(c) => {
+                    let c = parse_ref_number(c).ok_or_else(|| {
+                        SessionError::BadRequest(format!("cursor {c:?} is not a run ref"))
+                    })?;
+                    all.iter()
+                        .position(|r| num(&r.run_ref) < c)
+                        .unwrap_or(all.len())
+                }
                 None => 0,
             };
             let page: Vec<&RunRecord> = all[start..].iter().take(limit).copied().collect();
