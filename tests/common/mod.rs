@@ -135,6 +135,32 @@ pub struct DemoServer {
 }
 
 impl DemoServer {
+    /// A server on this machine's own PATH (no shims), with `env` set (a relative value is
+    /// taken inside the home, and created).
+    pub fn start_with_env(env: &[(&str, &str)]) -> DemoServer {
+        let home = TestHome::new();
+        let mut cmd = home.cmd();
+        cmd.arg("serve");
+        for (k, v) in env {
+            let v = if v.starts_with('/') {
+                PathBuf::from(v)
+            } else {
+                home.path().join(v)
+            };
+            std::fs::create_dir_all(&v).ok();
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let token = home.owner_token();
+        let shims = home.path().join("no-shims");
+        DemoServer { home, shims, token }
+    }
+
     pub fn start(serve_args: &[&str]) -> DemoServer {
         let home = TestHome::new();
         let shims = home.path().join("shims");
