@@ -84,6 +84,13 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    // A CLI verb whose reader went away (`proctor ledger tail | head`) ends quietly, as
+    // Unix tools do. The server keeps SIGPIPE ignored: a child closing its stdin must not
+    // kill it (it sees EPIPE instead).
+    if !matches!(cli.command, Command::Serve(_)) {
+        // SAFETY: restoring a default signal disposition before any thread exists.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let ctx = Ctx {
         home_flag: cli.home,
     };
