@@ -155,6 +155,36 @@ impl Home {
     pub fn ledger_path(&self) -> PathBuf {
         self.data.join("ledger.jsonl")
     }
+
+    /// The server's Unix socket (one server per home: the path derives from the home).
+    pub fn socket_path(&self) -> PathBuf {
+        self.runtime.join("server.sock")
+    }
+
+    /// Held (flock) by the running server for its whole life; holds its pid.
+    pub fn server_lock_path(&self) -> PathBuf {
+        self.runtime.join("server.lock")
+    }
+
+    /// Serialises clients that start a server, so two never race.
+    pub fn start_lock_path(&self) -> PathBuf {
+        self.runtime.join("start.lock")
+    }
+
+    /// The server's log file (the server never writes to a terminal).
+    pub fn server_log_path(&self) -> PathBuf {
+        self.state.join("server.log")
+    }
+
+    /// The hashed token store.
+    pub fn tokens_path(&self) -> PathBuf {
+        self.data.join("tokens.json")
+    }
+
+    /// The owner's admin token, made at the server's first start; read by the CLI.
+    pub fn owner_token_path(&self) -> PathBuf {
+        self.config.join("owner.token")
+    }
 }
 
 #[cfg(test)]

@@ -2,9 +2,15 @@
 //!
 //! One module per concept; see `docs/architecture.md`.
 
+pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod digest;
 pub mod files;
 pub mod home;
 pub mod ledger;
+pub mod providers;
+pub mod runs;
+pub mod server;
+pub mod sessions;
 pub mod text;

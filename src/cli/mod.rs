@@ -11,8 +11,12 @@ use crate::home::{Home, HomeError};
 use crate::text;
 
 mod digest;
+mod demo_agent;
 mod home;
 mod ledger;
+mod profile;
+mod server;
+mod token;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -38,9 +42,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Serve(server::ServeArgs),
+    Server(server::ServerArgs),
+    Token(token::TokenArgs),
+    Profile(profile::ProfileArgs),
     Home(home::HomeArgs),
-    Digest(digest::DigestArgs),
     Ledger(ledger::LedgerArgs),
+    Digest(digest::DigestArgs),
+    DemoAgent(demo_agent::DemoAgentArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -77,12 +86,24 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    // A CLI verb whose reader went away (`proctor ledger tail | head`) ends quietly, as
+    // Unix tools do. The server keeps SIGPIPE ignored: a child closing its stdin must not
+    // kill it (it sees EPIPE instead).
+    if !matches!(cli.command, Command::Serve(_)) {
+        // SAFETY: restoring a default signal disposition before any thread exists.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let ctx = Ctx {
         home_flag: cli.home,
     };
     let result = match cli.command {
         Command::Home(args) => home::run(&ctx, args),
         Command::Digest(args) => digest::run(args),
+        Command::Serve(args) => server::serve(&ctx, args),
+        Command::Server(args) => server::run(&ctx, args),
+        Command::Token(args) => token::run(&ctx, args),
+        Command::Profile(args) => profile::run(&ctx, args),
+        Command::DemoAgent(args) => demo_agent::run(args),
         Command::Ledger(args) => ledger::run(&ctx, args),
     };
     match result {

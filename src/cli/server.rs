@@ -1,0 +1,165 @@
+//! `proctor serve` and `proctor server status|stop`.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use hyper::Method;
+
+use super::{Ctx, print_json, show_path};
+use crate::client::{self, Client};
+use crate::server;
+
+/// Run the server for this home: it owns every agent session, the ledger and the tokens.
+///
+/// Without --foreground the server starts detached: in its own session (no controlling
+/// terminal, so it survives this terminal and the SSH connection that started it), with its
+/// output in the home's state/server.log. The command returns once the server answers on its
+/// socket. If a server already runs for this home, it says so and exits 0.
+///
+/// With --foreground the server runs in this process until SIGTERM, Ctrl-C or
+/// `proctor server stop`; a second server for the same home is refused (exit 1).
+///
+/// Every other client command starts the server the same way when it is absent.
+/// On systemd machines with `KillUserProcesses=yes`, run `loginctl enable-linger $USER` so
+/// that logind does not end the server when your last session closes.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Run in this process instead of detaching.
+    #[arg(long)]
+    pub foreground: bool,
+
+    /// How long `stop` waits after SIGTERM before it sends SIGKILL to a run's process group.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    pub stop_grace_ms: u64,
+
+    /// The output ring of each run, in KiB: what attach can replay before it reports lag.
+    #[arg(long, value_name = "KIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..=1048576))]
+    pub ring_kib: u64,
+}
+
+impl ServeArgs {
+    fn settings(&self) -> crate::sessions::manager::Settings {
+        crate::sessions::manager::Settings {
+            stop_grace: Duration::from_millis(self.stop_grace_ms),
+            ring_bytes: (self.ring_kib as usize) * 1024,
+            ..Default::default()
+        }
+    }
+
+    fn passthrough(&self) -> Vec<String> {
+        vec![
+            format!("--stop-grace-ms={}", self.stop_grace_ms),
+            format!("--ring-kib={}", self.ring_kib),
+        ]
+    }
+}
+
+/// Inspect or stop the server for this home.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    #[command(subcommand)]
+    pub command: ServerCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServerCommand {
+    /// Print the running server's pid, version, socket and home (exit 1 if none runs).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the server (it records the stop in the ledger), and wait until it is gone.
+    /// Exits 0 when no server was running.
+    Stop,
+}
+
+pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let home = ctx.home()?;
+    if args.foreground {
+        server::run_foreground(home, args.settings())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let client = Client::new(&home)?;
+    let (probe, started) =
+        client::block_on(client.ensure_server_with(&home, &args.passthrough()))??;
+    let pid = server::read_lock_pid(&home.server_lock_path())
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "?".into());
+    if started {
+        println!(
+            "server {} started (pid {pid}), socket {}",
+            probe.version,
+            show_path(&client.socket)
+        );
+    } else {
+        println!(
+            "a server {} already runs for this home (pid {pid}), socket {}",
+            probe.version,
+            show_path(&client.socket)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
+    let home = ctx.home()?;
+    let client = Client::new(&home)?;
+    match args.command {
+        ServerCommand::Status { json } => {
+            if client::block_on(client.probe())??.is_none() {
+                if json {
+                    print_json(&serde_json::json!({"running": false, "socket": client.socket}))?;
+                } else {
+                    println!(
+                        "no server runs for this home (socket {})",
+                        show_path(&client.socket)
+                    );
+                }
+                return Ok(ExitCode::from(1));
+            }
+            let client = client.with_token(&home)?;
+            let mut v = client::block_on(client.call(Method::GET, "/v1/server", None))??;
+            v["running"] = serde_json::Value::Bool(true);
+            if json {
+                print_json(&v)?;
+            } else {
+                for key in [
+                    "version",
+                    "protocol",
+                    "pid",
+                    "started_at",
+                    "socket",
+                    "home",
+                    "ledger",
+                ] {
+                    let val = match &v[key] {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    println!("{key:<10} {}", crate::text::one_line(&val, usize::MAX));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ServerCommand::Stop => {
+            if client::block_on(client.probe())??.is_none() {
+                println!("no server was running for this home");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let client = client.with_token(&home)?;
+            client::block_on(client.call(Method::POST, "/v1/server/stop", None))??;
+            let started = Instant::now();
+            // Gone means its lock is released: the process has exited, not just its socket.
+            while server::server_lock_held(&home) {
+                if started.elapsed() > Duration::from_secs(30) {
+                    anyhow::bail!("the server accepted the stop but still answers after 30 s");
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            println!("server stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

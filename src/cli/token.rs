@@ -1,0 +1,134 @@
+//! `proctor token create|list|revoke`: bearer tokens for the API.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use hyper::Method;
+use serde_json::json;
+
+use super::{Ctx, print_json};
+use crate::client::{self, Client};
+use crate::text;
+
+/// Manage the bearer tokens that clients present to the server.
+///
+/// Roles: read (list and watch), write (also start, type into and stop sessions), admin
+/// (also clean up, delete, manage tokens, stop the server). A token belongs to a person or an
+/// agent; some actions refuse agents whatever their role. Only a token's SHA-256 is stored:
+/// the secret is printed once, at creation. Clients use the owner token
+/// (config/owner.token) unless PROCTOR_TOKEN is set.
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print its secret once.
+    Create {
+        /// read, write or admin.
+        #[arg(long, value_parser = ["read", "write", "admin"])]
+        role: String,
+        /// A name to recognise it by (a-z, 0-9, '-', '_', '.').
+        #[arg(long)]
+        name: String,
+        /// Who will hold it.
+        #[arg(long, default_value = "person", value_parser = ["person", "agent"])]
+        principal: String,
+        /// Print JSON (the secret included).
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tokens (never their secrets).
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by id or name; it stops working at once.
+    Revoke {
+        /// The token's id (tok-…) or name.
+        token: String,
+    },
+}
+
+pub fn run(ctx: &Ctx, args: TokenArgs) -> anyhow::Result<ExitCode> {
+    let home = ctx.home()?;
+    let client = Client::new(&home)?;
+    client::block_on(client.ensure_server(&home))??;
+    let client = client.with_token(&home)?;
+    match args.command {
+        TokenCommand::Create {
+            role,
+            name,
+            principal,
+            json,
+        } => {
+            let body = json!({"name": name, "role": role, "principal": principal});
+            let v = client::block_on(client.call(Method::POST, "/v1/tokens", Some(body)))??;
+            if json {
+                print_json(&v)?;
+            } else {
+                println!(
+                    "created {} ({}, {}, {})",
+                    text::one_line(v["id"].as_str().unwrap_or("?"), 64),
+                    text::one_line(v["name"].as_str().unwrap_or("?"), 64),
+                    text::one_line(v["role"].as_str().unwrap_or("?"), 16),
+                    text::one_line(v["principal"].as_str().unwrap_or("?"), 16),
+                );
+                println!("secret (shown once; store it now):");
+                println!(
+                    "{}",
+                    text::one_line(v["secret"].as_str().unwrap_or(""), 200)
+                );
+            }
+        }
+        TokenCommand::List { json } => {
+            let v = client::block_on(client.call(Method::GET, "/v1/tokens", None))??;
+            if json {
+                print_json(&v)?;
+            } else {
+                println!(
+                    "{:<18} {:<20} {:<6} {:<7} {:<25} REVOKED",
+                    "ID", "NAME", "ROLE", "WHO", "CREATED"
+                );
+                for t in v["items"].as_array().into_iter().flatten() {
+                    let s = |k: &str| text::one_line(t[k].as_str().unwrap_or("-"), 40);
+                    println!(
+                        "{:<18} {:<20} {:<6} {:<7} {:<25} {}",
+                        s("id"),
+                        s("name"),
+                        s("role"),
+                        s("principal"),
+                        s("created_at"),
+                        s("revoked_at")
+                    );
+                }
+            }
+        }
+        TokenCommand::Revoke { token } => {
+            let path = format!("/v1/tokens/{}", percent_encode(&token));
+            let v = client::block_on(client.call(Method::DELETE, &path, None))??;
+            println!(
+                "revoked {} ({})",
+                text::one_line(v["id"].as_str().unwrap_or("?"), 64),
+                text::one_line(v["name"].as_str().unwrap_or("?"), 64)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Percent-encodes a path segment (everything but unreserved ASCII).
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

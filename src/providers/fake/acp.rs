@@ -1,0 +1,318 @@
+//! The fake ACP agents: `gemini --acp`, `grok agent stdio`, `opencode acp`.
+//!
+//! JSON-RPC 2.0 lines: `initialize`, `session/new` (→ `sessionId`), `session/load`
+//! (replays the stored conversation as `session/update` notifications, then answers `{}`;
+//! an unknown id is refused with the error that the TypeScript ACP library sends for a
+//! thrown error: code -32603 "Internal error", `data.details`), `session/prompt` (streams
+//! `agent_message_chunk` updates, answers `{stopReason}`), and the `session/cancel`
+//! notification (the pending prompt answers `cancelled`). Without the stdio argv it is the
+//! interactive form.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+
+use serde_json::{Value, json};
+
+use super::script::{self, Ended, Turn};
+use super::store::{self, Transcript};
+use super::{DEMO_NAME, Failure, Inbound};
+use crate::providers::Tool;
+use crate::providers::protocol::ACP_PROTOCOL_VERSION;
+
+/// Whether `args` are the tool's stdio (ACP) form.
+fn is_stdio_form(tool: Tool, args: &[String]) -> Option<bool> {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    match (tool, a.as_slice()) {
+        (_, []) => Some(false),
+        (Tool::Gemini, ["--acp"] | ["--experimental-acp"]) => Some(true),
+        // `grok agent [--always-approve] [--no-leader] stdio`
+        (Tool::Grok, ["agent", flags @ .., "stdio"])
+            if flags
+                .iter()
+                .all(|f| matches!(*f, "--always-approve" | "--no-leader")) =>
+        {
+            Some(true)
+        }
+        (Tool::Opencode, ["acp"]) => Some(true),
+        _ => None,
+    }
+}
+
+/// The interactive form's resume argument, if `args` are `--resume ID` (gemini, grok) or
+/// `--session ID` / `-s ID` (opencode).
+fn pty_resume(tool: Tool, args: &[String]) -> Option<&str> {
+    match (tool, args) {
+        (Tool::Gemini | Tool::Grok, [flag, id]) if flag == "--resume" || flag == "-r" => Some(id),
+        (Tool::Opencode, [flag, id]) if flag == "--session" || flag == "-s" => Some(id),
+        _ => None,
+    }
+}
+
+pub(super) fn main(tool: Tool, args: &[String]) -> Result<i32, Failure> {
+    match is_stdio_form(tool, args) {
+        Some(true) => Agent::new(tool)?.serve(),
+        Some(false) => super::pty::main(tool, None),
+        None => match pty_resume(tool, args) {
+            Some(id) => super::pty::main(tool, Some(id)),
+            None => Err(Failure::new(
+                2,
+                format!(
+                    "{DEMO_NAME}: the fake {} serves its ACP form ({}) and its interactive \
+                     form; it does not fake `{}`",
+                    tool.name(),
+                    crate::providers::launch(tool, crate::providers::Transport::Pipe, None)
+                        .map(|l| l.args.join(" "))
+                        .unwrap_or_default(),
+                    args.join(" ")
+                ),
+            )),
+        },
+    }
+}
+
+struct Session {
+    id: String,
+    cwd: PathBuf,
+    transcript: Transcript,
+}
+
+struct Agent {
+    tool: Tool,
+    home: PathBuf,
+    session: Option<Session>,
+    turns: u64,
+}
+
+fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn error(id: &Value, code: i64, message: &str, details: Option<String>) -> Value {
+    let mut e = json!({"code": code, "message": message});
+    if let Some(d) = details {
+        e["data"] = json!({"details": d});
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": e})
+}
+
+fn update(session_id: &str, update: Value) -> Result<(), Failure> {
+    Ok(super::write_json(&json!({
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session_id, "update": update},
+    }))?)
+}
+
+fn chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+}
+
+/// An interrupt is the `session/cancel` notification; it has no answer of its own.
+fn classify(line: &[u8]) -> Option<Option<Vec<u8>>> {
+    let v: Value = serde_json::from_slice(line).ok()?;
+    (v.get("method")?.as_str()? == "session/cancel").then_some(None)
+}
+
+impl Agent {
+    fn new(tool: Tool) -> Result<Agent, Failure> {
+        let home = super::account_home(tool).map_err(|m| Failure::new(1, m))?;
+        Ok(Agent {
+            tool,
+            home,
+            session: None,
+            turns: 0,
+        })
+    }
+
+    fn new_session_id(&self) -> std::io::Result<String> {
+        let u = super::new_uuid()?;
+        Ok(match self.tool {
+            Tool::Opencode => format!("ses_{}", u.replace('-', "")),
+            _ => u,
+        })
+    }
+
+    fn serve(mut self) -> Result<i32, Failure> {
+        let inbox = super::spawn_reader();
+        let mut deferred: VecDeque<Inbound> = VecDeque::new();
+        loop {
+            let item = match deferred.pop_front() {
+                Some(i) => i,
+                None => inbox.recv().unwrap_or(Inbound::Eof),
+            };
+            let line = match item {
+                Inbound::Eof => return Ok(0),
+                Inbound::Line(l) => l,
+            };
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+                super::write_json(&error(&Value::Null, -32700, "Parse error", None))?;
+                continue;
+            };
+            let (Some(method), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id"))
+            else {
+                continue; // notifications (a cancel with nothing running) and responses
+            };
+            let params = v.get("params").cloned().unwrap_or(Value::Null);
+            if let Some(a) = self.request(method, id, &params, &inbox, &mut deferred)? {
+                super::write_json(&a)?;
+            }
+        }
+    }
+
+    fn cwd_of(params: &Value) -> Result<PathBuf, Failure> {
+        match params.get("cwd").and_then(Value::as_str) {
+            Some(c) => Ok(PathBuf::from(c)),
+            None => super::current_dir().map_err(|m| Failure::new(1, m)),
+        }
+    }
+
+    fn request(
+        &mut self,
+        method: &str,
+        id: &Value,
+        params: &Value,
+        inbox: &Receiver<Inbound>,
+        deferred: &mut VecDeque<Inbound>,
+    ) -> Result<Option<Value>, Failure> {
+        match method {
+            "initialize" => {
+                let asked = params
+                    .get("protocolVersion")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(ACP_PROTOCOL_VERSION);
+                Ok(Some(response(
+                    id,
+                    json!({
+                        "protocolVersion": asked.min(ACP_PROTOCOL_VERSION),
+                        "agentCapabilities": {
+                            "loadSession": true,
+                            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                        },
+                        "authMethods": [],
+                        "agentInfo": {
+                            "name": DEMO_NAME,
+                            "title": format!("proctor demo agent (fake {}, not the real tool)", self.tool.spec().display_name),
+                            "version": env!("CARGO_PKG_VERSION"),
+                        },
+                    }),
+                )))
+            }
+            "session/new" => {
+                let cwd = Self::cwd_of(params)?;
+                let sid = self.new_session_id()?;
+                let transcript =
+                    Transcript::open(store::path_for(self.tool, &self.home, &cwd, &sid))?;
+                self.session = Some(Session {
+                    id: sid.clone(),
+                    cwd,
+                    transcript,
+                });
+                Ok(Some(response(id, json!({"sessionId": sid}))))
+            }
+            "session/load" => {
+                let cwd = Self::cwd_of(params)?;
+                let sid = params
+                    .get("sessionId")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let found = super::usable_id(sid)
+                    .then(|| {
+                        Transcript::existing(store::path_for(self.tool, &self.home, &cwd, sid))
+                    })
+                    .flatten();
+                let Some(transcript) = found else {
+                    return Ok(Some(error(
+                        id,
+                        -32603,
+                        "Internal error",
+                        Some(format!("Session not found: {sid}")),
+                    )));
+                };
+                for (role, text) in transcript.messages()? {
+                    let kind = if role == "user" {
+                        "user_message_chunk"
+                    } else {
+                        "agent_message_chunk"
+                    };
+                    update(sid, chunk(kind, &text))?;
+                }
+                self.session = Some(Session {
+                    id: sid.to_string(),
+                    cwd,
+                    transcript,
+                });
+                Ok(Some(response(id, json!({}))))
+            }
+            "session/prompt" => self.prompt(id, params, inbox, deferred),
+            _ => Ok(Some(error(id, -32601, "Method not found", None))),
+        }
+    }
+
+    fn prompt(
+        &mut self,
+        id: &Value,
+        params: &Value,
+        inbox: &Receiver<Inbound>,
+        deferred: &mut VecDeque<Inbound>,
+    ) -> Result<Option<Value>, Failure> {
+        let sid = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        self.turns += 1;
+        let n = self.turns;
+        let Some(session) = self.session.as_ref().filter(|s| s.id == sid) else {
+            return Ok(Some(error(
+                id,
+                -32603,
+                "Internal error",
+                Some(format!("Session not found: {sid}")),
+            )));
+        };
+        let text = params
+            .get("prompt")
+            .and_then(Value::as_array)
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default();
+        session
+            .transcript
+            .message(&session.id, &session.cwd, "user", &text)?;
+        let steps = script::parse(&text);
+        let answer = |b: &[u8]| super::write_out(b);
+        let mut turn = Turn {
+            inbox,
+            deferred,
+            classify: &classify,
+            sigint: None,
+            answer: &answer,
+        };
+        let mut emit = |t: &str| {
+            update(&session.id, chunk("agent_message_chunk", t))
+                .map_err(|f| std::io::Error::other(f.message))
+        };
+        // The transcript keeps the reply, not the bulk of `!emit` (noted in the reply).
+        let stop = match turn.run(&steps, &mut emit)? {
+            Ended::Completed { text, notes } => {
+                let r = script::reply(n, &text, &notes);
+                emit(&r)?;
+                session
+                    .transcript
+                    .message(&session.id, &session.cwd, "assistant", &r)?;
+                "end_turn"
+            }
+            Ended::Interrupted => "cancelled",
+        };
+        Ok(Some(response(id, json!({"stopReason": stop}))))
+    }
+}

@@ -1,0 +1,332 @@
+//! The fake `claude`.
+//!
+//! stdio form (`-p --verbose --input-format stream-json --output-format stream-json
+//! [--resume=ID]`): reads user lines, answers each with `system/init` (first turn only),
+//! `assistant` frames and a `result` frame; answers `control_request`s (an `interrupt`
+//! ends the turn in progress). Without `-p` it is the interactive form ([`super::pty`]).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::script::{self, Ended, Turn};
+use super::store::{self, Transcript};
+use super::{DEMO_MODEL, DEMO_NAME, Failure, Inbound};
+use crate::providers::Tool;
+use crate::providers::protocol::CLAUDE_NO_CONVERSATION;
+
+/// The context window the fake reports in `modelUsage` (a demo figure, not a model's).
+pub const DEMO_CONTEXT_WINDOW: u64 = 200_000;
+const DEMO_MAX_OUTPUT: u64 = 32_000;
+/// The tools listed in the fake's init frame (names of Claude Code's built-in tools).
+const TOOLS: [&str; 6] = ["Bash", "Edit", "Glob", "Grep", "Read", "Write"];
+
+struct Args {
+    print: bool,
+    verbose: bool,
+    input_format: Option<String>,
+    output_format: Option<String>,
+    resume: Option<String>,
+}
+
+fn parse_args(args: &[String]) -> Result<Args, Failure> {
+    let mut a = Args {
+        print: false,
+        verbose: false,
+        input_format: None,
+        output_format: None,
+        resume: None,
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Failure::new(1, format!("error: option '{name}' argument missing")))
+        };
+        match arg.as_str() {
+            "-p" | "--print" => a.print = true,
+            "--verbose" => a.verbose = true,
+            "--input-format" => a.input_format = Some(value("--input-format <format>")?),
+            "--output-format" => a.output_format = Some(value("--output-format <format>")?),
+            "-r" | "--resume" => a.resume = Some(value("-r, --resume [value]")?),
+            s if s.starts_with("--resume=") => a.resume = Some(s["--resume=".len()..].to_string()),
+            s if s.starts_with("--input-format=") => {
+                a.input_format = Some(s["--input-format=".len()..].to_string())
+            }
+            s if s.starts_with("--output-format=") => {
+                a.output_format = Some(s["--output-format=".len()..].to_string())
+            }
+            other => {
+                return Err(Failure::new(1, format!("error: unknown option '{other}'")));
+            }
+        }
+    }
+    Ok(a)
+}
+
+pub(super) fn main(args: &[String]) -> Result<i32, Failure> {
+    let a = parse_args(args)?;
+    let home = super::account_home(Tool::Claude).map_err(|m| Failure::new(1, m))?;
+    let cwd = super::current_dir().map_err(|m| Failure::new(1, m))?;
+    if let Some(id) = &a.resume
+        && (!super::usable_id(id)
+            || Transcript::existing(store::path_for(Tool::Claude, &home, &cwd, id)).is_none())
+    {
+        return Err(Failure::new(1, format!("{CLAUDE_NO_CONVERSATION} {id}")));
+    }
+    if !a.print {
+        return super::pty::main(Tool::Claude, a.resume.as_deref());
+    }
+    if a.output_format.as_deref() == Some("stream-json") && !a.verbose {
+        return Err(Failure::new(
+            1,
+            "Error: When using --print, --output-format=stream-json requires --verbose",
+        ));
+    }
+    if a.input_format.as_deref() != Some("stream-json")
+        || a.output_format.as_deref() != Some("stream-json")
+    {
+        return Err(Failure::new(
+            2,
+            format!(
+                "{DEMO_NAME}: the fake claude serves only the stream-json form \
+                 (-p --verbose --input-format stream-json --output-format stream-json)"
+            ),
+        ));
+    }
+    if super::stdin_is_tty() {
+        return Err(Failure::new(
+            1,
+            "Error: Input must be provided either through stdin or as a prompt argument when \
+             using --print",
+        ));
+    }
+    let session_id = match a.resume {
+        Some(id) => id,
+        None => super::new_uuid()?,
+    };
+    let transcript = Transcript::open(store::path_for(Tool::Claude, &home, &cwd, &session_id))?;
+    Session {
+        session_id,
+        cwd,
+        transcript,
+        init_sent: false,
+        turns: 0,
+    }
+    .serve()
+}
+
+struct Session {
+    session_id: String,
+    cwd: PathBuf,
+    transcript: Transcript,
+    init_sent: bool,
+    turns: u64,
+}
+
+fn uuid() -> String {
+    super::new_uuid().unwrap_or_else(|_| "00000000-0000-4000-8000-000000000000".into())
+}
+
+/// The text of a user message: a string, or the text blocks of a content array.
+fn user_text(v: &Value) -> Option<String> {
+    match v.pointer("/message/content")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(blocks) => Some(
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
+    }
+}
+
+fn control_success(request_id: &Value) -> Value {
+    json!({
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": {}},
+    })
+}
+
+/// An interrupt is a `control_request` whose `request.subtype` is `interrupt`.
+fn classify(line: &[u8]) -> Option<Option<Vec<u8>>> {
+    let v: Value = serde_json::from_slice(line).ok()?;
+    if v.get("type")?.as_str()? == "control_request"
+        && v.pointer("/request/subtype")?.as_str()? == "interrupt"
+    {
+        let mut reply = serde_json::to_vec(&control_success(v.get("request_id")?)).ok()?;
+        reply.push(b'\n');
+        return Some(Some(reply));
+    }
+    None
+}
+
+impl Session {
+    fn serve(mut self) -> Result<i32, Failure> {
+        let inbox = super::spawn_reader();
+        let mut deferred: VecDeque<Inbound> = VecDeque::new();
+        loop {
+            let item = match deferred.pop_front() {
+                Some(i) => i,
+                None => inbox.recv().unwrap_or(Inbound::Eof),
+            };
+            let line = match item {
+                Inbound::Eof => return Ok(0),
+                Inbound::Line(l) => l,
+            };
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+                eprintln!(
+                    "Error parsing streaming input line: {}",
+                    crate::text::one_line(&String::from_utf8_lossy(&line), 200)
+                );
+                continue;
+            };
+            match v.get("type").and_then(Value::as_str) {
+                Some("user") => {
+                    let text = user_text(&v).unwrap_or_default();
+                    self.turn(&text, &inbox, &mut deferred)?;
+                }
+                Some("control_request") => {
+                    // interrupt with no turn in progress, initialize, or anything else:
+                    // acknowledged.
+                    super::write_json(&control_success(
+                        v.get("request_id").unwrap_or(&Value::Null),
+                    ))?;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn init_frame(&self) -> Value {
+        json!({
+            "type": "system",
+            "subtype": "init",
+            "cwd": self.cwd.to_string_lossy(),
+            "session_id": self.session_id,
+            "tools": TOOLS,
+            "mcp_servers": [],
+            "model": DEMO_MODEL,
+            "permissionMode": "default",
+            "slash_commands": [],
+            "apiKeySource": "none",
+            "claude_code_version": format!("{}-demo", env!("CARGO_PKG_VERSION")),
+            "output_style": "default",
+            "agents": [],
+            "skills": [],
+            "plugins": [],
+            "uuid": uuid(),
+        })
+    }
+
+    fn assistant_frame(&self, n: u64, text: &str) -> Value {
+        json!({
+            "type": "assistant",
+            "message": {
+                "id": format!("msg_demo_{n}"),
+                "type": "message",
+                "role": "assistant",
+                "model": DEMO_MODEL,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": null,
+                "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            },
+            "parent_tool_use_id": null,
+            "session_id": self.session_id,
+            "uuid": uuid(),
+        })
+    }
+
+    fn turn(
+        &mut self,
+        text: &str,
+        inbox: &std::sync::mpsc::Receiver<Inbound>,
+        deferred: &mut VecDeque<Inbound>,
+    ) -> Result<(), Failure> {
+        let started = Instant::now();
+        self.turns += 1;
+        let n = self.turns;
+        if !self.init_sent {
+            super::write_json(&self.init_frame())?;
+            self.init_sent = true;
+        }
+        self.transcript
+            .message(&self.session_id, &self.cwd, "user", text)?;
+        let steps = script::parse(text);
+        let answer = |b: &[u8]| super::write_out(b);
+        let mut turn = Turn {
+            inbox,
+            deferred,
+            classify: &classify,
+            sigint: None,
+            answer: &answer,
+        };
+        let session_id = self.session_id.clone();
+        let me = &*self;
+        let mut emit = |chunk: &str| super::write_json(&me.assistant_frame(n, chunk));
+        let ended = turn.run(&steps, &mut emit)?;
+        let (reply, subtype, is_error, terminal) = match &ended {
+            Ended::Completed { text, notes } => {
+                let r = script::reply(n, text, notes);
+                super::write_json(&self.assistant_frame(n, &r))?;
+                (r, "success", false, "completed")
+            }
+            Ended::Interrupted => (
+                String::new(),
+                "error_during_execution",
+                true,
+                "aborted_streaming",
+            ),
+        };
+        if matches!(ended, Ended::Completed { .. }) {
+            self.transcript
+                .message(&session_id, &self.cwd, "assistant", &reply)?;
+        }
+        let input_tokens = text.len() as u64 / 4;
+        let output_tokens = reply.len() as u64 / 4;
+        super::write_json(&json!({
+            "type": "result",
+            "subtype": subtype,
+            "is_error": is_error,
+            "duration_ms": started.elapsed().as_millis() as u64,
+            "duration_api_ms": 0,
+            "num_turns": n,
+            "result": reply,
+            "stop_reason": if is_error { Value::Null } else { json!("end_turn") },
+            "terminal_reason": terminal,
+            "session_id": session_id,
+            "total_cost_usd": 0,
+            "usage": {
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+            "modelUsage": {
+                DEMO_MODEL: {
+                    "inputTokens": input_tokens,
+                    "outputTokens": output_tokens,
+                    "cacheReadInputTokens": 0,
+                    "cacheCreationInputTokens": 0,
+                    "webSearchRequests": 0,
+                    "costUSD": 0,
+                    "contextWindow": DEMO_CONTEXT_WINDOW,
+                    "maxOutputTokens": DEMO_MAX_OUTPUT,
+                }
+            },
+            "permission_denials": [],
+            "uuid": uuid(),
+        }))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,345 @@
+//! The fake `codex`.
+//!
+//! `codex app-server` form: JSON-RPC lines without `"jsonrpc"`; `initialize`, then
+//! `thread/start` / `thread/resume`, `turn/start` (streamed as `turn/started`,
+//! `item/started`, `item/agentMessage/delta`, `item/completed`, `turn/completed`) and
+//! `turn/interrupt`. Without `app-server` it is the interactive form (`codex`,
+//! `codex resume ID`).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+
+use serde_json::{Value, json};
+
+use super::script::{self, Ended, Turn};
+use super::store::{self, Transcript};
+use super::{DEMO_MODEL, DEMO_NAME, Failure, Inbound};
+use crate::providers::Tool;
+
+pub(super) fn main(args: &[String]) -> Result<i32, Failure> {
+    match args.first().map(String::as_str) {
+        Some("app-server") => {
+            let rest = &args[1..];
+            let ok = rest.is_empty() || rest == ["--listen", "stdio://"];
+            if !ok {
+                return Err(Failure::new(
+                    2,
+                    format!(
+                        "{DEMO_NAME}: the fake codex app-server serves only stdio \
+                         (`codex app-server` or `--listen stdio://`)"
+                    ),
+                ));
+            }
+            Server::new()?.serve()
+        }
+        None => super::pty::main(Tool::Codex, None),
+        Some("resume") => match args.get(1) {
+            Some(id) if args.len() == 2 => super::pty::main(Tool::Codex, Some(id)),
+            _ => Err(Failure::new(2, "error: usage: codex resume <SESSION_ID>")),
+        },
+        Some(other) => Err(Failure::new(
+            2,
+            format!(
+                "error: unrecognized subcommand '{other}' ({DEMO_NAME} fakes `app-server`, `resume` and the bare TUI)"
+            ),
+        )),
+    }
+}
+
+struct Thread {
+    id: String,
+    cwd: PathBuf,
+    transcript: Transcript,
+}
+
+struct Server {
+    home: PathBuf,
+    initialized: bool,
+    thread: Option<Thread>,
+    turns: u64,
+}
+
+fn response(id: &Value, result: Value) -> Value {
+    json!({"id": id, "result": result})
+}
+
+fn error(id: &Value, code: i64, message: String) -> Value {
+    json!({"id": id, "error": {"code": code, "message": message}})
+}
+
+fn notify(method: &str, params: Value) -> Result<(), Failure> {
+    Ok(super::write_json(
+        &json!({"method": method, "params": params}),
+    )?)
+}
+
+fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// An interrupt is a `turn/interrupt` request; it is answered `{}` at once.
+fn classify(line: &[u8]) -> Option<Option<Vec<u8>>> {
+    let v: Value = serde_json::from_slice(line).ok()?;
+    if v.get("method")?.as_str()? == "turn/interrupt" {
+        let mut r = serde_json::to_vec(&response(v.get("id")?, json!({}))).ok()?;
+        r.push(b'\n');
+        return Some(Some(r));
+    }
+    None
+}
+
+impl Server {
+    fn new() -> Result<Server, Failure> {
+        let home = super::account_home(Tool::Codex).map_err(|m| Failure::new(1, m))?;
+        Ok(Server {
+            home,
+            initialized: false,
+            thread: None,
+            turns: 0,
+        })
+    }
+
+    fn thread_json(&self, t: &Thread) -> Value {
+        json!({
+            "id": t.id,
+            "preview": "",
+            "ephemeral": false,
+            "modelProvider": DEMO_MODEL,
+            "createdAt": now_secs(),
+            "updatedAt": now_secs(),
+            "status": {"type": "idle"},
+            "path": t.transcript.path.to_string_lossy(),
+            "cwd": t.cwd.to_string_lossy(),
+            "cliVersion": format!("{}-demo", env!("CARGO_PKG_VERSION")),
+            "turns": [],
+        })
+    }
+
+    fn thread_result(&self, t: &Thread) -> Value {
+        json!({
+            "thread": self.thread_json(t),
+            "model": DEMO_MODEL,
+            "modelProvider": DEMO_MODEL,
+            "cwd": t.cwd.to_string_lossy(),
+        })
+    }
+
+    fn serve(mut self) -> Result<i32, Failure> {
+        let inbox = super::spawn_reader();
+        let mut deferred: VecDeque<Inbound> = VecDeque::new();
+        loop {
+            let item = match deferred.pop_front() {
+                Some(i) => i,
+                None => inbox.recv().unwrap_or(Inbound::Eof),
+            };
+            let line = match item {
+                Inbound::Eof => return Ok(0),
+                Inbound::Line(l) => l,
+            };
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+                super::write_json(
+                    &json!({"id": null, "error": {"code": -32700, "message": "Parse error"}}),
+                )?;
+                continue;
+            };
+            let (Some(method), id) = (v.get("method").and_then(Value::as_str), v.get("id")) else {
+                continue; // a response to nothing proctor's fake asked: ignored
+            };
+            let Some(id) = id else {
+                continue; // notifications: `initialized` and others need no answer
+            };
+            let params = v.get("params").cloned().unwrap_or(Value::Null);
+            let answer = self.request(method, id, &params, &inbox, &mut deferred)?;
+            if let Some(a) = answer {
+                super::write_json(&a)?;
+            }
+        }
+    }
+
+    fn request(
+        &mut self,
+        method: &str,
+        id: &Value,
+        params: &Value,
+        inbox: &Receiver<Inbound>,
+        deferred: &mut VecDeque<Inbound>,
+    ) -> Result<Option<Value>, Failure> {
+        if method == "initialize" {
+            if self.initialized {
+                return Ok(Some(error(id, -32600, "Already initialized".into())));
+            }
+            self.initialized = true;
+            return Ok(Some(response(
+                id,
+                json!({
+                    "userAgent": format!("{DEMO_NAME}/{} (demo; not codex)", env!("CARGO_PKG_VERSION")),
+                    "codexHome": self.home.to_string_lossy(),
+                    "platformFamily": "unix",
+                    "platformOs": std::env::consts::OS,
+                }),
+            )));
+        }
+        if !self.initialized {
+            return Ok(Some(error(id, -32600, "Not initialized".into())));
+        }
+        match method {
+            "thread/start" => {
+                let cwd = match params.get("cwd").and_then(Value::as_str) {
+                    Some(c) => PathBuf::from(c),
+                    None => super::current_dir().map_err(|m| Failure::new(1, m))?,
+                };
+                let tid = super::new_uuid()?;
+                let transcript = Transcript::open(store::codex_new_path(&self.home, &tid))?;
+                transcript.append(&json!({
+                    "timestamp": chrono::Utc::now().to_rfc3339(),
+                    "type": "session_meta",
+                    "payload": {"id": tid, "cwd": cwd.to_string_lossy(), "originator": DEMO_NAME, "demo": true},
+                }))?;
+                let t = Thread {
+                    id: tid,
+                    cwd,
+                    transcript,
+                };
+                let result = self.thread_result(&t);
+                let started = json!({"thread": self.thread_json(&t)});
+                self.thread = Some(t);
+                super::write_json(&response(id, result))?;
+                notify("thread/started", started)?;
+                Ok(None)
+            }
+            "thread/resume" => {
+                let tid = params.get("threadId").and_then(Value::as_str).unwrap_or("");
+                let found = super::usable_id(tid)
+                    .then(|| store::codex_find(&self.home, tid))
+                    .flatten();
+                let Some(path) = found else {
+                    return Ok(Some(error(
+                        id,
+                        -32600,
+                        format!("no rollout found for thread id {tid}"),
+                    )));
+                };
+                let cwd = match params.get("cwd").and_then(Value::as_str) {
+                    Some(c) => PathBuf::from(c),
+                    None => super::current_dir().map_err(|m| Failure::new(1, m))?,
+                };
+                let t = Thread {
+                    id: tid.to_string(),
+                    cwd,
+                    transcript: Transcript { path },
+                };
+                let result = self.thread_result(&t);
+                self.thread = Some(t);
+                Ok(Some(response(id, result)))
+            }
+            "turn/start" => self.turn(id, params, inbox, deferred),
+            "turn/interrupt" => Ok(Some(error(
+                id,
+                -32600,
+                "there is no active turn to interrupt".into(),
+            ))),
+            _ => Ok(Some(error(
+                id,
+                -32601,
+                format!("Method not found: {method}"),
+            ))),
+        }
+    }
+
+    fn turn(
+        &mut self,
+        id: &Value,
+        params: &Value,
+        inbox: &Receiver<Inbound>,
+        deferred: &mut VecDeque<Inbound>,
+    ) -> Result<Option<Value>, Failure> {
+        let tid = params.get("threadId").and_then(Value::as_str).unwrap_or("");
+        let Some(thread) = self.thread.as_ref().filter(|t| t.id == tid) else {
+            return Ok(Some(error(id, -32600, format!("thread not found: {tid}"))));
+        };
+        let text = params
+            .get("input")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|i| i.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|i| i.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default();
+        self.turns += 1;
+        let n = self.turns;
+        let turn_id = format!("turn_{}", super::new_uuid()?);
+        let item_id = format!("msg_{n}");
+        let tid = thread.id.clone();
+        let turn_obj =
+            |status: &str| json!({"id": turn_id, "items": [], "status": status, "error": null});
+        thread.transcript.append(&json!({
+            "timestamp": chrono::Utc::now().to_rfc3339(),
+            "type": "user",
+            "message": {"role": "user", "content": text},
+            "demo": true,
+        }))?;
+        super::write_json(&response(id, json!({"turn": turn_obj("inProgress")})))?;
+        notify(
+            "turn/started",
+            json!({"threadId": tid, "turn": turn_obj("inProgress")}),
+        )?;
+        notify(
+            "item/started",
+            json!({"threadId": tid, "turnId": turn_id,
+                   "item": {"type": "agentMessage", "id": item_id, "text": ""}}),
+        )?;
+        let steps = script::parse(&text);
+        let answer = |b: &[u8]| super::write_out(b);
+        let mut turn = Turn {
+            inbox,
+            deferred,
+            classify: &classify,
+            sigint: None,
+            answer: &answer,
+        };
+        let mut full = String::new();
+        let mut emit = |chunk: &str| {
+            full.push_str(chunk);
+            super::write_json(&json!({"method": "item/agentMessage/delta", "params": {
+                "threadId": tid, "turnId": turn_id, "itemId": item_id, "delta": chunk}}))
+        };
+        let ended = turn.run(&steps, &mut emit)?;
+        let mut reply = None;
+        let status = match ended {
+            Ended::Completed { text, notes } => {
+                let r = script::reply(n, &text, &notes);
+                emit(&r)?;
+                reply = Some(r);
+                "completed"
+            }
+            Ended::Interrupted => "interrupted",
+        };
+        notify(
+            "item/completed",
+            json!({"threadId": tid, "turnId": turn_id,
+                   "item": {"type": "agentMessage", "id": item_id, "text": full}}),
+        )?;
+        // The transcript keeps the reply, not the bulk of `!emit` (noted in the reply).
+        if let Some(r) = reply {
+            thread.transcript.append(&json!({
+                "timestamp": chrono::Utc::now().to_rfc3339(),
+                "type": "assistant",
+                "message": {"role": "assistant", "content": r},
+                "demo": true,
+            }))?;
+        }
+        notify(
+            "turn/completed",
+            json!({"threadId": tid, "turn": turn_obj(status)}),
+        )?;
+        Ok(None)
+    }
+}

@@ -1,0 +1,137 @@
+//! The fakes' interactive form: a minimal line-oriented terminal program.
+//!
+//! It prints a banner (naming itself a demo) with its session id, then a `> ` prompt;
+//! each line typed is a prompt (directives included): the fake prints `(working)`, then
+//! the deterministic reply; Ctrl-C (SIGINT, as the terminal sends it to the foreground group) interrupts
+//! the turn in progress and the program stays; end of input (Ctrl-D) exits 0. It is not
+//! a TUI: no alternate screen, no cursor addressing.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
+use super::script::{self, Ended, Turn};
+use super::store::{self, Transcript};
+use super::{Failure, Inbound};
+use crate::providers::Tool;
+use crate::providers::protocol::CLAUDE_NO_CONVERSATION;
+
+static SIGINT: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    SIGINT.store(true, Ordering::SeqCst);
+}
+
+fn install_sigint() -> std::io::Result<()> {
+    // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn refuse(tool: Tool, id: &str) -> Failure {
+    match tool {
+        Tool::Claude => Failure::new(1, format!("{CLAUDE_NO_CONVERSATION} {id}")),
+        _ => Failure::new(
+            1,
+            format!("{}: no saved session {id} to resume (demo)", tool.name()),
+        ),
+    }
+}
+
+pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
+    let home = super::account_home(tool).map_err(|m| Failure::new(1, m))?;
+    let cwd = super::current_dir().map_err(|m| Failure::new(1, m))?;
+    let (id, transcript) = match resume {
+        Some(id) => {
+            if !super::usable_id(id) {
+                return Err(refuse(tool, id));
+            }
+            let found = match tool {
+                Tool::Codex => store::codex_find(&home, id).map(|path| Transcript { path }),
+                _ => Transcript::existing(store::path_for(tool, &home, &cwd, id)),
+            };
+            (id.to_string(), found.ok_or_else(|| refuse(tool, id))?)
+        }
+        None => {
+            let u = super::new_uuid()?;
+            let id = match tool {
+                Tool::Opencode => format!("ses_{}", u.replace('-', "")),
+                _ => u,
+            };
+            let t = Transcript::open(store::path_for(tool, &home, &cwd, &id))?;
+            (id, t)
+        }
+    };
+    install_sigint()?;
+    let mut turns = 0u64;
+    super::write_out(
+        format!(
+            "proctor demo-agent: fake {} (interactive form; not the real tool)\nsession {id}\n",
+            tool.spec().display_name
+        )
+        .as_bytes(),
+    )?;
+    if resume.is_some() {
+        let n = transcript.messages()?.len();
+        super::write_out(format!("resumed: {n} earlier messages\n").as_bytes())?;
+    }
+    super::write_out(b"> ")?;
+    let inbox = super::spawn_reader();
+    let mut deferred: VecDeque<Inbound> = VecDeque::new();
+    let classify = |_: &[u8]| None;
+    let answer = |b: &[u8]| super::write_out(b);
+    loop {
+        let item = match deferred.pop_front() {
+            Some(i) => Some(i),
+            None => match inbox.recv_timeout(Duration::from_millis(20)) {
+                Ok(i) => Some(i),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => Some(Inbound::Eof),
+            },
+        };
+        if SIGINT.swap(false, Ordering::SeqCst) {
+            super::write_out(b"^C (no turn in progress)\n> ")?;
+        }
+        let line = match item {
+            None => continue,
+            Some(Inbound::Eof) => {
+                super::write_out(b"\n")?;
+                return Ok(0);
+            }
+            Some(Inbound::Line(l)) => l,
+        };
+        let text = String::from_utf8_lossy(&line)
+            .trim_end_matches('\r')
+            .to_string();
+        turns += 1;
+        transcript.message(&id, &cwd, "user", &text)?;
+        super::write_out(b"(working)\n")?;
+        let steps = script::parse(&text);
+        let mut turn = Turn {
+            inbox: &inbox,
+            deferred: &mut deferred,
+            classify: &classify,
+            sigint: Some(&SIGINT),
+            answer: &answer,
+        };
+        let mut emit = |t: &str| super::write_out(t.as_bytes());
+        match turn.run(&steps, &mut emit)? {
+            Ended::Completed { text, notes } => {
+                let r = script::reply(turns, &text, &notes);
+                super::write_out(format!("{r}\n> ").as_bytes())?;
+                transcript.message(&id, &cwd, "assistant", &r)?;
+            }
+            Ended::Interrupted => super::write_out(b"^C interrupted\n> ")?,
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The fakes' prompt scripts: lines of a prompt that start with `!` and name a directive
+//! are executed; every other line is text that the deterministic reply quotes.
+//!
+//! | directive | effect |
+//! |---|---|
+//! | `!sleep MS` | waits MS milliseconds; an interrupt during the wait ends the turn as interrupted |
+//! | `!emit N` | emits N bytes of a fixed pattern as reply text (raw bytes on a PTY), in chunks |
+//! | `!ignore-term` | the process ignores SIGTERM from now on (stop must escalate to SIGKILL) |
+//! | `!grandchild` | forks a child that sleeps forever in the same process group; reports its pid |
+//! | `!exit K` | exits at once with status K (0–255) |
+//! | `!write PATH TEXT` | writes TEXT and a newline to PATH (relative to the working folder), 0600 |
+//! | `!env NAME` | reports whether NAME is in the environment, and its value |
+//!
+//! A line that starts with `!` but is not one of these, or has a bad argument, is text.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use super::Inbound;
+
+/// Bytes per emitted chunk for `!emit`.
+pub const EMIT_CHUNK: usize = 16 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Sleep(u64),
+    Emit(u64),
+    IgnoreTerm,
+    Grandchild,
+    Exit(i32),
+    Write(PathBuf, String),
+    Env(String),
+    Text(String),
+}
+
+/// Splits a prompt into steps.
+pub fn parse(prompt: &str) -> Vec<Step> {
+    prompt.lines().map(parse_line).collect()
+}
+
+fn parse_line(l: &str) -> Step {
+    let text = || Step::Text(l.to_string());
+    let Some(rest) = l.strip_prefix('!') else {
+        return text();
+    };
+    let (word, arg) = match rest.split_once(' ') {
+        Some((w, a)) => (w, a.trim()),
+        None => (rest.trim_end(), ""),
+    };
+    match word {
+        "sleep" => arg.parse().map(Step::Sleep).unwrap_or_else(|_| text()),
+        "emit" => arg.parse().map(Step::Emit).unwrap_or_else(|_| text()),
+        "ignore-term" if arg.is_empty() => Step::IgnoreTerm,
+        "grandchild" if arg.is_empty() => Step::Grandchild,
+        "exit" => match arg.parse::<i32>() {
+            Ok(k) if (0..=255).contains(&k) => Step::Exit(k),
+            _ => text(),
+        },
+        "write" => match arg.split_once(' ') {
+            Some((p, t)) if !p.is_empty() => Step::Write(PathBuf::from(p), t.to_string()),
+            _ => text(),
+        },
+        "env" if !arg.is_empty() && !arg.contains(' ') => Step::Env(arg.to_string()),
+        _ => text(),
+    }
+}
+
+/// The fixed pattern `!emit` produces: lowercase letters, a newline every 64th byte.
+pub fn pattern(offset: u64, len: usize) -> String {
+    // The pattern repeats every lcm(64, 26) = 832 bytes: copy slices of one period.
+    const PERIOD: usize = 832;
+    let period: Vec<u8> = (0..PERIOD)
+        .map(|n| {
+            if n % 64 == 63 {
+                b'\n'
+            } else {
+                b'a' + (n % 26) as u8
+            }
+        })
+        .collect();
+    let mut out = Vec::with_capacity(len);
+    let mut pos = (offset % PERIOD as u64) as usize;
+    while out.len() < len {
+        let take = (PERIOD - pos).min(len - out.len());
+        out.extend_from_slice(&period[pos..pos + take]);
+        pos = 0;
+    }
+    // ASCII only, so always UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// How a turn's run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Ran to the end; the text lines and the notes for the reply.
+    Completed {
+        text: Vec<String>,
+        notes: Vec<String>,
+    },
+    Interrupted,
+}
+
+/// What the executor needs from the tool-specific code: where its interrupts come from and
+/// how text is emitted.
+/// Recognises an interrupt among input lines: `Some(reply)` is an interrupt, with the
+/// line that answers it (if the protocol answers one).
+pub type Classify = dyn Fn(&[u8]) -> Option<Option<Vec<u8>>>;
+
+pub struct Turn<'a> {
+    pub inbox: &'a Receiver<Inbound>,
+    /// Lines received during the turn that were not interrupts, handled after it.
+    pub deferred: &'a mut VecDeque<Inbound>,
+    /// Recognises an interrupt among input lines; `Some(reply)` is an interrupt, with the
+    /// line to answer it (if the protocol answers one).
+    pub classify: &'a Classify,
+    /// The PTY form's Ctrl-C flag.
+    pub sigint: Option<&'a AtomicBool>,
+    /// Writes an interrupt's answer.
+    pub answer: &'a dyn Fn(&[u8]) -> std::io::Result<()>,
+}
+
+impl Turn<'_> {
+    fn take(&mut self, item: Inbound) -> std::io::Result<bool> {
+        match item {
+            Inbound::Line(l) => {
+                if let Some(reply) = (self.classify)(&l) {
+                    if let Some(r) = reply {
+                        (self.answer)(&r)?;
+                    }
+                    return Ok(true);
+                }
+                self.deferred.push_back(Inbound::Line(l));
+            }
+            Inbound::Eof => self.deferred.push_back(Inbound::Eof),
+        }
+        Ok(false)
+    }
+
+    /// Whether an interrupt is already there (queued lines are classified or deferred).
+    fn poll(&mut self) -> std::io::Result<bool> {
+        loop {
+            if self.sigint.is_some_and(|f| f.swap(false, Ordering::SeqCst)) {
+                return Ok(true);
+            }
+            match self.inbox.try_recv() {
+                Ok(item) => {
+                    if self.take(item)? {
+                        return Ok(true);
+                    }
+                }
+                Err(_) => return Ok(false),
+            }
+        }
+    }
+
+    /// Whether an interrupt arrives within `d`.
+    fn interrupted_within(&mut self, d: Duration) -> std::io::Result<bool> {
+        let deadline = Instant::now() + d;
+        loop {
+            if self.poll()? {
+                return Ok(true);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            // On a PTY the interrupt is a signal, so the wait is sliced to notice it.
+            let wait = if self.sigint.is_some() {
+                left.min(Duration::from_millis(20))
+            } else {
+                left
+            };
+            match self.inbox.recv_timeout(wait) {
+                Ok(item) => {
+                    if self.take(item)? {
+                        return Ok(true);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                // stdin is closed: only a signal can still interrupt.
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(wait),
+            }
+        }
+    }
+
+    /// Runs the steps. `emit` sends reply text (a chunk) in the tool's form.
+    pub fn run(
+        &mut self,
+        steps: &[Step],
+        emit: &mut dyn FnMut(&str) -> std::io::Result<()>,
+    ) -> std::io::Result<Ended> {
+        let mut text = Vec::new();
+        let mut notes = Vec::new();
+        for step in steps {
+            if self.poll()? {
+                return Ok(Ended::Interrupted);
+            }
+            match step {
+                Step::Text(t) => text.push(t.clone()),
+                Step::Sleep(ms) => {
+                    if self.interrupted_within(Duration::from_millis(*ms))? {
+                        return Ok(Ended::Interrupted);
+                    }
+                }
+                Step::Emit(n) => {
+                    let mut done = 0u64;
+                    while done < *n {
+                        let len = (*n - done).min(EMIT_CHUNK as u64) as usize;
+                        emit(&pattern(done, len))?;
+                        done += len as u64;
+                        if self.poll()? {
+                            return Ok(Ended::Interrupted);
+                        }
+                    }
+                    notes.push(format!("emitted {n} bytes"));
+                }
+                Step::IgnoreTerm => {
+                    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+                    unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+                    notes.push("ignoring SIGTERM".into());
+                }
+                Step::Grandchild => {
+                    let pid = spawn_sleeper()?;
+                    notes.push(format!("grandchild pid {pid}"));
+                }
+                Step::Exit(k) => {
+                    super::flush_stdout();
+                    std::process::exit(*k);
+                }
+                Step::Write(path, t) => {
+                    let mut bytes = t.clone().into_bytes();
+                    bytes.push(b'\n');
+                    match crate::files::write_atomic(path, &bytes) {
+                        Ok(()) => notes.push(format!("wrote {}", path.display())),
+                        Err(e) => notes.push(format!("write failed: {e}")),
+                    }
+                }
+                Step::Env(name) => notes.push(match std::env::var_os(name) {
+                    Some(v) => format!("env {name}={}", v.to_string_lossy()),
+                    None => format!("env {name} unset"),
+                }),
+            }
+        }
+        Ok(Ended::Completed { text, notes })
+    }
+}
+
+/// Forks a child that sleeps until a signal ends it, in this process group.
+fn spawn_sleeper() -> std::io::Result<i32> {
+    super::flush_stdout();
+    // SAFETY: after fork the child only calls async-signal-safe functions (pause, _exit),
+    // so forking a multi-threaded process is sound here.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => loop {
+            // SAFETY: pause has no preconditions; the loop never returns to Rust code.
+            unsafe { libc::pause() };
+        },
+        pid => Ok(pid),
+    }
+}
+
+/// The deterministic reply of turn `n`.
+pub fn reply(n: u64, text: &[String], notes: &[String]) -> String {
+    let mut r = if text.iter().all(|t| t.trim().is_empty()) {
+        format!("demo reply #{n}: (no text)")
+    } else {
+        format!("demo reply #{n}: you said \"{}\"", text.join("\n"))
+    };
+    for note in notes {
+        r.push_str(&format!("\n[{note}]"));
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives_and_text() {
+        let steps = parse(
+            "hello\n!sleep 50\n!emit 3\n!sleep x\n!exit 300\n!exit 7\n!write a.txt hi there\n!env HOME\n!nope\n!ignore-term\n!grandchild",
+        );
+        assert_eq!(
+            steps,
+            [
+                Step::Text("hello".into()),
+                Step::Sleep(50),
+                Step::Emit(3),
+                Step::Text("!sleep x".into()),
+                Step::Text("!exit 300".into()),
+                Step::Exit(7),
+                Step::Write("a.txt".into(), "hi there".into()),
+                Step::Env("HOME".into()),
+                Step::Text("!nope".into()),
+                Step::IgnoreTerm,
+                Step::Grandchild,
+            ]
+        );
+    }
+
+    #[test]
+    fn pattern_is_fixed_and_continuous() {
+        let whole = pattern(0, 200);
+        assert_eq!(whole.len(), 200);
+        assert_eq!(&whole[..3], "abc");
+        assert_eq!(whole.as_bytes()[63], b'\n');
+        assert_eq!(pattern(0, 100) + &pattern(100, 100), whole);
+        let long = pattern(0, 5000);
+        assert_eq!(pattern(0, 1000) + &pattern(1000, 4000), long);
+        for (i, b) in long.bytes().enumerate() {
+            let want = if i % 64 == 63 {
+                b'\n'
+            } else {
+                b'a' + (i % 26) as u8
+            };
+            assert_eq!(b, want, "byte {i}");
+        }
+    }
+
+    #[test]
+    fn reply_is_deterministic() {
+        assert_eq!(
+            reply(2, &["hi".into()], &["emitted 3 bytes".into()]),
+            "demo reply #2: you said \"hi\"\n[emitted 3 bytes]"
+        );
+        assert_eq!(reply(1, &[], &[]), "demo reply #1: (no text)");
+    }
+}

@@ -1,0 +1,234 @@
+//! Where the fakes keep their transcripts: the places the real tools use, under the
+//! account home. The *place* follows the real tool (see [`super::super::ToolSpec::transcripts`]);
+//! the *content* is the fake's own JSON lines (one object per line, `"demo":true`), which the
+//! fake reads back on resume.
+//!
+//! | tool | transcript of conversation ID | confirmed |
+//! |---|---|---|
+//! | claude | `projects/<cwd, non-alphanumerics → '-'>/ID.jsonl` | place and naming (Agent SDK `sessions.py`) |
+//! | codex | `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-ID.jsonl` | place and naming (public rollout paths) |
+//! | gemini | `tmp/<sha256(cwd) hex>/chats/session-ID.jsonl` | the `tmp/<project>/chats` folder; the real file is one JSON document with another name |
+//! | grok | `sessions/<cwd, non-alphanumerics → '-'>/ID/transcript.jsonl` | only "one folder per session under sessions/" |
+//! | opencode | `storage/session/global/ID.jsonl` | only the `storage/session` folder |
+
+use std::io::{BufRead, Write};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::providers::Tool;
+
+/// The longest sanitised folder name before a hash suffix (Agent SDK `MAX_SANITIZED_LENGTH`).
+const MAX_SANITIZED: usize = 200;
+
+/// Claude Code's project folder name for a working folder: every character that is not an
+/// ASCII letter or digit becomes `-`; a name over 200 characters is cut and suffixed with a
+/// hash (the Agent SDK's `_sanitize_path` / `_simple_hash`).
+pub fn sanitize(path: &str) -> String {
+    let s: String = path
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    if s.chars().count() <= MAX_SANITIZED {
+        return s;
+    }
+    let cut: String = s.chars().take(MAX_SANITIZED).collect();
+    format!("{cut}-{}", simple_hash(path))
+}
+
+/// The JavaScript-style 32-bit string hash in base 36 that Claude Code appends.
+fn simple_hash(s: &str) -> String {
+    let mut h: i32 = 0;
+    for c in s.chars() {
+        h = h.wrapping_shl(5).wrapping_sub(h).wrapping_add(c as i32);
+    }
+    let mut n = u64::from(h.unsigned_abs());
+    if n == 0 {
+        return "0".into();
+    }
+    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(digits[(n % 36) as usize]);
+        n /= 36;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The transcript path of conversation `id` for the tools whose path does not depend on
+/// time (all but codex).
+pub fn path_for(tool: Tool, home: &Path, cwd: &Path, id: &str) -> PathBuf {
+    let cwd_s = cwd.to_string_lossy();
+    match tool {
+        Tool::Claude => home
+            .join("projects")
+            .join(sanitize(&cwd_s))
+            .join(format!("{id}.jsonl")),
+        Tool::Gemini => home
+            .join("tmp")
+            .join(hex::encode(Sha256::digest(cwd_s.as_bytes())))
+            .join("chats")
+            .join(format!("session-{id}.jsonl")),
+        Tool::Grok => home
+            .join("sessions")
+            .join(sanitize(&cwd_s))
+            .join(id)
+            .join("transcript.jsonl"),
+        Tool::Opencode => home
+            .join("storage")
+            .join("session")
+            .join("global")
+            .join(format!("{id}.jsonl")),
+        Tool::Codex => codex_new_path(home, id),
+    }
+}
+
+/// A new codex rollout path, dated now (local time, as codex names them).
+pub fn codex_new_path(home: &Path, id: &str) -> PathBuf {
+    let now = chrono::Local::now();
+    home.join("sessions")
+        .join(now.format("%Y").to_string())
+        .join(now.format("%m").to_string())
+        .join(now.format("%d").to_string())
+        .join(format!(
+            "rollout-{}-{id}.jsonl",
+            now.format("%Y-%m-%dT%H-%M-%S")
+        ))
+}
+
+/// The codex rollout of thread `id`, if one exists under `home/sessions/YYYY/MM/DD/`.
+pub fn codex_find(home: &Path, id: &str) -> Option<PathBuf> {
+    let suffix = format!("-{id}.jsonl");
+    let mut stack = vec![(home.join("sessions"), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() && depth < 3 {
+                stack.push((p, depth + 1));
+            } else if ft.is_file()
+                && depth == 3
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+            {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// An append-only transcript file (0600, never through a symlink).
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    pub path: PathBuf,
+}
+
+impl Transcript {
+    /// Opens (creating folders 0700 and the file 0600 when absent) the transcript at `path`.
+    pub fn open(path: PathBuf) -> std::io::Result<Transcript> {
+        if let Some(parent) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)?;
+        }
+        crate::files::open_private_append(&path).map_err(std::io::Error::other)?;
+        Ok(Transcript { path })
+    }
+
+    /// The transcript at `path` if it exists.
+    pub fn existing(path: PathBuf) -> Option<Transcript> {
+        path.is_file().then_some(Transcript { path })
+    }
+
+    /// Appends one record.
+    pub fn append(&self, v: &Value) -> std::io::Result<()> {
+        let mut f = crate::files::open_private_append(&self.path).map_err(std::io::Error::other)?;
+        let mut line = serde_json::to_vec(v).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        f.write_all(&line)
+    }
+
+    /// Appends a user or assistant message.
+    pub fn message(&self, id: &str, cwd: &Path, role: &str, text: &str) -> std::io::Result<()> {
+        self.append(&json!({
+            "type": role,
+            "sessionId": id,
+            "cwd": cwd.to_string_lossy(),
+            "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "message": {"role": role, "content": text},
+            "demo": true,
+        }))
+    }
+
+    /// The (role, text) of every message, in order.
+    pub fn messages(&self) -> std::io::Result<Vec<(String, String)>> {
+        let f = crate::files::open_private_read(&self.path).map_err(std::io::Error::other)?;
+        let mut out = Vec::new();
+        for l in std::io::BufReader::new(f).lines() {
+            let Ok(v) = serde_json::from_str::<Value>(&l?) else {
+                continue;
+            };
+            if let (Some(role), Some(text)) = (
+                v.pointer("/message/role").and_then(Value::as_str),
+                v.pointer("/message/content").and_then(Value::as_str),
+            ) {
+                out.push((role.to_string(), text.to_string()));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_matches_the_sdk_rule() {
+        assert_eq!(sanitize("/home/u/my.project"), "-home-u-my-project");
+        let long = format!("/{}", "a".repeat(300));
+        let s = sanitize(&long);
+        assert!(s.starts_with(&format!("-{}", "a".repeat(199))));
+        assert_eq!(s.chars().nth(200), Some('-'));
+        assert!(s.len() > 201);
+        assert_eq!(simple_hash(""), "0");
+        // "a" = 97 = "2p" in base 36.
+        assert_eq!(simple_hash("a"), "2p");
+    }
+
+    #[test]
+    fn codex_rollouts_are_found_by_id() {
+        let t = tempfile::tempdir().unwrap();
+        let p = codex_new_path(t.path(), "abc");
+        Transcript::open(p.clone()).unwrap();
+        assert_eq!(codex_find(t.path(), "abc"), Some(p));
+        assert_eq!(codex_find(t.path(), "bc"), None);
+        assert_eq!(codex_find(t.path(), "zzz"), None);
+    }
+
+    #[test]
+    fn transcripts_round_trip() {
+        let t = tempfile::tempdir().unwrap();
+        let path = path_for(Tool::Gemini, t.path(), Path::new("/w"), "s1");
+        let tr = Transcript::open(path.clone()).unwrap();
+        tr.message("s1", Path::new("/w"), "user", "hi").unwrap();
+        tr.message("s1", Path::new("/w"), "assistant", "demo reply")
+            .unwrap();
+        assert_eq!(
+            Transcript::existing(path).unwrap().messages().unwrap(),
+            [
+                ("user".to_string(), "hi".to_string()),
+                ("assistant".to_string(), "demo reply".to_string())
+            ]
+        );
+    }
+}

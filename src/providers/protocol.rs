@@ -1,0 +1,931 @@
+//! The stdio protocols, as a pure state machine: no I/O, no clock, no threads.
+//!
+//! A runner owns the pipes; it writes what [`StdioSession::start`] returns, feeds every
+//! stdout line to [`StdioSession::observe`] (which returns the lines to write back and the
+//! [`Event`]s the line means), and asks for the bytes of an input ([`StdioSession::input`])
+//! or an interrupt ([`StdioSession::interrupt`]). Every line returned ends with `\n`.
+//!
+//! Frame shapes, and where each was read:
+//!
+//! - **claude** (`claude -p --input-format stream-json --output-format stream-json`),
+//!   from anthropics/claude-agent-sdk-python (`client.py`, `_internal/query.py`,
+//!   `types.py`, `tests/test_message_parser.py`):
+//!   - input: `{"type":"user","message":{"role":"user","content":TEXT},"parent_tool_use_id":null,"session_id":"default"}`;
+//!   - interrupt: `{"type":"control_request","request_id":ID,"request":{"subtype":"interrupt"}}`,
+//!     answered by `{"type":"control_response","response":{"subtype":"success","request_id":ID,...}}`;
+//!   - output: `{"type":"system","subtype":"init","session_id":...}` then `assistant`
+//!     frames then `{"type":"result",...,"session_id":...}` that ends the turn; an
+//!     interrupted turn's result carries `terminal_reason` `aborted_streaming` or
+//!     `aborted_tools` (SDK CHANGELOG, `ResultMessage.terminal_reason`).
+//!
+//!   There is no handshake: the process reads user lines as soon as it starts.
+//! - **codex** (`codex app-server`), from openai/codex `codex-rs/app-server/README.md`:
+//!   JSON-RPC 2.0 "with the `\"jsonrpc\":\"2.0\"` header omitted on the wire";
+//!   `initialize` (with `clientInfo`) then the `initialized` notification, then
+//!   `thread/start` or `thread/resume {threadId}` whose result carries `thread.id`;
+//!   `turn/start {threadId, input:[{type:"text",text}]}`; `turn/interrupt {threadId, turnId}`;
+//!   notifications `turn/started {threadId, turn}`, `item/agentMessage/delta
+//!   {threadId, turnId, itemId, delta}`, `turn/completed {threadId, turn}` with
+//!   `turn.status` `completed|interrupted|failed`. An unknown thread id is refused with an
+//!   error whose message is `no rollout found for thread id <id>` (observed by several
+//!   public clients; code -32600).
+//! - **ACP** (`gemini --acp`, `grok agent stdio`, `opencode acp`), from the Agent Client
+//!   Protocol docs (zed-industries/agent-client-protocol `docs/protocol/*.mdx`,
+//!   `rust/agent.rs`): JSON-RPC 2.0 with `"jsonrpc":"2.0"`; `initialize {protocolVersion:1,
+//!   clientCapabilities}`; `session/new {cwd, mcpServers:[]}` → `{sessionId}`;
+//!   `session/load {sessionId, cwd, mcpServers:[]}` (replays the history as
+//!   `session/update` notifications, then answers); `session/prompt {sessionId,
+//!   prompt:[{type:"text",text}]}` → `{stopReason}`; the `session/cancel {sessionId}`
+//!   notification makes the pending prompt answer `{"stopReason":"cancelled"}`.
+//!
+//! What the session does not decide: permission requests from the tool are surfaced as
+//! [`Event::PermissionRequested`] and left to the caller ([`StdioSession::cancel_request`]
+//! builds a refusal); any other request from the tool is answered "method not found",
+//! since proctor advertises no client capability (no file system, no terminal).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{ProviderError, StdioProtocol, Tool, check_conversation_id};
+
+/// The ACP protocol version proctor speaks.
+pub const ACP_PROTOCOL_VERSION: u64 = 1;
+
+/// The claude stderr line that refuses an unknown `--resume` id (observed in public issue
+/// reports against Claude Code, e.g. anthropics/claude-code#62851).
+pub const CLAUDE_NO_CONVERSATION: &str = "No conversation found with session ID:";
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnOutcome {
+    Completed,
+    Interrupted,
+    Failed,
+}
+
+/// What a line of the tool's output means.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The tool reported its conversation id (claude `session_id`, codex thread id, ACP
+    /// `sessionId`). Reported once per distinct value.
+    ConversationId(String),
+    /// A resumed tool reported a conversation id other than the one it was asked to resume.
+    ResumeDiverged { expected: String, reported: String },
+    /// The handshake is complete: input may be sent.
+    Ready,
+    /// The tool refused to resume the stored conversation.
+    ResumeRefused { message: String },
+    /// A turn began (codex `turn/started`; the other protocols have no such frame, their
+    /// turn begins with the input).
+    TurnStarted { turn_id: Option<String> },
+    /// Text of the agent's reply (a whole message or a streamed chunk).
+    AgentText(String),
+    /// A turn ended.
+    TurnEnded {
+        outcome: TurnOutcome,
+        /// The tool's own word for it (claude `subtype`/`terminal_reason`, codex
+        /// `turn.status`, ACP `stopReason`) or an error message.
+        detail: Option<String>,
+    },
+    /// The tool asks the operator for a permission; answer it, or refuse it with
+    /// [`StdioSession::cancel_request`].
+    PermissionRequested { method: String, id: Value },
+    /// A request proctor made was answered with an error.
+    RequestFailed {
+        method: &'static str,
+        message: String,
+    },
+}
+
+/// The result of observing one output line.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Observed {
+    /// Lines to write to the tool's stdin, in order.
+    pub replies: Vec<Vec<u8>>,
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Initialize,
+    ThreadStart,
+    ThreadResume,
+    TurnStart,
+    TurnInterrupt,
+    SessionNew,
+    SessionLoad,
+    Prompt,
+}
+
+impl Pending {
+    fn method(self) -> &'static str {
+        match self {
+            Pending::Initialize => "initialize",
+            Pending::ThreadStart => "thread/start",
+            Pending::ThreadResume => "thread/resume",
+            Pending::TurnStart => "turn/start",
+            Pending::TurnInterrupt => "turn/interrupt",
+            Pending::SessionNew => "session/new",
+            Pending::SessionLoad => "session/load",
+            Pending::Prompt => "session/prompt",
+        }
+    }
+}
+
+/// One stdio conversation with one tool process.
+#[derive(Debug, Clone)]
+pub struct StdioSession {
+    tool: Tool,
+    protocol: StdioProtocol,
+    cwd: String,
+    resume: Option<String>,
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    conversation_id: Option<String>,
+    ready: bool,
+    /// claude: user lines sent whose `result` has not been seen.
+    claude_in_flight: u32,
+    control_seq: u64,
+    /// codex: a `turn/start` was sent and its turn has not completed.
+    codex_turn_open: bool,
+    codex_turn_id: Option<String>,
+    /// ACP: a `session/prompt` is pending.
+    acp_prompt_open: bool,
+}
+
+fn line(v: Value) -> Vec<u8> {
+    // Serialising a Value cannot fail (string keys, no non-finite numbers by construction).
+    let mut out = serde_json::to_vec(&v).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+fn str_at<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
+    v.pointer(ptr).and_then(Value::as_str)
+}
+
+impl StdioSession {
+    /// A session with `tool`'s stdio form, working in `cwd` (absolute), resuming `resume`
+    /// when given (claude resumes through its argv, see [`super::launch`]; the others
+    /// through the handshake built here).
+    pub fn new(tool: Tool, cwd: &Path, resume: Option<&str>) -> Result<Self, ProviderError> {
+        if let Some(id) = resume {
+            check_conversation_id(id)?;
+        }
+        let cwd_str = match cwd.to_str() {
+            Some(s) if cwd.is_absolute() => s.to_string(),
+            _ => {
+                return Err(ProviderError::BadWorkspace {
+                    path: cwd.to_path_buf(),
+                });
+            }
+        };
+        Ok(StdioSession {
+            tool,
+            protocol: tool.spec().stdio_protocol,
+            cwd: cwd_str,
+            resume: resume.map(str::to_string),
+            next_id: 0,
+            pending: BTreeMap::new(),
+            conversation_id: None,
+            ready: false,
+            claude_in_flight: 0,
+            control_seq: 0,
+            codex_turn_open: false,
+            codex_turn_id: None,
+            acp_prompt_open: false,
+        })
+    }
+
+    pub fn tool(&self) -> Tool {
+        self.tool
+    }
+
+    /// The conversation id the tool reported, once it has.
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.conversation_id.as_deref()
+    }
+
+    /// Whether input may be sent.
+    pub fn ready(&self) -> bool {
+        self.ready
+    }
+
+    /// Whether a turn is in progress (input sent, its end not yet seen).
+    pub fn turn_in_progress(&self) -> bool {
+        match self.protocol {
+            StdioProtocol::ClaudeStreamJson => self.claude_in_flight > 0,
+            StdioProtocol::CodexAppServer => self.codex_turn_open,
+            StdioProtocol::Acp => self.acp_prompt_open,
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value, kind: Pending) -> Vec<u8> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending.insert(id, kind);
+        match self.protocol {
+            StdioProtocol::Acp => {
+                line(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            }
+            _ => line(json!({"id": id, "method": method, "params": params})),
+        }
+    }
+
+    /// The first lines to write (the handshake's opening), and marks claude ready.
+    pub fn start(&mut self) -> Vec<Vec<u8>> {
+        match self.protocol {
+            StdioProtocol::ClaudeStreamJson => {
+                self.ready = true;
+                Vec::new()
+            }
+            StdioProtocol::CodexAppServer => vec![self.request(
+                "initialize",
+                json!({"clientInfo": {
+                    "name": "proctor",
+                    "title": "proctor",
+                    "version": env!("CARGO_PKG_VERSION"),
+                }}),
+                Pending::Initialize,
+            )],
+            StdioProtocol::Acp => vec![self.request(
+                "initialize",
+                json!({
+                    "protocolVersion": ACP_PROTOCOL_VERSION,
+                    "clientCapabilities": {
+                        "fs": {"readTextFile": false, "writeTextFile": false},
+                        "terminal": false,
+                    },
+                }),
+                Pending::Initialize,
+            )],
+        }
+    }
+
+    /// The line that sends `text` as the operator's next message.
+    pub fn input(&mut self, text: &str) -> Result<Vec<u8>, ProviderError> {
+        if !self.ready {
+            return Err(ProviderError::NotReady {
+                tool: self.tool,
+                why: "the protocol handshake has not completed",
+            });
+        }
+        match self.protocol {
+            StdioProtocol::ClaudeStreamJson => {
+                self.claude_in_flight += 1;
+                Ok(line(json!({
+                    "type": "user",
+                    "message": {"role": "user", "content": text},
+                    "parent_tool_use_id": null,
+                    "session_id": "default",
+                })))
+            }
+            StdioProtocol::CodexAppServer => {
+                if self.codex_turn_open {
+                    return Err(ProviderError::NotReady {
+                        tool: self.tool,
+                        why: "a turn is in progress; interrupt it or wait for its end",
+                    });
+                }
+                let thread = self.conversation_id.clone().unwrap_or_default();
+                self.codex_turn_open = true;
+                self.codex_turn_id = None;
+                Ok(self.request(
+                    "turn/start",
+                    json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
+                    Pending::TurnStart,
+                ))
+            }
+            StdioProtocol::Acp => {
+                if self.acp_prompt_open {
+                    return Err(ProviderError::NotReady {
+                        tool: self.tool,
+                        why: "a prompt is in progress; cancel it or wait for its answer",
+                    });
+                }
+                let session = self.conversation_id.clone().unwrap_or_default();
+                self.acp_prompt_open = true;
+                Ok(self.request(
+                    "session/prompt",
+                    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+                    Pending::Prompt,
+                ))
+            }
+        }
+    }
+
+    /// The line that interrupts the turn in progress; the process stays.
+    pub fn interrupt(&mut self) -> Result<Vec<u8>, ProviderError> {
+        if !self.turn_in_progress() {
+            return Err(ProviderError::NoActiveTurn { tool: self.tool });
+        }
+        match self.protocol {
+            StdioProtocol::ClaudeStreamJson => {
+                self.control_seq += 1;
+                Ok(line(json!({
+                    "type": "control_request",
+                    "request_id": format!("proctor_interrupt_{}", self.control_seq),
+                    "request": {"subtype": "interrupt"},
+                })))
+            }
+            StdioProtocol::CodexAppServer => {
+                let Some(turn) = self.codex_turn_id.clone() else {
+                    return Err(ProviderError::NotReady {
+                        tool: self.tool,
+                        why: "the turn's id has not been reported yet",
+                    });
+                };
+                let thread = self.conversation_id.clone().unwrap_or_default();
+                Ok(self.request(
+                    "turn/interrupt",
+                    json!({"threadId": thread, "turnId": turn}),
+                    Pending::TurnInterrupt,
+                ))
+            }
+            StdioProtocol::Acp => {
+                let session = self.conversation_id.clone().unwrap_or_default();
+                Ok(line(json!({
+                    "jsonrpc": "2.0",
+                    "method": "session/cancel",
+                    "params": {"sessionId": session},
+                })))
+            }
+        }
+    }
+
+    /// A refusal of a request the tool made ([`Event::PermissionRequested`]): claude gets a
+    /// `control_response` error, codex the approval decision `cancel`, ACP the permission
+    /// outcome `cancelled`.
+    pub fn cancel_request(&self, id: &Value) -> Vec<u8> {
+        match self.protocol {
+            StdioProtocol::ClaudeStreamJson => line(json!({
+                "type": "control_response",
+                "response": {
+                    "subtype": "error",
+                    "request_id": id,
+                    "error": "refused by proctor",
+                },
+            })),
+            StdioProtocol::CodexAppServer => {
+                line(json!({"id": id, "result": {"decision": "cancel"}}))
+            }
+            StdioProtocol::Acp => line(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "result": {"outcome": {"outcome": "cancelled"}},
+            })),
+        }
+    }
+
+    fn method_not_found(&self, id: &Value) -> Vec<u8> {
+        let err = json!({"code": -32601, "message": "Method not found"});
+        match self.protocol {
+            StdioProtocol::Acp => line(json!({"jsonrpc": "2.0", "id": id, "error": err})),
+            _ => line(json!({"id": id, "error": err})),
+        }
+    }
+
+    fn set_conversation(&mut self, id: &str, out: &mut Observed) {
+        if check_conversation_id(id).is_err() {
+            out.events.push(Event::RequestFailed {
+                method: "conversation id",
+                message: format!(
+                    "the tool reported an unusable conversation id `{}`",
+                    crate::text::one_line(id, 80)
+                ),
+            });
+            return;
+        }
+        if let Some(expected) = &self.resume
+            && expected != id
+        {
+            out.events.push(Event::ResumeDiverged {
+                expected: expected.clone(),
+                reported: id.to_string(),
+            });
+        }
+        if self.conversation_id.as_deref() != Some(id) {
+            self.conversation_id = Some(id.to_string());
+            out.events.push(Event::ConversationId(id.to_string()));
+        }
+    }
+
+    /// What one line of the tool's stdout means, and what to answer.
+    pub fn observe(&mut self, raw: &[u8]) -> Observed {
+        let mut out = Observed::default();
+        let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let Ok(v) = serde_json::from_slice::<Value>(raw) else {
+            return out;
+        };
+        if !v.is_object() {
+            return out;
+        }
+        match self.protocol {
+            StdioProtocol::ClaudeStreamJson => self.observe_claude(&v, &mut out),
+            StdioProtocol::CodexAppServer | StdioProtocol::Acp => self.observe_rpc(&v, &mut out),
+        }
+        out
+    }
+
+    fn observe_claude(&mut self, v: &Value, out: &mut Observed) {
+        match str_at(v, "/type") {
+            Some("system") => {
+                if str_at(v, "/subtype") == Some("init")
+                    && let Some(id) = str_at(v, "/session_id")
+                {
+                    self.set_conversation(id, out);
+                }
+            }
+            Some("assistant") => {
+                if let Some(blocks) = v.pointer("/message/content").and_then(Value::as_array) {
+                    for b in blocks {
+                        if str_at(b, "/type") == Some("text")
+                            && let Some(t) = str_at(b, "/text")
+                        {
+                            out.events.push(Event::AgentText(t.to_string()));
+                        }
+                    }
+                }
+            }
+            Some("result") => {
+                if let Some(id) = str_at(v, "/session_id") {
+                    self.set_conversation(id, out);
+                }
+                self.claude_in_flight = self.claude_in_flight.saturating_sub(1);
+                let terminal = str_at(v, "/terminal_reason");
+                let subtype = str_at(v, "/subtype");
+                let outcome = if terminal.is_some_and(|t| t.starts_with("aborted")) {
+                    TurnOutcome::Interrupted
+                } else if v.pointer("/is_error").and_then(Value::as_bool) == Some(true)
+                    || subtype.is_some_and(|s| s != "success")
+                {
+                    TurnOutcome::Failed
+                } else {
+                    TurnOutcome::Completed
+                };
+                out.events.push(Event::TurnEnded {
+                    outcome,
+                    detail: terminal.or(subtype).map(str::to_string),
+                });
+            }
+            Some("control_response") if str_at(v, "/response/subtype") == Some("error") => {
+                out.events.push(Event::RequestFailed {
+                    method: "control_request",
+                    message: str_at(v, "/response/error").unwrap_or("").to_string(),
+                });
+            }
+            Some("control_request") => {
+                out.events.push(Event::PermissionRequested {
+                    method: str_at(v, "/request/subtype").unwrap_or("").to_string(),
+                    id: v.get("request_id").cloned().unwrap_or(Value::Null),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn observe_rpc(&mut self, v: &Value, out: &mut Observed) {
+        let method = str_at(v, "/method");
+        let id = v.get("id");
+        match (method, id) {
+            (Some(m), Some(id)) => {
+                let is_permission = match self.protocol {
+                    StdioProtocol::Acp => m == "session/request_permission",
+                    _ => m.ends_with("requestApproval"),
+                };
+                if is_permission {
+                    out.events.push(Event::PermissionRequested {
+                        method: m.to_string(),
+                        id: id.clone(),
+                    });
+                } else {
+                    out.replies.push(self.method_not_found(id));
+                }
+            }
+            (Some(m), None) => self.observe_notification(m, v, out),
+            (None, Some(id)) => {
+                let Some(kind) = id.as_u64().and_then(|n| self.pending.remove(&n)) else {
+                    return;
+                };
+                match v.get("error") {
+                    Some(err) => self.observe_error(kind, err, out),
+                    None => {
+                        let result = v.get("result").cloned().unwrap_or(Value::Null);
+                        self.observe_result(kind, &result, out);
+                    }
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn observe_result(&mut self, kind: Pending, result: &Value, out: &mut Observed) {
+        match kind {
+            Pending::Initialize => {
+                let resume = self.resume.clone();
+                match (self.protocol, resume) {
+                    (StdioProtocol::CodexAppServer, r) => {
+                        out.replies.push(line(json!({"method": "initialized"})));
+                        let cwd = self.cwd.clone();
+                        out.replies.push(match r {
+                            Some(id) => self.request(
+                                "thread/resume",
+                                json!({"threadId": id, "cwd": cwd}),
+                                Pending::ThreadResume,
+                            ),
+                            None => self.request(
+                                "thread/start",
+                                json!({"cwd": cwd}),
+                                Pending::ThreadStart,
+                            ),
+                        });
+                    }
+                    (_, r) => {
+                        let cwd = self.cwd.clone();
+                        out.replies.push(match r {
+                            Some(id) => self.request(
+                                "session/load",
+                                json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
+                                Pending::SessionLoad,
+                            ),
+                            None => self.request(
+                                "session/new",
+                                json!({"cwd": cwd, "mcpServers": []}),
+                                Pending::SessionNew,
+                            ),
+                        });
+                    }
+                }
+            }
+            Pending::ThreadStart | Pending::ThreadResume => match str_at(result, "/thread/id") {
+                Some(id) => {
+                    let id = id.to_string();
+                    self.set_conversation(&id, out);
+                    self.ready = true;
+                    out.events.push(Event::Ready);
+                }
+                None => out.events.push(Event::RequestFailed {
+                    method: kind.method(),
+                    message: "the result carries no thread.id".into(),
+                }),
+            },
+            Pending::SessionNew => match str_at(result, "/sessionId") {
+                Some(id) => {
+                    let id = id.to_string();
+                    self.set_conversation(&id, out);
+                    self.ready = true;
+                    out.events.push(Event::Ready);
+                }
+                None => out.events.push(Event::RequestFailed {
+                    method: kind.method(),
+                    message: "the result carries no sessionId".into(),
+                }),
+            },
+            Pending::SessionLoad => {
+                // session/load answers without repeating the id: the loaded session is the
+                // one asked for.
+                if let Some(id) = self.resume.clone() {
+                    self.set_conversation(&id, out);
+                }
+                self.ready = true;
+                out.events.push(Event::Ready);
+            }
+            Pending::TurnStart => {
+                if self.codex_turn_id.is_none()
+                    && let Some(t) = str_at(result, "/turn/id")
+                {
+                    self.codex_turn_id = Some(t.to_string());
+                }
+            }
+            Pending::TurnInterrupt => {}
+            Pending::Prompt => {
+                self.acp_prompt_open = false;
+                let reason = str_at(result, "/stopReason").map(str::to_string);
+                let outcome = match reason.as_deref() {
+                    Some("cancelled") => TurnOutcome::Interrupted,
+                    Some("refusal") | None => TurnOutcome::Failed,
+                    Some(_) => TurnOutcome::Completed,
+                };
+                out.events.push(Event::TurnEnded {
+                    outcome,
+                    detail: reason,
+                });
+            }
+        }
+    }
+
+    fn observe_error(&mut self, kind: Pending, err: &Value, out: &mut Observed) {
+        let mut message = str_at(err, "/message").unwrap_or("").to_string();
+        if let Some(details) = str_at(err, "/data/details") {
+            message = format!("{message}: {details}");
+        }
+        match kind {
+            Pending::ThreadResume | Pending::SessionLoad => {
+                out.events.push(Event::ResumeRefused { message });
+            }
+            Pending::TurnStart => {
+                self.codex_turn_open = false;
+                out.events.push(Event::TurnEnded {
+                    outcome: TurnOutcome::Failed,
+                    detail: Some(message),
+                });
+            }
+            Pending::Prompt => {
+                self.acp_prompt_open = false;
+                out.events.push(Event::TurnEnded {
+                    outcome: TurnOutcome::Failed,
+                    detail: Some(message),
+                });
+            }
+            _ => out.events.push(Event::RequestFailed {
+                method: kind.method(),
+                message,
+            }),
+        }
+    }
+
+    fn observe_notification(&mut self, m: &str, v: &Value, out: &mut Observed) {
+        match (self.protocol, m) {
+            (StdioProtocol::CodexAppServer, "turn/started") => {
+                let turn = str_at(v, "/params/turn/id").map(str::to_string);
+                if turn.is_some() {
+                    self.codex_turn_id = turn.clone();
+                }
+                out.events.push(Event::TurnStarted { turn_id: turn });
+            }
+            (StdioProtocol::CodexAppServer, "item/agentMessage/delta") => {
+                if let Some(d) = str_at(v, "/params/delta") {
+                    out.events.push(Event::AgentText(d.to_string()));
+                }
+            }
+            (StdioProtocol::CodexAppServer, "turn/completed") => {
+                self.codex_turn_open = false;
+                self.codex_turn_id = None;
+                let status = str_at(v, "/params/turn/status").map(str::to_string);
+                let outcome = match status.as_deref() {
+                    Some("completed") => TurnOutcome::Completed,
+                    Some("interrupted") => TurnOutcome::Interrupted,
+                    _ => TurnOutcome::Failed,
+                };
+                let detail = str_at(v, "/params/turn/error/message")
+                    .map(str::to_string)
+                    .or(status);
+                out.events.push(Event::TurnEnded { outcome, detail });
+            }
+            (StdioProtocol::Acp, "session/update") => {
+                if str_at(v, "/params/update/sessionUpdate") == Some("agent_message_chunk")
+                    && str_at(v, "/params/update/content/type") == Some("text")
+                    && let Some(t) = str_at(v, "/params/update/content/text")
+                {
+                    out.events.push(Event::AgentText(t.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A resume refusal that the tool printed on stderr and then exited (claude's form, which
+/// fails before any protocol frame), recognised from the stderr text.
+pub fn resume_refusal_in_stderr(tool: Tool, stderr: &str) -> Option<String> {
+    match tool {
+        Tool::Claude => stderr
+            .lines()
+            .find(|l| l.contains(CLAUDE_NO_CONVERSATION))
+            .map(|l| l.trim().to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn cwd() -> PathBuf {
+        PathBuf::from("/work/space")
+    }
+
+    fn s(b: &[u8]) -> String {
+        String::from_utf8(b.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn claude_lines_are_exact() {
+        let mut c = StdioSession::new(Tool::Claude, &cwd(), None).unwrap();
+        assert!(c.start().is_empty());
+        assert!(c.ready());
+        assert!(matches!(
+            c.interrupt(),
+            Err(ProviderError::NoActiveTurn { .. })
+        ));
+        assert_eq!(
+            s(&c.input("hi \"there\"\n").unwrap()),
+            "{\"message\":{\"content\":\"hi \\\"there\\\"\\n\",\"role\":\"user\"},\
+             \"parent_tool_use_id\":null,\"session_id\":\"default\",\"type\":\"user\"}\n"
+        );
+        assert_eq!(
+            s(&c.interrupt().unwrap()),
+            "{\"request\":{\"subtype\":\"interrupt\"},\"request_id\":\"proctor_interrupt_1\",\
+             \"type\":\"control_request\"}\n"
+        );
+        let o =
+            c.observe(br#"{"type":"system","subtype":"init","session_id":"abc","model":"demo"}"#);
+        assert_eq!(o.events, [Event::ConversationId("abc".into())]);
+        let o = c.observe(
+            br#"{"type":"result","subtype":"success","is_error":false,"session_id":"abc","terminal_reason":"aborted_streaming"}"#,
+        );
+        assert_eq!(
+            o.events,
+            [Event::TurnEnded {
+                outcome: TurnOutcome::Interrupted,
+                detail: Some("aborted_streaming".into())
+            }]
+        );
+        assert!(!c.turn_in_progress());
+    }
+
+    #[test]
+    fn claude_resume_that_forks_is_reported() {
+        let mut c = StdioSession::new(Tool::Claude, &cwd(), Some("old")).unwrap();
+        c.start();
+        let o = c.observe(br#"{"type":"system","subtype":"init","session_id":"new"}"#);
+        assert_eq!(
+            o.events,
+            [
+                Event::ResumeDiverged {
+                    expected: "old".into(),
+                    reported: "new".into()
+                },
+                Event::ConversationId("new".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn codex_handshake_turn_and_interrupt() {
+        let mut c = StdioSession::new(Tool::Codex, &cwd(), None).unwrap();
+        let first = c.start();
+        assert_eq!(
+            s(&first[0]),
+            format!(
+                "{{\"id\":0,\"method\":\"initialize\",\"params\":{{\"clientInfo\":{{\"name\":\
+                 \"proctor\",\"title\":\"proctor\",\"version\":\"{}\"}}}}}}\n",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+        assert!(c.input("x").is_err());
+        let o = c.observe(br#"{"id":0,"result":{"userAgent":"u","codexHome":"/h"}}"#);
+        assert_eq!(s(&o.replies[0]), "{\"method\":\"initialized\"}\n");
+        assert_eq!(
+            s(&o.replies[1]),
+            "{\"id\":1,\"method\":\"thread/start\",\"params\":{\"cwd\":\"/work/space\"}}\n"
+        );
+        let o = c.observe(br#"{"id":1,"result":{"thread":{"id":"thr_1"}}}"#);
+        assert_eq!(
+            o.events,
+            [Event::ConversationId("thr_1".into()), Event::Ready]
+        );
+        assert_eq!(
+            s(&c.input("go").unwrap()),
+            "{\"id\":2,\"method\":\"turn/start\",\"params\":{\"input\":[{\"text\":\"go\",\
+             \"type\":\"text\"}],\"threadId\":\"thr_1\"}}\n"
+        );
+        assert!(matches!(c.interrupt(), Err(ProviderError::NotReady { .. })));
+        let o = c.observe(br#"{"method":"turn/started","params":{"threadId":"thr_1","turn":{"id":"turn_9","status":"inProgress","items":[]}}}"#);
+        assert_eq!(
+            o.events,
+            [Event::TurnStarted {
+                turn_id: Some("turn_9".into())
+            }]
+        );
+        assert_eq!(
+            s(&c.interrupt().unwrap()),
+            "{\"id\":3,\"method\":\"turn/interrupt\",\"params\":{\"threadId\":\"thr_1\",\
+             \"turnId\":\"turn_9\"}}\n"
+        );
+        let o = c.observe(br#"{"method":"turn/completed","params":{"threadId":"thr_1","turn":{"id":"turn_9","status":"interrupted","items":[],"error":null}}}"#);
+        assert_eq!(
+            o.events,
+            [Event::TurnEnded {
+                outcome: TurnOutcome::Interrupted,
+                detail: Some("interrupted".into())
+            }]
+        );
+    }
+
+    #[test]
+    fn codex_resume_refused() {
+        let mut c = StdioSession::new(Tool::Codex, &cwd(), Some("t-1")).unwrap();
+        c.start();
+        let o = c.observe(br#"{"id":0,"result":{}}"#);
+        assert_eq!(
+            s(&o.replies[1]),
+            "{\"id\":1,\"method\":\"thread/resume\",\"params\":{\"cwd\":\"/work/space\",\
+             \"threadId\":\"t-1\"}}\n"
+        );
+        let o = c.observe(
+            br#"{"id":1,"error":{"code":-32600,"message":"no rollout found for thread id t-1"}}"#,
+        );
+        assert_eq!(
+            o.events,
+            [Event::ResumeRefused {
+                message: "no rollout found for thread id t-1".into()
+            }]
+        );
+        assert!(!c.ready());
+    }
+
+    #[test]
+    fn acp_handshake_prompt_cancel_and_requests() {
+        let mut c = StdioSession::new(Tool::Gemini, &cwd(), None).unwrap();
+        assert_eq!(
+            s(&c.start()[0]),
+            "{\"id\":0,\"jsonrpc\":\"2.0\",\"method\":\"initialize\",\"params\":{\
+             \"clientCapabilities\":{\"fs\":{\"readTextFile\":false,\"writeTextFile\":false},\
+             \"terminal\":false},\"protocolVersion\":1}}\n"
+        );
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#);
+        assert_eq!(
+            s(&o.replies[0]),
+            "{\"id\":1,\"jsonrpc\":\"2.0\",\"method\":\"session/new\",\"params\":{\"cwd\":\
+             \"/work/space\",\"mcpServers\":[]}}\n"
+        );
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s-1"}}"#);
+        assert_eq!(
+            o.events,
+            [Event::ConversationId("s-1".into()), Event::Ready]
+        );
+        c.input("hello").unwrap();
+        assert_eq!(
+            s(&c.interrupt().unwrap()),
+            "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"s-1\"}}\n"
+        );
+        // A tool request proctor does not serve is answered "method not found".
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{}}"#);
+        assert_eq!(
+            s(&o.replies[0]),
+            "{\"error\":{\"code\":-32601,\"message\":\"Method not found\"},\"id\":7,\"jsonrpc\":\"2.0\"}\n"
+        );
+        let o = c.observe(
+            br#"{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{}}"#,
+        );
+        assert_eq!(
+            o.events,
+            [Event::PermissionRequested {
+                method: "session/request_permission".into(),
+                id: json!("p1")
+            }]
+        );
+        assert_eq!(
+            s(&c.cancel_request(&json!("p1"))),
+            "{\"id\":\"p1\",\"jsonrpc\":\"2.0\",\"result\":{\"outcome\":{\"outcome\":\"cancelled\"}}}\n"
+        );
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}"#);
+        assert_eq!(
+            o.events,
+            [Event::TurnEnded {
+                outcome: TurnOutcome::Interrupted,
+                detail: Some("cancelled".into())
+            }]
+        );
+    }
+
+    #[test]
+    fn garbage_lines_mean_nothing_and_bad_ids_are_not_adopted() {
+        let mut c = StdioSession::new(Tool::Grok, &cwd(), None).unwrap();
+        c.start();
+        for junk in [
+            &b"not json"[..],
+            b"[1,2]",
+            b"",
+            b"{\"id\":99,\"result\":{}}",
+        ] {
+            assert_eq!(c.observe(junk), Observed::default());
+        }
+        c.observe(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"--help"}}"#);
+        assert!(c.conversation_id().is_none());
+        assert!(matches!(o.events[0], Event::RequestFailed { .. }));
+        assert!(StdioSession::new(Tool::Grok, std::path::Path::new("rel"), None).is_err());
+    }
+
+    #[test]
+    fn claude_stderr_refusal() {
+        assert_eq!(
+            resume_refusal_in_stderr(
+                Tool::Claude,
+                "warn\nNo conversation found with session ID: 1234\n"
+            )
+            .as_deref(),
+            Some("No conversation found with session ID: 1234")
+        );
+        assert!(
+            resume_refusal_in_stderr(Tool::Codex, "No conversation found with session ID: x")
+                .is_none()
+        );
+    }
+}

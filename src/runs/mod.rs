@@ -1,0 +1,908 @@
+//! Runs: child processes that proctor owns, under a PTY or pipes, with their output in a
+//! seq-numbered ring, a raw transcript on disk, and (for PTYs) a vt100 screen.
+//!
+//! A [`Run`] is started from a [`RunSpec`]: an explicit argv (no shell), a working folder and
+//! an explicit environment (applied after clearing everything, so nothing else reaches the
+//! child). Threads per run: one reader per output stream (one for a PTY, two for pipes) and
+//! one waiter that reaps the child and writes the end marker. See `docs/runs.md`.
+//!
+//! Lifetime: [`Run::stop`] sends SIGTERM to the process group, then SIGKILL after a grace
+//! period, and returns only once the child is reaped, with the exit status the OS reported.
+//! Dropping a `Run` handle does not stop the child.
+
+pub mod process;
+pub mod ring;
+pub mod transcript;
+
+mod pipe;
+mod pty;
+mod pump;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use portable_pty::MasterPty;
+use serde::Serialize;
+
+pub use process::{
+    ExitStatus, ProcStat, group_exists, group_has_live_members, is_same_process, proc_stat,
+    process_exists, process_identity, signal_name, which,
+};
+pub use ring::{End, Frame, ReadOutcome, Ring, RingStatus, Stream};
+pub use transcript::{Transcript, TranscriptSpec, TranscriptStatus};
+
+/// How long `stop` waits after SIGTERM before SIGKILL, unless told otherwise.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long, after the child exited, the readers keep reading output that something else
+/// (a background grandchild) still writes, before the run ends without it.
+pub const DEFAULT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// How long `stop` waits for the kernel after SIGKILL before it reports the child as not
+/// reaped (a process in uninterruptible sleep can outlive SIGKILL for a while).
+pub const KILL_WAIT: Duration = Duration::from_secs(10);
+/// How long an input write waits for the child to make room before it gives up.
+pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(10);
+
+const THREAD_STACK: usize = 256 * 1024;
+/// The most output a PTY run's screen may be behind its ring (also at most half the ring,
+/// so a screen snapshot's `seq + 1` is still held when the snapshot is taken).
+pub const SCREEN_FEED_BYTES: usize = 1024 * 1024;
+/// How long [`Run::screen`] waits for the screen to catch up with the ring.
+pub const SCREEN_WAIT: Duration = Duration::from_secs(10);
+
+/// A terminal size in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TermSize {
+    pub rows: u16,
+    pub cols: u16,
+}
+
+impl Default for TermSize {
+    fn default() -> Self {
+        TermSize { rows: 24, cols: 80 }
+    }
+}
+
+/// How the child is connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A pseudo-terminal of this size; the child leads its own session.
+    Pty(TermSize),
+    /// Three pipes; the child leads its own process group.
+    Pipe,
+}
+
+/// The transport without its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    Pty,
+    Pipe,
+}
+
+/// Everything needed to start a run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// Program and arguments. The program must be an absolute path (resolve names with
+    /// [`which`] against the child's own `PATH`); it is executed directly, never through a
+    /// shell.
+    pub argv: Vec<OsString>,
+    /// The child's working folder; it must exist.
+    pub cwd: PathBuf,
+    /// The child's whole environment.
+    pub env: BTreeMap<OsString, OsString>,
+    pub transport: Transport,
+    /// The ring's budget in bytes.
+    pub ring_bytes: usize,
+    /// Where to keep the raw transcript, if anywhere.
+    pub transcript: Option<TranscriptSpec>,
+    /// See [`DEFAULT_DRAIN_AFTER_EXIT`].
+    pub drain_after_exit: Duration,
+}
+
+impl RunSpec {
+    /// A spec with the default ring, no transcript and the default drain period.
+    pub fn new(
+        argv: impl IntoIterator<Item = impl Into<OsString>>,
+        cwd: impl Into<PathBuf>,
+        env: BTreeMap<OsString, OsString>,
+        transport: Transport,
+    ) -> RunSpec {
+        RunSpec {
+            argv: argv.into_iter().map(Into::into).collect(),
+            cwd: cwd.into(),
+            env,
+            transport,
+            ring_bytes: ring::DEFAULT_RING_BYTES,
+            transcript: None,
+            drain_after_exit: DEFAULT_DRAIN_AFTER_EXIT,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("the command is empty: a run needs at least a program")]
+    EmptyArgv,
+    #[error(
+        "{program} is not an absolute path; runs execute a program directly, without a \
+         shell or a PATH search. Remedy: resolve it first (runs::which against the child's PATH)"
+    )]
+    ProgramNotAbsolute { program: PathBuf },
+    #[error(
+        "the working folder {path} is not a folder ({reason}). Remedy: create it or pick another"
+    )]
+    BadCwd { path: PathBuf, reason: String },
+    #[error(
+        "environment variable {name:?} cannot be passed: names must be non-empty and contain \
+         neither '=' nor NUL, values no NUL"
+    )]
+    BadEnv { name: OsString },
+    #[error("cannot start {program}: {err}")]
+    Spawn { program: PathBuf, err: io::Error },
+    #[error("pseudo-terminal: {0}")]
+    Pty(String),
+    #[error("cannot {op}: {err}")]
+    Io { op: &'static str, err: io::Error },
+    #[error("transcript: {0}")]
+    Transcript(#[from] crate::files::FilesError),
+    #[error("cannot start a thread for the run: {0}")]
+    Thread(io::Error),
+    #[error("the run has ended; {op} needs a live process")]
+    NotLive { op: &'static str },
+    #[error("{op} applies to PTY runs only; a pipe run takes it through its tool's protocol")]
+    NotAPty { op: &'static str },
+    #[error("the terminal size {rows}x{cols} is invalid: both must be at least 1")]
+    BadSize { rows: u16, cols: u16 },
+    #[error("the run's input is closed")]
+    InputClosed,
+    #[error("input: wrote {written} of {total} bytes: {err}")]
+    Input {
+        written: usize,
+        total: usize,
+        err: io::Error,
+    },
+    #[error("cannot signal {target}: {err}")]
+    Signal { target: String, err: io::Error },
+    #[error(
+        "process {pid} was sent SIGKILL but was not reaped within {waited:?}; it may be in \
+         uninterruptible sleep. It is still recorded as running"
+    )]
+    NotReaped { pid: u32, waited: Duration },
+}
+
+impl RunError {
+    fn io(op: &'static str, err: io::Error) -> Self {
+        RunError::Io { op, err }
+    }
+}
+
+/// Whether the child is still there, as far as the OS told us.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Liveness {
+    /// Not reaped yet.
+    Running,
+    /// Reaped, with the status the OS reported.
+    Exited { exit: ExitStatus },
+    /// The wait failed, so no status was observed (never fabricated).
+    Unobserved { reason: String },
+}
+
+/// What `stop` did and saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StopReport {
+    /// The child had not been reaped when stop began.
+    pub was_running: bool,
+    /// SIGTERM was delivered to the process group.
+    pub sent_term: bool,
+    /// SIGKILL was delivered (the grace period ran out).
+    pub sent_kill: bool,
+    /// No live member of the process group was left afterwards (none at all, or only
+    /// zombies that their new parent has yet to collect).
+    pub group_gone: bool,
+    /// The child's exit status as the OS reported it.
+    pub exit: Option<ExitStatus>,
+}
+
+/// The screen of a PTY run and the seq of the last frame it includes. Attaching from
+/// `seq + 1` after drawing `formatted` reproduces the terminal exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScreenSnapshot {
+    pub seq: u64,
+    pub size: TermSize,
+    /// (row, col) of the cursor, 0-based.
+    pub cursor: (u16, u16),
+    /// Escape sequences that redraw the screen and its input modes (vt100's
+    /// `state_formatted`). Untrusted: it comes from the child.
+    pub formatted: String,
+    /// The visible text, rows separated by newlines.
+    pub text: String,
+    pub alternate_screen: bool,
+}
+
+/// Serialises the windows in which a descriptor exists without close-on-exec (portable-pty's
+/// `openpty`) against every fork this module makes. Other code in the process that forks
+/// while runs may be starting should hold it too.
+pub fn fork_guard() -> MutexGuard<'static, ()> {
+    static FORK: Mutex<()> = Mutex::new(());
+    FORK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// In the forked child before exec: default dispositions for the signals a server may have
+/// ignored or handled, and an empty signal mask (both survive exec otherwise).
+///
+/// # Safety
+/// Only async-signal-safe calls; meant for `pre_exec`.
+pub(crate) unsafe fn reset_signals_in_child() {
+    // SAFETY: sigaction-family calls on local, zeroed structures.
+    unsafe {
+        for sig in [
+            libc::SIGHUP,
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGTERM,
+            libc::SIGPIPE,
+            libc::SIGCHLD,
+            libc::SIGALRM,
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+        ] {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
+}
+
+/// In the forked child before exec: marks every descriptor above 2 close-on-exec, so the
+/// program gets exactly stdin, stdout and stderr. Descriptors that this process inherited
+/// without the flag (from the shell that started it, say) would otherwise pass through.
+/// Marking rather than closing keeps std's own exec-error pipe working until the exec.
+///
+/// # Safety
+/// Only async-signal-safe calls (close_range, getrlimit, fcntl); meant for `pre_exec`.
+pub(crate) unsafe fn cloexec_inherited_fds() {
+    // SAFETY: raw syscalls on integers; no memory is touched except `lim`.
+    unsafe {
+        let r = libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        if r == 0 {
+            return;
+        }
+        // Kernels before 5.11: walk the descriptor table up to the soft limit (bounded).
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur.min(1 << 20) as libc::c_int
+        } else {
+            1024
+        };
+        for fd in 3..max {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+/// Kills and reaps a child that could not be set up (used before any waiter exists).
+pub(crate) fn abort_child(pid: u32) {
+    let _ = process::signal_group(pid, libc::SIGKILL);
+    let _ = process::signal_process(pid, libc::SIGKILL);
+    if let Ok(p) = libc::pid_t::try_from(pid) {
+        let mut status = 0;
+        // SAFETY: waits for our own unreaped child.
+        while unsafe { libc::waitpid(p, &mut status, 0) } < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+    }
+}
+
+struct Life {
+    reaped: bool,
+    liveness: Liveness,
+}
+
+struct PtyParts {
+    master: Mutex<Option<Box<dyn MasterPty + Send>>>,
+    screen: Arc<pty::ScreenCell>,
+}
+
+struct Inner {
+    pid: u32,
+    start_time: Option<u64>,
+    kind: TransportKind,
+    ring: Arc<Ring>,
+    life: Mutex<Life>,
+    life_cv: Condvar,
+    input: Mutex<Option<File>>,
+    pty: Option<PtyParts>,
+    transcript: Option<Arc<Transcript>>,
+}
+
+impl Inner {
+    fn life(&self) -> MutexGuard<'_, Life> {
+        self.life.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A handle on a run. Cheap to clone; every clone addresses the same child.
+#[derive(Clone)]
+pub struct Run {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("pid", &self.inner.pid)
+            .field("transport", &self.inner.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+fn validate(spec: &RunSpec) -> Result<(), RunError> {
+    let program = spec.argv.first().ok_or(RunError::EmptyArgv)?;
+    if !Path::new(program).is_absolute() {
+        return Err(RunError::ProgramNotAbsolute {
+            program: program.into(),
+        });
+    }
+    match std::fs::metadata(&spec.cwd) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(RunError::BadCwd {
+                path: spec.cwd.clone(),
+                reason: "not a folder".into(),
+            });
+        }
+        Err(e) => {
+            return Err(RunError::BadCwd {
+                path: spec.cwd.clone(),
+                reason: e.to_string(),
+            });
+        }
+    }
+    use std::os::unix::ffi::OsStrExt;
+    for (k, v) in &spec.env {
+        let kb = k.as_bytes();
+        if kb.is_empty() || kb.contains(&b'=') || kb.contains(&0) || v.as_bytes().contains(&0) {
+            return Err(RunError::BadEnv { name: k.clone() });
+        }
+    }
+    if let Transport::Pty(size) = spec.transport
+        && (size.rows == 0 || size.cols == 0)
+    {
+        return Err(RunError::BadSize {
+            rows: size.rows,
+            cols: size.cols,
+        });
+    }
+    Ok(())
+}
+
+fn spawn_thread(
+    name: String,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, RunError> {
+    std::thread::Builder::new()
+        .name(name)
+        .stack_size(THREAD_STACK)
+        .spawn(f)
+        .map_err(RunError::Thread)
+}
+
+impl Run {
+    /// Starts the child described by `spec`. On success the child is running (or has
+    /// already exited: its end will be observed), its readers and waiter are started.
+    pub fn spawn(spec: RunSpec) -> Result<Run, RunError> {
+        validate(&spec)?;
+        let is_pty = matches!(spec.transport, Transport::Pty(_));
+        let transcript = match &spec.transcript {
+            Some(t) => Some(Arc::new(Transcript::create(t, is_pty)?)),
+            None => None,
+        };
+        let ring = Arc::new(Ring::new(spec.ring_bytes));
+        let (wake_rx, wake_tx) =
+            pump::cloexec_pipe().map_err(|e| RunError::io("create the wake pipe", e))?;
+
+        let (pid, input, readers, pty_parts, kind) = match spec.transport {
+            Transport::Pty(size) => {
+                let c = pty::spawn(&spec, size)?;
+                let parts = PtyParts {
+                    master: Mutex::new(Some(c.master)),
+                    screen: Arc::new(pty::ScreenCell::new(size)),
+                };
+                (
+                    c.pid,
+                    c.writer,
+                    vec![(Stream::Stdout, c.reader)],
+                    Some(parts),
+                    TransportKind::Pty,
+                )
+            }
+            Transport::Pipe => {
+                let c = pipe::spawn(&spec)?;
+                (
+                    c.pid,
+                    c.stdin,
+                    vec![(Stream::Stdout, c.stdout), (Stream::Stderr, c.stderr)],
+                    None,
+                    TransportKind::Pipe,
+                )
+            }
+        };
+        // The child is unreaped, so its /proc entry is there (alive or zombie).
+        let start_time = process_identity(pid);
+        let inner = Arc::new(Inner {
+            pid,
+            start_time,
+            kind,
+            ring,
+            life: Mutex::new(Life {
+                reaped: false,
+                liveness: Liveness::Running,
+            }),
+            life_cv: Condvar::new(),
+            input: Mutex::new(Some(input)),
+            pty: pty_parts,
+            transcript,
+        });
+        start_threads(&inner, readers, wake_rx, wake_tx, spec.drain_after_exit)?;
+        Ok(Run { inner })
+    }
+
+    /// The child's pid; also its process group id (and session id for a PTY run).
+    pub fn pid(&self) -> u32 {
+        self.inner.pid
+    }
+
+    /// The child's start time (field 22 of `/proc/<pid>/stat`), read right after the
+    /// spawn; with the pid it identifies the process for a later server. `None` if `/proc`
+    /// could not be read.
+    pub fn start_time(&self) -> Option<u64> {
+        self.inner.start_time
+    }
+
+    pub fn transport(&self) -> TransportKind {
+        self.inner.kind
+    }
+
+    /// The output ring.
+    pub fn ring(&self) -> &Arc<Ring> {
+        &self.inner.ring
+    }
+
+    /// The transcript's state, when the run keeps one.
+    pub fn transcript(&self) -> Option<TranscriptStatus> {
+        self.inner.transcript.as_ref().map(|t| t.status())
+    }
+
+    /// What the OS has reported about the child so far.
+    pub fn liveness(&self) -> Liveness {
+        self.inner.life().liveness.clone()
+    }
+
+    /// The exit status, once observed.
+    pub fn exit(&self) -> Option<ExitStatus> {
+        match self.inner.life().liveness {
+            Liveness::Exited { exit } => Some(exit),
+            _ => None,
+        }
+    }
+
+    /// Blocks until the child is reaped or `timeout` passes, and returns the liveness then.
+    pub fn wait_exit(&self, timeout: Duration) -> Liveness {
+        let deadline = Instant::now() + timeout;
+        let mut life = self.inner.life();
+        loop {
+            if life.reaped {
+                return life.liveness.clone();
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return life.liveness.clone();
+            }
+            life = self
+                .inner
+                .life_cv
+                .wait_timeout(life, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Writes input to the child's stdin (pipe) or terminal (PTY), waiting at most
+    /// [`DEFAULT_INPUT_TIMEOUT`] for the child to make room.
+    pub fn write_input(&self, bytes: &[u8]) -> Result<(), RunError> {
+        self.write_input_timeout(bytes, DEFAULT_INPUT_TIMEOUT)
+    }
+
+    /// Writes input, waiting at most `timeout` for room. On error, the bytes before
+    /// `written` were delivered.
+    pub fn write_input_timeout(&self, bytes: &[u8], timeout: Duration) -> Result<(), RunError> {
+        let deadline = Instant::now() + timeout;
+        let g = self.inner.input.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(f) = g.as_ref() else {
+            return Err(if self.inner.ring.ended().is_some() {
+                RunError::NotLive { op: "input" }
+            } else {
+                RunError::InputClosed
+            });
+        };
+        pump::write_all_until(f.as_raw_fd(), bytes, deadline).map_err(|(written, err)| {
+            RunError::Input {
+                written,
+                total: bytes.len(),
+                err,
+            }
+        })
+    }
+
+    /// Closes the child's stdin (end of file for a pipe run). For a PTY run this closes
+    /// proctor's input handle only; send the terminal's EOF character (`\x04`) to signal
+    /// end of input to the program.
+    pub fn close_input(&self) {
+        let mut g = self.inner.input.lock().unwrap_or_else(|e| e.into_inner());
+        *g = None;
+    }
+
+    /// Resizes a PTY run's terminal (the kernel sends SIGWINCH to its foreground group) and
+    /// its vt100 screen together.
+    pub fn resize(&self, size: TermSize) -> Result<(), RunError> {
+        if size.rows == 0 || size.cols == 0 {
+            return Err(RunError::BadSize {
+                rows: size.rows,
+                cols: size.cols,
+            });
+        }
+        let pty = self.pty_parts("resize")?;
+        // Screen first, then master: output processed after this call is parsed at the new
+        // size, and no frame is parsed between the two changes.
+        let mut screen = pty.screen.lock();
+        let master = pty.master.lock().unwrap_or_else(|e| e.into_inner());
+        let m = master.as_ref().ok_or(RunError::NotLive { op: "resize" })?;
+        m.resize(pty::pty_size(size))
+            .map_err(|e| RunError::Pty(format!("cannot resize: {e:#}")))?;
+        screen
+            .parser
+            .set_size(pty::nz(size.rows), pty::nz(size.cols));
+        Ok(())
+    }
+
+    /// The PTY run's screen and the seq of the last frame it includes. The screen is parsed
+    /// on its own thread, at most [`SCREEN_FEED_BYTES`] behind the ring; this call waits
+    /// (at most [`SCREEN_WAIT`]) until it includes every frame pushed before the call.
+    /// Whatever it returns, `seq` is exactly the last frame the screen includes.
+    pub fn screen(&self) -> Result<ScreenSnapshot, RunError> {
+        let pty = self.pty_parts("screen")?;
+        let head = self.inner.ring.status().next_seq - 1;
+        let s = pty.screen.lock_at_least(head, SCREEN_WAIT);
+        let sc = s.parser.screen();
+        let (rows, cols) = sc.size();
+        Ok(ScreenSnapshot {
+            seq: s.seq,
+            size: TermSize {
+                rows: rows.get(),
+                cols: cols.get(),
+            },
+            cursor: sc.cursor_position(),
+            formatted: sc.state_formatted(),
+            text: sc.contents(),
+            alternate_screen: sc.alternate_screen(),
+        })
+    }
+
+    fn pty_parts(&self, op: &'static str) -> Result<&PtyParts, RunError> {
+        self.inner.pty.as_ref().ok_or(RunError::NotAPty { op })
+    }
+
+    /// Sends SIGINT to the foreground process group of a PTY run's terminal (what ^C
+    /// does), and returns that group. The process stays.
+    pub fn interrupt(&self) -> Result<u32, RunError> {
+        let pty = self.pty_parts("interrupt")?;
+        let life = self.inner.life();
+        if life.reaped {
+            return Err(RunError::NotLive { op: "interrupt" });
+        }
+        let master = pty.master.lock().unwrap_or_else(|e| e.into_inner());
+        let m = master
+            .as_ref()
+            .ok_or(RunError::NotLive { op: "interrupt" })?;
+        let fg = m
+            .process_group_leader()
+            .and_then(|p| u32::try_from(p).ok())
+            .ok_or_else(|| RunError::Signal {
+                target: "the terminal's foreground group".into(),
+                err: io::Error::other("tcgetpgrp on the master reported no foreground group"),
+            })?;
+        process::signal_group(fg, libc::SIGINT).map_err(|err| RunError::Signal {
+            target: format!("process group {fg}"),
+            err,
+        })?;
+        drop(life);
+        Ok(fg)
+    }
+
+    /// Stops the run: SIGTERM to its process group; if the child is not reaped and the
+    /// group empty within `grace`, SIGKILL to the group (and to the child). Returns once the
+    /// child is reaped, with its observed exit status. On a run that already ended, only
+    /// members left in its group are signalled.
+    pub fn stop(&self, grace: Duration) -> Result<StopReport, RunError> {
+        let pid = self.inner.pid;
+        let mut report = StopReport {
+            was_running: false,
+            sent_term: false,
+            sent_kill: false,
+            group_gone: false,
+            exit: None,
+        };
+        {
+            // Holding `life` while signalling: the child cannot be reaped meanwhile, so its
+            // pid (the group id) cannot be recycled under us.
+            let life = self.inner.life();
+            report.was_running = !life.reaped;
+            if !life.reaped || group_has_live_members(pid) {
+                report.sent_term = self.signal_group_checked(libc::SIGTERM)?;
+                // A stopped member would keep SIGTERM pending until the grace runs out;
+                // continue it so it can act on it (as init systems do).
+                if report.sent_term {
+                    self.signal_group_checked(libc::SIGCONT)?;
+                }
+            }
+        }
+        if !self.wait_reaped_and_group_gone(Instant::now() + grace) {
+            let life = self.inner.life();
+            if group_has_live_members(pid) {
+                report.sent_kill |= self.signal_group_checked(libc::SIGKILL)?;
+            }
+            if !life.reaped {
+                // In case the child left its group; it is unreaped, so the pid is still its.
+                if process::signal_process(pid, libc::SIGKILL).is_ok() {
+                    report.sent_kill = true;
+                }
+            }
+        }
+        if !matches!(self.wait_exit(KILL_WAIT), Liveness::Exited { .. })
+            && !self.inner.life().reaped
+        {
+            return Err(RunError::NotReaped {
+                pid,
+                waited: KILL_WAIT,
+            });
+        }
+        report.group_gone = self.wait_reaped_and_group_gone(Instant::now() + KILL_WAIT);
+        report.exit = self.exit();
+        Ok(report)
+    }
+
+    fn signal_group_checked(&self, sig: libc::c_int) -> Result<bool, RunError> {
+        match process::signal_group(self.inner.pid, sig) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
+            Err(err) => Err(RunError::Signal {
+                target: format!("process group {}", self.inner.pid),
+                err,
+            }),
+        }
+    }
+
+    /// Waits until the child is reaped and its group has no live member left (a zombie
+    /// grandchild is dead; its new parent collects it), or `deadline`.
+    fn wait_reaped_and_group_gone(&self, deadline: Instant) -> bool {
+        let mut life = self.inner.life();
+        loop {
+            if life.reaped && !group_has_live_members(self.inner.pid) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            // The reap is signalled through the condvar; the group's members are not, so
+            // poll them at a short interval while stopping.
+            let step = (deadline - now).min(Duration::from_millis(20));
+            life = self
+                .inner
+                .life_cv
+                .wait_timeout(life, step)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+fn start_threads(
+    inner: &Arc<Inner>,
+    readers: Vec<(Stream, OwnedFd)>,
+    wake_rx: OwnedFd,
+    wake_tx: OwnedFd,
+    drain: Duration,
+) -> Result<(), RunError> {
+    let pid = inner.pid;
+    let wake_rx = Arc::new(wake_rx);
+    let open = Arc::new(pump::OpenStreams::new(readers.len()));
+    let mut handles = Vec::new();
+    let fail = |handles: Vec<JoinHandle<()>>, wake_tx: &OwnedFd, e: RunError| {
+        abort_child(pid);
+        wake(wake_tx);
+        for h in handles {
+            let _ = h.join();
+        }
+        Err(e)
+    };
+    // A PTY run parses its output into the vt100 screen on a thread of its own, so the
+    // ring (and attached clients) get output at the speed of the terminal, not the parser.
+    let feed = match &inner.pty {
+        Some(p) => {
+            let cap = SCREEN_FEED_BYTES.min(inner.ring.capacity() / 2);
+            let feed = Arc::new(pty::ScreenFeed::new(cap));
+            let (f, screen) = (Arc::clone(&feed), Arc::clone(&p.screen));
+            match spawn_thread(format!("run-{pid}-screen"), move || {
+                pty::run_screen(&f, &screen)
+            }) {
+                Ok(h) => handles.push(h),
+                Err(e) => return fail(handles, &wake_tx, e),
+            }
+            Some(feed)
+        }
+        None => None,
+    };
+    for (stream, fd) in readers {
+        let ring = Arc::clone(&inner.ring);
+        let transcript = inner.transcript.clone();
+        let my_feed = feed.clone();
+        let wake_rx = Arc::clone(&wake_rx);
+        let open = Arc::clone(&open);
+        let buf = ring.max_frame();
+        let name = format!("run-{pid}-{stream:?}").to_lowercase();
+        let h = spawn_thread(name, move || {
+            pump::pump(fd, wake_rx.as_raw_fd(), buf, |bytes| {
+                let seq = ring.push(stream, bytes);
+                if let (Some(feed), Some(seq)) = (&my_feed, seq) {
+                    feed.push(Arc::from(bytes), seq);
+                }
+                if let Some(t) = &transcript {
+                    t.write(stream, bytes);
+                }
+            });
+            if let Some(feed) = &my_feed {
+                feed.close();
+            }
+            open.close_one();
+        });
+        match h {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                if let Some(feed) = &feed {
+                    feed.close();
+                }
+                return fail(handles, &wake_tx, e);
+            }
+        }
+    }
+    let waiter_inner = Arc::clone(inner);
+    let wake_tx = Arc::new(wake_tx);
+    let waiter_wake = Arc::clone(&wake_tx);
+    let waiter = spawn_thread(format!("run-{pid}-wait"), move || {
+        wait_and_end(&waiter_inner, handles, &open, waiter_wake, drain);
+    });
+    if let Err(e) = waiter {
+        // The reader handles went down with the closure; the readers end on their own once
+        // woken, as the child is gone.
+        return fail(Vec::new(), &wake_tx, e);
+    }
+    // The waiter runs detached; it ends once the run has ended.
+    Ok(())
+}
+
+fn wake(fd: &OwnedFd) {
+    let b = [1u8];
+    // SAFETY: one byte from a valid buffer to a pipe we own; a full pipe already wakes.
+    unsafe {
+        libc::write(fd.as_raw_fd(), b.as_ptr().cast(), 1);
+    }
+}
+
+/// The waiter: observes the exit without reaping, reaps under the `life` lock (so nobody
+/// signals a recycled pid), lets the readers drain, then records the end.
+fn wait_and_end(
+    inner: &Arc<Inner>,
+    readers: Vec<JoinHandle<()>>,
+    open: &pump::OpenStreams,
+    wake_tx: Arc<OwnedFd>,
+    drain: Duration,
+) {
+    let pid = inner.pid as libc::pid_t;
+    let observed = loop {
+        // SAFETY: siginfo_t is plain data; waitid fills it. WNOWAIT leaves the child
+        // waitable, so it stays a zombie (and its pid ours) until we reap below.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            break Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            break Err(e);
+        }
+    };
+    let exit = {
+        let mut life = inner.life();
+        let liveness = match observed {
+            Ok(()) => {
+                let mut status = 0;
+                let reaped = loop {
+                    // SAFETY: reaps our own child, which waitid reported as exited.
+                    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+                    if r == pid {
+                        break Ok(status);
+                    }
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EINTR) {
+                        break Err(e);
+                    }
+                };
+                match reaped.map(ExitStatus::from_wait_status) {
+                    Ok(Some(exit)) => Liveness::Exited { exit },
+                    Ok(None) => Liveness::Unobserved {
+                        reason: "waitpid returned a status that is not an exit".into(),
+                    },
+                    Err(e) => Liveness::Unobserved {
+                        reason: format!("waitpid failed: {e}"),
+                    },
+                }
+            }
+            Err(e) => Liveness::Unobserved {
+                reason: format!("waitid failed: {e}"),
+            },
+        };
+        life.reaped = true;
+        life.liveness = liveness.clone();
+        inner.life_cv.notify_all();
+        match liveness {
+            Liveness::Exited { exit } => Some(exit),
+            _ => None,
+        }
+    };
+    if !open.wait_all_closed(drain) {
+        wake(&wake_tx);
+    }
+    for h in readers {
+        let _ = h.join();
+    }
+    // Every descriptor of the run is closed before its end is visible.
+    drop(wake_tx);
+    if let Some(t) = &inner.transcript {
+        t.finish();
+    }
+    // Release descriptors the ended run no longer needs. An input write may be blocked for
+    // up to its timeout; do not wait for it.
+    if let Some(p) = &inner.pty {
+        *p.master.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+    if let Ok(mut g) = inner.input.try_lock() {
+        *g = None;
+    }
+    inner.ring.end(exit);
+}

@@ -1,0 +1,253 @@
+//! The server: one per home. It owns the ledger's write lock, the token store and (later)
+//! every child process, and speaks HTTP/1.1 with JSON over a Unix socket in the home's
+//! runtime folder (0700). Clients start it when it is absent (see [`crate::client`]).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+
+use crate::auth::{AuthError, Tokens};
+use crate::files::{self, FilesError};
+use crate::home::{Home, HomeError};
+use crate::ledger::{Ledger, LedgerError};
+
+mod api;
+mod runs_api;
+
+/// The wire protocol's version. A client refuses a server that speaks another one.
+pub const PROTOCOL: u32 = 1;
+/// This build's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// `sun_path` holds 108 bytes on Linux, the final NUL included.
+pub const MAX_SOCKET_PATH: usize = 107;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    #[error(transparent)]
+    Files(#[from] FilesError),
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error("cannot load the sessions: {0}")]
+    Sessions(String),
+    #[error("a server already runs for this home{}; stop it with `proctor server stop`", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    AlreadyRunning { pid: Option<u32> },
+    #[error(
+        "the socket path {path} is {len} bytes long; a Unix socket path holds at most \
+         {MAX_SOCKET_PATH}. Remedy: use a shorter --home (or PROCTOR_HOME), or set \
+         XDG_RUNTIME_DIR to a short folder"
+    )]
+    SocketPathTooLong { path: PathBuf, len: usize },
+    #[error("cannot {op} {path}: {err}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        err: std::io::Error,
+    },
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ServerError + 'a {
+    move |err| ServerError::Io {
+        op,
+        path: path.to_path_buf(),
+        err,
+    }
+}
+
+/// Refuses a socket path that does not fit in `sockaddr_un`.
+pub fn check_socket_path(path: &Path) -> Result<(), ServerError> {
+    let len = path.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        return Err(ServerError::SocketPathTooLong {
+            path: path.to_path_buf(),
+            len,
+        });
+    }
+    Ok(())
+}
+
+/// State shared by every request.
+pub struct Shared {
+    pub home: Home,
+    pub pid: u32,
+    pub started_at: String,
+    pub tokens: Mutex<Tokens>,
+    pub ledger: Arc<Ledger>,
+    pub sessions: Arc<crate::sessions::Sessions>,
+    shutdown: tokio::sync::Notify,
+}
+
+impl Shared {
+    /// Appends to the ledger; a failed append is logged and reported to the caller.
+    pub fn record(&self, kind: &str, fields: Value) -> Result<u64, LedgerError> {
+        let map = match fields {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        self.ledger.append(kind, &map)
+    }
+
+    pub fn request_shutdown(&self) {
+        self.shutdown.notify_one();
+    }
+}
+
+/// The lock the running server holds for its whole life. Its content is the server's pid.
+pub struct ServerLock {
+    _file: File,
+}
+
+/// Reads the pid recorded in a server lock file, if any.
+pub fn read_lock_pid(path: &Path) -> Option<u32> {
+    let mut s = String::new();
+    File::open(path).ok()?.read_to_string(&mut s).ok()?;
+    s.trim().parse().ok()
+}
+
+/// True while some process holds the home's server lock (a server is alive, even if it
+/// has already closed its socket).
+pub fn server_lock_held(home: &Home) -> bool {
+    let Ok(file) = files::open_private_read(&home.server_lock_path()) else {
+        return false;
+    };
+    matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+}
+
+/// Takes the home's server lock, or says which server holds it.
+pub fn take_server_lock(home: &Home) -> Result<ServerLock, ServerError> {
+    let path = home.server_lock_path();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(files::FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(io_err("open", &path))?;
+    file.set_permissions(std::fs::Permissions::from_mode(files::FILE_MODE))
+        .map_err(io_err("set the mode of", &path))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(ServerError::AlreadyRunning {
+                pid: read_lock_pid(&path),
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", &path)(e)),
+    }
+    file.set_len(0).map_err(io_err("truncate", &path))?;
+    file.rewind().map_err(io_err("rewind", &path))?;
+    writeln!(file, "{}", std::process::id()).map_err(io_err("write", &path))?;
+    file.sync_all().map_err(io_err("fsync", &path))?;
+    Ok(ServerLock { _file: file })
+}
+
+/// Runs the server in this process until it is asked to stop (API call, SIGTERM or SIGINT).
+pub fn run_foreground(
+    home: Home,
+    settings: crate::sessions::manager::Settings,
+) -> Result<(), ServerError> {
+    home.ensure()?;
+    let socket = home.socket_path();
+    check_socket_path(&socket)?;
+    let _lock = take_server_lock(&home)?;
+
+    // We hold the lock: any socket left here belongs to a server that is gone.
+    match std::fs::remove_file(&socket) {
+        Ok(()) => log(&format!("removed a stale socket at {}", socket.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("remove the stale socket", &socket)(e)),
+    }
+
+    let mut tokens = Tokens::load(&home.tokens_path())?;
+    let new_owner = tokens.ensure_owner(&home.owner_token_path())?;
+    let (ledger, opened) = Ledger::open(&home.ledger_path())?;
+    for torn in &opened.recovered {
+        log(&format!(
+            "ledger: a torn final line was moved aside and recorded: {torn:?}"
+        ));
+    }
+    let pid = std::process::id();
+    let ledger = Arc::new(ledger);
+    let sessions = crate::sessions::Sessions::open(&home, ledger.clone(), settings)
+        .map_err(|e| ServerError::Sessions(e.to_string()))?;
+    let shared = Arc::new(Shared {
+        home: home.clone(),
+        pid,
+        started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        tokens: Mutex::new(tokens),
+        ledger,
+        sessions,
+        shutdown: tokio::sync::Notify::new(),
+    });
+    shared.record(
+        "server.started",
+        json!({"pid": pid, "version": VERSION, "protocol": PROTOCOL, "owner_token_created": new_owner}),
+    )?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(io_err("start the async runtime for", &socket))?;
+    let result = runtime.block_on(serve(shared.clone(), &socket));
+    let _ = std::fs::remove_file(&socket);
+    // Every run ends with the server that owns it: stopped and recorded, never orphaned.
+    shared.sessions.stop_all("server");
+    let reason = match &result {
+        Ok(reason) => reason.clone(),
+        Err(e) => format!("error: {e}"),
+    };
+    shared.record("server.stopped", json!({"pid": pid, "reason": reason}))?;
+    log(&format!("server stopped: {reason}"));
+    result.map(|_| ())
+}
+
+async fn serve(shared: Arc<Shared>, socket: &Path) -> Result<String, ServerError> {
+    let listener = tokio::net::UnixListener::bind(socket).map_err(io_err("listen on", socket))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(files::FILE_MODE))
+        .map_err(io_err("set the mode of", socket))?;
+    log(&format!(
+        "server {VERSION} (protocol {PROTOCOL}) pid {} listening on {}",
+        shared.pid,
+        socket.display()
+    ));
+    let reason = Arc::new(Mutex::new(String::from("stopped")));
+    let reason2 = reason.clone();
+    let waiter = shared.clone();
+    let shutdown = async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+        let why = tokio::select! {
+            _ = waiter.shutdown.notified() => "stop requested through the API",
+            _ = term.recv() => "SIGTERM",
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+        };
+        if let Ok(mut r) = reason2.lock() {
+            *r = why.to_string();
+        }
+    };
+    axum::serve(listener, api::router(shared))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(io_err("serve on", socket))?;
+    let why = reason.lock().map(|r| r.clone()).unwrap_or_default();
+    Ok(why)
+}
+
+/// One line to the server's log (stderr, which a detached server points at its log file).
+pub fn log(line: &str) {
+    let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    eprintln!("{at} {}", crate::text::one_line(line, 4096));
+}

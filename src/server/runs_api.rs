@@ -1,0 +1,418 @@
+//! Routes under `/v1/m/sessions/runs`: the session run API of seed 002.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::api::{ApiError, Caller};
+use crate::runs::{ReadOutcome, TermSize};
+use crate::sessions::SessionError;
+use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
+
+pub const BASE: &str = "/v1/m/sessions";
+
+impl From<SessionError> for ApiError {
+    fn from(e: SessionError) -> Self {
+        let (status, code) = match &e {
+            SessionError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            SessionError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            SessionError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            SessionError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),
+            SessionError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+fn ok(v: Value) -> ApiResult {
+    Ok(axum::Json(v).into_response())
+}
+
+/// Runs blocking manager work off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, SessionError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+        .map_err(ApiError::from)
+}
+
+fn json_body<T: serde::de::DeserializeOwned + Default>(
+    body: &axum::body::Bytes,
+    required: bool,
+) -> Result<T, ApiError> {
+    if body.is_empty() || body.iter().all(u8::is_ascii_whitespace) {
+        if required {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "this route needs a JSON body",
+            ));
+        }
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("bad JSON body: {e}"),
+        )
+    })
+}
+
+pub fn routes() -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/runs", get(list).post(start))
+        .route("/runs/{run}", get(show).delete(delete_run))
+        .route("/runs/{run}/events", get(events))
+        .route("/runs/{run}/attach", get(attach))
+        .route("/runs/{run}/screen", get(screen))
+        .route("/runs/{run}/input", post(input))
+        .route("/runs/{run}/interrupt", post(interrupt))
+        .route("/runs/{run}/stop", post(stop))
+        .route("/runs/{run}/resume", post(resume))
+        .route("/runs/{run}/resize", post(resize))
+        .route("/runs/{run}/pin", post(pin).delete(unpin))
+        .route("/runs/{run}/snooze", post(snooze).delete(unsnooze))
+        .route("/runs/{run}/done", post(done).delete(undone))
+        .route("/runs/{run}/name", put(rename))
+        .route("/runs/{run}/archive", post(archive).delete(unarchive))
+        .route("/runs/{run}/cleanup", post(cleanup))
+}
+
+async fn list(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult {
+    ok(s.sessions.list(&c.token_id, &q)?)
+}
+
+async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResult {
+    let req: StartRequest = json_body(&body, true)?;
+    let sessions = s.sessions.clone();
+    let v = blocking(move || sessions.start(req)).await?;
+    Ok((StatusCode::CREATED, axum::Json(v)).into_response())
+}
+
+async fn show(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.get(&run, &c.token_id)?)
+}
+
+async fn events(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
+    ok(s.sessions.events(&run)?)
+}
+
+#[derive(Deserialize)]
+struct AttachQuery {
+    from: Option<u64>,
+}
+
+/// Server-sent events: `output` frames from the cursor, `lag` when the ring evicted what the
+/// cursor asks for, `end` with the observed exit, or one `notice` for a run that is not live.
+async fn attach(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(q): Query<AttachQuery>,
+    headers: HeaderMap,
+) -> ApiResult {
+    let (handle, state) = s.sessions.handle(&run)?;
+    let from = q
+        .from
+        .or_else(|| {
+            headers
+                .get("last-event-id")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(|id| id + 1)
+        })
+        .unwrap_or(1)
+        .max(1);
+    let stream = futures_util::stream::unfold(
+        (handle, from, false, state),
+        |(handle, mut cursor, done, state)| async move {
+            if done {
+                return None;
+            }
+            let Some(run) = handle else {
+                let ev = SseEvent::default()
+                    .event("notice")
+                    .json_data(json!({"notice": "not_live", "state": state.as_str(),
+                        "message": "this server holds no output for the run: it is not live here (resume starts a new generation)"}))
+                    .unwrap_or_default();
+                return Some((Ok::<_, Infallible>(ev), (None, cursor, true, state)));
+            };
+            loop {
+                match run.ring().read_from(cursor, 64 * 1024) {
+                    ReadOutcome::Frames(frames) => {
+                        let mut data = String::new();
+                        let first = frames[0].seq;
+                        let last = frames[frames.len() - 1].seq;
+                        let items: Vec<Value> = frames
+                            .iter()
+                            .map(|f| {
+                                json!({"seq": f.seq, "stream": f.stream,
+                                    "b64": base64::engine::general_purpose::STANDARD.encode(&f.bytes)})
+                            })
+                            .collect();
+                        data.push_str(
+                            &json!({"first": first, "last": last, "frames": items}).to_string(),
+                        );
+                        let ev = SseEvent::default()
+                            .event("output")
+                            .id(last.to_string())
+                            .data(data);
+                        cursor = last + 1;
+                        return Some((Ok(ev), (Some(run), cursor, false, state)));
+                    }
+                    ReadOutcome::Lag { first_available } => {
+                        let ev = SseEvent::default()
+                            .event("lag")
+                            .json_data(
+                                json!({"requested": cursor, "first_available": first_available}),
+                            )
+                            .unwrap_or_default();
+                        return Some((Ok(ev), (Some(run), first_available, false, state)));
+                    }
+                    ReadOutcome::End(end) => {
+                        let mut v = json!({"last_seq": end.last_seq});
+                        match end.exit {
+                            Some(exit) => {
+                                v["exit_code"] = json!(exit.exit_code());
+                                v["signal"] = json!(exit.signal().map(crate::runs::signal_name));
+                            }
+                            None => v["unobserved"] = json!(true),
+                        }
+                        let ev = SseEvent::default()
+                            .event("end")
+                            .json_data(v)
+                            .unwrap_or_default();
+                        return Some((Ok(ev), (Some(run), cursor, true, state)));
+                    }
+                    ReadOutcome::Pending { .. } => run.ring().readable(cursor).await,
+                    ReadOutcome::Ahead { next } => {
+                        let ev = SseEvent::default()
+                            .event("notice")
+                            .json_data(json!({"notice": "cursor_ahead", "requested": cursor, "next": next}))
+                            .unwrap_or_default();
+                        return Some((Ok(ev), (Some(run), next, false, state)));
+                    }
+                }
+            }
+        },
+    );
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+async fn screen(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
+    let (handle, state) = s.sessions.handle(&run)?;
+    let Some(run_h) = handle else {
+        return Err(SessionError::Conflict(format!(
+            "run {run} is not live here (state={})",
+            state.as_str()
+        ))
+        .into());
+    };
+    let snap = run_h
+        .screen()
+        .map_err(|e| ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string()))?;
+    ok(serde_json::to_value(snap)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?)
+}
+
+async fn input(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    let req: InputRequest = json_body(&body, true)?;
+    let sessions = s.sessions.clone();
+    blocking(move || sessions.input(&run, &req)).await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(json!({"accepted": true}))).into_response())
+}
+
+async fn interrupt(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.interrupt(&run, &c.token_id)).await?)
+}
+
+async fn stop(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.stop(&run, &c.token_id)).await?)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SizeBody {
+    rows: Option<u16>,
+    cols: Option<u16>,
+}
+
+async fn resume(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    let b: SizeBody = json_body(&body, false)?;
+    let size = match (b.rows, b.cols) {
+        (Some(rows), Some(cols)) => Some(TermSize { rows, cols }),
+        _ => None,
+    };
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.resume(&run, size)).await?)
+}
+
+async fn resize(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    let b: SizeBody = json_body(&body, true)?;
+    let (Some(rows), Some(cols)) = (b.rows, b.cols) else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "give rows and cols",
+        ));
+    };
+    s.sessions.resize(&run, TermSize { rows, cols })?;
+    ok(json!({"run_ref": run, "rows": rows, "cols": cols}))
+}
+
+async fn pin(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.pin(&run, &c.token_id, true)?)
+}
+
+async fn unpin(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.pin(&run, &c.token_id, false)?)
+}
+
+#[derive(Deserialize, Default)]
+struct SnoozeBody {
+    until: Option<String>,
+}
+
+async fn snooze(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    let b: SnoozeBody = json_body(&body, true)?;
+    let until = b.until.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "snooze needs {\"until\": RFC 3339 instant in the future}",
+        )
+    })?;
+    ok(s.sessions.snooze(&run, &c.token_id, Some(&until))?)
+}
+
+async fn unsnooze(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.snooze(&run, &c.token_id, None)?)
+}
+
+async fn done(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.done(&run, &c.token_id, true)?)
+}
+
+async fn undone(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.done(&run, &c.token_id, false)?)
+}
+
+async fn rename(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    let v: Value = json_body::<Value>(&body, true)?;
+    let name = v.get("name").and_then(Value::as_str).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "rename needs {\"name\": string} (empty clears the name)",
+        )
+    })?;
+    ok(s.sessions.rename(&run, name, &c.token_id)?)
+}
+
+async fn archive(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.archive(&run, true, &c.token_id)?)
+}
+
+async fn unarchive(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.archive(&run, false, &c.token_id)?)
+}
+
+async fn cleanup(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.cleanup(&run, &c.token_id)?)
+}
+
+async fn delete_run(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    ok(s.sessions.delete(&run, &c.token_id)?)
+}

@@ -1,0 +1,1358 @@
+//! The session manager: owns every run's record, its live process (through
+//! [`crate::runs`]), its stdio conversation (through [`crate::providers::protocol`]) and the
+//! callers' marks. Every lifecycle fact is appended to the ledger and to the run's record;
+//! the run's state is derived from those facts, never set.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::marks::{Mark, Marks, MarksError};
+use super::record::{Derived, RunEvent, RunRecord, State, kinds};
+use crate::files;
+use crate::home::Home;
+use crate::ledger::Ledger;
+use crate::providers::profile::{ProfileError, Store};
+use crate::providers::protocol::{Event, StdioSession};
+use crate::providers::{self, ProviderError, Tool, Transport};
+use crate::runs::{self, ReadOutcome, Run, RunError, RunSpec, Stream, TermSize};
+use crate::text;
+
+/// The environment variable that tags a run's processes as ours, so a later server can
+/// recognise its orphans (with the recorded pid and start time).
+pub const TAG_VAR: &str = "PROCTOR_RUN_TAG";
+
+/// Why a call failed, with the HTTP status it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("no run {0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Unprocessable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl SessionError {
+    fn internal(e: impl std::fmt::Display) -> Self {
+        SessionError::Internal(e.to_string())
+    }
+}
+
+impl From<MarksError> for SessionError {
+    fn from(e: MarksError) -> Self {
+        SessionError::internal(e)
+    }
+}
+
+impl From<files::FilesError> for SessionError {
+    fn from(e: files::FilesError) -> Self {
+        SessionError::internal(e)
+    }
+}
+
+impl From<crate::ledger::LedgerError> for SessionError {
+    fn from(e: crate::ledger::LedgerError) -> Self {
+        SessionError::internal(e)
+    }
+}
+
+/// What `POST /runs` asks for.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartRequest {
+    pub tool: Option<String>,
+    pub profile: Option<String>,
+    pub transport: Option<String>,
+    pub workspace: Option<String>,
+    pub name: Option<String>,
+    /// A first turn for a stdio run, or text typed into a PTY run.
+    pub prompt: Option<String>,
+    pub rows: Option<u16>,
+    pub cols: Option<u16>,
+}
+
+/// What `POST /runs/{ref}/input` carries.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputRequest {
+    /// Text: a user turn for stdio forms, typed bytes for PTY forms.
+    pub text: Option<String>,
+    /// claude stream-json only: one whole protocol line, passed as is.
+    pub line: Option<String>,
+    /// claude stream-json only: a `message` object, wrapped in a user frame.
+    pub message: Option<Value>,
+}
+
+/// One live process generation of a run.
+struct Live {
+    run: Run,
+    generation: u64,
+    transport: Transport,
+    stdio: Option<Arc<Mutex<StdioLink>>>,
+    stop_requested: bool,
+}
+
+/// Input waiting for the handshake: a turn to encode, or a raw protocol line.
+enum Queued {
+    Text(String),
+    Line(Vec<u8>),
+}
+
+/// The stdio conversation and what waits for it to be ready.
+struct StdioLink {
+    session: StdioSession,
+    /// Input accepted before the handshake completed, sent in order once it has.
+    queued: VecDeque<Queued>,
+    /// Set when the tool answered with something that forbids going on (resume refused
+    /// or diverged): the run is stopped and recorded as failed with this reason.
+    fatal: Option<String>,
+}
+
+struct Inner {
+    records: BTreeMap<String, RunRecord>,
+    live: HashMap<String, Live>,
+    marks: Marks,
+    next_number: u64,
+}
+
+/// Settings of a manager (tests shorten the stop grace).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub stop_grace: Duration,
+    pub ring_bytes: usize,
+    pub transcript_cap: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            stop_grace: runs::DEFAULT_STOP_GRACE,
+            ring_bytes: runs::ring::DEFAULT_RING_BYTES,
+            transcript_cap: runs::transcript::DEFAULT_TRANSCRIPT_CAP,
+        }
+    }
+}
+
+/// The manager; shared by every request as `Arc<Sessions>`.
+pub struct Sessions {
+    home: Home,
+    ledger: Arc<Ledger>,
+    inner: Mutex<Inner>,
+    parent_env: Vec<(OsString, OsString)>,
+    settings: Settings,
+    tag_prefix: String,
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn runs_dir(home: &Home) -> PathBuf {
+    home.data.join("runs")
+}
+
+fn record_path(home: &Home, run_ref: &str) -> PathBuf {
+    runs_dir(home).join(run_ref).join("run.json")
+}
+
+fn parse_ref_number(r: &str) -> Option<u64> {
+    r.strip_prefix("run-")?.parse().ok()
+}
+
+/// True when `program` is a proctor demo shim (the fake stands in for the tool).
+fn is_demo_shim(program: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(program) else {
+        return false;
+    };
+    if bytes.len() > 4096 || !bytes.starts_with(b"#!") {
+        return false;
+    }
+    let s = String::from_utf8_lossy(&bytes);
+    s.contains("proctor demo shim") && s.contains("demo-agent")
+}
+
+impl Sessions {
+    /// Loads every run record under `data/runs`, the callers' marks, and sweeps the
+    /// orphans a previous server left behind.
+    pub fn open(
+        home: &Home,
+        ledger: Arc<Ledger>,
+        settings: Settings,
+    ) -> Result<Arc<Sessions>, SessionError> {
+        let dir = runs_dir(home);
+        files::ensure_private_dir(&dir)?;
+        let mut records = BTreeMap::new();
+        let mut next_number = 1;
+        for entry in std::fs::read_dir(&dir).map_err(SessionError::internal)? {
+            let entry = entry.map_err(SessionError::internal)?;
+            let name = entry.file_name().to_string_lossy().to_string();
+            let Some(n) = parse_ref_number(&name) else {
+                continue;
+            };
+            let path = entry.path().join("run.json");
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(SessionError::internal(format!("{}: {e}", path.display()))),
+            };
+            let rec: RunRecord = serde_json::from_slice(&bytes).map_err(|e| {
+                SessionError::internal(format!("{} is not a run record: {e}", path.display()))
+            })?;
+            next_number = next_number.max(n + 1);
+            records.insert(rec.run_ref.clone(), rec);
+        }
+        // Refs are never reused, even after delete: the ledger remembers every creation.
+        if let Ok(text) = std::fs::read_to_string(home.ledger_path()) {
+            for line in text.lines().filter(|l| l.contains(kinds::CREATED)) {
+                if let Ok(v) = serde_json::from_str::<Value>(line)
+                    && let Some(n) = v["run"].as_str().and_then(parse_ref_number)
+                {
+                    next_number = next_number.max(n + 1);
+                }
+            }
+        }
+        let marks = Marks::load(&home.data.join("marks.json"))?;
+        let tag_prefix = format!(
+            "{}:",
+            &hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+                home.data.to_string_lossy().as_bytes()
+            ))[..16]
+        );
+        let sessions = Arc::new(Sessions {
+            home: home.clone(),
+            ledger,
+            inner: Mutex::new(Inner {
+                records,
+                live: HashMap::new(),
+                marks,
+                next_number,
+            }),
+            parent_env: std::env::vars_os().collect(),
+            settings,
+            tag_prefix,
+        });
+        sessions.sweep_orphans()?;
+        Ok(sessions)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends a lifecycle fact to the ledger and to the run's record, and persists it.
+    fn record(
+        &self,
+        inner: &mut Inner,
+        run_ref: &str,
+        kind: &str,
+        fields: Value,
+    ) -> Result<u64, SessionError> {
+        let mut map = match fields {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let mut ledger_fields = map.clone();
+        ledger_fields.insert("run".into(), Value::String(run_ref.to_string()));
+        let seq = self.ledger.append(kind, &ledger_fields)?;
+        map.remove("run");
+        let rec = inner
+            .records
+            .get_mut(run_ref)
+            .ok_or_else(|| SessionError::NotFound(run_ref.to_string()))?;
+        rec.events.push(RunEvent {
+            seq,
+            at: now(),
+            kind: kind.to_string(),
+            fields: map,
+        });
+        self.persist(rec)?;
+        Ok(seq)
+    }
+
+    fn persist(&self, rec: &RunRecord) -> Result<(), SessionError> {
+        let path = record_path(&self.home, &rec.run_ref);
+        files::ensure_private_dir(&files::parent_of(&path))?;
+        let mut bytes = serde_json::to_vec_pretty(rec).map_err(SessionError::internal)?;
+        bytes.push(b'\n');
+        files::write_atomic(&path, &bytes)?;
+        Ok(())
+    }
+
+    /// Processes of runs that a previous server left running: ended, and their runs marked
+    /// `lost` with no exit code.
+    fn sweep_orphans(&self) -> Result<(), SessionError> {
+        let mut inner = self.lock();
+        let refs: Vec<String> = inner
+            .records
+            .values()
+            .filter(|r| r.derive().state.is_live())
+            .map(|r| r.run_ref.clone())
+            .collect();
+        for run_ref in refs {
+            let rec = &inner.records[&run_ref];
+            let d = rec.derive();
+            let started = rec
+                .events
+                .iter()
+                .rev()
+                .find(|e| e.kind == kinds::STARTED)
+                .map(|e| e.fields.clone())
+                .unwrap_or_default();
+            let pid = started
+                .get("pid")
+                .and_then(Value::as_u64)
+                .and_then(|p| u32::try_from(p).ok());
+            let start_time = started.get("start_time").and_then(Value::as_u64);
+            let tag = started
+                .get("tag")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            // Every process that carries the run's tag: the leader if it is still the one we
+            // started (pid and start time), and whatever it left behind in its group or
+            // beyond (the tag is inherited through fork and exec).
+            let mut pids = tag.as_deref().map(tagged_processes).unwrap_or_default();
+            if let (Some(pid), Some(st)) = (pid, start_time)
+                && runs::is_same_process(pid, st)
+                && !pids.contains(&pid)
+            {
+                pids.push(pid);
+            }
+            let found = !pids.is_empty();
+            let ended = found && end_processes(&pids, self.settings.stop_grace);
+            let reason = if found {
+                "the server that owned it stopped; its process group was ended at restart"
+            } else {
+                "the server that owned it stopped; its process was gone at restart"
+            };
+            self.record(
+                &mut inner,
+                &run_ref,
+                kinds::LOST,
+                json!({"generation": d.generation, "pid": pid, "found": found, "ended": ended, "reason": reason}),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Starts a run.
+    pub fn start(self: &Arc<Self>, req: StartRequest) -> Result<Value, SessionError> {
+        let store = Store::new(&self.home.config);
+        let user_home = self
+            .parent_env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let profile = match (&req.profile, &req.tool) {
+            (Some(p), _) => store.find(p, &user_home).map_err(|e| match e {
+                ProfileError::NotFound { .. } => SessionError::Unprocessable(e.to_string()),
+                other => SessionError::BadRequest(other.to_string()),
+            })?,
+            (None, Some(t)) => {
+                let tool =
+                    Tool::parse(t).map_err(|e| SessionError::Unprocessable(e.to_string()))?;
+                providers::profile::Profile::default_for(tool, &user_home)
+            }
+            (None, None) => {
+                return Err(SessionError::BadRequest(format!(
+                    "name a tool ({}) or a profile",
+                    Tool::names()
+                )));
+            }
+        };
+        if let Some(t) = &req.tool
+            && t != profile.tool.name()
+        {
+            return Err(SessionError::BadRequest(format!(
+                "profile {} runs {}, not {t}",
+                profile.name,
+                profile.tool.name()
+            )));
+        }
+        let transport = match req.transport.as_deref().unwrap_or("pipe") {
+            "pipe" => Transport::Pipe,
+            "pty" => Transport::Pty,
+            other => {
+                return Err(SessionError::BadRequest(format!(
+                    "transport {other:?} is not pty or pipe"
+                )));
+            }
+        };
+        let workspace = PathBuf::from(req.workspace.clone().ok_or_else(|| {
+            SessionError::BadRequest("workspace is required: an absolute path to a folder".into())
+        })?);
+        if !workspace.is_absolute() || !workspace.is_dir() {
+            return Err(SessionError::Unprocessable(format!(
+                "workspace {} is not an absolute path to an existing folder",
+                text::one_line(&workspace.to_string_lossy(), 200)
+            )));
+        }
+        let name = match &req.name {
+            Some(n) => {
+                text::validate_run_name(n).map_err(|e| SessionError::BadRequest(e.to_string()))?
+            }
+            None => None,
+        };
+        let size = TermSize {
+            rows: req.rows.unwrap_or(24).max(1),
+            cols: req.cols.unwrap_or(80).max(1),
+        };
+        let path_var = self
+            .parent_env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone());
+        let program =
+            providers::resolve(profile.tool, path_var.as_deref()).map_err(|e| match e {
+                ProviderError::NotInstalled { .. } => SessionError::Unprocessable(e.to_string()),
+                other => SessionError::BadRequest(other.to_string()),
+            })?;
+        let demo = is_demo_shim(&program);
+
+        let mut inner = self.lock();
+        let run_ref = format!("run-{:04}", inner.next_number);
+        inner.next_number += 1;
+        let rec = RunRecord {
+            run_ref: run_ref.clone(),
+            tool: profile.tool.name().to_string(),
+            profile: profile.name.clone(),
+            transport: match transport {
+                Transport::Pipe => "pipe".into(),
+                Transport::Pty => "pty".into(),
+            },
+            workspace: workspace.to_string_lossy().to_string(),
+            demo,
+            created_at: now(),
+            name,
+            archived_at: None,
+            events: Vec::new(),
+        };
+        inner.records.insert(run_ref.clone(), rec);
+        self.record(
+            &mut inner,
+            &run_ref,
+            kinds::CREATED,
+            json!({"tool": profile.tool.name(), "profile": profile.name, "transport": transport, "demo": demo}),
+        )?;
+        let launch = self.spawn_generation(
+            &mut inner, &run_ref, 1, &profile, transport, size, None, &program,
+        );
+        if let Err(e) = launch {
+            self.record(
+                &mut inner,
+                &run_ref,
+                kinds::LAUNCH_FAILED,
+                json!({"generation": 1, "error": e.to_string()}),
+            )?;
+            return Ok(self.view(&inner, &run_ref, None));
+        }
+        if let Some(prompt) = req.prompt.filter(|p| !p.is_empty()) {
+            self.input_locked(
+                &mut inner,
+                &run_ref,
+                &InputRequest {
+                    text: Some(prompt),
+                    ..Default::default()
+                },
+            )?;
+        }
+        Ok(self.view(&inner, &run_ref, None))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn spawn_generation(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        run_ref: &str,
+        generation: u64,
+        profile: &providers::profile::Profile,
+        transport: Transport,
+        size: TermSize,
+        resume: Option<&str>,
+        program: &Path,
+    ) -> Result<(), SessionError> {
+        let launch = providers::launch(profile.tool, transport, resume)
+            .map_err(|e| SessionError::BadRequest(e.to_string()))?;
+        let mut env =
+            providers::env::launch_env(profile, self.parent_env.iter().cloned(), transport);
+        let tag = format!("{}{run_ref}:{generation}", self.tag_prefix);
+        env.insert(OsString::from(TAG_VAR), OsString::from(&tag));
+        let workspace = PathBuf::from(&inner.records[run_ref].workspace);
+        let mut argv: Vec<OsString> = vec![program.as_os_str().to_owned()];
+        argv.extend(launch.args.iter().map(OsString::from));
+        let mut spec = RunSpec::new(
+            argv,
+            &workspace,
+            env,
+            match transport {
+                Transport::Pty => runs::Transport::Pty(size),
+                Transport::Pipe => runs::Transport::Pipe,
+            },
+        );
+        spec.ring_bytes = self.settings.ring_bytes;
+        let mut tspec = runs::TranscriptSpec::new(
+            runs_dir(&self.home)
+                .join(run_ref)
+                .join(format!("gen-{generation}")),
+        );
+        tspec.cap_bytes = self.settings.transcript_cap;
+        spec.transcript = Some(tspec);
+        let stdio = match transport {
+            Transport::Pipe => Some(
+                StdioSession::new(profile.tool, &workspace, resume)
+                    .map_err(|e| SessionError::BadRequest(e.to_string()))?,
+            ),
+            Transport::Pty => None,
+        };
+        let run =
+            Run::spawn(spec).map_err(|e: RunError| SessionError::Unprocessable(e.to_string()))?;
+        let pid = run.pid();
+        self.record(
+            inner,
+            run_ref,
+            kinds::STARTED,
+            json!({"generation": generation, "pid": pid, "start_time": run.start_time(), "tag": tag, "program": program.to_string_lossy()}),
+        )?;
+        let link = stdio.map(|mut session| {
+            let opening = session.start();
+            for line in opening {
+                let _ = run.write_input(&line);
+            }
+            Arc::new(Mutex::new(StdioLink {
+                session,
+                queued: VecDeque::new(),
+                fatal: None,
+            }))
+        });
+        inner.live.insert(
+            run_ref.to_string(),
+            Live {
+                run: run.clone(),
+                generation,
+                transport,
+                stdio: link.clone(),
+                stop_requested: false,
+            },
+        );
+        let me = Arc::clone(self);
+        let run_ref = run_ref.to_string();
+        std::thread::Builder::new()
+            .name(format!("watch-{run_ref}"))
+            .spawn(move || me.watch(run_ref, generation, run, link))
+            .map_err(SessionError::internal)?;
+        Ok(())
+    }
+
+    /// Follows one generation's output: speaks its stdio protocol, records what the tool
+    /// reports, and records the exit the OS reports.
+    fn watch(
+        self: Arc<Self>,
+        run_ref: String,
+        generation: u64,
+        run: Run,
+        link: Option<Arc<Mutex<StdioLink>>>,
+    ) {
+        let ring = run.ring().clone();
+        let mut cursor = 1u64;
+        let mut partial: HashMap<Stream, Vec<u8>> = HashMap::new();
+        loop {
+            match ring.read_from(cursor, 1 << 20) {
+                ReadOutcome::Frames(frames) => {
+                    for f in frames {
+                        cursor = f.seq + 1;
+                        if let Some(link) = &link {
+                            let buf = partial.entry(f.stream).or_default();
+                            buf.extend_from_slice(&f.bytes);
+                            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                                let line: Vec<u8> = buf.drain(..=pos).collect();
+                                self.on_line(&run_ref, generation, &run, link, f.stream, &line);
+                            }
+                            if buf.len() > 8 << 20 {
+                                buf.clear(); // an unbounded line is not protocol
+                            }
+                        }
+                    }
+                }
+                ReadOutcome::Lag { first_available } => cursor = first_available,
+                ReadOutcome::Pending { .. } => {
+                    ring.wait_readable(cursor, Duration::from_millis(500));
+                }
+                ReadOutcome::Ahead { next } => cursor = next,
+                ReadOutcome::End(end) => {
+                    let fatal = link
+                        .as_ref()
+                        .and_then(|l| l.lock().ok().and_then(|l| l.fatal.clone()));
+                    let mut fields = json!({"generation": generation});
+                    if let Some(exit) = end.exit {
+                        if let Some(code) = exit.exit_code() {
+                            fields["exit_code"] = json!(code);
+                        }
+                        if let Some(sig) = exit.signal() {
+                            fields["signal"] = json!(runs::signal_name(sig));
+                        }
+                    } else {
+                        fields["unobserved"] = json!(true);
+                    }
+                    if let Some(reason) = fatal {
+                        fields["reason"] = json!(reason);
+                    }
+                    if let Some(t) = run.transcript()
+                        && t.capped
+                    {
+                        fields["transcript_capped"] = json!(true);
+                    }
+                    let mut inner = self.lock();
+                    let current =
+                        inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
+                    if current {
+                        let _ = self.record(&mut inner, &run_ref, kinds::EXITED, fields);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_line(
+        &self,
+        run_ref: &str,
+        generation: u64,
+        run: &Run,
+        link: &Arc<Mutex<StdioLink>>,
+        stream: Stream,
+        line: &[u8],
+    ) {
+        let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
+        if stream == Stream::Stderr {
+            let s = String::from_utf8_lossy(line);
+            if let Some(msg) = providers::protocol::resume_refusal_in_stderr(l.session.tool(), &s) {
+                l.fatal = Some(format!("resume refused by the tool: {msg}"));
+            }
+            return;
+        }
+        let observed = l.session.observe(line);
+        for reply in &observed.replies {
+            let _ = run.write_input(reply);
+        }
+        let mut facts: Vec<(&str, Value)> = Vec::new();
+        let mut stop = false;
+        for ev in observed.events {
+            match ev {
+                Event::ConversationId(id) => facts.push((kinds::CONVERSATION, json!({"conversation_id": id, "generation": generation}))),
+                Event::Ready => {
+                    while let Some(q) = l.queued.pop_front() {
+                        let bytes = match q {
+                            Queued::Line(b) => Ok(b),
+                            Queued::Text(t) => l.session.input(&t),
+                        };
+                        match bytes {
+                            Ok(b) => {
+                                let _ = run.write_input(&b);
+                            }
+                            Err(e) => facts.push((
+                                "sessions.run.input_refused",
+                                json!({"generation": generation, "error": text::one_line(&e.to_string(), 300)}),
+                            )),
+                        }
+                    }
+                }
+                Event::TurnStarted { .. } => facts.push((kinds::TURN_STARTED, json!({"generation": generation}))),
+                Event::TurnEnded { outcome, detail } => facts.push((
+                    kinds::TURN_ENDED,
+                    json!({"generation": generation, "outcome": format!("{outcome:?}").to_lowercase(), "detail": detail}),
+                )),
+                Event::ResumeRefused { message } => {
+                    l.fatal = Some(format!("resume refused by the tool: {message}"));
+                    stop = true;
+                }
+                Event::ResumeDiverged { expected, reported } => {
+                    l.fatal = Some(format!(
+                        "asked to resume {expected}, the tool reported {reported}: never a silent new conversation"
+                    ));
+                    stop = true;
+                }
+                Event::PermissionRequested { method, id } => {
+                    let _ = run.write_input(&l.session.cancel_request(&id));
+                    facts.push(("sessions.run.permission_refused", json!({"generation": generation, "method": method})));
+                }
+                Event::RequestFailed { method, message } => facts.push((
+                    "sessions.run.request_failed",
+                    json!({"generation": generation, "method": method, "message": text::one_line(&message, 500)}),
+                )),
+                Event::AgentText(_) => {}
+            }
+        }
+        drop(l);
+        if !facts.is_empty() {
+            let mut inner = self.lock();
+            if inner.live.get(run_ref).map(|l| l.generation) == Some(generation) {
+                for (kind, fields) in facts {
+                    let _ = self.record(&mut inner, run_ref, kind, fields);
+                }
+            }
+        }
+        if stop {
+            let run = run.clone();
+            let grace = self.settings.stop_grace;
+            std::thread::spawn(move || {
+                let _ = run.stop(grace);
+            });
+        }
+    }
+
+    fn get_record<'a>(
+        &self,
+        inner: &'a Inner,
+        run_ref: &str,
+    ) -> Result<&'a RunRecord, SessionError> {
+        inner
+            .records
+            .get(run_ref)
+            .ok_or_else(|| SessionError::NotFound(run_ref.to_string()))
+    }
+
+    /// A run as the API shows it, with the caller's marks.
+    fn view(&self, inner: &Inner, run_ref: &str, caller: Option<&str>) -> Value {
+        let Some(rec) = inner.records.get(run_ref) else {
+            return Value::Null;
+        };
+        let d: Derived = rec.derive();
+        let mut v = json!({
+            "ref": rec.run_ref,
+            "tool": rec.tool,
+            "profile": rec.profile,
+            "transport": rec.transport,
+            "workspace": rec.workspace,
+            "demo": rec.demo,
+            "created_at": rec.created_at,
+            "name": rec.name,
+        });
+        let obj = v.as_object_mut().expect("object");
+        if let Ok(Value::Object(dm)) = serde_json::to_value(&d) {
+            obj.extend(dm);
+        }
+        if let Some(a) = &rec.archived_at {
+            obj.insert("archived_at".into(), json!(a));
+        }
+        if let Some(live) = inner.live.get(run_ref) {
+            let st = live.run.ring().status();
+            obj.insert("output".into(), json!({"first_seq": st.first_available, "next_seq": st.next_seq, "bytes": st.total_bytes}));
+            if let Some(t) = live.run.transcript() {
+                obj.insert(
+                    "transcript".into(),
+                    json!({"bytes": t.bytes_written, "cap": t.cap_bytes, "capped": t.capped}),
+                );
+            }
+        }
+        if let Some(c) = caller {
+            let m: Mark = inner.marks.get(c, run_ref, &now());
+            obj.insert("pinned".into(), json!(m.pinned_at.is_some()));
+            obj.insert("pinned_at".into(), json!(m.pinned_at));
+            if let Some(u) = m.snoozed_until {
+                obj.insert("snoozed_until".into(), json!(u));
+            }
+            obj.insert("done".into(), json!(m.done));
+        }
+        v
+    }
+
+    pub fn get(&self, run_ref: &str, caller: &str) -> Result<Value, SessionError> {
+        let inner = self.lock();
+        self.get_record(&inner, run_ref)?;
+        Ok(self.view(&inner, run_ref, Some(caller)))
+    }
+
+    /// A page of runs, newest first, plus the caller's pinned runs outside the page.
+    pub fn list(&self, caller: &str, q: &ListQuery) -> Result<Value, SessionError> {
+        let inner = self.lock();
+        let limit = q.limit.unwrap_or(50);
+        if limit == 0 || limit > 200 {
+            return Err(SessionError::BadRequest(
+                "limit must be between 1 and 200".into(),
+            ));
+        }
+        let mut all: Vec<&RunRecord> = inner.records.values().collect();
+        let num = |r: &str| parse_ref_number(r).unwrap_or(0);
+        all.sort_by_key(|r| std::cmp::Reverse(num(&r.run_ref)));
+        if let Some(s) = &q.state {
+            all.retain(|r| r.derive().state.as_str() == s);
+        }
+        let cursor_mode = q.pagination.as_deref() == Some("cursor");
+        let (page, next): (Vec<&RunRecord>, Option<String>) = if cursor_mode {
+            let start = match &q.cursor {
+                Some(c) => {
+                    let c = parse_ref_number(c).ok_or_else(|| {
+                        SessionError::BadRequest(format!("cursor {c:?} is not a run ref"))
+                    })?;
+                    all.iter()
+                        .position(|r| num(&r.run_ref) < c)
+                        .unwrap_or(all.len())
+                }
+                None => 0,
+            };
+            let page: Vec<&RunRecord> = all[start..].iter().take(limit).copied().collect();
+            let next = (start + page.len() < all.len())
+                .then(|| page.last().map(|r| r.run_ref.clone()))
+                .flatten();
+            (page, next)
+        } else {
+            let offset = q.offset.unwrap_or(0);
+            (all.iter().skip(offset).take(limit).copied().collect(), None)
+        };
+        let mut items: Vec<Value> = page
+            .iter()
+            .map(|r| self.view(&inner, &r.run_ref, Some(caller)))
+            .collect();
+        let mut pinned_extra = Vec::new();
+        if !cursor_mode {
+            let in_page: std::collections::HashSet<&str> =
+                page.iter().map(|r| r.run_ref.as_str()).collect();
+            for (r, _) in inner.marks.pinned(caller) {
+                if !in_page.contains(r.as_str())
+                    && inner.records.contains_key(&r)
+                    && pinned_extra.len() < super::marks::MAX_PINS
+                {
+                    pinned_extra.push(self.view(&inner, &r, Some(caller)));
+                }
+            }
+        }
+        let total = all.len();
+        items.extend(pinned_extra.iter().cloned());
+        Ok(
+            json!({"items": items, "total": total, "pinned_outside_page": pinned_extra.len(), "next": next}),
+        )
+    }
+
+    pub fn events(&self, run_ref: &str) -> Result<Value, SessionError> {
+        let inner = self.lock();
+        let rec = self.get_record(&inner, run_ref)?;
+        Ok(json!({"run_ref": run_ref, "items": rec.events}))
+    }
+
+    /// The live handle of a run's current generation (also after it ended, while the
+    /// server still holds its output).
+    pub fn handle(&self, run_ref: &str) -> Result<(Option<Run>, State), SessionError> {
+        let inner = self.lock();
+        let rec = self.get_record(&inner, run_ref)?;
+        let state = rec.derive().state;
+        Ok((inner.live.get(run_ref).map(|l| l.run.clone()), state))
+    }
+
+    fn input_locked(
+        &self,
+        inner: &mut Inner,
+        run_ref: &str,
+        req: &InputRequest,
+    ) -> Result<(), SessionError> {
+        let state = self.get_record(inner, run_ref)?.derive().state;
+        let live = inner
+            .live
+            .get(run_ref)
+            .filter(|_| state.is_live())
+            .ok_or_else(|| {
+                SessionError::Conflict(format!(
+                    "run {run_ref} is not live (state={})",
+                    state.as_str()
+                ))
+            })?;
+        let given = [
+            req.text.is_some(),
+            req.line.is_some(),
+            req.message.is_some(),
+        ]
+        .iter()
+        .filter(|x| **x)
+        .count();
+        if given != 1 {
+            return Err(SessionError::BadRequest(
+                "give exactly one of text, line or message".into(),
+            ));
+        }
+        let bytes: Vec<u8> = match (&live.stdio, live.transport) {
+            (None, _) => match &req.text {
+                Some(t) => t.as_bytes().to_vec(),
+                None => {
+                    return Err(SessionError::BadRequest(
+                        "a PTY run takes text (the keys typed)".into(),
+                    ));
+                }
+            },
+            (Some(link), _) => {
+                let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
+                let tool = l.session.tool();
+                let bytes = if let Some(t) = &req.text {
+                    if !l.session.ready() {
+                        l.queued.push_back(Queued::Text(t.clone()));
+                        return Ok(());
+                    }
+                    l.session
+                        .input(t)
+                        .map_err(|e| SessionError::Conflict(e.to_string()))?
+                } else if tool != Tool::Claude {
+                    return Err(SessionError::BadRequest(format!(
+                        "{} takes text; line and message are claude stream-json forms",
+                        tool.name()
+                    )));
+                } else if let Some(line) = &req.line {
+                    let v: Value = serde_json::from_str(line)
+                        .map_err(|e| SessionError::BadRequest(format!("line is not JSON: {e}")))?;
+                    if !v.is_object() || line.contains('\n') {
+                        return Err(SessionError::BadRequest(
+                            "line must be one JSON object on one line".into(),
+                        ));
+                    }
+                    let mut b = line.as_bytes().to_vec();
+                    b.push(b'\n');
+                    b
+                } else {
+                    let message = req.message.clone().unwrap_or(Value::Null);
+                    if !message.is_object() {
+                        return Err(SessionError::BadRequest("message must be an object".into()));
+                    }
+                    let mut b = serde_json::to_vec(&json!({"type": "user", "message": message}))
+                        .map_err(SessionError::internal)?;
+                    b.push(b'\n');
+                    b
+                };
+                if !l.session.ready() {
+                    l.queued.push_back(Queued::Line(bytes));
+                    return Ok(());
+                }
+                bytes
+            }
+        };
+        live.run
+            .write_input(&bytes)
+            .map_err(|e| SessionError::Conflict(e.to_string()))?;
+        Ok(())
+    }
+
+    pub fn input(&self, run_ref: &str, req: &InputRequest) -> Result<(), SessionError> {
+        let mut inner = self.lock();
+        self.input_locked(&mut inner, run_ref, req)
+    }
+
+    pub fn interrupt(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+        let mut inner = self.lock();
+        let state = self.get_record(&inner, run_ref)?.derive().state;
+        let live = inner
+            .live
+            .get(run_ref)
+            .filter(|_| state.is_live())
+            .ok_or_else(|| {
+                SessionError::Conflict(format!(
+                    "run {run_ref} is not live (state={})",
+                    state.as_str()
+                ))
+            })?;
+        let method = match &live.stdio {
+            Some(link) => {
+                let bytes = link
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .session
+                    .interrupt()
+                    .map_err(|e| SessionError::Conflict(e.to_string()))?;
+                live.run
+                    .write_input(&bytes)
+                    .map_err(|e| SessionError::Conflict(e.to_string()))?;
+                "protocol"
+            }
+            None => {
+                live.run
+                    .interrupt()
+                    .map_err(|e| SessionError::Conflict(e.to_string()))?;
+                "SIGINT"
+            }
+        };
+        let generation = live.generation;
+        self.record(
+            &mut inner,
+            run_ref,
+            kinds::INTERRUPTED,
+            json!({"generation": generation, "method": method, "by": by}),
+        )?;
+        Ok(self.view(&inner, run_ref, None))
+    }
+
+    /// Stops a run's process group (TERM, then KILL after the grace period) and returns once
+    /// the exit is observed and recorded. Stopping a run that is not live changes nothing.
+    pub fn stop(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+        let run = {
+            let mut inner = self.lock();
+            let state = self.get_record(&inner, run_ref)?.derive().state;
+            if !state.is_live() {
+                return Ok(self.view(&inner, run_ref, None));
+            }
+            let Some(live) = inner.live.get_mut(run_ref) else {
+                return Ok(self.view(&inner, run_ref, None));
+            };
+            let run = live.run.clone();
+            let generation = live.generation;
+            if !live.stop_requested {
+                live.stop_requested = true;
+                self.record(
+                    &mut inner,
+                    run_ref,
+                    kinds::STOP_REQUESTED,
+                    json!({"generation": generation, "by": by}),
+                )?;
+            }
+            run
+        };
+        let report = run
+            .stop(self.settings.stop_grace)
+            .map_err(|e| SessionError::Internal(e.to_string()))?;
+        // The watcher records the exit; wait for it so the answer carries the exit code.
+        for _ in 0..400 {
+            let inner = self.lock();
+            if !self.get_record(&inner, run_ref)?.derive().state.is_live() {
+                let mut v = self.view(&inner, run_ref, None);
+                v["stop"] = json!({"sent_term": report.sent_term, "sent_kill": report.sent_kill, "group_gone": report.group_gone});
+                return Ok(v);
+            }
+            drop(inner);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(SessionError::Internal(
+            "the process was reaped but its exit was not recorded within 4 s".into(),
+        ))
+    }
+
+    /// Stops every live run (server shutdown), in parallel, and returns when all are done.
+    pub fn stop_all(self: &Arc<Self>, by: &str) {
+        let refs: Vec<String> = {
+            let inner = self.lock();
+            inner.live.keys().cloned().collect()
+        };
+        let handles: Vec<_> = refs
+            .into_iter()
+            .map(|r| {
+                let me = Arc::clone(self);
+                let by = by.to_string();
+                std::thread::spawn(move || {
+                    let _ = me.stop(&r, &by);
+                })
+            })
+            .collect();
+        for h in handles {
+            let _ = h.join();
+        }
+    }
+
+    /// Starts a new process generation on the exact stored conversation.
+    pub fn resume(
+        self: &Arc<Self>,
+        run_ref: &str,
+        size: Option<TermSize>,
+    ) -> Result<Value, SessionError> {
+        let mut inner = self.lock();
+        let rec = self.get_record(&inner, run_ref)?.clone();
+        let d = rec.derive();
+        if d.state.is_live() {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} is live (state={}); stop it before resuming",
+                d.state.as_str()
+            )));
+        }
+        if d.state == State::Cleaned {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} was cleaned up"
+            )));
+        }
+        let conversation = d.conversation_id.clone().ok_or_else(|| {
+            SessionError::Conflict(format!(
+                "run {run_ref} has no stored conversation: the tool never reported one, so resuming would start a new conversation"
+            ))
+        })?;
+        let store = Store::new(&self.home.config);
+        let user_home = self
+            .parent_env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let profile = store.find(&rec.profile, &user_home).map_err(|e| {
+            SessionError::Conflict(format!("profile {} is no longer usable: {e}", rec.profile))
+        })?;
+        let transport = if rec.transport == "pty" {
+            Transport::Pty
+        } else {
+            Transport::Pipe
+        };
+        let path_var = self
+            .parent_env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone());
+        let program = providers::resolve(profile.tool, path_var.as_deref())
+            .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
+        let generation = d.generation + 1;
+        self.record(
+            &mut inner,
+            run_ref,
+            kinds::RESUMED,
+            json!({"generation": generation, "conversation_id": conversation}),
+        )?;
+        let size = size.unwrap_or_default();
+        if let Err(e) = self.spawn_generation(
+            &mut inner,
+            run_ref,
+            generation,
+            &profile,
+            transport,
+            size,
+            Some(&conversation),
+            &program,
+        ) {
+            self.record(
+                &mut inner,
+                run_ref,
+                kinds::LAUNCH_FAILED,
+                json!({"generation": generation, "error": e.to_string()}),
+            )?;
+        }
+        Ok(self.view(&inner, run_ref, None))
+    }
+
+    pub fn resize(&self, run_ref: &str, size: TermSize) -> Result<(), SessionError> {
+        let inner = self.lock();
+        self.get_record(&inner, run_ref)?;
+        let live = inner
+            .live
+            .get(run_ref)
+            .ok_or_else(|| SessionError::Conflict(format!("run {run_ref} is not live")))?;
+        live.run.resize(size).map_err(|e| match e {
+            RunError::NotAPty { .. } | RunError::BadSize { .. } => {
+                SessionError::BadRequest(e.to_string())
+            }
+            other => SessionError::Conflict(other.to_string()),
+        })
+    }
+
+    fn ensure_not_cleaned(&self, inner: &Inner, run_ref: &str) -> Result<(), SessionError> {
+        let state = self.get_record(inner, run_ref)?.derive().state;
+        if state == State::Cleaned {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} was cleaned up"
+            )));
+        }
+        Ok(())
+    }
+
+    fn marks_view(&self, inner: &Inner, run_ref: &str, caller: &str) -> Value {
+        let m = inner.marks.get(caller, run_ref, &now());
+        json!({"run_ref": run_ref, "pinned": m.pinned_at.is_some(), "pinned_at": m.pinned_at, "snoozed_until": m.snoozed_until, "done": m.done})
+    }
+
+    pub fn pin(&self, run_ref: &str, caller: &str, on: bool) -> Result<Value, SessionError> {
+        let mut inner = self.lock();
+        self.ensure_not_cleaned(&inner, run_ref)?;
+        if on {
+            inner.marks.pin(caller, run_ref, &now())?;
+        } else {
+            inner.marks.unpin(caller, run_ref)?;
+        }
+        Ok(self.marks_view(&inner, run_ref, caller))
+    }
+
+    pub fn snooze(
+        &self,
+        run_ref: &str,
+        caller: &str,
+        until: Option<&str>,
+    ) -> Result<Value, SessionError> {
+        let mut inner = self.lock();
+        self.ensure_not_cleaned(&inner, run_ref)?;
+        match until {
+            Some(u) => {
+                let t = chrono::DateTime::parse_from_rfc3339(u).map_err(|_| {
+                    SessionError::BadRequest(format!("until {u:?} is not an RFC 3339 instant"))
+                })?;
+                if t <= chrono::Utc::now() {
+                    return Err(SessionError::BadRequest(format!(
+                        "until {u} is not in the future"
+                    )));
+                }
+                let canonical = t
+                    .with_timezone(&chrono::Utc)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                inner.marks.snooze(caller, run_ref, &canonical)?;
+            }
+            None => inner.marks.unsnooze(caller, run_ref)?,
+        }
+        Ok(self.marks_view(&inner, run_ref, caller))
+    }
+
+    pub fn done(&self, run_ref: &str, caller: &str, on: bool) -> Result<Value, SessionError> {
+        let mut inner = self.lock();
+        self.ensure_not_cleaned(&inner, run_ref)?;
+        inner.marks.set_done(caller, run_ref, on)?;
+        Ok(self.marks_view(&inner, run_ref, caller))
+    }
+
+    /// Renames (or, with an empty name, un-names) a run. The ledger records the ref, never
+    /// the name; a name that is already the run's changes and records nothing.
+    pub fn rename(&self, run_ref: &str, raw: &str, caller: &str) -> Result<Value, SessionError> {
+        let name =
+            text::validate_run_name(raw).map_err(|e| SessionError::BadRequest(e.to_string()))?;
+        let mut inner = self.lock();
+        let rec = self.get_record(&inner, run_ref)?;
+        if rec.name == name {
+            return Ok(self.view(&inner, run_ref, Some(caller)));
+        }
+        let rec = inner.records.get_mut(run_ref).expect("checked");
+        let before = rec.name.clone();
+        rec.name = name;
+        if let Err(e) = self.record(&mut inner, run_ref, kinds::RENAMED, json!({})) {
+            if let Some(r) = inner.records.get_mut(run_ref) {
+                r.name = before;
+            }
+            return Err(e);
+        }
+        Ok(self.view(&inner, run_ref, Some(caller)))
+    }
+
+    /// Archives or unarchives, for everyone. Idempotent, and a no-op records nothing.
+    pub fn archive(&self, run_ref: &str, on: bool, caller: &str) -> Result<Value, SessionError> {
+        let mut inner = self.lock();
+        let rec = self.get_record(&inner, run_ref)?;
+        if rec.archived_at.is_some() == on {
+            return Ok(self.view(&inner, run_ref, Some(caller)));
+        }
+        let rec = inner.records.get_mut(run_ref).expect("checked");
+        rec.archived_at = on.then(now);
+        let kind = if on {
+            kinds::ARCHIVED
+        } else {
+            kinds::UNARCHIVED
+        };
+        self.record(&mut inner, run_ref, kind, json!({}))?;
+        Ok(self.view(&inner, run_ref, Some(caller)))
+    }
+
+    /// Releases a run that has no live process (no worktree runs yet): marks are dropped,
+    /// its output handle released. Cleaning a cleaned run changes nothing.
+    pub fn cleanup(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+        let mut inner = self.lock();
+        let state = self.get_record(&inner, run_ref)?.derive().state;
+        if state == State::Cleaned {
+            return Ok(self.view(&inner, run_ref, None));
+        }
+        if state.is_live() {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} is live (state={}); stop it before cleanup",
+                state.as_str()
+            )));
+        }
+        inner.live.remove(run_ref);
+        inner.marks.forget_run(run_ref)?;
+        self.record(
+            &mut inner,
+            run_ref,
+            kinds::CLEANED,
+            json!({"worktree": "none", "by": by}),
+        )?;
+        Ok(self.view(&inner, run_ref, None))
+    }
+
+    /// Deletes a cleaned run's record and its transcripts.
+    pub fn delete(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+        let mut inner = self.lock();
+        let state = self.get_record(&inner, run_ref)?.derive().state;
+        if state != State::Cleaned {
+            return Err(SessionError::Conflict(format!(
+                "session must be cleaned before delete (state={})",
+                state.as_str()
+            )));
+        }
+        let mut fields = Map::new();
+        fields.insert("run".into(), json!(run_ref));
+        fields.insert("by".into(), json!(by));
+        self.ledger.append(kinds::DELETED, &fields)?;
+        inner.records.remove(run_ref);
+        inner.live.remove(run_ref);
+        inner.marks.forget_run(run_ref)?;
+        let dir = runs_dir(&self.home).join(run_ref);
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| SessionError::internal(format!("{}: {e}", dir.display())))?;
+        Ok(json!({"run_ref": run_ref, "deleted": true}))
+    }
+}
+
+/// `GET /runs` query.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct ListQuery {
+    pub limit: Option<usize>,
+    pub offset: Option<usize>,
+    pub state: Option<String>,
+    pub pagination: Option<String>,
+    pub cursor: Option<String>,
+}
+
+/// True when /proc/<pid>/environ holds our tag.
+fn process_has_tag(pid: u32, tag: &str) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let want = format!("{TAG_VAR}={tag}");
+    env.split(|b| *b == 0).any(|kv| kv == want.as_bytes())
+}
+
+/// True for a process that exists and is not a zombie (a zombie has ended; only its
+/// parent's wait is missing).
+fn living(pid: u32) -> bool {
+    runs::proc_stat(pid).is_some_and(|s| s.state != 'Z')
+}
+
+/// Live processes (not zombies) whose environment holds `PROCTOR_RUN_TAG=<tag>`.
+fn tagged_processes(tag: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me && living(*pid) && process_has_tag(*pid, tag))
+        .collect()
+}
+
+/// Ends orphaned processes: SIGTERM to each and to its group, then SIGKILL after the grace.
+/// True when none is left alive.
+fn end_processes(pids: &[u32], grace: Duration) -> bool {
+    let signal_all = |sig: libc::c_int| {
+        for &pid in pids {
+            let p = pid as libc::pid_t;
+            // SAFETY: plain kill(2) on processes identified by their tag.
+            unsafe {
+                libc::kill(-p, sig);
+                libc::kill(p, sig);
+            }
+        }
+    };
+    let all_gone = || pids.iter().all(|p| !living(*p));
+    signal_all(libc::SIGTERM);
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        if all_gone() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal_all(libc::SIGKILL);
+    for _ in 0..250 {
+        if all_gone() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}

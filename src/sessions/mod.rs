@@ -1,0 +1,7 @@
+//! Agent sessions ("runs"): their records, their derived state, and each caller's marks.
+
+pub mod manager;
+pub mod marks;
+pub mod record;
+
+pub use manager::{SessionError, Sessions};

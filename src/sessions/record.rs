@@ -1,0 +1,285 @@
+//! A run's record: what it is (tool, profile, transport, workspace), what the session owns
+//! (name, archive mark), and the lifecycle events observed for it. Its state is never
+//! stored: it is derived from the events, so nothing can claim a state nobody observed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The lifecycle states a run can be in, derived from its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Recorded, its process not (yet) spawned in this generation.
+    Starting,
+    /// Its process lives and is working (or, for PTY forms, simply lives).
+    Running,
+    /// Its process lives and the tool said its turn is over (stdio forms).
+    Idle,
+    /// Its process ended after a stop request, or exited with code 0.
+    Stopped,
+    /// Its process could not start, or ended on its own with a non-zero code or a signal.
+    Failed,
+    /// A server lost track of its process (crash); the exit code is unknown.
+    Lost,
+    /// Released by cleanup; only delete remains.
+    Cleaned,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Running => "running",
+            State::Idle => "idle",
+            State::Stopped => "stopped",
+            State::Failed => "failed",
+            State::Lost => "lost",
+            State::Cleaned => "cleaned",
+        }
+    }
+
+    /// True while a process of this run may be alive.
+    pub fn is_live(self) -> bool {
+        matches!(self, State::Starting | State::Running | State::Idle)
+    }
+}
+
+/// One lifecycle event of a run, as appended to the ledger (`seq` is the ledger's).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunEvent {
+    pub seq: u64,
+    pub at: String,
+    /// The ledger kind, e.g. `sessions.run.started`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub fields: Map<String, Value>,
+}
+
+/// What the session owns and where it runs. Persisted as `data/runs/<ref>.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    pub tool: String,
+    pub profile: String,
+    pub transport: String,
+    pub workspace: String,
+    /// True when a provider fake backs the run: its output is a demo, not a model's.
+    pub demo: bool,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<String>,
+    #[serde(default)]
+    pub events: Vec<RunEvent>,
+}
+
+/// The derived, observed view of a run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Derived {
+    pub state: State,
+    pub generation: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+    /// Present only once the OS reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Short names of the lifecycle kinds, under `sessions.run.`.
+pub mod kinds {
+    pub const CREATED: &str = "sessions.run.created";
+    pub const STARTED: &str = "sessions.run.started";
+    pub const LAUNCH_FAILED: &str = "sessions.run.launch_failed";
+    pub const CONVERSATION: &str = "sessions.run.conversation";
+    pub const TURN_STARTED: &str = "sessions.run.turn_started";
+    pub const TURN_ENDED: &str = "sessions.run.turn_ended";
+    pub const STOP_REQUESTED: &str = "sessions.run.stop_requested";
+    pub const INTERRUPTED: &str = "sessions.run.interrupted";
+    pub const EXITED: &str = "sessions.run.exited";
+    pub const RESUMED: &str = "sessions.run.resumed";
+    pub const LOST: &str = "sessions.run.lost";
+    pub const RENAMED: &str = "sessions.run.renamed";
+    pub const ARCHIVED: &str = "sessions.run.archived";
+    pub const UNARCHIVED: &str = "sessions.run.unarchived";
+    pub const CLEANED: &str = "sessions.run.cleaned";
+    pub const DELETED: &str = "sessions.run.deleted";
+    pub const TRANSCRIPT_CAPPED: &str = "sessions.run.transcript_capped";
+}
+
+impl RunRecord {
+    /// Folds the events into the observed view.
+    pub fn derive(&self) -> Derived {
+        let mut d = Derived {
+            state: State::Starting,
+            generation: 0,
+            pid: None,
+            exit_code: None,
+            signal: None,
+            started_at: None,
+            ended_at: None,
+            conversation_id: None,
+            reason: None,
+        };
+        let mut stop_requested = false;
+        for e in &self.events {
+            let f = &e.fields;
+            match e.kind.as_str() {
+                kinds::CREATED => {
+                    d.generation = 1;
+                }
+                kinds::RESUMED => {
+                    d.generation = f
+                        .get("generation")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(d.generation + 1);
+                    d.state = State::Starting;
+                    d.pid = None;
+                    d.exit_code = None;
+                    d.signal = None;
+                    d.ended_at = None;
+                    d.reason = None;
+                    stop_requested = false;
+                }
+                kinds::STARTED => {
+                    d.state = State::Running;
+                    d.pid = f.get("pid").and_then(Value::as_u64);
+                    d.started_at = Some(e.at.clone());
+                }
+                kinds::LAUNCH_FAILED => {
+                    d.state = State::Failed;
+                    d.ended_at = Some(e.at.clone());
+                    d.reason = f.get("error").and_then(Value::as_str).map(str::to_string);
+                }
+                kinds::CONVERSATION => {
+                    d.conversation_id = f
+                        .get("conversation_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                kinds::TURN_STARTED if d.state == State::Idle => d.state = State::Running,
+                kinds::TURN_ENDED if d.state == State::Running => d.state = State::Idle,
+                kinds::STOP_REQUESTED => stop_requested = true,
+                kinds::EXITED => {
+                    d.exit_code = f.get("exit_code").and_then(Value::as_i64);
+                    d.signal = f.get("signal").and_then(Value::as_str).map(str::to_string);
+                    d.ended_at = Some(e.at.clone());
+                    d.reason = f.get("reason").and_then(Value::as_str).map(str::to_string);
+                    d.state = if d.reason.is_some() {
+                        State::Failed
+                    } else if stop_requested || d.exit_code == Some(0) {
+                        State::Stopped
+                    } else {
+                        State::Failed
+                    };
+                }
+                kinds::LOST => {
+                    d.state = State::Lost;
+                    d.ended_at = Some(e.at.clone());
+                    d.exit_code = None;
+                    d.reason = f.get("reason").and_then(Value::as_str).map(str::to_string);
+                }
+                kinds::CLEANED => d.state = State::Cleaned,
+                _ => {}
+            }
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(kind: &str, fields: Value) -> RunEvent {
+        RunEvent {
+            seq: 0,
+            at: "2026-11-30T00:00:00.000Z".into(),
+            kind: kind.into(),
+            fields: fields.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    fn rec(events: Vec<RunEvent>) -> RunRecord {
+        RunRecord {
+            run_ref: "run-0001".into(),
+            tool: "claude".into(),
+            profile: "claude".into(),
+            transport: "pipe".into(),
+            workspace: "/w".into(),
+            demo: true,
+            created_at: "2026-11-30T00:00:00.000Z".into(),
+            name: None,
+            archived_at: None,
+            events,
+        }
+    }
+
+    #[test]
+    fn state_follows_what_was_observed() {
+        let mut r = rec(vec![ev(kinds::CREATED, json!({}))]);
+        assert_eq!(r.derive().state, State::Starting);
+        r.events.push(ev(kinds::STARTED, json!({"pid": 42})));
+        assert_eq!(r.derive().state, State::Running);
+        assert_eq!(r.derive().pid, Some(42));
+        r.events.push(ev(kinds::TURN_ENDED, json!({})));
+        assert_eq!(r.derive().state, State::Idle);
+        r.events.push(ev(kinds::TURN_STARTED, json!({})));
+        assert_eq!(r.derive().state, State::Running);
+        assert_eq!(
+            r.derive().exit_code,
+            None,
+            "no exit code before one is observed"
+        );
+        r.events.push(ev(kinds::EXITED, json!({"exit_code": 3})));
+        let d = r.derive();
+        assert_eq!((d.state, d.exit_code), (State::Failed, Some(3)));
+    }
+
+    #[test]
+    fn a_requested_stop_is_stopped_whatever_the_code() {
+        let r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"pid": 1})),
+            ev(kinds::STOP_REQUESTED, json!({})),
+            ev(kinds::EXITED, json!({"signal": "SIGKILL"})),
+        ]);
+        let d = r.derive();
+        assert_eq!(d.state, State::Stopped);
+        assert_eq!(d.exit_code, None);
+        assert_eq!(d.signal.as_deref(), Some("SIGKILL"));
+    }
+
+    #[test]
+    fn lost_has_no_exit_code_and_resume_starts_a_new_generation() {
+        let mut r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"pid": 1})),
+            ev(kinds::CONVERSATION, json!({"conversation_id": "c-1"})),
+            ev(kinds::LOST, json!({"reason": "server restarted"})),
+        ]);
+        let d = r.derive();
+        assert_eq!((d.state, d.exit_code, d.generation), (State::Lost, None, 1));
+        r.events.push(ev(kinds::RESUMED, json!({"generation": 2})));
+        r.events.push(ev(kinds::STARTED, json!({"pid": 2})));
+        let d = r.derive();
+        assert_eq!((d.state, d.generation, d.pid), (State::Running, 2, Some(2)));
+        assert_eq!(
+            d.conversation_id.as_deref(),
+            Some("c-1"),
+            "the conversation carries over"
+        );
+    }
+}

@@ -1,0 +1,63 @@
+//! The contract against the real provider CLIs, when they are installed. Each launch gets a
+//! fresh HOME and account home, and no model turn is ever sent: only the protocol handshake,
+//! then stop. A tool that is not on PATH (or is a proctor demo shim) is skipped, by name.
+
+mod common;
+use common::DemoServer;
+use serde_json::json;
+
+/// The real executable of `tool` on this machine's PATH, if there is one.
+fn real_tool(tool: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+        .filter(|p| {
+            let head = std::fs::read(p).unwrap_or_default();
+            !String::from_utf8_lossy(&head[..head.len().min(4096)]).contains("proctor demo shim")
+        })
+}
+
+#[test]
+fn real_tools_handshake_and_stop_without_a_model_turn() {
+    let tools = ["claude", "codex", "gemini", "grok", "opencode"];
+    let present: Vec<(&str, std::path::PathBuf)> = tools
+        .iter()
+        .filter_map(|t| real_tool(t).map(|p| (*t, p)))
+        .collect();
+    for t in tools {
+        if !present.iter().any(|(p, _)| *p == t) {
+            eprintln!("real-tool battery: {t} is not on PATH here; skipped");
+        }
+    }
+    if present.is_empty() {
+        return;
+    }
+    // A server whose PATH holds the real tools and whose HOME is a fresh folder.
+    let s = DemoServer::start_with_env(&[("HOME", "fresh-home")]);
+    let ws = s.home.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    for (tool, program) in present {
+        let v = s.expect(
+            201,
+            "POST",
+            "/v1/m/sessions/runs",
+            Some(json!({"tool": tool, "workspace": ws})),
+        );
+        assert_eq!(v["demo"], false, "{tool} at {}", program.display());
+        let run = v["ref"].as_str().unwrap().to_string();
+        if tool != "claude" {
+            // codex app-server and the ACP agents report their conversation id during the
+            // handshake (thread/start, session/new), before any turn.
+            s.wait_run(&run, "the handshake", |v| {
+                v["conversation_id"].is_string() || v["state"] == "failed"
+            });
+        }
+        let v = s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+        assert_eq!(v["state"], "stopped", "{tool}: {v}");
+        assert!(
+            v["exit_code"].is_number() || v["signal"].is_string(),
+            "{tool}: the exit is observed: {v}"
+        );
+    }
+}

@@ -1,0 +1,599 @@
+//! The runs core against real children, real pipes and real pseudo-terminals.
+//!
+//! Timeouts here only keep a broken build from hanging; no test asserts a duration.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::time::Duration;
+
+use proctor::runs::{
+    End, Frame, Liveness, ReadOutcome, Run, RunError, RunSpec, Stream, TermSize, TranscriptSpec,
+    Transport, is_same_process, proc_stat, process_exists,
+};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// A run that is killed (group and all) if the test fails while it is live, so a failing
+/// test leaves no process behind.
+struct Owned(Run);
+
+impl std::ops::Deref for Owned {
+    type Target = Run;
+    fn deref(&self) -> &Run {
+        &self.0
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = self.0.stop(Duration::ZERO);
+        }
+    }
+}
+
+fn spawn(spec: RunSpec) -> Owned {
+    Owned(Run::spawn(spec).unwrap())
+}
+
+fn env() -> BTreeMap<OsString, OsString> {
+    BTreeMap::from([("PATH".into(), "/usr/bin:/bin".into())])
+}
+
+fn pty() -> Transport {
+    Transport::Pty(TermSize { rows: 24, cols: 80 })
+}
+
+fn sh(script: &str, transport: Transport) -> RunSpec {
+    RunSpec::new(["/bin/sh", "-c", script], "/", env(), transport)
+}
+
+/// Reads every frame from `cursor` until the end marker; checks seqs are contiguous.
+fn read_to_end(run: &Run, mut cursor: u64) -> (Vec<Frame>, End) {
+    let mut out = Vec::new();
+    loop {
+        match run.ring().read_from(cursor, 1 << 20) {
+            ReadOutcome::Frames(fs) => {
+                for f in fs {
+                    assert_eq!(f.seq, cursor, "seqs must be contiguous");
+                    cursor += 1;
+                    out.push(f);
+                }
+            }
+            ReadOutcome::End(e) => {
+                assert_eq!(e.last_seq, cursor - 1);
+                return (out, e);
+            }
+            ReadOutcome::Pending { .. } => {
+                assert!(
+                    run.ring().wait_readable(cursor, LONG),
+                    "no output and no end"
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// Reads from `cursor` until the accumulated bytes of `stream` contain `needle`; returns the
+/// bytes read and the next cursor.
+fn read_until(run: &Run, mut cursor: u64, needle: &str, times: usize) -> (Vec<u8>, u64) {
+    let mut got = Vec::new();
+    loop {
+        let text = String::from_utf8_lossy(&got);
+        if text.matches(needle).count() >= times {
+            return (got, cursor);
+        }
+        match run.ring().read_from(cursor, 1 << 20) {
+            ReadOutcome::Frames(fs) => {
+                for f in fs {
+                    assert_eq!(f.seq, cursor);
+                    cursor += 1;
+                    got.extend_from_slice(&f.bytes);
+                }
+            }
+            ReadOutcome::Pending { .. } => {
+                assert!(
+                    run.ring().wait_readable(cursor, LONG),
+                    "waited for {needle:?}, have {:?}",
+                    String::from_utf8_lossy(&got)
+                );
+            }
+            other => panic!("waiting for {needle:?}: {other:?}, have {text:?}"),
+        }
+    }
+}
+
+/// Polls `f` until it holds (true) or a long timeout passes (false).
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + LONG;
+    while std::time::Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn bytes_of(frames: &[Frame], stream: Stream) -> Vec<u8> {
+    frames
+        .iter()
+        .filter(|f| f.stream == stream)
+        .flat_map(|f| f.bytes.iter().copied())
+        .collect()
+}
+
+fn lines(n: u32, eol: &str) -> String {
+    (1..=n).map(|i| format!("line-{i}{eol}")).collect()
+}
+
+const LINES_SCRIPT: &str = "i=1; while [ $i -le 3000 ]; do echo line-$i; i=$((i+1)); done";
+
+#[test]
+fn pipe_output_arrives_in_order_with_contiguous_seqs() {
+    let run = spawn(sh(LINES_SCRIPT, Transport::Pipe));
+    let (frames, end) = read_to_end(&run, 1);
+    assert_eq!(frames.first().map(|f| f.seq), Some(1));
+    assert_eq!(
+        String::from_utf8(bytes_of(&frames, Stream::Stdout)).unwrap(),
+        lines(3000, "\n")
+    );
+    assert!(bytes_of(&frames, Stream::Stderr).is_empty());
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+}
+
+#[tokio::test]
+async fn pty_output_arrives_in_order_through_the_async_wait() {
+    let run = spawn(sh(LINES_SCRIPT, pty()));
+    let ring = run.ring().clone();
+    let mut cursor = 1;
+    let mut got = Vec::new();
+    let end = loop {
+        tokio::time::timeout(LONG, ring.readable(cursor))
+            .await
+            .expect("no output and no end");
+        match ring.read_from(cursor, 4096) {
+            ReadOutcome::Frames(fs) => {
+                for f in fs {
+                    assert_eq!(f.seq, cursor);
+                    assert_eq!(f.stream, Stream::Stdout);
+                    cursor += 1;
+                    got.extend_from_slice(&f.bytes);
+                }
+            }
+            ReadOutcome::End(e) => break e,
+            ReadOutcome::Pending { .. } => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    // The terminal turns each \n into \r\n (onlcr).
+    assert_eq!(String::from_utf8(got).unwrap(), lines(3000, "\r\n"));
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+}
+
+#[test]
+fn input_echoes_through_cat_on_pipes() {
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe));
+    run.write_input(b"hello over a pipe\n").unwrap();
+    let (got, cursor) = read_until(&run, 1, "hello over a pipe\n", 1);
+    assert_eq!(got, b"hello over a pipe\n");
+    run.close_input();
+    assert!(matches!(run.write_input(b"x"), Err(RunError::InputClosed)));
+    let (rest, end) = read_to_end(&run, cursor);
+    assert!(rest.is_empty());
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    assert!(matches!(
+        run.write_input(b"x"),
+        Err(RunError::NotLive { .. })
+    ));
+}
+
+#[test]
+fn input_echoes_through_cat_on_a_pty() {
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), pty()));
+    run.write_input(b"hello over a pty\n").unwrap();
+    // Once from the terminal's echo, once from cat.
+    let (got, cursor) = read_until(&run, 1, "hello over a pty\r\n", 2);
+    assert_eq!(got, b"hello over a pty\r\nhello over a pty\r\n");
+    // ^D at the start of a line: cat reads end of file and exits 0.
+    run.write_input(b"\x04").unwrap();
+    let (_, end) = read_to_end(&run, cursor);
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+}
+
+#[test]
+fn stderr_is_its_own_stream_on_pipes() {
+    let run = spawn(sh(
+        "echo out-1; echo err-1 >&2; echo out-2; echo err-2 >&2",
+        Transport::Pipe,
+    ));
+    let (frames, _) = read_to_end(&run, 1);
+    assert_eq!(bytes_of(&frames, Stream::Stdout), b"out-1\nout-2\n");
+    assert_eq!(bytes_of(&frames, Stream::Stderr), b"err-1\nerr-2\n");
+}
+
+#[test]
+fn a_tiny_ring_evicts_and_a_late_reader_gets_lag() {
+    let mut spec = sh("head -c 200000 /dev/zero", Transport::Pipe);
+    spec.ring_bytes = 1024;
+    let run = spawn(spec);
+    let end = loop {
+        if let Some(e) = run.ring().ended() {
+            break e;
+        }
+        run.ring().wait_readable(run.ring().status().next_seq, LONG);
+    };
+    let status = run.ring().status();
+    assert_eq!(status.total_bytes, 200_000);
+    assert!(status.held_bytes <= 1024, "{status:?}");
+    let first = match run.ring().read_from(1, usize::MAX) {
+        ReadOutcome::Lag { first_available } => first_available,
+        other => panic!("expected lag, got {other:?}"),
+    };
+    assert!(first > 1);
+    assert_eq!(first, status.first_available);
+    let (frames, end2) = read_to_end(&run, first);
+    assert_eq!(end2, end);
+    assert_eq!(frames.last().unwrap().seq, end.last_seq);
+    assert!(frames.iter().all(|f| f.bytes.iter().all(|&b| b == 0)));
+}
+
+fn reconnect_is_exact(transport: Transport) {
+    let t = tempfile::tempdir().unwrap();
+    let mut spec = sh(LINES_SCRIPT, transport);
+    spec.transcript = Some(TranscriptSpec::new(t.path().join("tr")));
+    let run = spawn(spec);
+    // First connection: read some, then go away mid-stream.
+    let (first, cursor) = read_until(&run, 1, "line-100", 1);
+    let last = cursor - 1;
+    // Second connection, later, from last + 1.
+    let (frames, end) = read_to_end(&run, last + 1);
+    assert_eq!(frames.first().map(|f| f.seq), Some(last + 1));
+    let mut all = first;
+    for f in &frames {
+        all.extend_from_slice(&f.bytes);
+    }
+    let eol = if transport == Transport::Pipe {
+        "\n"
+    } else {
+        "\r\n"
+    };
+    assert_eq!(String::from_utf8(all.clone()).unwrap(), lines(3000, eol));
+    // The transcript holds the same bytes.
+    let tr = run.transcript().unwrap();
+    assert!(!tr.capped);
+    assert_eq!(std::fs::read(&tr.files[0]).unwrap(), all);
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    if transport != Transport::Pipe {
+        // Once the run has ended, its screen includes the last frame.
+        let screen = run.screen().unwrap();
+        assert_eq!(screen.seq, end.last_seq);
+        assert!(
+            screen.text.trim_end().ends_with("line-3000"),
+            "{:?}",
+            screen.text
+        );
+    }
+}
+
+#[test]
+fn reconnect_from_last_plus_one_is_exact_on_pipes() {
+    reconnect_is_exact(Transport::Pipe);
+}
+
+#[test]
+fn reconnect_from_last_plus_one_is_exact_on_a_pty() {
+    reconnect_is_exact(pty());
+}
+
+const STUBBORN: &str = "trap '' TERM; sleep 1000 & echo grandchild=$!; while :; do sleep 1; done";
+
+fn stop_escalates(transport: Transport) {
+    let run = spawn(sh(STUBBORN, transport));
+    let pid = run.pid();
+    let start = run.start_time().unwrap();
+    let (got, _) = read_until(&run, 1, "\n", 1);
+    let text = String::from_utf8(got).unwrap();
+    let gc: u32 = text
+        .trim()
+        .strip_prefix("grandchild=")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let gc_stat = proc_stat(gc).unwrap();
+    assert_eq!(gc_stat.pgrp as u32, pid, "the grandchild shares the group");
+    assert!(process_exists(gc));
+
+    let report = run.stop(Duration::from_millis(300)).unwrap();
+    assert!(report.was_running);
+    assert!(report.sent_term);
+    assert!(
+        report.sent_kill,
+        "SIGTERM was ignored, so SIGKILL must follow"
+    );
+    let exit = report.exit.unwrap();
+    assert_eq!(exit.signal(), Some(libc::SIGKILL));
+    assert_eq!(exit.exit_code(), None);
+    assert!(report.group_gone);
+    assert_eq!(run.liveness(), Liveness::Exited { exit });
+    assert!(!is_same_process(pid, start));
+    // Dead now (a zombie at most, waiting for init to collect it), and then gone: ESRCH.
+    assert!(
+        proc_stat(gc).is_none_or(|s| s.state == 'Z'),
+        "the grandchild survived"
+    );
+    assert!(
+        eventually(|| !process_exists(gc)),
+        "the grandchild was never collected"
+    );
+    // The ring ends with the same observed status.
+    let (_, end) = read_to_end(&run, 1);
+    assert_eq!(end.exit, Some(exit));
+    // Stopping again is a no-op that reports the same exit.
+    let again = run.stop(Duration::from_millis(300)).unwrap();
+    assert!(!again.was_running && !again.sent_term && !again.sent_kill);
+    assert_eq!(again.exit, Some(exit));
+}
+
+#[test]
+fn stop_escalates_to_sigkill_for_the_whole_group_on_pipes() {
+    stop_escalates(Transport::Pipe);
+}
+
+#[test]
+fn stop_escalates_to_sigkill_for_the_whole_group_on_a_pty() {
+    stop_escalates(pty());
+}
+
+#[test]
+fn a_child_that_honours_sigterm_is_not_killed() {
+    let run = spawn(RunSpec::new(
+        ["/usr/bin/sleep", "1000"],
+        "/",
+        env(),
+        Transport::Pipe,
+    ));
+    let report = run.stop(Duration::from_secs(30)).unwrap();
+    assert!(report.sent_term && !report.sent_kill);
+    assert_eq!(report.exit.unwrap().signal(), Some(libc::SIGTERM));
+}
+
+#[test]
+fn a_stopped_child_is_continued_so_it_can_honour_sigterm() {
+    let run = spawn(sh("echo up; kill -STOP $$; sleep 1000", Transport::Pipe));
+    read_until(&run, 1, "up", 1);
+    // Wait until the kernel shows it stopped (state T).
+    assert!(
+        eventually(|| proc_stat(run.pid()).map(|s| s.state) == Some('T')),
+        "the child never stopped"
+    );
+    let report = run.stop(Duration::from_secs(30)).unwrap();
+    assert!(!report.sent_kill);
+    assert_eq!(report.exit.unwrap().signal(), Some(libc::SIGTERM));
+}
+
+#[test]
+fn exit_codes_and_signals_are_observed_on_both_transports() {
+    for transport in [Transport::Pipe, pty()] {
+        let run = spawn(sh("echo bye; exit 7", transport));
+        let (_, end) = read_to_end(&run, 1);
+        let exit = end.exit.unwrap();
+        assert_eq!((exit.exit_code(), exit.signal()), (Some(7), None));
+        assert_eq!(run.exit(), Some(exit));
+
+        let run = spawn(sh("kill -USR1 $$", transport));
+        let (_, end) = read_to_end(&run, 1);
+        let exit = end.exit.unwrap();
+        assert_eq!(
+            (exit.exit_code(), exit.signal()),
+            (None, Some(libc::SIGUSR1))
+        );
+    }
+}
+
+#[test]
+fn a_pty_child_leads_its_own_session_and_a_pipe_child_its_own_group() {
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), pty()));
+    let pid = run.pid() as i32;
+    let s = proc_stat(run.pid()).unwrap();
+    assert_eq!(s.session, pid, "session leader");
+    assert_eq!(s.pgrp, pid, "process group leader");
+    assert_ne!(s.tty_nr, 0, "has a controlling terminal");
+    assert_eq!(s.tpgid, pid, "is the terminal's foreground group");
+    assert_eq!(run.start_time(), Some(s.start_time));
+    run.stop(Duration::from_secs(30)).unwrap();
+
+    let me = proc_stat(std::process::id()).unwrap();
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe));
+    let s = proc_stat(run.pid()).unwrap();
+    assert_eq!(s.pgrp, run.pid() as i32, "process group leader");
+    assert_eq!(s.session, me.session, "stays in our session");
+    assert_eq!(s.tty_nr, 0, "no controlling terminal");
+    run.stop(Duration::from_secs(30)).unwrap();
+}
+
+#[test]
+fn resize_changes_what_the_child_sees_and_the_screen() {
+    let run = spawn(sh(
+        "stty size; read x; stty size; read y",
+        Transport::Pty(TermSize { rows: 24, cols: 80 }),
+    ));
+    let (_, cursor) = read_until(&run, 1, "24 80\r\n", 1);
+    let size = TermSize {
+        rows: 40,
+        cols: 100,
+    };
+    run.resize(size).unwrap();
+    run.write_input(b"\n").unwrap();
+    let (_, cursor) = read_until(&run, cursor, "40 100\r\n", 1);
+    let screen = run.screen().unwrap();
+    assert_eq!(screen.size, size);
+    assert!(screen.text.contains("40 100"), "{:?}", screen.text);
+    assert!(matches!(
+        run.resize(TermSize { rows: 0, cols: 10 }),
+        Err(RunError::BadSize { .. })
+    ));
+    run.write_input(b"\n").unwrap();
+    let (_, end) = read_to_end(&run, cursor);
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    assert!(matches!(run.resize(size), Err(RunError::NotLive { .. })));
+}
+
+#[test]
+fn screen_then_attach_from_seq_plus_one_reproduces_the_terminal() {
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), pty()));
+    run.write_input(b"\x1b[1mone\x1b[0m\n").unwrap();
+    // The terminal echoes the escape as `^[` (echoctl); cat writes it raw, so the raw
+    // sequence followed by the line end marks the end of cat's line.
+    let (_, cursor) = read_until(&run, 1, "\x1b[0m\r\n", 1);
+    let snap = run.screen().unwrap();
+    assert_eq!(snap.seq, cursor - 1, "the screen includes every frame read");
+    assert_eq!(snap.text, "^[[1mone^[[0m\none");
+    assert_eq!(snap.cursor, (2, 0));
+
+    run.write_input(b"two\n").unwrap();
+    let (after, _) = read_until(&run, snap.seq + 1, "two\r\n", 2);
+    assert!(!String::from_utf8_lossy(&after).contains("one"));
+    // A client that draws the snapshot, then applies frames from seq + 1, has the screen.
+    let mut client = vt100::Parser::new(
+        std::num::NonZeroU16::new(snap.size.rows).unwrap(),
+        std::num::NonZeroU16::new(snap.size.cols).unwrap(),
+        0,
+    );
+    client.process(snap.formatted.as_bytes());
+    client.process(&after);
+    let now = run.screen().unwrap();
+    assert_eq!(client.screen().contents(), now.text);
+    assert_eq!(client.screen().cursor_position(), now.cursor);
+    assert!(client.screen().cell(1, 0).unwrap().bold());
+    assert!(!client.screen().cell(0, 0).unwrap().bold());
+    run.stop(Duration::from_secs(30)).unwrap();
+}
+
+#[test]
+fn interrupt_signals_the_foreground_group_and_the_process_stays() {
+    let run = spawn(sh(
+        "trap 'echo got-int' INT; echo ready; while :; do sleep 1; done",
+        pty(),
+    ));
+    let (_, cursor) = read_until(&run, 1, "ready", 1);
+    let fg = run.interrupt().unwrap();
+    assert_eq!(fg, run.pid());
+    let (_, _) = read_until(&run, cursor, "got-int", 1);
+    assert_eq!(run.liveness(), Liveness::Running);
+    assert!(process_exists(run.pid()));
+    let report = run.stop(Duration::from_secs(30)).unwrap();
+    assert!(report.was_running);
+
+    let pipe = spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe));
+    assert!(matches!(pipe.interrupt(), Err(RunError::NotAPty { .. })));
+    assert!(matches!(pipe.screen(), Err(RunError::NotAPty { .. })));
+    pipe.stop(Duration::from_secs(30)).unwrap();
+}
+
+#[test]
+fn the_transcript_stops_at_its_cap_and_says_so() {
+    let t = tempfile::tempdir().unwrap();
+    let mut spec = sh(
+        "i=0; while [ $i -lt 500 ]; do echo 123456789; i=$((i+1)); done",
+        Transport::Pipe,
+    );
+    spec.transcript = Some(TranscriptSpec {
+        dir: t.path().join("run-0001"),
+        cap_bytes: 1000,
+    });
+    let run = spawn(spec);
+    let (frames, _) = read_to_end(&run, 1);
+    let all = bytes_of(&frames, Stream::Stdout);
+    assert_eq!(all.len(), 5000);
+    let tr = run.transcript().unwrap();
+    assert!(tr.capped);
+    assert_eq!(tr.bytes_written, 1000);
+    assert_eq!(tr.error, None);
+    let on_disk = std::fs::read(t.path().join("run-0001/stdout.raw")).unwrap();
+    assert_eq!(on_disk, all[..1000]);
+    assert!(
+        std::fs::read(t.path().join("run-0001/stderr.raw"))
+            .unwrap()
+            .is_empty()
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(t.path().join("run-0001/stdout.raw"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn a_grandchild_holding_the_output_does_not_keep_the_run_open() {
+    let mut spec = sh("sleep 1000 & echo parent-done", Transport::Pipe);
+    spec.drain_after_exit = Duration::from_millis(300);
+    let run = spawn(spec);
+    let (frames, end) = read_to_end(&run, 1);
+    assert_eq!(bytes_of(&frames, Stream::Stdout), b"parent-done\n");
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    // The leader is gone but its group is not: stop ends the rest.
+    assert!(proctor::runs::group_has_live_members(run.pid()));
+    let report = run.stop(Duration::from_secs(30)).unwrap();
+    assert!(!report.was_running && report.sent_term);
+    assert!(report.group_gone);
+}
+
+#[test]
+fn bad_specs_are_refused_before_anything_starts() {
+    let e = Run::spawn(RunSpec::new(["cat"], "/", env(), Transport::Pipe)).unwrap_err();
+    assert!(matches!(e, RunError::ProgramNotAbsolute { .. }), "{e}");
+    let e = Run::spawn(RunSpec::new(["/bin/cat"], "/no/such/folder", env(), pty())).unwrap_err();
+    assert!(matches!(e, RunError::BadCwd { .. }), "{e}");
+    let e = Run::spawn(RunSpec::new(Vec::<OsString>::new(), "/", env(), pty())).unwrap_err();
+    assert!(matches!(e, RunError::EmptyArgv));
+    let mut bad = env();
+    bad.insert("A=B".into(), "x".into());
+    let e = Run::spawn(RunSpec::new(["/bin/cat"], "/", bad, Transport::Pipe)).unwrap_err();
+    assert!(matches!(e, RunError::BadEnv { .. }), "{e}");
+    let e = Run::spawn(RunSpec::new(
+        ["/no/such/program"],
+        "/",
+        env(),
+        Transport::Pipe,
+    ))
+    .unwrap_err();
+    assert!(matches!(e, RunError::Spawn { .. }), "{e}");
+    let e = Run::spawn(RunSpec::new(["/no/such/program"], "/", env(), pty())).unwrap_err();
+    assert!(matches!(e, RunError::Spawn { .. }), "{e}");
+}
+
+#[test]
+fn the_child_inherits_only_its_three_standard_descriptors() {
+    // Other tests start PTYs concurrently: none of their descriptors may leak in here.
+    for _ in 0..10 {
+        for transport in [Transport::Pipe, pty()] {
+            let run = spawn(RunSpec::new(
+                ["/usr/bin/ls", "/proc/self/fd"],
+                "/",
+                env(),
+                transport,
+            ));
+            let (frames, end) = read_to_end(&run, 1);
+            assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+            let out = String::from_utf8(bytes_of(&frames, Stream::Stdout)).unwrap();
+            let fds: Vec<&str> = out.split_whitespace().collect();
+            // 3 is the folder ls opened to list itself.
+            assert_eq!(fds, ["0", "1", "2", "3"], "{transport:?}");
+        }
+    }
+}
+
+#[test]
+fn the_working_folder_is_the_one_given() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().canonicalize().unwrap();
+    for transport in [Transport::Pipe, pty()] {
+        let run = spawn(RunSpec::new(["/bin/pwd"], &dir, env(), transport));
+        let (frames, _) = read_to_end(&run, 1);
+        let out = String::from_utf8(bytes_of(&frames, Stream::Stdout)).unwrap();
+        assert_eq!(out.trim_end(), dir.to_str().unwrap());
+    }
+}

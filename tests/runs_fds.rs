@@ -1,0 +1,58 @@
+//! Ended runs give back every descriptor they opened. One test in this file, so that no other
+//! test opens or closes descriptors while it counts.
+
+use std::time::Duration;
+
+use proctor::runs::{ReadOutcome, Run, RunSpec, TermSize, Transport};
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+fn finish(run: &Run) {
+    let mut cursor = 1;
+    loop {
+        match run.ring().read_from(cursor, usize::MAX) {
+            ReadOutcome::Frames(fs) => cursor = fs.last().unwrap().seq + 1,
+            ReadOutcome::End(_) => return,
+            ReadOutcome::Pending { .. } => {
+                assert!(run.ring().wait_readable(cursor, Duration::from_secs(60)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn ended_and_dropped_runs_leave_no_descriptor_open() {
+    let env = [("PATH".into(), "/usr/bin:/bin".into())]
+        .into_iter()
+        .collect();
+    // A first run warms up whatever the process opens once (e.g. /dev/ptmx lookups).
+    let warm = Run::spawn(RunSpec::new(["/bin/true"], "/", env, Transport::Pipe)).unwrap();
+    finish(&warm);
+    drop(warm);
+    let before = open_fds();
+    for i in 0..20 {
+        let transport = if i % 2 == 0 {
+            Transport::Pipe
+        } else {
+            Transport::Pty(TermSize { rows: 24, cols: 80 })
+        };
+        let env = [("PATH".into(), "/usr/bin:/bin".into())]
+            .into_iter()
+            .collect();
+        let run = Run::spawn(RunSpec::new(
+            ["/bin/sh", "-c", "echo hi; cat"],
+            "/",
+            env,
+            transport,
+        ))
+        .unwrap();
+        run.stop(Duration::from_secs(30)).unwrap();
+        finish(&run);
+    }
+    // The waiter closes the run's last descriptors before it writes the end marker, so by
+    // now everything is closed.
+    assert_eq!(open_fds(), before);
+}

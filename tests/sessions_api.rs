@@ -1,0 +1,661 @@
+//! The runs API against a real server on a temporary home, with the demo fakes on PATH,
+//! over real pipes and real PTYs.
+
+mod common;
+use common::{DemoServer, alive, call_as, output_of};
+use serde_json::json;
+
+const RUNS: &str = "/v1/m/sessions/runs";
+
+fn start(s: &DemoServer, body: serde_json::Value) -> String {
+    let v = s.expect(201, "POST", RUNS, Some(body));
+    assert_eq!(
+        v["demo"], true,
+        "a run backed by a fake is labelled demo: {v}"
+    );
+    v["ref"].as_str().unwrap().to_string()
+}
+
+fn workspace(s: &DemoServer) -> String {
+    let w = s.home.path().join("ws");
+    std::fs::create_dir_all(&w).unwrap();
+    w.to_str().unwrap().to_string()
+}
+
+#[test]
+fn pipe_run_launch_attach_input_and_conversation_id() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    for tool in ["claude", "codex", "gemini", "grok", "opencode"] {
+        let run = start(
+            &s,
+            json!({"tool": tool, "workspace": ws, "prompt": "first words"}),
+        );
+        let v = s.wait_run(&run, "the first turn", |v| v["state"] == "idle");
+        assert!(
+            v["conversation_id"].is_string(),
+            "{tool}: the tool's id is recorded: {v}"
+        );
+        assert!(
+            v.get("exit_code").is_none(),
+            "no exit code before one is observed"
+        );
+        // Attach from 0 replays from the first frame.
+        let ev = s.attach(&run, 0, |e| {
+            String::from_utf8_lossy(&output_of(e)).contains("first words")
+        });
+        assert_eq!(ev[0].data["first"], 1, "{tool}");
+        let last: u64 = ev.last().unwrap().id.as_ref().unwrap().parse().unwrap();
+        s.expect(
+            202,
+            "POST",
+            &s.run_path(&run, "/input"),
+            Some(json!({"text": "second turn"})),
+        );
+        // Reconnect from last+1: exactly what was missed, nothing before.
+        let more = s.attach(&run, last + 1, |e| {
+            String::from_utf8_lossy(&output_of(e)).contains("second turn")
+        });
+        assert_eq!(more[0].data["first"].as_u64(), Some(last + 1), "{tool}");
+        let text = String::from_utf8_lossy(&output_of(&more)).to_string();
+        assert!(
+            !text.contains("first words"),
+            "{tool}: replayed old output: {text}"
+        );
+        assert!(text.contains("demo reply #2"), "{tool}: {text}");
+        let v = s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+        assert_eq!(v["state"], "stopped", "{tool}: {v}");
+    }
+}
+
+#[test]
+fn pty_run_echoes_input_and_keeps_a_screen() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws, "rows": 30, "cols": 100}),
+    );
+    s.expect(
+        202,
+        "POST",
+        &s.run_path(&run, "/input"),
+        Some(json!({"text": "hello pty\r"})),
+    );
+    let ev = s.attach(&run, 0, |e| {
+        String::from_utf8_lossy(&output_of(e)).contains("demo reply")
+    });
+    assert!(String::from_utf8_lossy(&output_of(&ev)).contains("hello pty"));
+    let screen = s.expect(200, "GET", &s.run_path(&run, "/screen"), None);
+    assert_eq!(screen["size"], json!({"rows": 30, "cols": 100}));
+    assert!(
+        screen["text"].as_str().unwrap().contains("demo reply"),
+        "{screen}"
+    );
+    assert!(screen["seq"].as_u64().unwrap() >= 1);
+    s.expect(
+        200,
+        "POST",
+        &s.run_path(&run, "/resize"),
+        Some(json!({"rows": 40, "cols": 120})),
+    );
+    let screen = s.expect(200, "GET", &s.run_path(&run, "/screen"), None);
+    assert_eq!(screen["size"], json!({"rows": 40, "cols": 120}));
+    // Interrupt a PTY run: SIGINT to its foreground group; the process stays.
+    let v = s.expect(200, "POST", &s.run_path(&run, "/interrupt"), None);
+    assert!(v["state"] == "running" || v["state"] == "idle", "{v}");
+    let pid = v["pid"].as_i64().unwrap() as i32;
+    assert!(alive(pid));
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+}
+
+#[test]
+fn interrupt_ends_the_turn_and_the_process_stays() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "codex", "workspace": ws, "prompt": "!sleep 20000"}),
+    );
+    s.wait_run(&run, "the turn to start", |v| {
+        v["state"] == "running" && v["conversation_id"].is_string()
+    });
+    let v = s.expect(200, "POST", &s.run_path(&run, "/interrupt"), None);
+    let pid = v["pid"].as_i64().unwrap() as i32;
+    let v = s.wait_run(&run, "the turn to end", |v| v["state"] == "idle");
+    assert!(alive(pid));
+    let events = s.expect(200, "GET", &s.run_path(&run, "/events"), None);
+    let kinds: Vec<&str> = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"sessions.run.interrupted"), "{kinds:?}");
+    assert_eq!(v["pid"].as_i64().unwrap() as i32, pid, "the same process");
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+}
+
+#[test]
+fn stop_escalates_and_nothing_survives() {
+    let s = DemoServer::start(&["--stop-grace-ms", "300"]);
+    let ws = workspace(&s);
+    for transport in ["pipe", "pty"] {
+        let run = start(
+            &s,
+            json!({"tool": "claude", "transport": transport, "workspace": ws}),
+        );
+        let text = "!ignore-term\n!grandchild\nready";
+        let input = if transport == "pty" {
+            format!("{}\r", text.replace('\n', "\r"))
+        } else {
+            text.to_string()
+        };
+        s.expect(
+            202,
+            "POST",
+            &s.run_path(&run, "/input"),
+            Some(json!({"text": input})),
+        );
+        let ev = s.attach(&run, 0, |e| {
+            String::from_utf8_lossy(&output_of(e)).contains("grandchild pid ")
+        });
+        let grandchild = grandchild_pid(&output_of(&ev));
+        let pid = s.expect(200, "GET", &s.run_path(&run, ""), None)["pid"]
+            .as_i64()
+            .unwrap() as i32;
+        assert!(alive(pid) && alive(grandchild));
+        let v = s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+        assert_eq!(
+            v["stop"]["sent_kill"], true,
+            "{transport}: TERM was ignored, so KILL: {v}"
+        );
+        assert_eq!(v["signal"], "SIGKILL", "{transport}: the observed end: {v}");
+        assert_eq!(v["state"], "stopped");
+        assert!(!alive(pid), "{transport}: child gone");
+        assert!(!alive(grandchild), "{transport}: grandchild gone");
+    }
+    // An exit code is observed, not invented.
+    let run = start(
+        &s,
+        json!({"tool": "claude", "workspace": ws, "prompt": "!exit 7"}),
+    );
+    let v = s.wait_run(&run, "the exit", |v| v["state"] == "failed");
+    assert_eq!(v["exit_code"], 7);
+}
+
+#[test]
+fn resume_is_a_new_generation_on_the_same_conversation() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "gemini", "workspace": ws, "prompt": "remember me"}),
+    );
+    let v = s.wait_run(&run, "idle", |v| v["state"] == "idle");
+    let conv = v["conversation_id"].clone();
+    // Resuming a live run is refused.
+    s.expect(409, "POST", &s.run_path(&run, "/resume"), None);
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+    let v = s.expect(200, "POST", &s.run_path(&run, "/resume"), None);
+    assert_eq!(v["generation"], 2);
+    let v = s.wait_run(&run, "resumed", |v| {
+        v["state"] == "idle" || v["state"] == "running"
+    });
+    assert_eq!(v["conversation_id"], conv);
+    assert!(
+        v.get("exit_code").is_none(),
+        "the new generation has no exit yet: {v}"
+    );
+    s.expect(
+        202,
+        "POST",
+        &s.run_path(&run, "/input"),
+        Some(json!({"text": "again"})),
+    );
+    s.wait_run(&run, "the turn", |v| v["state"] == "idle");
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+    // A run whose tool never reported a conversation cannot resume into a new one.
+    let pty = start(
+        &s,
+        json!({"tool": "codex", "transport": "pty", "workspace": ws}),
+    );
+    s.expect(200, "POST", &s.run_path(&pty, "/stop"), None);
+    let (code, v) = s.call("POST", &s.run_path(&pty, "/resume"), None);
+    assert_eq!(code, 409, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no stored conversation")
+    );
+}
+
+#[test]
+fn secrets_in_the_clients_environment_never_reach_the_child() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "workspace": ws, "prompt": "!env OPENAI_API_KEY\n!env HTTPS_PROXY\n!env PATH"}),
+    );
+    let ev = s.attach(&run, 0, |e| {
+        String::from_utf8_lossy(&output_of(e)).contains("demo reply")
+    });
+    let pid = s.expect(200, "GET", &s.run_path(&run, ""), None)["pid"]
+        .as_i64()
+        .unwrap();
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(!environ.contains("sk-must-not-leak"), "{environ}");
+    assert!(!environ.contains("proxy.invalid"), "{environ}");
+    assert!(environ.contains("PATH="));
+    let out = String::from_utf8_lossy(&output_of(&ev)).to_string();
+    assert!(!out.contains("sk-must-not-leak"), "{out}");
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+}
+
+#[test]
+fn lag_after_eviction_and_exact_reconnect() {
+    let s = DemoServer::start(&["--ring-kib", "64"]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+    );
+    s.expect(
+        202,
+        "POST",
+        &s.run_path(&run, "/input"),
+        Some(json!({"text": "!emit 600000\r"})),
+    );
+    s.wait_run(&run, "the output", |v| {
+        v["output"]["bytes"].as_u64().unwrap_or(0) > 600_000
+    });
+    let ev = s.attach(&run, 1, |e| e.iter().any(|x| x.event == "output"));
+    assert_eq!(ev[0].event, "lag", "{:?}", ev[0]);
+    let first = ev[0].data["first_available"].as_u64().unwrap();
+    assert!(first > 1);
+    let out = ev.iter().find(|e| e.event == "output").unwrap();
+    assert_eq!(
+        out.data["first"].as_u64(),
+        Some(first),
+        "resumes at the first frame held"
+    );
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+}
+
+#[test]
+fn pins_snoozes_done_names_archive() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let mut refs = Vec::new();
+    for _ in 0..22 {
+        let r = start(
+            &s,
+            json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+        );
+        s.expect(200, "POST", &s.run_path(&r, "/stop"), None);
+        refs.push(r);
+    }
+    for r in &refs[..21] {
+        let v = s.expect(200, "POST", &s.run_path(r, "/pin"), None);
+        assert_eq!(v["pinned"], true);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let again = s.expect(200, "POST", &s.run_path(&refs[5], "/pin"), None);
+    assert_eq!(again["pinned"], true, "idempotent");
+    let list = s.expect(200, "GET", &format!("{RUNS}?limit=200"), None);
+    let pinned: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["pinned"] == true)
+        .map(|r| r["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(pinned.len(), 20, "at most 20 pins");
+    assert!(
+        !pinned.contains(&refs[0].as_str()),
+        "the oldest pin dropped"
+    );
+    // Pinned runs outside the page come along (newest-first page of 2).
+    let page = s.expect(200, "GET", &format!("{RUNS}?limit=2"), None);
+    assert_eq!(
+        page["items"].as_array().unwrap().len(),
+        2 + 20
+            - page["items"].as_array().unwrap()[..2]
+                .iter()
+                .filter(|r| r["pinned"] == true)
+                .count()
+    );
+    let cursor = s.expect(
+        200,
+        "GET",
+        &format!("{RUNS}?limit=2&pagination=cursor"),
+        None,
+    );
+    assert_eq!(
+        cursor["items"].as_array().unwrap().len(),
+        2,
+        "cursor pagination adds none"
+    );
+    // Another caller's list is untouched.
+    let other = s.json_token("read", "viewer");
+    let (_, theirs) = call_as(
+        &s.home.socket(),
+        Some(&other),
+        "GET",
+        &format!("{RUNS}?limit=200"),
+        None,
+    );
+    assert!(
+        theirs["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["pinned"] == false)
+    );
+
+    let r = &refs[21];
+    let (code, _) = s.call(
+        "POST",
+        &s.run_path(r, "/snooze"),
+        Some(json!({"until": "2001-01-01T00:00:00Z"})),
+    );
+    assert_eq!(code, 400, "until must be in the future");
+    s.expect(
+        400,
+        "POST",
+        &s.run_path(r, "/snooze"),
+        Some(json!({"until": "tomorrow"})),
+    );
+    let v = s.expect(
+        200,
+        "POST",
+        &s.run_path(r, "/snooze"),
+        Some(json!({"until": "2999-01-01T00:00:00Z"})),
+    );
+    assert_eq!(v["snoozed_until"], "2999-01-01T00:00:00.000Z");
+    let v = s.expect(200, "POST", &s.run_path(r, "/done"), None);
+    assert_eq!(v["done"], true);
+
+    for bad in ["evil\u{202E}txt", "zero\u{200B}width", &"x".repeat(201)] {
+        let (code, v) = s.call("PUT", &s.run_path(r, "/name"), Some(json!({"name": bad})));
+        assert_eq!(code, 400, "{v}");
+    }
+    s.expect(400, "PUT", &s.run_path(r, "/name"), Some(json!({})));
+    let before = ledger_kinds(&s);
+    let v = s.expect(
+        200,
+        "PUT",
+        &s.run_path(r, "/name"),
+        Some(json!({"name": "  fix the parser  "})),
+    );
+    assert_eq!(v["name"], "fix the parser");
+    s.expect(
+        200,
+        "PUT",
+        &s.run_path(r, "/name"),
+        Some(json!({"name": "fix the parser"})),
+    );
+    let v = s.expect(200, "POST", &s.run_path(r, "/archive"), None);
+    let at = v["archived_at"].clone();
+    assert!(at.is_string());
+    let v = s.expect(200, "POST", &s.run_path(r, "/archive"), None);
+    assert_eq!(v["archived_at"], at, "archiving again keeps archived_at");
+    let after = ledger_kinds(&s);
+    let new: Vec<&String> = after[before.len()..].iter().collect();
+    assert_eq!(
+        new,
+        ["sessions.run.renamed", "sessions.run.archived"],
+        "no-ops record nothing"
+    );
+    let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
+    assert!(
+        !ledger.contains("fix the parser"),
+        "the ledger records the ref, not the name"
+    );
+    let v = s.expect(200, "DELETE", &s.run_path(r, "/archive"), None);
+    assert!(v.get("archived_at").is_none());
+
+    // Cleanup and delete.
+    s.expect(409, "DELETE", &s.run_path(r, ""), None);
+    s.expect(200, "POST", &s.run_path(r, "/cleanup"), None);
+    s.expect(409, "POST", &s.run_path(r, "/pin"), None);
+    s.expect(200, "DELETE", &s.run_path(r, ""), None);
+    s.expect(404, "GET", &s.run_path(r, ""), None);
+    let v = s.expect(
+        201,
+        "POST",
+        RUNS,
+        Some(json!({"tool": "claude", "transport": "pty", "workspace": ws})),
+    );
+    assert_eq!(v["ref"], "run-0023", "refs are never reused");
+    s.expect(200, "POST", &s.run_path("run-0023", "/stop"), None);
+}
+
+fn ledger_kinds(s: &DemoServer) -> Vec<String> {
+    std::fs::read_to_string(s.home.ledger())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let (code, v) = s.call(
+        "POST",
+        RUNS,
+        Some(json!({"tool": "cursor", "workspace": ws})),
+    );
+    assert_eq!(code, 422, "{v}");
+    let (code, v) = s.call(
+        "POST",
+        RUNS,
+        Some(json!({"tool": "claude", "workspace": "relative/dir"})),
+    );
+    assert_eq!(code, 422, "{v}");
+    let (code, _) = s.call(
+        "POST",
+        RUNS,
+        Some(json!({"tool": "claude", "workspace": ws, "shell": "sh -c x"})),
+    );
+    assert_eq!(code, 400, "unknown fields are refused, not ignored");
+    s.expect(404, "GET", &s.run_path("run-9999", ""), None);
+    // A tool that is not installed: 422 naming it.
+    let empty = s.home.path().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    s.home.ok(&["server", "stop"]);
+    let out = s
+        .home
+        .cmd()
+        .args(["serve"])
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (code, v) = s.call(
+        "POST",
+        RUNS,
+        Some(json!({"tool": "codex", "workspace": ws})),
+    );
+    assert_eq!(code, 422, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("codex"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_killed_server_leaves_lost_runs_and_no_processes() {
+    let s = DemoServer::start(&["--stop-grace-ms", "300"]);
+    let ws = workspace(&s);
+    // A pipe run: a PTY child would get SIGHUP when the dead server's master closes.
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pipe", "workspace": ws, "prompt": "!grandchild"}),
+    );
+    let ev = s.attach(&run, 0, |e| {
+        String::from_utf8_lossy(&output_of(e)).contains("grandchild pid ")
+    });
+    let grandchild = grandchild_pid(&output_of(&ev));
+    let pid = s.expect(200, "GET", &s.run_path(&run, ""), None)["pid"]
+        .as_i64()
+        .unwrap() as i32;
+    let server = s.home.server_pid().unwrap();
+    unsafe { libc::kill(server, libc::SIGKILL) };
+    while alive(server) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The child may end on its own (its stdin closed with the server); the grandchild
+    // it left in its group stays until a server sweeps it.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        alive(grandchild),
+        "the grandchild outlives a crashed server until the sweep"
+    );
+    let restart = s
+        .home
+        .cmd()
+        .args(["serve"])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(
+        restart.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restart.stderr)
+    );
+    let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    assert_eq!(v["state"], "lost", "{v}");
+    assert!(v.get("exit_code").is_none(), "nothing fabricated: {v}");
+    assert!(
+        !alive(pid) && !alive(grandchild),
+        "the orphan's process group is gone"
+    );
+    let ev = s.attach(&run, 1, |_| false);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(
+        (ev[0].event.as_str(), &ev[0].data["notice"]),
+        ("notice", &json!("not_live"))
+    );
+    let verify = s.home.run(&["ledger", "verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
+/// The pid the fake reports for `!grandchild` ("grandchild pid N").
+fn grandchild_pid(out: &[u8]) -> i32 {
+    let out = String::from_utf8_lossy(out);
+    out.split("grandchild pid ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no grandchild pid in {out}"))
+}
+
+#[test]
+fn every_run_route_answers_401_and_403_by_role() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+    );
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+    let tokens: Vec<(&str, String)> = ["read", "write", "admin"]
+        .iter()
+        .map(|r| (*r, s.json_token(r, &format!("t-{r}"))))
+        .collect();
+    let rank = |r: &str| {
+        ["read", "write", "admin"]
+            .iter()
+            .position(|x| *x == r)
+            .unwrap()
+    };
+    let p = |t: &str| format!("{RUNS}/{run}{t}");
+    // (method, path, body, least role). Bodies are valid enough to pass the authorizer;
+    // what the handler then answers (409 for a stopped run, …) is not under test here.
+    let routes: Vec<(&str, String, Option<serde_json::Value>, &str)> = vec![
+        ("GET", RUNS.to_string(), None, "read"),
+        ("GET", p(""), None, "read"),
+        ("GET", p("/events"), None, "read"),
+        ("GET", p("/attach?from=1"), None, "read"),
+        ("GET", p("/screen"), None, "read"),
+        ("POST", p("/pin"), None, "read"),
+        ("DELETE", p("/pin"), None, "read"),
+        (
+            "POST",
+            p("/snooze"),
+            Some(json!({"until": "2999-01-01T00:00:00Z"})),
+            "read",
+        ),
+        ("DELETE", p("/snooze"), None, "read"),
+        ("POST", p("/done"), None, "read"),
+        ("DELETE", p("/done"), None, "read"),
+        (
+            "POST",
+            RUNS.to_string(),
+            Some(json!({"tool": "claude", "transport": "pty", "workspace": ws})),
+            "write",
+        ),
+        ("POST", p("/input"), Some(json!({"text": "x"})), "write"),
+        ("POST", p("/interrupt"), None, "write"),
+        ("POST", p("/stop"), None, "write"),
+        ("POST", p("/resume"), None, "write"),
+        (
+            "POST",
+            p("/resize"),
+            Some(json!({"rows": 10, "cols": 10})),
+            "write",
+        ),
+        ("PUT", p("/name"), Some(json!({"name": "n"})), "write"),
+        ("POST", p("/archive"), None, "write"),
+        ("DELETE", p("/archive"), None, "write"),
+        ("POST", p("/cleanup"), None, "admin"),
+        ("DELETE", p(""), None, "admin"),
+    ];
+    for (m, path, body, least) in &routes {
+        let (code, _) = call_as(&s.home.socket(), None, m, path, body.clone());
+        assert_eq!(code, 401, "{m} {path} without a token");
+        let (code, _) = call_as(
+            &s.home.socket(),
+            Some("proctor_0000"),
+            m,
+            path,
+            body.clone(),
+        );
+        assert_eq!(code, 401, "{m} {path} with a bad token");
+        for (role, tok) in &tokens {
+            let (code, v) = call_as(&s.home.socket(), Some(tok), m, path, body.clone());
+            if rank(role) < rank(least) {
+                assert_eq!(code, 403, "{m} {path} as {role}: {v}");
+            } else {
+                assert!(
+                    code != 401 && code != 403,
+                    "{m} {path} as {role}: {code} {v}"
+                );
+            }
+        }
+    }
+    // Stop the runs the write calls started.
+    let list = s.expect(200, "GET", RUNS, None);
+    for r in list["items"].as_array().unwrap() {
+        s.call(
+            "POST",
+            &s.run_path(r["ref"].as_str().unwrap(), "/stop"),
+            None,
+        );
+    }
+}
