@@ -10,8 +10,8 @@ use clap::{Parser, Subcommand};
 use crate::home::{Home, HomeError};
 use crate::text;
 
-mod digest;
 mod demo_agent;
+mod digest;
 mod home;
 mod ledger;
 mod profile;
