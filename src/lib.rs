@@ -14,3 +14,4 @@ pub mod runs;
 pub mod server;
 pub mod sessions;
 pub mod text;
+pub mod tui;

@@ -1,0 +1,210 @@
+//! Everything the operator can ask the cockpit to do. The keymap binds keys to these, the
+//! command palette lists them, and the help screen describes them; nothing else invents
+//! actions.
+
+/// One cockpit action. Its `name` is what keymap files and the palette use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    Quit,
+    Help,
+    Palette,
+    Filter,
+    Escape,
+    FocusNext,
+    FocusPrev,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    Zoom,
+    Attach,
+    NewSession,
+    SendInput,
+    Interrupt,
+    Stop,
+    Resume,
+    Rename,
+    Pin,
+    Snooze,
+    Done,
+    Archive,
+    Cleanup,
+    Delete,
+    ToggleArchived,
+    ToggleSnoozed,
+    ScrollUp,
+    ScrollDown,
+    ScrollTop,
+    ScrollBottom,
+    Confirm,
+    Refresh,
+}
+
+/// What an action needs from the caller's token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Needs {
+    Read,
+    Write,
+    Admin,
+}
+
+impl Action {
+    pub const ALL: [Action; 35] = [
+        Action::Quit,
+        Action::Help,
+        Action::Palette,
+        Action::Filter,
+        Action::Escape,
+        Action::FocusNext,
+        Action::FocusPrev,
+        Action::Up,
+        Action::Down,
+        Action::PageUp,
+        Action::PageDown,
+        Action::Top,
+        Action::Bottom,
+        Action::Zoom,
+        Action::Attach,
+        Action::NewSession,
+        Action::SendInput,
+        Action::Interrupt,
+        Action::Stop,
+        Action::Resume,
+        Action::Rename,
+        Action::Pin,
+        Action::Snooze,
+        Action::Done,
+        Action::Archive,
+        Action::Cleanup,
+        Action::Delete,
+        Action::ToggleArchived,
+        Action::ToggleSnoozed,
+        Action::ScrollUp,
+        Action::ScrollDown,
+        Action::ScrollTop,
+        Action::ScrollBottom,
+        Action::Confirm,
+        Action::Refresh,
+    ];
+
+    /// The name used in keymap files and the palette (kebab-case).
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Quit => "quit",
+            Action::Help => "help",
+            Action::Palette => "palette",
+            Action::Filter => "filter",
+            Action::Escape => "escape",
+            Action::FocusNext => "focus-next",
+            Action::FocusPrev => "focus-prev",
+            Action::Up => "up",
+            Action::Down => "down",
+            Action::PageUp => "page-up",
+            Action::PageDown => "page-down",
+            Action::Top => "top",
+            Action::Bottom => "bottom",
+            Action::Zoom => "zoom",
+            Action::Attach => "attach",
+            Action::NewSession => "new-session",
+            Action::SendInput => "send-input",
+            Action::Interrupt => "interrupt",
+            Action::Stop => "stop",
+            Action::Resume => "resume",
+            Action::Rename => "rename",
+            Action::Pin => "pin",
+            Action::Snooze => "snooze",
+            Action::Done => "done",
+            Action::Archive => "archive",
+            Action::Cleanup => "cleanup",
+            Action::Delete => "delete",
+            Action::ToggleArchived => "toggle-archived",
+            Action::ToggleSnoozed => "toggle-snoozed",
+            Action::ScrollUp => "scroll-up",
+            Action::ScrollDown => "scroll-down",
+            Action::ScrollTop => "scroll-top",
+            Action::ScrollBottom => "scroll-bottom",
+            Action::Confirm => "confirm",
+            Action::Refresh => "refresh",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// What the action does, for help and the palette (a keymap file may override it).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Action::Quit => "quit the cockpit (sessions keep running)",
+            Action::Help => "show the keys of this context",
+            Action::Palette => "run any action by name",
+            Action::Filter => "filter the sessions list",
+            Action::Escape => "close, cancel or clear",
+            Action::FocusNext => "focus the next pane",
+            Action::FocusPrev => "focus the previous pane",
+            Action::Up => "select the previous item",
+            Action::Down => "select the next item",
+            Action::PageUp => "move a page up",
+            Action::PageDown => "move a page down",
+            Action::Top => "go to the first item",
+            Action::Bottom => "go to the last item",
+            Action::Zoom => "zoom the live terminal to the full screen, or back",
+            Action::Attach => "type into the session (the prefix key comes back)",
+            Action::NewSession => "start a new session",
+            Action::SendInput => "send a line of input to the session",
+            Action::Interrupt => "interrupt the current turn (the process stays)",
+            Action::Stop => "stop the session (TERM, then KILL)",
+            Action::Resume => "resume the stored conversation in a new process",
+            Action::Rename => "rename the session",
+            Action::Pin => "pin or unpin the session (for you)",
+            Action::Snooze => "snooze the session until a time (for you)",
+            Action::Done => "mark the session done, or not (for you)",
+            Action::Archive => "archive or unarchive the session (for everyone)",
+            Action::Cleanup => "release a stopped session (admin)",
+            Action::Delete => "delete a cleaned session (admin)",
+            Action::ToggleArchived => "show or hide archived sessions",
+            Action::ToggleSnoozed => "show or hide snoozed sessions",
+            Action::ScrollUp => "scroll the live terminal back",
+            Action::ScrollDown => "scroll the live terminal forward",
+            Action::ScrollTop => "scroll to the oldest line kept",
+            Action::ScrollBottom => "follow the live output again",
+            Action::Confirm => "confirm",
+            Action::Refresh => "reload from the server now",
+        }
+    }
+
+    /// The least role the action needs; with a lesser token it is shown as unavailable
+    /// and never attempted.
+    pub fn needs(self) -> Needs {
+        match self {
+            Action::NewSession
+            | Action::SendInput
+            | Action::Attach
+            | Action::Interrupt
+            | Action::Stop
+            | Action::Resume
+            | Action::Rename
+            | Action::Archive => Needs::Write,
+            Action::Cleanup | Action::Delete => Needs::Admin,
+            _ => Needs::Read,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for a in Action::ALL {
+            assert!(seen.insert(a.name()), "{} twice", a.name());
+            assert_eq!(Action::from_name(a.name()), Some(a));
+            assert!(!a.describe().is_empty());
+        }
+        assert_eq!(Action::from_name("merge"), None);
+    }
+}

@@ -1,0 +1,4 @@
+//! The cockpit: a full-screen terminal UI, a thin client of the server's API.
+
+pub mod action;
+pub mod role;

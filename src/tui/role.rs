@@ -1,0 +1,114 @@
+//! Semantic style roles: themes colour these, widgets ask for these. No widget picks a
+//! colour itself.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// Ordinary text.
+    Text,
+    /// Secondary text: ages, sources, hints.
+    Dim,
+    /// Pane titles.
+    Title,
+    /// The border of a pane without focus.
+    Border,
+    /// The border of the focused pane.
+    BorderFocused,
+    /// The selected row.
+    Selected,
+    /// The header line.
+    Header,
+    /// The status bar.
+    StatusBar,
+    /// A key name in the status bar or help.
+    Key,
+    /// States.
+    StateRunning,
+    StateIdle,
+    StateStarting,
+    StateStopped,
+    StateFailed,
+    StateLost,
+    StateCleaned,
+    /// The demo label.
+    Demo,
+    /// Pinned, snoozed, done markers.
+    Marker,
+    /// An error message shown in place.
+    Error,
+    /// A warning or a confirmation prompt.
+    Warning,
+    /// Something that worked.
+    Success,
+    /// An action the token cannot perform.
+    Unavailable,
+    /// A modal's frame and text input.
+    Modal,
+    Input,
+    /// A match of the filter.
+    Highlight,
+}
+
+impl Role {
+    pub const ALL: [Role; 25] = [
+        Role::Text,
+        Role::Dim,
+        Role::Title,
+        Role::Border,
+        Role::BorderFocused,
+        Role::Selected,
+        Role::Header,
+        Role::StatusBar,
+        Role::Key,
+        Role::StateRunning,
+        Role::StateIdle,
+        Role::StateStarting,
+        Role::StateStopped,
+        Role::StateFailed,
+        Role::StateLost,
+        Role::StateCleaned,
+        Role::Demo,
+        Role::Marker,
+        Role::Error,
+        Role::Warning,
+        Role::Success,
+        Role::Unavailable,
+        Role::Modal,
+        Role::Input,
+        Role::Highlight,
+    ];
+
+    /// The key used in theme files (snake_case).
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Text => "text",
+            Role::Dim => "dim",
+            Role::Title => "title",
+            Role::Border => "border",
+            Role::BorderFocused => "border_focused",
+            Role::Selected => "selected",
+            Role::Header => "header",
+            Role::StatusBar => "status_bar",
+            Role::Key => "key",
+            Role::StateRunning => "state_running",
+            Role::StateIdle => "state_idle",
+            Role::StateStarting => "state_starting",
+            Role::StateStopped => "state_stopped",
+            Role::StateFailed => "state_failed",
+            Role::StateLost => "state_lost",
+            Role::StateCleaned => "state_cleaned",
+            Role::Demo => "demo",
+            Role::Marker => "marker",
+            Role::Error => "error",
+            Role::Warning => "warning",
+            Role::Success => "success",
+            Role::Unavailable => "unavailable",
+            Role::Modal => "modal",
+            Role::Input => "input",
+            Role::Highlight => "highlight",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
