@@ -10,6 +10,8 @@
 //! | `!exit K` | exits at once with status K (0–255) |
 //! | `!write PATH TEXT` | writes TEXT and a newline to PATH (relative to the working folder), 0600 |
 //! | `!env NAME` | reports whether NAME is in the environment, and its value |
+//! | `!say TEXT` | emits TEXT and a newline at once, as reply text (for narrated demos) |
+//! | `!narrate N` | emits a fixed, plausible work log N times, a line every second or so (`proctor demo`) |
 //!
 //! A line that starts with `!` but is not one of these, or has a bad argument, is text.
 
@@ -33,8 +35,36 @@ pub enum Step {
     Exit(i32),
     Write(PathBuf, String),
     Env(String),
+    Say(String),
+    Narrate(u32),
     Text(String),
 }
+
+/// The work log `!narrate` plays: what an agent's session looks like, at a human pace
+/// (milliseconds before each line). Every line is the fake's own text, not a model's.
+pub const NARRATION: [(u64, &str); 12] = [
+    (600, "● Reading src/parser.rs (412 lines)"),
+    (500, "● Reading tests/parser_tests.rs (188 lines)"),
+    (900, "● Running: cargo test --lib parser"),
+    (1400, "    running 14 tests"),
+    (300, "    test parser::tests::nested_lists ... ok"),
+    (300, "    test parser::tests::escaped_quotes ... FAILED"),
+    (500, "    test result: FAILED. 13 passed; 1 failed"),
+    (
+        1500,
+        "● The failure: an escaped quote inside a string ends the token early.",
+    ),
+    (
+        1800,
+        "● Editing src/parser.rs: lex_string() skips \\\" before looking for the closing quote",
+    ),
+    (900, "● Running: cargo test --lib parser"),
+    (1600, "    test result: ok. 14 passed; 0 failed"),
+    (
+        700,
+        "● Done: escaped quotes fixed in lex_string (1 file, +6 −2)",
+    ),
+];
 
 /// Splits a prompt into steps.
 pub fn parse(prompt: &str) -> Vec<Step> {
@@ -64,6 +94,16 @@ fn parse_line(l: &str) -> Step {
             _ => text(),
         },
         "env" if !arg.is_empty() && !arg.contains(' ') => Step::Env(arg.to_string()),
+        "narrate" => match arg.parse::<u32>() {
+            Ok(n) if (1..=1000).contains(&n) => Step::Narrate(n),
+            _ => text(),
+        },
+        "say" => Step::Say(
+            l["!say".len()..]
+                .strip_prefix(' ')
+                .unwrap_or("")
+                .to_string(),
+        ),
         _ => text(),
     }
 }
@@ -238,6 +278,18 @@ impl Turn<'_> {
                         Err(e) => notes.push(format!("write failed: {e}")),
                     }
                 }
+                Step::Say(t) => emit(&format!("{t}\n"))?,
+                Step::Narrate(n) => {
+                    for _ in 0..*n {
+                        for (ms, line) in NARRATION {
+                            if self.interrupted_within(Duration::from_millis(ms))? {
+                                return Ok(Ended::Interrupted);
+                            }
+                            emit(&format!("{line}\n"))?;
+                        }
+                    }
+                    notes.push(format!("narrated {n} time(s)"));
+                }
                 Step::Env(name) => notes.push(match std::env::var_os(name) {
                     Some(v) => format!("env {name}={}", v.to_string_lossy()),
                     None => format!("env {name} unset"),
@@ -279,6 +331,18 @@ pub fn reply(n: u64, text: &[String], notes: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn say_and_narrate_parse() {
+        assert_eq!(
+            parse("!say   indented"),
+            vec![Step::Say("  indented".into())]
+        );
+        assert_eq!(parse("!say"), vec![Step::Say(String::new())]);
+        assert_eq!(parse("!narrate 2"), vec![Step::Narrate(2)]);
+        assert_eq!(parse("!narrate 0"), vec![Step::Text("!narrate 0".into())]);
+        assert_eq!(parse("!narrate x"), vec![Step::Text("!narrate x".into())]);
+    }
+
     use super::*;
 
     #[test]
