@@ -16,6 +16,7 @@ mod server;
 mod token;
 mod profile;
 mod ledger;
+mod session;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -48,6 +49,7 @@ pub enum Command {
     Profile(profile::ProfileArgs),
     DemoAgent(demo_agent::DemoAgentArgs),
     Ledger(ledger::LedgerArgs),
+    Session(session::SessionArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -95,6 +97,7 @@ pub fn main() -> ExitCode {
         Command::Profile(args) => profile::run(&ctx, args),
         Command::DemoAgent(args) => demo_agent::run(args),
         Command::Ledger(args) => ledger::run(&ctx, args),
+        Command::Session(args) => session::run(&ctx, args),
     };
     match result {
         Ok(code) => code,

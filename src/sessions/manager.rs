@@ -105,6 +105,9 @@ struct Live {
 struct StdioLink {
     session: StdioSession,
     queued: VecDeque<Vec<u8>>,
+    /// A text turn sent before the handshake completed (a first prompt): codex and the ACP
+    /// tools can only encode it once the tool named its thread or session.
+    pending_text: Option<String>,
     /// Set when the tool answered with something that forbids going on (resume refused
     /// or diverged): the run is stopped and recorded as failed with this reason.
     fatal: Option<String>,
@@ -485,6 +488,7 @@ impl Sessions {
             Arc::new(Mutex::new(StdioLink {
                 session,
                 queued: VecDeque::new(),
+                pending_text: None,
                 fatal: None,
             }))
         });
@@ -597,6 +601,17 @@ impl Sessions {
                 Event::Ready => {
                     while let Some(q) = l.queued.pop_front() {
                         let _ = run.write_input(&q);
+                    }
+                    if let Some(t) = l.pending_text.take() {
+                        match l.session.input(&t) {
+                            Ok(bytes) => {
+                                let _ = run.write_input(&bytes);
+                            }
+                            Err(e) => facts.push((
+                                "sessions.run.request_failed",
+                                json!({"generation": generation, "method": "input", "message": text::one_line(&e.to_string(), 500)}),
+                            )),
+                        }
                     }
                 }
                 Event::TurnStarted { .. } => facts.push((kinds::TURN_STARTED, json!({"generation": generation}))),
@@ -773,6 +788,16 @@ impl Sessions {
                 let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
                 let tool = l.session.tool();
                 let bytes = if let Some(t) = &req.text {
+                    if !l.session.ready() {
+                        if l.pending_text.is_some() {
+                            return Err(SessionError::Conflict(format!(
+                                "{} has not completed its handshake and a first turn already waits for it; send this one afterwards",
+                                tool.name()
+                            )));
+                        }
+                        l.pending_text = Some(t.clone());
+                        return Ok(());
+                    }
                     l.session.input(t).map_err(|e| SessionError::Conflict(e.to_string()))?
                 } else if tool != Tool::Claude {
                     return Err(SessionError::BadRequest(format!("{} takes text; line and message are claude stream-json forms", tool.name())));
