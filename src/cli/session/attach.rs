@@ -7,7 +7,7 @@
 //! mode, read straight from stdin so that what the child receives is exactly what the
 //! terminal sent (escape sequences, pastes, UTF-8). This is the one place where a child's
 //! bytes reach the operator's terminal without the sanitiser: an interactive terminal
-//! program cannot be shown otherwise. See docs/api.md ("attach") for what that trusts.
+//! program cannot be shown otherwise. See docs/session-cli.md ("attach") for what that trusts.
 //!
 //! Pipe runs are shown through the sanitiser, in cooked (line) mode: each line typed is a
 //! turn.
