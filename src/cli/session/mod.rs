@@ -79,16 +79,21 @@ pub enum SessionCommand {
     /// Remove your done mark. Idempotent.
     Undone(RefArgs),
     Rename(RenameArgs),
-    /// Archive the run for everyone: lists leave it out. It keeps running; nothing is
-    /// deleted. Idempotent: archiving an archived run keeps its date and records nothing.
+    /// Archive the run for everyone: lists leave it out.
+    ///
+    /// It keeps running; nothing is deleted. Idempotent: archiving an archived run keeps its
+    /// date and records nothing.
     Archive(RefArgs),
     /// Unarchive the run. Idempotent.
     Unarchive(RefArgs),
-    /// Release a run that is not live: its marks are dropped and the server lets go of its
-    /// output. Only delete remains afterwards. Exit 1 (409) on a live run: stop it first.
+    /// Release a run that is not live; only delete remains afterwards.
+    ///
+    /// Its marks are dropped and the server lets go of its output. Exit 1 (409) on a live
+    /// run: stop it first.
     Cleanup(RefArgs),
-    /// Delete a cleaned run's record and transcripts (needs an admin token). Exit 1 (409)
-    /// when the run was not cleaned up first. The ledger keeps its history.
+    /// Delete a cleaned run's record and transcripts (needs an admin token).
+    ///
+    /// Exit 1 (409) when the run was not cleaned up first. The ledger keeps its history.
     Delete(RefArgs),
 }
 
@@ -186,9 +191,10 @@ pub struct InputArgs {
     pub json: bool,
 }
 
-/// Resume a run that is not live: a new process generation on its exact stored
-/// conversation, in the same workspace.
+/// Resume a run that is not live: a new process on its stored conversation.
 ///
+/// A new process generation runs the tool's resume form with the exact stored conversation
+/// id, in the same workspace.
 /// Never a silent new conversation: a run whose tool never reported a conversation is
 /// refused (exit 1, 409). A PTY run gets this terminal's size when stdout is a terminal.
 #[derive(Debug, Args)]
@@ -201,9 +207,11 @@ pub struct ResumeArgs {
     pub json: bool,
 }
 
-/// Snooze a run in your list until a moment: an RFC 3339 instant in the future
-/// (2026-12-01T09:00:00Z) or a delay from now: 45s, 30m, 2h, 1d, 1w. Yours only; a second
-/// snooze moves it. Exit 1 (400) for a moment that is not in the future.
+/// Hide a run from your list until a moment.
+///
+/// The moment is an RFC 3339 instant in the future (2026-12-01T09:00:00Z) or a delay from
+/// now: 45s, 30m, 2h, 1d, 1w. Yours only; a second snooze moves it. Exit 1 (400) for a
+/// moment that is not in the future.
 #[derive(Debug, Args)]
 pub struct SnoozeArgs {
     /// The run: run-0001 (or 1, or run-1).
