@@ -2,6 +2,7 @@
 //! protocol version, start the server when it is absent (under a lock, with a bounded wait),
 //! and send JSON requests with the caller's bearer token.
 
+use std::collections::VecDeque;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -230,7 +231,65 @@ impl Client {
         path: &str,
         body: Option<Value>,
     ) -> Result<Value, ClientError> {
-        let stream = tokio::net::UnixStream::connect(&self.socket)
+        let stream = self.connect().await?;
+        let (status, value) = self.send(stream, method, path, body, true).await?;
+        if status.is_success() {
+            return Ok(value);
+        }
+        Err(api_error(status, &value))
+    }
+
+    /// Opens a server-sent event stream (`GET path`, `Accept: text/event-stream`). A non-2xx
+    /// answer becomes [`ClientError::Api`], like [`Client::call`]; a 2xx answer that is not an
+    /// event stream is a [`ClientError::Http`]. Read the events with [`EventStream::next`].
+    pub async fn stream(&self, path: &str) -> Result<EventStream, ClientError> {
+        let http = |e: &dyn std::fmt::Display| ClientError::Http(e.to_string());
+        let stream = self.connect().await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| http(&e))?;
+        tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .header(header::HOST, "proctor")
+            .header(header::ACCEPT, "text/event-stream");
+        if let Some(t) = &self.token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        let req = req.body(Full::new(Bytes::new())).map_err(|e| http(&e))?;
+        let resp = sender.send_request(req).await.map_err(|e| http(&e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| http(&e))?
+                .to_bytes();
+            let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            return Err(api_error(status, &value));
+        }
+        let is_sse = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_sse {
+            return Err(ClientError::Http(format!(
+                "{path} answered {status} but not with an event stream"
+            )));
+        }
+        Ok(EventStream {
+            body: resp.into_body(),
+            parser: SseParser::default(),
+            ready: VecDeque::new(),
+            done: false,
+        })
+    }
+
+    async fn connect(&self) -> Result<tokio::net::UnixStream, ClientError> {
+        tokio::net::UnixStream::connect(&self.socket)
             .await
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
@@ -241,19 +300,7 @@ impl Client {
                     path: self.socket.clone(),
                     err: e,
                 },
-            })?;
-        let (status, value) = self.send(stream, method, path, body, true).await?;
-        if status.is_success() {
-            return Ok(value);
-        }
-        Err(ClientError::Api {
-            status,
-            code: value["error"]["code"].as_str().unwrap_or("").to_string(),
-            message: value["error"]["message"]
-                .as_str()
-                .unwrap_or("(no message)")
-                .to_string(),
-        })
+            })
     }
 
     async fn send(
@@ -298,6 +345,176 @@ impl Client {
             serde_json::from_slice(&body).map_err(|e| http(&e))?
         };
         Ok((status, value))
+    }
+}
+
+/// The error a non-2xx answer carries (`{"error": {"code", "message"}}`).
+fn api_error(status: StatusCode, value: &Value) -> ClientError {
+    ClientError::Api {
+        status,
+        code: value["error"]["code"].as_str().unwrap_or("").to_string(),
+        message: value["error"]["message"]
+            .as_str()
+            .unwrap_or("(no message)")
+            .to_string(),
+    }
+}
+
+/// One server-sent event, as the WHATWG HTML standard ("Server-sent events", section
+/// 9.2.6, "Interpreting an event stream") dispatches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field; `message` when the event named none.
+    pub event: String,
+    /// The `data:` lines, joined with LF.
+    pub data: String,
+    /// The last event id seen on the stream so far (this event's `id:` or an earlier one).
+    pub id: Option<String>,
+}
+
+/// An incremental parser of the `text/event-stream` format: feed it bytes as they arrive, in
+/// chunks cut anywhere, and it returns the events completed so far.
+///
+/// Per the standard: lines end with CRLF, LF or CR (a CRLF cut between two chunks counts
+/// once); a leading byte order mark is dropped; a line starting with `:` is a comment; a
+/// field's value loses one leading space; `data` lines are joined with LF; an `id` containing
+/// NUL is ignored; `retry` takes ASCII digits only; a blank line dispatches the event unless
+/// its data buffer is empty; an event left unterminated at the end of the stream is dropped.
+/// Lines are decoded as UTF-8 with replacement characters.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    after_cr: bool,
+    started: bool,
+    event: String,
+    data: String,
+    last_id: Option<String>,
+    retry: Option<u64>,
+}
+
+impl SseParser {
+    /// Feeds a chunk; returns the events it completes, in order.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            match b {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\r' | b'\n' => {
+                    self.after_cr = b == b'\r';
+                    let line = std::mem::take(&mut self.line);
+                    if let Some(ev) = self.process_line(&line) {
+                        out.push(ev);
+                    }
+                }
+                _ => {
+                    self.after_cr = false;
+                    self.line.push(b);
+                }
+            }
+        }
+        out
+    }
+
+    /// The last event id the stream set (`None` when none, or when it was reset).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// The reconnection time the stream asked for, in milliseconds.
+    pub fn retry(&self) -> Option<u64> {
+        self.retry
+    }
+
+    fn process_line(&mut self, raw: &[u8]) -> Option<SseEvent> {
+        let decoded = String::from_utf8_lossy(raw);
+        let mut line: &str = &decoded;
+        if !self.started {
+            self.started = true;
+            line = line.strip_prefix('\u{feff}').unwrap_or(line);
+        }
+        if line.is_empty() {
+            return self.dispatch();
+        }
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => self.event = value.to_string(),
+            "data" => {
+                self.data.push_str(value);
+                self.data.push('\n');
+            }
+            "id" if !value.contains('\0') => {
+                self.last_id = (!value.is_empty()).then(|| value.to_string());
+            }
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok();
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let event = std::mem::take(&mut self.event);
+        if self.data.is_empty() {
+            return None;
+        }
+        let mut data = std::mem::take(&mut self.data);
+        data.pop(); // the LF after the last data line
+        Some(SseEvent {
+            event: if event.is_empty() {
+                "message".to_string()
+            } else {
+                event
+            },
+            data,
+            id: self.last_id.clone(),
+        })
+    }
+}
+
+/// An open event stream from [`Client::stream`].
+pub struct EventStream {
+    body: hyper::body::Incoming,
+    parser: SseParser,
+    ready: VecDeque<SseEvent>,
+    done: bool,
+}
+
+impl EventStream {
+    /// The next event; `Ok(None)` once the server has closed the stream. Cancel-safe: a
+    /// call dropped before it completes (in `tokio::select!`) loses nothing.
+    pub async fn next(&mut self) -> Result<Option<SseEvent>, ClientError> {
+        loop {
+            if let Some(ev) = self.ready.pop_front() {
+                return Ok(Some(ev));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.body.frame().await {
+                None => self.done = true,
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Err(ClientError::Http(format!("the event stream broke: {e}")));
+                }
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.ready.extend(self.parser.feed(&data));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The last event id the stream set.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.parser.last_event_id()
     }
 }
 
@@ -367,4 +584,97 @@ pub fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, ClientError> 
             err,
         })?;
     Ok(rt.block_on(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(event: &str, data: &str, id: Option<&str>) -> SseEvent {
+        SseEvent {
+            event: event.into(),
+            data: data.into(),
+            id: id.map(str::to_string),
+        }
+    }
+
+    fn all(chunks: &[&[u8]]) -> Vec<SseEvent> {
+        let mut p = SseParser::default();
+        chunks.iter().flat_map(|c| p.feed(c)).collect()
+    }
+
+    #[test]
+    fn fields_comments_and_multi_line_data() {
+        let input = b"\xef\xbb\xbf: keep-alive\n\nevent: output\nid: 7\ndata: {\"a\":\ndata:1}\n\n\
+                      data\n\nevent: end\ndata: x\n\n";
+        assert_eq!(
+            all(&[input]),
+            [
+                ev("output", "{\"a\":\n1}", Some("7")),
+                ev("message", "", Some("7")),
+                ev("end", "x", Some("7")),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_split_point_and_line_ending_gives_the_same_events() {
+        let want = vec![
+            ev("output", "one\ntwo", Some("3")),
+            ev("lag", " spaced", Some("3")),
+        ];
+        for eol in ["\n", "\r", "\r\n"] {
+            let text = format!(
+                "event: output{eol}id:3{eol}data: one{eol}data: two{eol}{eol}event:lag{eol}data:  spaced{eol}{eol}"
+            );
+            let bytes = text.as_bytes();
+            assert_eq!(all(&[bytes]), want, "{eol:?} in one chunk");
+            for cut in 0..=bytes.len() {
+                assert_eq!(
+                    all(&[&bytes[..cut], &bytes[cut..]]),
+                    want,
+                    "{eol:?} cut at {cut}"
+                );
+            }
+            let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+            assert_eq!(all(&singles), want, "{eol:?} byte by byte");
+        }
+    }
+
+    #[test]
+    fn no_data_no_event_and_unterminated_events_are_dropped() {
+        assert_eq!(all(&[b"event: lonely\n\n"]), []);
+        assert_eq!(all(&[b"data: half"]), []);
+        // The event name does not leak into the next event.
+        assert_eq!(
+            all(&[b"event: a\n\ndata: b\n\n"]),
+            [ev("message", "b", None)]
+        );
+    }
+
+    #[test]
+    fn id_with_nul_is_ignored_empty_id_resets_and_retry_needs_digits() {
+        let mut p = SseParser::default();
+        let evs = p.feed(
+            b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\nretry: 12x\nretry: 250\nid\ndata: c\n\n",
+        );
+        assert_eq!(
+            evs,
+            [
+                ev("message", "a", Some("1")),
+                ev("message", "b", Some("1")),
+                ev("message", "c", None),
+            ]
+        );
+        assert_eq!(p.retry(), Some(250));
+        assert_eq!(p.last_event_id(), None);
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        assert_eq!(
+            all(&[b"data: a\xffb\n\n"]),
+            [ev("message", "a\u{fffd}b", None)]
+        );
+    }
 }

@@ -16,6 +16,7 @@ mod home;
 mod ledger;
 mod profile;
 mod server;
+mod session;
 mod token;
 
 /// Operator's terminal cockpit for autonomous coding agents.
@@ -42,6 +43,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Session(session::SessionArgs),
     Serve(server::ServeArgs),
     Server(server::ServerArgs),
     Token(token::TokenArgs),
@@ -105,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::Profile(args) => profile::run(&ctx, args),
         Command::DemoAgent(args) => demo_agent::run(args),
         Command::Ledger(args) => ledger::run(&ctx, args),
+        Command::Session(args) => session::run(&ctx, args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,741 @@
+//! `proctor session attach`: this terminal, live, on a run.
+//!
+//! PTY runs are passed through as tmux and ssh pass a remote terminal through: the run's
+//! screen (vt100's rendering of everything the child drew, `GET /screen`) is drawn in the
+//! alternate screen, then the child's bytes from the next seq on are written to this
+//! terminal unchanged, and the keys typed are sent unchanged (`POST /input {text}`), in raw
+//! mode, read straight from stdin so that what the child receives is exactly what the
+//! terminal sent (escape sequences, pastes, UTF-8). This is the one place where a child's
+//! bytes reach the operator's terminal without the sanitiser: an interactive terminal
+//! program cannot be shown otherwise. See docs/session-cli.md ("attach") for what that trusts.
+//!
+//! Pipe runs are shown through the sanitiser, in cooked (line) mode: each line typed is a
+//! turn.
+//!
+//! The terminal is restored on every way out: normal return, error, panic (a hook), and
+//! SIGTERM/SIGHUP (handled as a detach).
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use clap::Args;
+use hyper::Method;
+use serde_json::{Value, json};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use super::output::{self, Exit, Sanitiser};
+use super::{UsageError, normalise_ref, run_path, s, tool_label};
+use crate::client::{self, Client, ClientError, EventStream};
+use crate::text;
+
+/// Attach this terminal to a run: watch it live and type into it. Detach with Ctrl-\.
+///
+/// PTY runs: the run's screen is drawn (in the alternate screen, so your shell's screen
+/// comes back on detach), the terminal goes to raw mode, and from then on the child's
+/// output is written to your terminal exactly as the child wrote it, as tmux and ssh do:
+/// the child drives your terminal (colours, cursor, title). Every key goes to the child as
+/// typed (Ctrl-C included: it interrupts the child's turn). The run's terminal follows the
+/// size of yours. Only the detach key stays here (--detach-key; Ctrl-\ by default).
+///
+/// Pipe runs: the output is shown through the sanitiser (the tool's stderr lines start with
+/// `stderr| `); each line you type is sent as a turn; Ctrl-C interrupts the turn; the detach
+/// key or Ctrl-D (end of input) detaches.
+///
+/// Needs a terminal on stdin (and on stdout for PTY runs); for scripts and SSH without a
+/// terminal use `proctor session tail --follow REF` and `proctor session input REF -`.
+///
+/// Detaching leaves the run running. When the run ends while attached, its exit is printed
+/// (`[run-0001 exited: code 0]`) and the command returns. Exit 0 on detach or end; 1 when the
+/// server refused or closed the stream; 2 without a terminal.
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// The key that detaches: ctrl-\ (default), ctrl-], ctrl-^, ctrl-_, or ctrl-a … ctrl-z
+    /// except ctrl-c, ctrl-d, ctrl-h, ctrl-i, ctrl-j, ctrl-m, ctrl-q, ctrl-s and ctrl-z.
+    #[arg(long, value_name = "KEY", default_value = "ctrl-\\")]
+    pub detach_key: String,
+}
+
+/// A detach key: the byte the terminal sends for it, and its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetachKey {
+    pub byte: u8,
+    pub name: char,
+}
+
+impl DetachKey {
+    pub fn parse(raw: &str) -> Result<DetachKey, String> {
+        let lower = raw.trim().to_ascii_lowercase();
+        let key = lower.strip_prefix("ctrl-").and_then(|k| {
+            let mut chars = k.chars();
+            let c = chars.next()?;
+            chars.next().is_none().then_some(c)
+        });
+        let byte = match key {
+            Some('\\') => Some(0x1c),
+            Some(']') => Some(0x1d),
+            Some('^') => Some(0x1e),
+            Some('_') => Some(0x1f),
+            Some(c @ 'a'..='z') if !"cdhijmqsz".contains(c) => Some(c as u8 - b'a' + 1),
+            _ => None,
+        };
+        match (byte, key) {
+            (Some(byte), Some(c)) => Ok(DetachKey {
+                byte,
+                name: c.to_ascii_uppercase(),
+            }),
+            _ => Err(format!(
+                "--detach-key {} is not one of ctrl-\\, ctrl-], ctrl-^, ctrl-_, or ctrl-a … ctrl-z \
+                 other than ctrl-c, ctrl-d, ctrl-h, ctrl-i, ctrl-j, ctrl-m, ctrl-q, ctrl-s, ctrl-z",
+                text::one_line(raw, 20)
+            )),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        format!("Ctrl-{}", self.name)
+    }
+}
+
+pub fn run(c: &Client, a: AttachArgs) -> anyhow::Result<ExitCode> {
+    let key = DetachKey::parse(&a.detach_key).map_err(UsageError::new)?;
+    let run_ref = normalise_ref(&a.run)?;
+    if !std::io::stdin().is_terminal() {
+        return Err(UsageError::new(format!(
+            "attach is interactive and stdin is not a terminal. For scripts and SSH without a \
+             terminal: `proctor session tail --follow {run_ref}` to watch, \
+             `proctor session input {run_ref} -` to type"
+        )));
+    }
+    let view = super::call(c, Method::GET, &run_path(&run_ref, ""), None)?;
+    if view["transport"].as_str() == Some("pty") {
+        if !std::io::stdout().is_terminal() {
+            return Err(UsageError::new(format!(
+                "attaching to a PTY run draws on a terminal and stdout is not one; \
+                 `proctor session tail --follow {run_ref}` prints its output"
+            )));
+        }
+        client::block_on(attach_pty(c, &run_ref, &view, key))?
+    } else {
+        client::block_on(attach_pipe(c, &run_ref, &view, key))?
+    }
+}
+
+/// How an attachment ended.
+enum Outcome {
+    Detached,
+    Signal(&'static str),
+    Ended(Exit),
+    NotLive(String),
+    Closed(u64),
+}
+
+impl Outcome {
+    fn report(&self, run_ref: &str) -> ExitCode {
+        match self {
+            Outcome::Detached => {
+                eprintln!("[detached from {run_ref}; it keeps running]");
+                ExitCode::SUCCESS
+            }
+            Outcome::Signal(sig) => {
+                eprintln!("[detached from {run_ref} ({sig}); it keeps running]");
+                ExitCode::SUCCESS
+            }
+            Outcome::Ended(exit) => {
+                eprintln!("[{run_ref} exited: {}]", exit.describe());
+                ExitCode::SUCCESS
+            }
+            Outcome::NotLive(msg) => {
+                eprintln!("[{run_ref}: {msg}]");
+                ExitCode::from(1)
+            }
+            Outcome::Closed(next) => {
+                eprintln!(
+                    "[{run_ref}: the server closed the stream; `proctor session tail --from {next} \
+                     {run_ref}` shows what followed]"
+                );
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn not_live_message(data: &Value) -> String {
+    format!(
+        "the server holds no output for it (state {}): {}",
+        text::one_line(data["state"].as_str().unwrap_or("?"), 16),
+        text::one_line(data["message"].as_str().unwrap_or(""), 200)
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Restoring the terminal
+// ---------------------------------------------------------------------------------------------
+
+/// What must be undone on the way out.
+enum Saved {
+    /// crossterm raw mode and the alternate screen.
+    Raw,
+    /// The terminal attributes before the quit character was changed.
+    Termios(libc::termios),
+}
+
+static SAVED: Mutex<Option<Saved>> = Mutex::new(None);
+static HOOK: Once = Once::new();
+
+/// Modes a child may have set on the operator's terminal, reset on detach: attributes,
+/// cursor shown, normal cursor keys and keypad, bracketed paste, mouse reporting and focus
+/// events off, default cursor shape, the kitty keyboard protocol popped, scroll region
+/// reset; then the alternate screen left.
+const RESET: &[u8] = b"\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\
+\x1b[?1005l\x1b[?1006l\x1b[?1004l\x1b[0 q\x1b[<u\x1b[r\x1b[?1049l";
+
+/// Undoes whatever is saved; idempotent. Writes with write(2) so that a panic raised while
+/// stdout's lock is held elsewhere cannot deadlock here.
+fn restore_terminal() {
+    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match saved {
+        Some(Saved::Raw) => {
+            write_fd(1, RESET);
+            let _ = crossterm::terminal::disable_raw_mode();
+        }
+        Some(Saved::Termios(t)) => {
+            // SAFETY: tcsetattr on stdin with attributes tcgetattr returned.
+            unsafe { libc::tcsetattr(0, libc::TCSANOW, &t) };
+        }
+        None => {}
+    }
+}
+
+fn write_fd(fd: i32, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: writes from a valid slice.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n <= 0 {
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
+fn install_panic_hook() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+    });
+}
+
+/// Restores the terminal when dropped.
+struct TerminalGuard;
+
+impl TerminalGuard {
+    /// Raw mode and the alternate screen (PTY attach).
+    fn raw() -> anyhow::Result<TerminalGuard> {
+        install_panic_hook();
+        crossterm::terminal::enable_raw_mode()
+            .map_err(|e| anyhow::anyhow!("cannot put the terminal in raw mode: {e}"))?;
+        *SAVED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Saved::Raw);
+        write_fd(1, b"\x1b[?1049h");
+        Ok(TerminalGuard)
+    }
+
+    /// Cooked mode with the detach key as the quit character (pipe attach): the terminal
+    /// turns it into SIGQUIT, which detaches.
+    fn quit_key(byte: u8) -> anyhow::Result<TerminalGuard> {
+        install_panic_hook();
+        // SAFETY: a zeroed termios is a valid out-parameter; tcgetattr fills it.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        if unsafe { libc::tcgetattr(0, &mut t) } != 0 {
+            anyhow::bail!(
+                "cannot read the terminal's attributes: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let original = t;
+        t.c_cc[libc::VQUIT] = byte;
+        t.c_lflag |= libc::ISIG;
+        *SAVED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Saved::Termios(original));
+        // SAFETY: attributes derived from tcgetattr's.
+        if unsafe { libc::tcsetattr(0, libc::TCSANOW, &t) } != 0 {
+            let err = std::io::Error::last_os_error();
+            restore_terminal();
+            anyhow::bail!("cannot set the terminal's quit key: {err}");
+        }
+        Ok(TerminalGuard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the keyboard
+// ---------------------------------------------------------------------------------------------
+
+enum Key {
+    Bytes(Vec<u8>),
+    Detach,
+    Eof,
+}
+
+/// Reads stdin on a thread (poll(2) with a short timeout, so it stops when asked), splitting
+/// at the detach byte.
+fn spawn_key_reader(detach: u8, stop: Arc<AtomicBool>, tx: mpsc::UnboundedSender<Key>) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while !stop.load(Ordering::SeqCst) {
+            let mut pfd = libc::pollfd {
+                fd: 0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, 100) };
+            if r <= 0 {
+                continue; // timeout or EINTR (SIGWINCH)
+            }
+            // SAFETY: reads into a valid buffer.
+            let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                let _ = tx.send(Key::Eof);
+                return;
+            }
+            if n == 0 {
+                let _ = tx.send(Key::Eof);
+                return;
+            }
+            let got = &buf[..n as usize];
+            match got.iter().position(|b| *b == detach) {
+                Some(i) => {
+                    if i > 0 {
+                        let _ = tx.send(Key::Bytes(got[..i].to_vec()));
+                    }
+                    let _ = tx.send(Key::Detach);
+                    return;
+                }
+                None => {
+                    if tx.send(Key::Bytes(got.to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Turns key bytes into UTF-8 text, carrying a sequence cut between two reads over to the
+/// next; bytes that are not UTF-8 become U+FFFD (the API carries text).
+#[derive(Default)]
+struct KeyText {
+    carry: Vec<u8>,
+}
+
+impl KeyText {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.carry.extend_from_slice(bytes);
+        let keep = output::incomplete_utf8_tail(&self.carry);
+        let cut = self.carry.len() - keep;
+        let out = String::from_utf8_lossy(&self.carry[..cut]).into_owned();
+        self.carry.drain(..cut);
+        out
+    }
+}
+
+/// Sends keys in order, one request at a time; reports a refusal other than 409 (a run
+/// that ended while keys were in flight: its `end` event follows).
+fn spawn_key_sender(
+    c: Client,
+    path: String,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    errors: mpsc::UnboundedSender<ClientError>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(t) = rx.recv().await {
+            match c.call(Method::POST, &path, Some(json!({"text": t}))).await {
+                Ok(_) => {}
+                Err(ClientError::Api { status, .. }) if status.as_u16() == 409 => {}
+                Err(e) => {
+                    let _ = errors.send(e);
+                    return;
+                }
+            }
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// PTY runs
+// ---------------------------------------------------------------------------------------------
+
+async fn resize(c: &Client, run_ref: &str) {
+    if let Ok((cols, rows)) = crossterm::terminal::size()
+        && cols > 0
+        && rows > 0
+    {
+        // A run that ended cannot be resized (409); nothing to do then.
+        let _ = c
+            .call(
+                Method::POST,
+                &run_path(run_ref, "resize"),
+                Some(json!({"rows": rows, "cols": cols})),
+            )
+            .await;
+    }
+}
+
+/// Draws the run's screen; returns the seq to stream from.
+async fn draw_screen(c: &Client, run_ref: &str) -> anyhow::Result<u64> {
+    let screen = c
+        .call(Method::GET, &run_path(run_ref, "screen"), None)
+        .await?;
+    let formatted = screen["formatted"].as_str().unwrap_or("");
+    write_fd(1, formatted.as_bytes());
+    Ok(screen["seq"].as_u64().unwrap_or(0) + 1)
+}
+
+async fn open_stream(c: &Client, run_ref: &str, from: u64) -> Result<EventStream, ClientError> {
+    c.stream(&format!("{}?from={from}", run_path(run_ref, "attach")))
+        .await
+}
+
+async fn attach_pty(
+    c: &Client,
+    run_ref: &str,
+    view: &Value,
+    key: DetachKey,
+) -> anyhow::Result<ExitCode> {
+    resize(c, run_ref).await;
+    // Check that there is a screen before taking the terminal over.
+    c.call(Method::GET, &run_path(run_ref, "screen"), None)
+        .await?;
+    eprintln!(
+        "[attaching to {run_ref}: {}, pty{}; detach with {}]",
+        tool_label(view),
+        view["name"]
+            .as_str()
+            .map(|n| format!(", {}", text::one_line(n, 60)))
+            .unwrap_or_default(),
+        key.label()
+    );
+    let mut winch = signal(SignalKind::window_change())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let guard = TerminalGuard::raw()?;
+    let result = pty_loop(c, run_ref, key, &mut winch, &mut term, &mut hup).await;
+    drop(guard);
+    let (outcome, sender) = result?;
+    if let Some(sender) = sender {
+        // Keys typed before the detach key still reach the run.
+        let _ = tokio::time::timeout(Duration::from_secs(5), sender).await;
+    }
+    Ok(outcome.report(run_ref))
+}
+
+async fn pty_loop(
+    c: &Client,
+    run_ref: &str,
+    key: DetachKey,
+    winch: &mut tokio::signal::unix::Signal,
+    term: &mut tokio::signal::unix::Signal,
+    hup: &mut tokio::signal::unix::Signal,
+) -> anyhow::Result<(Outcome, Option<tokio::task::JoinHandle<()>>)> {
+    let mut from = draw_screen(c, run_ref).await?;
+    let mut stream = open_stream(c, run_ref, from).await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (key_tx, mut keys) = mpsc::unbounded_channel();
+    spawn_key_reader(key.byte, stop.clone(), key_tx);
+    let (text_tx, text_rx) = mpsc::unbounded_channel::<String>();
+    let (err_tx, mut errors) = mpsc::unbounded_channel();
+    let sender = spawn_key_sender(c.clone(), run_path(run_ref, "input"), text_rx, err_tx);
+    let mut text_tx = Some(text_tx);
+    let mut utf8 = KeyText::default();
+    let outcome = loop {
+        tokio::select! {
+            ev = stream.next() => {
+                let Some(ev) = ev? else { break Outcome::Closed(from) };
+                match ev.event.as_str() {
+                    "output" => {
+                        let (last, frames) = output::frames(&ev.data).map_err(anyhow::Error::msg)?;
+                        let mut out = std::io::stdout().lock();
+                        for f in &frames {
+                            out.write_all(&f.bytes)?;
+                        }
+                        out.flush()?;
+                        from = last + 1;
+                    }
+                    "lag" => {
+                        // Output was evicted before it reached us: redraw from the screen.
+                        from = draw_screen(c, run_ref).await?;
+                        stream = open_stream(c, run_ref, from).await?;
+                    }
+                    "end" => {
+                        let data: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
+                        break Outcome::Ended(Exit::from_json(&data));
+                    }
+                    "notice" => {
+                        let data: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
+                        match data["notice"].as_str() {
+                            Some("not_live") => break Outcome::NotLive(not_live_message(&data)),
+                            Some("cursor_ahead") => {
+                                from = data["next"].as_u64().unwrap_or(from);
+                            }
+                            _ => {}
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            k = keys.recv() => match k {
+                Some(Key::Bytes(b)) => {
+                    let t = utf8.push(&b);
+                    if !t.is_empty() && let Some(tx) = &text_tx {
+                        let _ = tx.send(t);
+                    }
+                }
+                Some(Key::Detach) | Some(Key::Eof) | None => break Outcome::Detached,
+            },
+            e = errors.recv() => {
+                if let Some(e) = e {
+                    stop.store(true, Ordering::SeqCst);
+                    return Err(anyhow::Error::new(e).context("typing into the run"));
+                }
+            }
+            _ = winch.recv() => resize(c, run_ref).await,
+            _ = term.recv() => break Outcome::Signal("SIGTERM"),
+            _ = hup.recv() => break Outcome::Signal("SIGHUP"),
+        }
+    };
+    stop.store(true, Ordering::SeqCst);
+    text_tx.take();
+    Ok((outcome, Some(sender)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipe runs
+// ---------------------------------------------------------------------------------------------
+
+enum Line {
+    Text(String),
+    Eof,
+}
+
+fn spawn_line_reader(tx: mpsc::UnboundedSender<Line>) {
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        loop {
+            let mut line = String::new();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(Line::Eof);
+                    return;
+                }
+                Ok(_) => {
+                    let l = line.trim_end_matches(['\n', '\r']).to_string();
+                    if tx.send(Line::Text(l)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Shows a pipe run's two streams on one terminal, sanitised, stderr lines marked.
+struct PipeView {
+    out: Sanitiser,
+    err: Sanitiser,
+    err_prefix: &'static str,
+    /// Whether the last text shown ended a line.
+    at_line_start: bool,
+    last_err: bool,
+}
+
+impl PipeView {
+    fn new() -> PipeView {
+        PipeView {
+            out: Sanitiser::default(),
+            err: Sanitiser::default(),
+            err_prefix: if std::io::stdout().is_terminal() {
+                "\x1b[2mstderr|\x1b[22m "
+            } else {
+                "stderr| "
+            },
+            at_line_start: true,
+            last_err: false,
+        }
+    }
+
+    fn show(&mut self, f: &output::Frame) -> std::io::Result<()> {
+        let is_err = f.stream == "stderr";
+        let t = if is_err {
+            self.err.push(&f.bytes)
+        } else {
+            self.out.push(&f.bytes)
+        };
+        self.print(is_err, &t)
+    }
+
+    fn print(&mut self, is_err: bool, t: &str) -> std::io::Result<()> {
+        if t.is_empty() {
+            return Ok(());
+        }
+        let mut o = std::io::stdout().lock();
+        if is_err != self.last_err && !self.at_line_start {
+            o.write_all(b"\n")?;
+            self.at_line_start = true;
+        }
+        for piece in t.split_inclusive('\n') {
+            if is_err && self.at_line_start {
+                o.write_all(self.err_prefix.as_bytes())?;
+            }
+            o.write_all(piece.as_bytes())?;
+            self.at_line_start = piece.ends_with('\n');
+        }
+        self.last_err = is_err;
+        o.flush()
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        let o = self.out.finish();
+        self.print(false, &o)?;
+        let e = self.err.finish();
+        self.print(true, &e)?;
+        if !self.at_line_start {
+            let mut out = std::io::stdout().lock();
+            out.write_all(b"\n")?;
+            out.flush()?;
+            self.at_line_start = true;
+        }
+        Ok(())
+    }
+}
+
+async fn attach_pipe(
+    c: &Client,
+    run_ref: &str,
+    view: &Value,
+    key: DetachKey,
+) -> anyhow::Result<ExitCode> {
+    let mut stream = open_stream(c, run_ref, 1).await?;
+    eprintln!(
+        "[attached to {run_ref}: {}, pipe{}. A line you type is sent as a turn; Ctrl-C \
+         interrupts the turn; {} or Ctrl-D detaches. Output is sanitised; the tool's stderr \
+         lines start with `stderr|`]",
+        tool_label(view),
+        view["name"]
+            .as_str()
+            .map(|n| format!(", {}", text::one_line(n, 60)))
+            .unwrap_or_default(),
+        key.label()
+    );
+    let mut quit = signal(SignalKind::quit())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let guard = TerminalGuard::quit_key(key.byte)?;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    spawn_line_reader(tx);
+    let mut shown = PipeView::new();
+    let mut next = 1u64;
+    let input_path = run_path(run_ref, "input");
+    let outcome = loop {
+        tokio::select! {
+            ev = stream.next() => {
+                let Some(ev) = ev? else { break Outcome::Closed(next) };
+                let data: Value = match ev.event.as_str() {
+                    "output" => Value::Null,
+                    _ => serde_json::from_str(&ev.data).unwrap_or(Value::Null),
+                };
+                match ev.event.as_str() {
+                    "output" => {
+                        let (last, frames) = output::frames(&ev.data).map_err(anyhow::Error::msg)?;
+                        for f in &frames {
+                            shown.show(f)?;
+                        }
+                        next = last + 1;
+                    }
+                    "lag" => {
+                        shown.finish()?;
+                        let first = data["first_available"].as_u64().unwrap_or(next);
+                        eprintln!("[… output before seq {first} was evicted before it was shown …]");
+                        next = first;
+                    }
+                    "end" => break Outcome::Ended(Exit::from_json(&data)),
+                    "notice" => match data["notice"].as_str() {
+                        Some("not_live") => break Outcome::NotLive(not_live_message(&data)),
+                        Some("cursor_ahead") => next = data["next"].as_u64().unwrap_or(next),
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+            l = lines.recv() => match l {
+                Some(Line::Text(t)) if t.trim().is_empty() => {}
+                Some(Line::Text(t)) => {
+                    if let Err(e) = c.call(Method::POST, &input_path, Some(json!({"text": t}))).await {
+                        eprintln!("[{run_ref}: the turn was not sent: {}]", text::one_line(&e.to_string(), 300));
+                    }
+                }
+                Some(Line::Eof) | None => break Outcome::Detached,
+            },
+            _ = quit.recv() => break Outcome::Detached,
+            _ = int.recv() => {
+                match c.call(Method::POST, &run_path(run_ref, "interrupt"), None).await {
+                    Ok(v) => eprintln!("[interrupt sent to {run_ref} (state {})]", s(&v, "state", 16)),
+                    Err(e) => eprintln!("[{run_ref}: interrupt refused: {}]", text::one_line(&e.to_string(), 300)),
+                }
+            }
+            _ = term.recv() => break Outcome::Signal("SIGTERM"),
+            _ = hup.recv() => break Outcome::Signal("SIGHUP"),
+        }
+    };
+    shown.finish()?;
+    drop(guard);
+    Ok(outcome.report(run_ref))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detach_keys() {
+        assert_eq!(DetachKey::parse("ctrl-\\").unwrap().byte, 0x1c);
+        assert_eq!(DetachKey::parse("Ctrl-]").unwrap().byte, 0x1d);
+        assert_eq!(DetachKey::parse("ctrl-b").unwrap().byte, 0x02);
+        assert_eq!(DetachKey::parse("ctrl-\\").unwrap().label(), "Ctrl-\\");
+        for bad in [
+            "ctrl-c", "ctrl-d", "ctrl-m", "ctrl-z", "ctrl-", "ctrl-ab", "q", "alt-x",
+        ] {
+            assert!(DetachKey::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn key_text_carries_a_cut_sequence() {
+        let mut k = KeyText::default();
+        assert_eq!(k.push(b"a\xe2\x82"), "a");
+        assert_eq!(k.push(b"\xacb"), "\u{20ac}b");
+        assert_eq!(k.push(b"\xff"), "\u{fffd}");
+        assert_eq!(k.push(b"\x1b[A"), "\x1b[A");
+    }
+}

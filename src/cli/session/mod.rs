@@ -1,0 +1,911 @@
+//! `proctor session …`: start agent sessions, list and inspect them, type into them, watch
+//! them (`tail`, `attach`), stop and resume them, and keep per-operator marks on them. Every
+//! verb talks to the server of the home (starting it when it is absent) under
+//! `/v1/m/sessions/runs`.
+
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args, Subcommand};
+use hyper::Method;
+use serde_json::{Value, json};
+
+use super::{Ctx, UsageError, print_json, show_path};
+use crate::client::{self, Client};
+use crate::text;
+
+mod attach;
+mod output;
+mod tail;
+
+/// The API base of the runs routes.
+const RUNS: &str = "/v1/m/sessions/runs";
+
+/// Start, watch, steer and tidy agent sessions (runs) held by the server.
+///
+/// A session is a provider CLI (claude, codex, gemini, grok, opencode) that the server runs
+/// as its own child, under a pseudo-terminal (pty) or over pipes (pipe, the tool's stdio
+/// protocol). It outlives this command, the terminal and the SSH connection: the server
+/// keeps it, and any client can watch it, type into it or stop it later.
+///
+/// A run is named by its ref (run-0001; `1` and `run-1` are accepted too). Runs that a
+/// provider fake backs (`proctor demo-agent`, put on PATH as the tool) are labelled demo:
+/// their output is a demo, not a model's.
+///
+/// Every command starts the server when none runs for the home. Exit codes: 0 success;
+/// 1 the server refused (its status and message are printed) or the operation failed;
+/// 2 bad usage. `tail --follow` exits with the run's own exit status (see its help).
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    #[command(subcommand)]
+    pub command: SessionCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    Start(StartArgs),
+    List(ListArgs),
+    /// Show one run: what it runs, where, its state, its observed exit and your marks.
+    ///
+    /// The state is derived from the events the server observed (starting, running, idle,
+    /// stopped, failed, lost, cleaned); an exit code appears only once the OS reported one.
+    Show(RefArgs),
+    /// The run's lifecycle events (the ledger's lines for it), oldest first.
+    Events(RefArgs),
+    Attach(attach::AttachArgs),
+    Tail(tail::TailArgs),
+    Input(InputArgs),
+    /// Interrupt the run's current turn; the process stays.
+    ///
+    /// Uses the tool's own protocol on pipe runs (claude control_request, codex
+    /// turn/interrupt, ACP session/cancel) and SIGINT to the terminal's foreground group on
+    /// PTY runs. Exit 1 (409) when the run is not live.
+    Interrupt(RefArgs),
+    /// Stop the run: SIGTERM to its process group, SIGKILL after the grace period.
+    ///
+    /// Returns once the exit is observed and prints it. Stopping a run that is not live
+    /// changes nothing.
+    Stop(RefArgs),
+    Resume(ResumeArgs),
+    /// Pin the run in your list (at most 20 pins; the oldest drops). Yours only.
+    Pin(RefArgs),
+    /// Unpin the run. Idempotent.
+    Unpin(RefArgs),
+    Snooze(SnoozeArgs),
+    /// End your snooze of the run.
+    Unsnooze(RefArgs),
+    /// Mark the run done in your list. Idempotent.
+    Done(RefArgs),
+    /// Remove your done mark. Idempotent.
+    Undone(RefArgs),
+    Rename(RenameArgs),
+    /// Archive the run for everyone: lists leave it out.
+    ///
+    /// It keeps running; nothing is deleted. Idempotent: archiving an archived run keeps its
+    /// date and records nothing.
+    Archive(RefArgs),
+    /// Unarchive the run. Idempotent.
+    Unarchive(RefArgs),
+    /// Release a run that is not live; only delete remains afterwards.
+    ///
+    /// Its marks are dropped and the server lets go of its output. Exit 1 (409) on a live
+    /// run: stop it first.
+    Cleanup(RefArgs),
+    /// Delete a cleaned run's record and transcripts (needs an admin token).
+    ///
+    /// Exit 1 (409) when the run was not cleaned up first. The ledger keeps its history.
+    Delete(RefArgs),
+}
+
+/// A run ref, and --json.
+#[derive(Debug, Args)]
+pub struct RefArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Start a session: launch a provider CLI in a workspace, owned by the server.
+///
+/// Name the tool (--tool) or one of your profiles (--profile; `proctor profile list`). The
+/// tool is found on PATH as the server sees it (the PATH of the command that started the
+/// server). It runs in the workspace folder, with a cleaned environment (no API keys, no
+/// proxies).
+///
+/// Words after `--` are the first prompt: a first turn on a pipe run; on a PTY run they are
+/// typed, followed by Enter.
+///
+/// Prints the run's ref and state; exit 1 when the server refused or the tool failed to
+/// launch (with the reason).
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("what").required(true).args(["profile", "tool"])))]
+pub struct StartArgs {
+    /// A profile name (a tool and its account home).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// A tool, with its default profile.
+    #[arg(long, value_parser = ["claude", "codex", "gemini", "grok", "opencode"])]
+    pub tool: Option<String>,
+    /// The folder the tool works in.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub workspace: std::path::PathBuf,
+    /// pipe: the tool's stdio protocol (turns, clean interrupts). pty: its interactive
+    /// terminal form, for `attach`.
+    #[arg(long, default_value = "pipe", value_parser = ["pipe", "pty"])]
+    pub transport: String,
+    /// A name for the run (at most 200 characters; no control or invisible characters).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+    /// The first prompt (after `--`).
+    #[arg(last = true, value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+}
+
+/// List runs, newest first, your pinned runs on top.
+///
+/// Columns: REF, STATE, TOOL (with `demo` when a fake backs it), TRANSPORT, NAME, MARKS
+/// (pinned, snoozed, done, archived: yours, except archived which is everyone's), CREATED.
+/// Archived runs and runs you snoozed are left out unless --all; a footer counts them.
+/// --json prints the server's page as it is (nothing left out).
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only runs in this state (starting, running, idle, stopped, failed, lost, cleaned).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// At most this many runs (1–200), plus your pinned runs outside them.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Include archived and snoozed runs.
+    #[arg(long)]
+    pub all: bool,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Type into a run: a user turn on a pipe run, keys on a PTY run.
+///
+/// TEXT is sent as one turn (pipe) or typed followed by Enter (PTY; --no-enter types it
+/// alone). With `-` the text is read from stdin to its end: on a pipe run one trailing
+/// newline is dropped; on a PTY run the bytes are typed as they are (a newline acts as
+/// Enter). Exit 1 (409) when the run is not live.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// The text, or `-` to read it from stdin.
+    #[arg(value_name = "TEXT|-", allow_hyphen_values = true)]
+    pub text: String,
+    /// PTY runs: do not press Enter after TEXT.
+    #[arg(long)]
+    pub no_enter: bool,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Resume a run that is not live: a new process on its stored conversation.
+///
+/// A new process generation runs the tool's resume form with the exact stored conversation
+/// id, in the same workspace.
+/// Never a silent new conversation: a run whose tool never reported a conversation is
+/// refused (exit 1, 409). A PTY run gets this terminal's size when stdout is a terminal.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Hide a run from your list until a moment.
+///
+/// The moment is an RFC 3339 instant in the future (2026-12-01T09:00:00Z) or a delay from
+/// now: 45s, 30m, 2h, 1d, 1w. Yours only; a second snooze moves it. Exit 1 (400) for a
+/// moment that is not in the future.
+#[derive(Debug, Args)]
+pub struct SnoozeArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// When the snooze ends.
+    #[arg(long, value_name = "T")]
+    pub until: String,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Rename a run; an empty NAME ("") clears the name. Everyone sees it.
+///
+/// The name is trimmed; more than 200 characters, or a control or invisible character
+/// (zero-width, direction overrides, line separators), is refused (exit 1, 400).
+#[derive(Debug, Args)]
+pub struct RenameArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// The new name ("" clears it).
+    #[arg(value_name = "NAME", allow_hyphen_values = true)]
+    pub name: String,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
+    let home = ctx.home()?;
+    let client = Client::new(&home)?;
+    client::block_on(client.ensure_server(&home))??;
+    let c = client.with_token(&home)?;
+    match args.command {
+        SessionCommand::Start(a) => start(&c, a),
+        SessionCommand::List(a) => list(&c, a),
+        SessionCommand::Show(a) => show(&c, a),
+        SessionCommand::Events(a) => events(&c, a),
+        SessionCommand::Attach(a) => attach::run(&c, a),
+        SessionCommand::Tail(a) => tail::run(&c, a),
+        SessionCommand::Input(a) => input(&c, a),
+        SessionCommand::Interrupt(a) => {
+            let v = post(&c, &a.run, "interrupt", None)?;
+            report(a.json, &v, || {
+                format!(
+                    "interrupt sent to {} (state {})",
+                    s(&v, "ref", 32),
+                    s(&v, "state", 16)
+                )
+            })
+        }
+        SessionCommand::Stop(a) => stop(&c, a),
+        SessionCommand::Resume(a) => resume(&c, a),
+        SessionCommand::Pin(a) => mark(&c, a, Method::POST, "pin"),
+        SessionCommand::Unpin(a) => mark(&c, a, Method::DELETE, "pin"),
+        SessionCommand::Snooze(a) => {
+            let until = parse_until(&a.until, chrono::Utc::now())?;
+            let run_ref = normalise_ref(&a.run)?;
+            let v = call(
+                &c,
+                Method::POST,
+                &run_path(&run_ref, "snooze"),
+                Some(json!({"until": until})),
+            )?;
+            report(a.json, &v, || marks_line(&v))
+        }
+        SessionCommand::Unsnooze(a) => mark(&c, a, Method::DELETE, "snooze"),
+        SessionCommand::Done(a) => mark(&c, a, Method::POST, "done"),
+        SessionCommand::Undone(a) => mark(&c, a, Method::DELETE, "done"),
+        SessionCommand::Rename(a) => {
+            let run_ref = normalise_ref(&a.run)?;
+            let v = call(
+                &c,
+                Method::PUT,
+                &run_path(&run_ref, "name"),
+                Some(json!({"name": a.name})),
+            )?;
+            report(a.json, &v, || match v["name"].as_str() {
+                Some(n) => format!("{} renamed: {}", s(&v, "ref", 32), text::one_line(n, 200)),
+                None => format!("{} has no name now", s(&v, "ref", 32)),
+            })
+        }
+        SessionCommand::Archive(a) => archive(&c, a, Method::POST),
+        SessionCommand::Unarchive(a) => archive(&c, a, Method::DELETE),
+        SessionCommand::Cleanup(a) => {
+            let v = post(&c, &a.run, "cleanup", None)?;
+            report(a.json, &v, || {
+                format!(
+                    "{} cleaned up (state {}); only delete remains",
+                    s(&v, "ref", 32),
+                    s(&v, "state", 16)
+                )
+            })
+        }
+        SessionCommand::Delete(a) => {
+            let run_ref = normalise_ref(&a.run)?;
+            let v = call(&c, Method::DELETE, &run_path(&run_ref, ""), None)?;
+            report(a.json, &v, || format!("{} deleted", s(&v, "run_ref", 32)))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers shared by the verbs
+// ---------------------------------------------------------------------------------------------
+
+/// `run-0001` from `run-0001`, `run-1` or `1`. Anything else is refused before it reaches a
+/// URL.
+pub(crate) fn normalise_ref(raw: &str) -> anyhow::Result<String> {
+    let digits = raw.strip_prefix("run-").unwrap_or(raw);
+    if !digits.is_empty() && digits.len() <= 18 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u64 = digits.parse()?;
+        return Ok(format!("run-{n:04}"));
+    }
+    Err(UsageError::new(format!(
+        "{} is not a run ref: give run-0001 (or 1, or run-1); `proctor session list` shows them",
+        text::one_line(raw, 60)
+    )))
+}
+
+/// `/v1/m/sessions/runs/run-0001[/tail]` (the ref is already normalised: digits only).
+pub(crate) fn run_path(run_ref: &str, tail: &str) -> String {
+    if tail.is_empty() {
+        format!("{RUNS}/{run_ref}")
+    } else {
+        format!("{RUNS}/{run_ref}/{tail}")
+    }
+}
+
+pub(crate) fn call(
+    c: &Client,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> anyhow::Result<Value> {
+    Ok(client::block_on(c.call(method, path, body))??)
+}
+
+fn post(c: &Client, raw_ref: &str, tail: &str, body: Option<Value>) -> anyhow::Result<Value> {
+    let run_ref = normalise_ref(raw_ref)?;
+    call(c, Method::POST, &run_path(&run_ref, tail), body)
+}
+
+/// A string field of a JSON answer, for display (sanitised, capped).
+pub(crate) fn s(v: &Value, key: &str, width: usize) -> String {
+    match &v[key] {
+        Value::String(x) => text::one_line(x, width),
+        Value::Null => "-".into(),
+        other => text::one_line(&other.to_string(), width),
+    }
+}
+
+fn report(json: bool, v: &Value, line: impl FnOnce() -> String) -> anyhow::Result<ExitCode> {
+    if json {
+        print_json(v)?;
+    } else {
+        println!("{}", line());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `claude (demo)` or `claude`.
+pub(crate) fn tool_label(v: &Value) -> String {
+    let tool = s(v, "tool", 16);
+    if v["demo"].as_bool() == Some(true) {
+        format!("{tool} (demo)")
+    } else {
+        tool
+    }
+}
+
+/// The size of this terminal, when stdout is one.
+pub(crate) fn terminal_size() -> Option<(u16, u16)> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    crossterm::terminal::size()
+        .ok()
+        .filter(|(c, r)| *c > 0 && *r > 0)
+        .map(|(cols, rows)| (rows, cols))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verbs
+// ---------------------------------------------------------------------------------------------
+
+fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
+    let workspace = std::fs::canonicalize(&a.workspace).map_err(|e| {
+        UsageError::new(format!(
+            "workspace {}: {e}; give an existing folder with --workspace DIR",
+            show_path(&a.workspace)
+        ))
+    })?;
+    if !workspace.is_dir() {
+        return Err(UsageError::new(format!(
+            "workspace {} is not a folder",
+            show_path(&workspace)
+        )));
+    }
+    let workspace = workspace.to_str().ok_or_else(|| {
+        UsageError::new(format!(
+            "workspace {} is not valid UTF-8; the API carries paths as JSON strings",
+            show_path(&workspace)
+        ))
+    })?;
+    let pty = a.transport == "pty";
+    let mut body = json!({"transport": a.transport, "workspace": workspace});
+    if let Some(p) = &a.profile {
+        body["profile"] = json!(p);
+    }
+    if let Some(t) = &a.tool {
+        body["tool"] = json!(t);
+    }
+    if let Some(n) = &a.name {
+        body["name"] = json!(n);
+    }
+    if !a.prompt.is_empty() {
+        let mut prompt = a.prompt.join(" ");
+        if pty {
+            prompt.push('\r'); // Enter, as a terminal sends it
+        }
+        body["prompt"] = json!(prompt);
+    }
+    if pty && let Some((rows, cols)) = terminal_size() {
+        body["rows"] = json!(rows);
+        body["cols"] = json!(cols);
+    }
+    let v = call(c, Method::POST, RUNS, Some(body))?;
+    let failed = v["state"].as_str() == Some("failed");
+    if a.json {
+        print_json(&v)?;
+    } else {
+        let r = s(&v, "ref", 32);
+        println!(
+            "started {r}: {}, {}, in {} (state {})",
+            tool_label(&v),
+            s(&v, "transport", 8),
+            s(&v, "workspace", usize::MAX),
+            s(&v, "state", 16)
+        );
+        if failed {
+            println!("launch failed: {}", s(&v, "reason", usize::MAX));
+        } else if pty {
+            println!("attach: proctor session attach {r}   (detach: Ctrl-\\)");
+        } else {
+            println!(
+                "follow: proctor session tail --follow {r}   type: proctor session input {r} TEXT"
+            );
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn list(c: &Client, a: ListArgs) -> anyhow::Result<ExitCode> {
+    let mut path = format!("{RUNS}?limit={}", a.limit);
+    if let Some(st) = &a.state {
+        if !st.bytes().all(|b| b.is_ascii_lowercase()) {
+            return Err(UsageError::new(format!(
+                "state {} is not one of starting, running, idle, stopped, failed, lost, cleaned",
+                text::one_line(st, 40)
+            )));
+        }
+        path.push_str(&format!("&state={st}"));
+    }
+    let v = call(c, Method::GET, &path, None)?;
+    if a.json {
+        print_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let items: Vec<&Value> = v["items"].as_array().into_iter().flatten().collect();
+    let (mut archived, mut snoozed) = (0usize, 0usize);
+    let mut shown: Vec<&Value> = Vec::new();
+    for it in &items {
+        if !a.all && it["archived_at"].is_string() {
+            archived += 1;
+        } else if !a.all && it["snoozed_until"].is_string() {
+            snoozed += 1;
+        } else {
+            shown.push(it);
+        }
+    }
+    // Pinned first (stable: newest first within each group).
+    shown.sort_by_key(|it| it["pinned"].as_bool() != Some(true));
+    println!(
+        "{:<9} {:<8} {:<16} {:<5} {:<30} {:<22} CREATED",
+        "REF", "STATE", "TOOL", "VIA", "NAME", "MARKS"
+    );
+    for it in &shown {
+        println!(
+            "{:<9} {:<8} {:<16} {:<5} {:<30} {:<22} {}",
+            s(it, "ref", 9),
+            s(it, "state", 8),
+            tool_label(it),
+            s(it, "transport", 5),
+            it["name"]
+                .as_str()
+                .map(|n| text::one_line(n, 30))
+                .unwrap_or_else(|| "-".into()),
+            marks_of(it),
+            s(it, "created_at", 30)
+        );
+    }
+    let mut footer = Vec::new();
+    if archived > 0 {
+        footer.push(format!("{archived} archived"));
+    }
+    if snoozed > 0 {
+        footer.push(format!("{snoozed} snoozed"));
+    }
+    if !footer.is_empty() {
+        println!("({} not shown; --all shows them)", footer.join(" and "));
+    }
+    let total = v["total"].as_u64().unwrap_or(0);
+    let page = items.len() as u64 - v["pinned_outside_page"].as_u64().unwrap_or(0);
+    if total > page {
+        println!("({page} of {total} runs; --limit N shows more)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pinned,snoozed,done,archived` (the marks a run carries), or `-`.
+fn marks_of(v: &Value) -> String {
+    let mut m = Vec::new();
+    if v["pinned"].as_bool() == Some(true) {
+        m.push("pinned");
+    }
+    if v["snoozed_until"].is_string() {
+        m.push("snoozed");
+    }
+    if v["done"].as_bool() == Some(true) {
+        m.push("done");
+    }
+    if v["archived_at"].is_string() {
+        m.push("archived");
+    }
+    if m.is_empty() {
+        "-".into()
+    } else {
+        m.join(",")
+    }
+}
+
+fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
+    let run_ref = normalise_ref(&a.run)?;
+    let v = call(c, Method::GET, &run_path(&run_ref, ""), None)?;
+    if a.json {
+        print_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let line = |k: &str, val: String| println!("{k:<13} {val}");
+    line("ref", s(&v, "ref", 32));
+    line(
+        "name",
+        v["name"]
+            .as_str()
+            .map(|n| text::one_line(n, usize::MAX))
+            .unwrap_or_else(|| "-".into()),
+    );
+    line("tool", tool_label(&v));
+    if v["demo"].as_bool() == Some(true) {
+        line(
+            "demo",
+            "yes: a provider fake backs this run; its output is a demo, not a model's".into(),
+        );
+    }
+    line("profile", s(&v, "profile", usize::MAX));
+    line("transport", s(&v, "transport", 8));
+    line("workspace", s(&v, "workspace", usize::MAX));
+    let mut state = s(&v, "state", 16);
+    if let Some(g) = v["generation"].as_u64() {
+        state.push_str(&format!(" (generation {g}"));
+        if let Some(pid) = v["pid"].as_u64() {
+            state.push_str(&format!(", pid {pid}"));
+        }
+        state.push(')');
+    }
+    line("state", state);
+    line("created", s(&v, "created_at", 40));
+    if v["started_at"].is_string() {
+        line("started", s(&v, "started_at", 40));
+    }
+    if v["ended_at"].is_string() {
+        line("ended", s(&v, "ended_at", 40));
+        line("exit", output::Exit::from_json(&v).describe());
+    }
+    if v["reason"].is_string() {
+        line("reason", s(&v, "reason", usize::MAX));
+    }
+    if v["conversation_id"].is_string() {
+        line("conversation", s(&v, "conversation_id", 200));
+    }
+    if let Some(o) = v["output"].as_object() {
+        let n = |k: &str| o.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let next = n("next_seq");
+        line(
+            "output",
+            if next > n("first_seq") {
+                format!(
+                    "seq {}..{} held, {} bytes",
+                    n("first_seq"),
+                    next - 1,
+                    n("bytes")
+                )
+            } else {
+                format!("none yet (next seq {next})")
+            },
+        );
+    } else {
+        line(
+            "output",
+            "not held by this server (the run is not live here)".into(),
+        );
+    }
+    if let Some(t) = v["transcript"].as_object() {
+        line(
+            "transcript",
+            format!(
+                "{} bytes{}",
+                t.get("bytes").and_then(Value::as_u64).unwrap_or(0),
+                if t.get("capped").and_then(Value::as_bool) == Some(true) {
+                    " (cap reached: later output was not kept on disk)"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    line("marks", marks_of(&v));
+    if v["pinned_at"].is_string() {
+        line("pinned at", s(&v, "pinned_at", 40));
+    }
+    if v["snoozed_until"].is_string() {
+        line("snoozed to", s(&v, "snoozed_until", 40));
+    }
+    if v["archived_at"].is_string() {
+        line("archived at", s(&v, "archived_at", 40));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn events(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
+    let run_ref = normalise_ref(&a.run)?;
+    let v = call(c, Method::GET, &run_path(&run_ref, "events"), None)?;
+    if a.json {
+        print_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{:<7} {:<25} {:<28} DETAILS", "SEQ", "AT", "KIND");
+    for e in v["items"].as_array().into_iter().flatten() {
+        let kind = e["kind"].as_str().unwrap_or("?");
+        let kind = kind.strip_prefix("sessions.run.").unwrap_or(kind);
+        let details = match e["fields"].as_object() {
+            Some(f) => f
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(x) => format!("{k}={x}"),
+                    other => format!("{k}={other}"),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            None => String::new(),
+        };
+        println!(
+            "{:<7} {:<25} {:<28} {}",
+            e["seq"].as_u64().unwrap_or(0),
+            s(e, "at", 25),
+            text::one_line(kind, 28),
+            text::one_line(&details, 160)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn input(c: &Client, a: InputArgs) -> anyhow::Result<ExitCode> {
+    let run_ref = normalise_ref(&a.run)?;
+    let from_stdin = a.text == "-";
+    let mut text_in = if from_stdin {
+        let mut buf = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut buf)?;
+        String::from_utf8(buf).map_err(|_| {
+            UsageError::new("the text on stdin is not UTF-8; the API carries text as JSON strings")
+        })?
+    } else {
+        a.text.clone()
+    };
+    let view = call(c, Method::GET, &run_path(&run_ref, ""), None)?;
+    let pty = view["transport"].as_str() == Some("pty");
+    if pty {
+        if !from_stdin && !a.no_enter {
+            text_in.push('\r');
+        }
+    } else if from_stdin {
+        if text_in.ends_with("\r\n") {
+            text_in.truncate(text_in.len() - 2);
+        } else if text_in.ends_with('\n') {
+            text_in.pop();
+        }
+    }
+    if text_in.is_empty() {
+        return Err(UsageError::new("nothing to send: the text is empty"));
+    }
+    let v = call(
+        c,
+        Method::POST,
+        &run_path(&run_ref, "input"),
+        Some(json!({"text": text_in})),
+    )?;
+    report(a.json, &v, || {
+        format!(
+            "sent {} bytes to {run_ref} ({})",
+            text_in.len(),
+            if pty { "typed" } else { "a turn" }
+        )
+    })
+}
+
+fn stop(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
+    let v = post(c, &a.run, "stop", None)?;
+    report(a.json, &v, || {
+        let mut line = format!("{} {}", s(&v, "ref", 32), s(&v, "state", 16));
+        if v["ended_at"].is_string() {
+            line.push_str(&format!(": {}", output::Exit::from_json(&v).describe()));
+        }
+        if let Some(st) = v["stop"].as_object() {
+            let b = |k: &str| st.get(k).and_then(Value::as_bool) == Some(true);
+            line.push_str(if b("sent_kill") {
+                " (SIGTERM, then SIGKILL after the grace period)"
+            } else if b("sent_term") {
+                " (SIGTERM)"
+            } else {
+                ""
+            });
+            if !b("group_gone") {
+                line.push_str("; warning: a member of its process group was still alive");
+            }
+        } else {
+            line.push_str(" (it was not live: nothing to stop)");
+        }
+        line
+    })
+}
+
+fn resume(c: &Client, a: ResumeArgs) -> anyhow::Result<ExitCode> {
+    let body = terminal_size().map(|(rows, cols)| json!({"rows": rows, "cols": cols}));
+    let v = post(c, &a.run, "resume", body)?;
+    let failed = v["state"].as_str() == Some("failed");
+    if a.json {
+        print_json(&v)?;
+    } else {
+        println!(
+            "{} resumed: generation {} (state {})",
+            s(&v, "ref", 32),
+            v["generation"].as_u64().unwrap_or(0),
+            s(&v, "state", 16)
+        );
+        if failed {
+            println!("launch failed: {}", s(&v, "reason", usize::MAX));
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn mark(c: &Client, a: RefArgs, method: Method, what: &str) -> anyhow::Result<ExitCode> {
+    let run_ref = normalise_ref(&a.run)?;
+    let v = call(c, method, &run_path(&run_ref, what), None)?;
+    report(a.json, &v, || marks_line(&v))
+}
+
+/// `run-0001: pinned (at …), snoozed until …, done` from a marks answer.
+fn marks_line(v: &Value) -> String {
+    let mut parts = Vec::new();
+    parts.push(if v["pinned"].as_bool() == Some(true) {
+        format!("pinned (at {})", s(v, "pinned_at", 40))
+    } else {
+        "not pinned".into()
+    });
+    if v["snoozed_until"].is_string() {
+        parts.push(format!("snoozed until {}", s(v, "snoozed_until", 40)));
+    } else {
+        parts.push("not snoozed".into());
+    }
+    parts.push(if v["done"].as_bool() == Some(true) {
+        "done".into()
+    } else {
+        "not done".into()
+    });
+    format!("{}: {}", s(v, "run_ref", 32), parts.join(", "))
+}
+
+fn archive(c: &Client, a: RefArgs, method: Method) -> anyhow::Result<ExitCode> {
+    let run_ref = normalise_ref(&a.run)?;
+    let v = call(c, method, &run_path(&run_ref, "archive"), None)?;
+    report(a.json, &v, || match v["archived_at"].as_str() {
+        Some(at) => format!(
+            "{} archived (since {})",
+            s(&v, "ref", 32),
+            text::one_line(at, 40)
+        ),
+        None => format!("{} not archived", s(&v, "ref", 32)),
+    })
+}
+
+/// The end of a snooze: an RFC 3339 instant (sent as given; the server checks that it is in
+/// the future), or `N` + `s|m|h|d|w` from `now`.
+fn parse_until(raw: &str, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<String> {
+    let t = raw.trim();
+    if chrono::DateTime::parse_from_rfc3339(t).is_ok() {
+        return Ok(t.to_string());
+    }
+    let bad = || {
+        UsageError::new(format!(
+            "--until {} is neither an RFC 3339 instant (2026-12-01T09:00:00Z) nor a delay \
+             (45s, 30m, 2h, 1d, 1w)",
+            text::one_line(raw, 60)
+        ))
+    };
+    let (num, unit) = t.split_at(t.len().saturating_sub(1));
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let n: i64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        "w" => n.checked_mul(7 * 86_400),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    let delta = chrono::TimeDelta::try_seconds(secs).ok_or_else(bad)?;
+    let at = now.checked_add_signed(delta).ok_or_else(bad)?;
+    Ok(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_are_normalised_or_refused() {
+        assert_eq!(normalise_ref("run-0001").unwrap(), "run-0001");
+        assert_eq!(normalise_ref("run-1").unwrap(), "run-0001");
+        assert_eq!(normalise_ref("42").unwrap(), "run-0042");
+        assert_eq!(normalise_ref("run-12345").unwrap(), "run-12345");
+        for bad in [
+            "",
+            "run-",
+            "run-1/../x",
+            "abc",
+            "run-1a",
+            "-1",
+            "run-99999999999999999999",
+        ] {
+            assert!(normalise_ref(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn until_takes_instants_and_delays() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        assert_eq!(parse_until("30m", now).unwrap(), "2026-11-30T10:30:00Z");
+        assert_eq!(parse_until("2h", now).unwrap(), "2026-11-30T12:00:00Z");
+        assert_eq!(parse_until("1d", now).unwrap(), "2026-12-01T10:00:00Z");
+        assert_eq!(parse_until("1w", now).unwrap(), "2026-12-07T10:00:00Z");
+        assert_eq!(parse_until("45s", now).unwrap(), "2026-11-30T10:00:45Z");
+        assert_eq!(
+            parse_until("2020-01-01T00:00:00+02:00", now).unwrap(),
+            "2020-01-01T00:00:00+02:00",
+            "an instant goes as given: the server judges the past"
+        );
+        for bad in [
+            "",
+            "m",
+            "-5m",
+            "5",
+            "5y",
+            "1.5h",
+            "tomorrow",
+            "99999999999999999w",
+        ] {
+            assert!(parse_until(bad, now).is_err(), "{bad:?}");
+        }
+    }
+}

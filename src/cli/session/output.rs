@@ -1,0 +1,325 @@
+//! Output frames on their way to the operator: decoding the `output`, `lag` and `end` events
+//! of the attach stream, sanitising a byte stream that arrives in frames cut anywhere, and
+//! describing an observed exit.
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::text;
+
+/// One frame of an `output` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub seq: u64,
+    /// `stdout` or `stderr` (a PTY run has only `stdout`: the terminal merges them).
+    pub stream: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Decodes an `output` event's data: `{"first","last","frames":[{"seq","stream","b64"}]}`.
+pub fn frames(data: &str) -> Result<(u64, Vec<Frame>), String> {
+    let v: Value =
+        serde_json::from_str(data).map_err(|e| format!("an output event is not JSON: {e}"))?;
+    let last = v["last"]
+        .as_u64()
+        .ok_or("an output event has no last seq")?;
+    let mut out = Vec::new();
+    for f in v["frames"].as_array().into_iter().flatten() {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(f["b64"].as_str().unwrap_or(""))
+            .map_err(|e| format!("an output frame is not base64: {e}"))?;
+        out.push(Frame {
+            seq: f["seq"].as_u64().unwrap_or(0),
+            stream: f["stream"].as_str().unwrap_or("stdout").to_string(),
+            bytes,
+        });
+    }
+    Ok((last, out))
+}
+
+/// How a run's process ended, as the server observed it (an `end` event, or a run's view).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    Code(i64),
+    Signal(String),
+    Unobserved,
+}
+
+impl Exit {
+    /// From an `end` event's data (`{last_seq, exit_code, signal}` or `{unobserved: true}`)
+    /// or a run's view (`exit_code`, `signal`).
+    pub fn from_json(v: &Value) -> Exit {
+        if let Some(s) = v["signal"].as_str() {
+            return Exit::Signal(s.to_string());
+        }
+        match v["exit_code"].as_i64() {
+            Some(c) => Exit::Code(c),
+            None => Exit::Unobserved,
+        }
+    }
+
+    /// `code 3`, `signal SIGKILL`, `exit not observed`.
+    pub fn describe(&self) -> String {
+        match self {
+            Exit::Code(c) => format!("code {c}"),
+            Exit::Signal(s) => format!("signal {}", text::one_line(s, 32)),
+            Exit::Unobserved => "exit not observed".to_string(),
+        }
+    }
+
+    /// The exit status a command that follows the run returns: the code itself, 128 plus the
+    /// signal's number (as shells report it), 1 when the exit was not observed.
+    pub fn status(&self) -> u8 {
+        match self {
+            Exit::Code(c) => u8::try_from(*c).unwrap_or(1),
+            Exit::Signal(name) => signal_number(name)
+                .and_then(|n| u8::try_from(128 + n).ok())
+                .unwrap_or(1),
+            Exit::Unobserved => 1,
+        }
+    }
+}
+
+/// The number of a signal the server named (`SIGKILL`, or `signal N` for unnamed ones).
+pub fn signal_number(name: &str) -> Option<i32> {
+    if let Some(n) = name.strip_prefix("signal ") {
+        return n.trim().parse().ok();
+    }
+    (1..=64).find(|&n| crate::runs::signal_name(n) == name)
+}
+
+/// Sanitises a byte stream that arrives cut at arbitrary points.
+///
+/// Each chunk goes through [`text::multi_line_bytes`], but a cut inside a UTF-8 sequence or
+/// inside an escape sequence would show half of it (a `U+FFFD`, or the tail of a CSI as
+/// text). So the bytes from such an unfinished sequence are held back until the next chunk
+/// completes it, or until [`Sanitiser::finish`]. What is held is bounded: past
+/// [`Sanitiser::MAX_HELD`] bytes an unterminated sequence is released (and dropped by the
+/// sanitiser, as any unterminated string sequence is).
+#[derive(Debug, Default)]
+pub struct Sanitiser {
+    held: Vec<u8>,
+}
+
+impl Sanitiser {
+    /// The most bytes held back waiting for a sequence to end.
+    pub const MAX_HELD: usize = 64 * 1024;
+
+    /// Adds bytes; returns the sanitised text that is safe to print now.
+    pub fn push(&mut self, bytes: &[u8]) -> String {
+        self.held.extend_from_slice(bytes);
+        let cut = safe_prefix(&self.held);
+        let cut = if self.held.len() - cut > Self::MAX_HELD {
+            self.held.len()
+        } else {
+            cut
+        };
+        let out = text::multi_line_bytes(&self.held[..cut]);
+        self.held.drain(..cut);
+        out
+    }
+
+    /// Releases what is held (end of stream).
+    pub fn finish(&mut self) -> String {
+        let out = text::multi_line_bytes(&self.held);
+        self.held.clear();
+        out
+    }
+}
+
+/// The length of the longest prefix of `buf` that ends neither inside a UTF-8 sequence nor
+/// inside an escape sequence (by the rules of `crate::text`).
+fn safe_prefix(buf: &[u8]) -> usize {
+    let utf8_end = buf.len() - incomplete_utf8_tail(buf);
+    let cut = open_sequence_start(&buf[..utf8_end]).unwrap_or(utf8_end);
+    cut.min(utf8_end)
+}
+
+/// How many bytes at the end of `buf` are the start of a UTF-8 sequence that needs more.
+pub(super) fn incomplete_utf8_tail(buf: &[u8]) -> usize {
+    for k in 1..=3.min(buf.len()) {
+        let b = buf[buf.len() - k];
+        let need = match b {
+            0xc2..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf4 => 4,
+            0x80..=0xbf => continue,
+            _ => return 0,
+        };
+        return if need > k { k } else { 0 };
+    }
+    0
+}
+
+/// The byte offset where an escape sequence that `buf` leaves unfinished begins.
+fn open_sequence_start(buf: &[u8]) -> Option<usize> {
+    #[derive(Clone, Copy)]
+    enum St {
+        Ground,
+        Esc,
+        EscInter,
+        Csi,
+        Str { osc: bool },
+    }
+    const ESC: char = '\u{1b}';
+    let mut st = St::Ground;
+    let mut start = 0usize;
+    for (pos, c) in decoded(buf) {
+        let c0_ignored =
+            matches!(c, '\u{00}'..='\u{1f}' | '\u{7f}') && !matches!(c, ESC | '\u{18}' | '\u{1a}');
+        st = match st {
+            St::Ground => match c {
+                ESC => {
+                    start = pos;
+                    St::Esc
+                }
+                '\u{9b}' => {
+                    start = pos;
+                    St::Csi
+                }
+                '\u{9d}' => {
+                    start = pos;
+                    St::Str { osc: true }
+                }
+                '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => {
+                    start = pos;
+                    St::Str { osc: false }
+                }
+                _ => St::Ground,
+            },
+            St::Esc | St::EscInter | St::Csi if c == ESC => {
+                start = pos;
+                St::Esc
+            }
+            St::Esc => match c {
+                '[' => St::Csi,
+                ']' => St::Str { osc: true },
+                'P' | 'X' | '^' | '_' => St::Str { osc: false },
+                '\u{20}'..='\u{2f}' => St::EscInter,
+                _ if c0_ignored => St::Esc,
+                _ => St::Ground,
+            },
+            St::EscInter => match c {
+                '\u{20}'..='\u{2f}' => St::EscInter,
+                _ if c0_ignored => St::EscInter,
+                _ => St::Ground,
+            },
+            St::Csi => match c {
+                '\u{20}'..='\u{3f}' => St::Csi,
+                _ if c0_ignored => St::Csi,
+                _ => St::Ground,
+            },
+            St::Str { osc } => match c {
+                '\u{9c}' | '\u{18}' | '\u{1a}' => St::Ground,
+                '\u{07}' if osc => St::Ground,
+                // ESC ends the string and begins the next sequence (ST is `ESC \`).
+                ESC => {
+                    start = pos;
+                    St::Esc
+                }
+                _ => St::Str { osc },
+            },
+        };
+    }
+    match st {
+        St::Ground => None,
+        _ => Some(start),
+    }
+}
+
+/// `buf` as characters with their byte offsets, read as `crate::text` reads bytes: a lone
+/// 0x80–0x9F byte is the C1 control it would be to a terminal, other invalid bytes U+FFFD.
+fn decoded(buf: &[u8]) -> impl Iterator<Item = (usize, char)> + '_ {
+    let mut offset = 0usize;
+    buf.utf8_chunks().flat_map(move |chunk| {
+        let base = offset;
+        offset += chunk.valid().len() + chunk.invalid().len();
+        let invalid_at = base + chunk.valid().len();
+        let replacement = match chunk.invalid() {
+            [] => None,
+            [b @ 0x80..=0x9f] => Some((invalid_at, char::from(*b))),
+            _ => Some((invalid_at, char::REPLACEMENT_CHARACTER)),
+        };
+        chunk
+            .valid()
+            .char_indices()
+            .map(move |(i, c)| (base + i, c))
+            .chain(replacement)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever the cut points, the chunked output equals sanitising the whole at once.
+    fn check_all_cuts(input: &[u8]) {
+        let whole = text::multi_line_bytes(input);
+        for cut in 0..=input.len() {
+            let mut s = Sanitiser::default();
+            let mut got = s.push(&input[..cut]);
+            got.push_str(&s.push(&input[cut..]));
+            got.push_str(&s.finish());
+            assert_eq!(got, whole, "cut at {cut} of {input:?}");
+        }
+        let mut s = Sanitiser::default();
+        let mut got = String::new();
+        for b in input {
+            got.push_str(&s.push(std::slice::from_ref(b)));
+        }
+        got.push_str(&s.finish());
+        assert_eq!(got, whole, "byte by byte: {input:?}");
+    }
+
+    #[test]
+    fn cuts_inside_sequences_never_change_what_is_shown() {
+        for input in [
+            "plain text\r\nline two".as_bytes(),
+            "caf\u{e9} \u{1f600} \u{202e}rtl".as_bytes(),
+            b"\x1b[31mred\x1b[0m and \x1b[38;5;208morange\x1b[m",
+            b"\x1b]0;title\x07after \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\",
+            b"\x1bPdcs body\x1b\\ \x1b(0 \x1b7 saved",
+            b"\xc2\x9b31m c1 csi \xc2\x9d c1 osc \xc2\x9c done",
+            b"lone \x9b31m byte csi, bad \xff byte",
+            b"\x1b[\x0a1;2H control inside csi",
+            b"\x1b[1\x1b[2m restart \x18 cancel \x1b]x\x18y",
+        ] {
+            check_all_cuts(input);
+        }
+    }
+
+    #[test]
+    fn an_unfinished_sequence_is_held_until_it_ends() {
+        let mut s = Sanitiser::default();
+        assert_eq!(s.push(b"ok \x1b[3"), "ok ");
+        assert_eq!(s.push(b"1mred"), "red");
+        assert_eq!(s.push(b" \xe2\x82"), " ");
+        assert_eq!(s.push(b"\xac"), "\u{20ac}");
+        assert_eq!(s.push(b"\x1b]0;ti"), "");
+        assert_eq!(s.push(b"tle\x07shown"), "shown");
+    }
+
+    #[test]
+    fn what_is_held_is_bounded() {
+        let mut s = Sanitiser::default();
+        assert_eq!(s.push(b"\x1b]0;"), "");
+        let big = vec![b'x'; Sanitiser::MAX_HELD + 10];
+        // The unterminated string is released, and the sanitiser drops it whole.
+        assert_eq!(s.push(&big), "");
+        assert_eq!(s.push(b"later"), "later");
+    }
+
+    #[test]
+    fn exits_map_to_statuses() {
+        assert_eq!(Exit::Code(3).status(), 3);
+        assert_eq!(Exit::Code(0).status(), 0);
+        assert_eq!(Exit::Signal("SIGKILL".into()).status(), 137);
+        assert_eq!(Exit::Signal("SIGTERM".into()).status(), 143);
+        assert_eq!(Exit::Signal("signal 40".into()).status(), 168);
+        assert_eq!(Exit::Unobserved.status(), 1);
+        let end = serde_json::json!({"last_seq": 4, "exit_code": null, "signal": "SIGKILL"});
+        assert_eq!(Exit::from_json(&end), Exit::Signal("SIGKILL".into()));
+        let end = serde_json::json!({"last_seq": 4, "unobserved": true});
+        assert_eq!(Exit::from_json(&end).describe(), "exit not observed");
+    }
+}

@@ -1,0 +1,611 @@
+//! `proctor session …` against a real server on a temporary home, with the provider fakes on
+//! PATH as the tools (demo shims), through the real binary.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::TestHome;
+use serde_json::Value;
+
+/// How long a wait for the server or a fake may take before the test gives up (a hang, not
+/// a speed requirement).
+const HANG: Duration = Duration::from_secs(60);
+
+/// A test home plus a folder of demo shims first on PATH, and a workspace.
+struct Env {
+    h: TestHome,
+    _shims: tempfile::TempDir,
+    path_var: String,
+    ws: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let h = TestHome::new();
+        let shims = tempfile::tempdir().unwrap();
+        proctor::providers::fake::install_shims(
+            shims.path(),
+            Path::new(env!("CARGO_BIN_EXE_proctor")),
+        )
+        .unwrap();
+        let path_var = format!(
+            "{}:{}",
+            shims.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Env {
+            h,
+            _shims: shims,
+            path_var,
+            ws: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = self.h.cmd();
+        c.env("PATH", &self.path_var).current_dir(self.ws.path());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).stdin(Stdio::null()).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "proctor {args:?} failed ({:?}):\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    /// Runs a command that must fail with `code`; returns its stderr.
+    fn fails(&self, args: &[&str], code: i32) -> String {
+        let out = self.run(args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "proctor {args:?}: stdout {}\nstderr {err}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        err
+    }
+
+    /// Starts a run; returns its ref.
+    fn start(&self, args: &[&str]) -> String {
+        let mut all = vec!["session", "start", "--json"];
+        all.extend_from_slice(args);
+        let v = self.json(&all);
+        assert_eq!(v["demo"], true, "the fakes back this run: {v}");
+        v["ref"].as_str().unwrap().to_string()
+    }
+
+    /// Polls `tail REF` (without --follow) until its stdout contains `needle`.
+    fn tail_until(&self, run: &str, needle: &str) -> String {
+        let deadline = Instant::now() + HANG;
+        loop {
+            let out = self.ok(&["session", "tail", run]);
+            if out.contains(needle) {
+                return out;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "`{needle}` never appeared in the output of {run}:\n{out}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn show(&self, run: &str) -> Value {
+        self.json(&["session", "show", run, "--json"])
+    }
+
+    fn wait_state(&self, run: &str, states: &[&str]) -> Value {
+        let deadline = Instant::now() + HANG;
+        loop {
+            let v = self.show(run);
+            if states.contains(&v["state"].as_str().unwrap_or("")) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{run} never reached {states:?}: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn a_pipe_session_from_start_to_its_observed_exit() {
+    let e = Env::new();
+    let run = e.start(&[
+        "--tool",
+        "claude",
+        "--name",
+        "first run",
+        "--",
+        "hello",
+        "there",
+    ]);
+    assert_eq!(run, "run-0001");
+
+    // The list shows it as a demo, with its name.
+    let list = e.ok(&["session", "list"]);
+    let row = list
+        .lines()
+        .find(|l| l.starts_with("run-0001"))
+        .unwrap_or_else(|| panic!("no row for run-0001:\n{list}"));
+    assert!(row.contains("claude (demo)"), "{row}");
+    assert!(row.contains("first run"), "{row}");
+    assert!(row.contains("pipe"), "{row}");
+    let page = e.json(&["session", "list", "--json"]);
+    assert_eq!(page["items"][0]["ref"], "run-0001");
+    assert_eq!(page["items"][0]["demo"], true);
+    let show = e.ok(&["session", "show", "1"]);
+    assert!(show.contains("claude (demo)"), "{show}");
+    assert!(show.contains("its output is a demo"), "{show}");
+
+    // tail prints the fake's reply to the first prompt.
+    e.tail_until(&run, r#"demo reply #1: you said \"hello there\""#);
+    e.wait_state(&run, &["idle"]);
+
+    // A second turn; --from skips what was already read.
+    let next = e.show(&run)["output"]["next_seq"].as_u64().unwrap();
+    let sent = e.ok(&["session", "input", &run, "second turn"]);
+    assert!(sent.contains("a turn"), "{sent}");
+    e.tail_until(&run, r#"demo reply #2: you said \"second turn\""#);
+    let from = e.ok(&["session", "tail", &run, "--from", &next.to_string()]);
+    assert!(from.contains("demo reply #2"), "{from}");
+    assert!(!from.contains("demo reply #1"), "{from}");
+
+    // stdin as the text.
+    let mut child = e
+        .cmd()
+        .args(["session", "input", &run, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"third from stdin\n").unwrap();
+    }
+    assert!(child.wait().unwrap().success());
+    e.tail_until(&run, r#"demo reply #3: you said \"third from stdin\""#);
+
+    // events lists the lifecycle.
+    let events = e.ok(&["session", "events", &run]);
+    for kind in ["created", "started", "turn_ended"] {
+        assert!(events.contains(kind), "{kind} missing:\n{events}");
+    }
+
+    // A follower sees the run end on its own and exits with its code.
+    let follower = e
+        .cmd()
+        .args(["session", "tail", "--follow", &run])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    e.ok(&["session", "input", &run, "!exit 3"]);
+    let out = follower.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("[run-0001 exited: code 3]"), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("demo reply #1"),
+        "the follower printed the output from the start"
+    );
+    // The record follows the observed exit (the server records it as it ends the stream).
+    let v = e.wait_state(&run, &["failed"]);
+    assert_eq!(v["exit_code"].as_i64(), Some(3), "{v}");
+
+    // Input to an ended run: the server's 409, named.
+    let err = e.fails(&["session", "input", &run, "too late"], 1);
+    assert!(err.contains("409"), "{err}");
+    assert!(err.contains("not live"), "{err}");
+}
+
+#[test]
+fn tail_follow_after_stop_exits_with_the_signal_status() {
+    let e = Env::new();
+    let run = e.start(&["--tool", "codex", "--", "hi"]);
+    e.tail_until(&run, "demo reply #1");
+    let stopped = e.ok(&["session", "stop", &run]);
+    assert!(stopped.contains("stopped"), "{stopped}");
+    let v = e.show(&run);
+    assert_eq!(v["state"], "stopped");
+    let out = e.run(&["session", "tail", "--follow", &run]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // What the server observed decides the status: 128 + the signal, or the code.
+    let (line, status) = match (v["signal"].as_str(), v["exit_code"].as_i64()) {
+        (Some("SIGTERM"), _) => ("[run-0001 exited: signal SIGTERM]".to_string(), 143),
+        (Some("SIGKILL"), _) => ("[run-0001 exited: signal SIGKILL]".to_string(), 137),
+        (None, Some(c)) => (format!("[run-0001 exited: code {c}]"), c as i32),
+        other => panic!("unexpected exit {other:?}: {v}"),
+    };
+    assert_eq!(out.status.code(), Some(status), "{stderr}");
+    assert!(stderr.contains(&line), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("demo reply #1"));
+    // Without --follow the same tail exits 0 and still reports the exit.
+    let out = e.run(&["session", "tail", &run]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&line));
+}
+
+#[test]
+fn names_marks_archive_cleanup_and_delete() {
+    let e = Env::new();
+    let run = e.start(&["--tool", "gemini"]);
+
+    // Names: a direction override is refused with the server's message; "" clears.
+    let err = e.fails(&["session", "rename", &run, "\u{202e}evil"], 1);
+    assert!(err.contains("400"), "{err}");
+    assert!(err.contains("U+202E"), "{err}");
+    assert!(
+        !err.contains('\u{202e}'),
+        "the refused name never reaches the terminal raw: {err:?}"
+    );
+    let err = e.fails(&["session", "rename", &run, &"x".repeat(201)], 1);
+    assert!(err.contains("400"), "{err}");
+    e.ok(&["session", "rename", &run, "  a fine name "]);
+    assert_eq!(e.show(&run)["name"], "a fine name");
+    let cleared = e.ok(&["session", "rename", &run, ""]);
+    assert!(cleared.contains("no name"), "{cleared}");
+    assert_eq!(e.show(&run)["name"], Value::Null);
+
+    // Pin and done are the caller's, and idempotent.
+    let pinned = e.ok(&["session", "pin", &run]);
+    assert!(pinned.contains("pinned (at"), "{pinned}");
+    e.ok(&["session", "pin", &run]);
+    assert_eq!(e.show(&run)["pinned"], true);
+    e.ok(&["session", "unpin", &run]);
+    assert_eq!(e.show(&run)["pinned"], false);
+    e.ok(&["session", "done", &run]);
+    assert_eq!(e.show(&run)["done"], true);
+    e.ok(&["session", "undone", &run]);
+    assert_eq!(e.show(&run)["done"], false);
+
+    // Snooze: the past is refused by the server (400), nonsense by the CLI (2).
+    let err = e.fails(
+        &["session", "snooze", &run, "--until", "2020-01-01T00:00:00Z"],
+        1,
+    );
+    assert!(
+        err.contains("400") && err.contains("not in the future"),
+        "{err}"
+    );
+    let err = e.fails(&["session", "snooze", &run, "--until", "tomorrow"], 2);
+    assert!(err.contains("30m"), "{err}");
+    let before = chrono::Utc::now();
+    let v = e.json(&["session", "snooze", &run, "--until", "2h", "--json"]);
+    let until = chrono::DateTime::parse_from_rfc3339(v["snoozed_until"].as_str().unwrap()).unwrap();
+    let delta = until.signed_duration_since(before).num_seconds();
+    assert!((7100..=7300).contains(&delta), "2h from now: {delta} s");
+    // A snoozed run leaves the human list (counted), not --all or --json.
+    let list = e.ok(&["session", "list"]);
+    assert!(!list.contains("run-0001"), "{list}");
+    assert!(list.contains("1 snoozed"), "{list}");
+    assert!(e.ok(&["session", "list", "--all"]).contains("run-0001"));
+    e.ok(&["session", "unsnooze", &run]);
+    assert!(e.show(&run)["snoozed_until"].is_null());
+
+    // Archive: idempotent, recorded once, left out of the list.
+    let a1 = e.json(&["session", "archive", &run, "--json"]);
+    let a2 = e.json(&["session", "archive", &run, "--json"]);
+    assert!(a1["archived_at"].is_string());
+    assert_eq!(a1["archived_at"], a2["archived_at"]);
+    let ledger = std::fs::read_to_string(e.h.ledger()).unwrap();
+    assert_eq!(
+        ledger
+            .lines()
+            .filter(|l| l.contains("sessions.run.archived") && l.contains("run-0001"))
+            .count(),
+        1
+    );
+    let list = e.ok(&["session", "list"]);
+    assert!(
+        !list.contains("run-0001") && list.contains("1 archived"),
+        "{list}"
+    );
+    e.ok(&["session", "unarchive", &run]);
+    assert!(e.show(&run)["archived_at"].is_null());
+
+    // Cleanup needs a stopped run; delete needs a cleaned one.
+    let err = e.fails(&["session", "cleanup", &run], 1);
+    assert!(err.contains("409"), "{err}");
+    let err = e.fails(&["session", "delete", &run], 1);
+    assert!(
+        err.contains("409") && err.contains("cleaned before delete"),
+        "{err}"
+    );
+    e.ok(&["session", "stop", &run]);
+    let cleaned = e.ok(&["session", "cleanup", &run]);
+    assert!(cleaned.contains("cleaned up"), "{cleaned}");
+    e.ok(&["session", "cleanup", &run]);
+    assert_eq!(e.show(&run)["state"], "cleaned");
+    // A cleaned run's output is not held: tail says so and exits 1.
+    let err = e.fails(&["session", "tail", &run], 1);
+    assert!(err.contains("no output held"), "{err}");
+    let deleted = e.ok(&["session", "delete", &run]);
+    assert!(deleted.contains("run-0001 deleted"), "{deleted}");
+    let err = e.fails(&["session", "show", &run], 1);
+    assert!(err.contains("404"), "{err}");
+    // A malformed ref never reaches the server.
+    let err = e.fails(&["session", "show", "../x"], 2);
+    assert!(err.contains("not a run ref"), "{err}");
+}
+
+#[test]
+fn a_pty_session_echoes_through_the_sanitiser() {
+    let e = Env::new();
+    let run = e.start(&["--tool", "claude", "--transport", "pty", "--", "hi", "pty"]);
+    let out = e.tail_until(&run, r#"demo reply #1: you said "hi pty""#);
+    assert!(out.contains("interactive form"), "the banner: {out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("hi pty") && !l.contains("reply")),
+        "the echo: {out}"
+    );
+    assert!(
+        !out.contains('\r') && !out.contains('\u{1b}'),
+        "sanitised: no CR, no escapes: {out:?}"
+    );
+    // input types the text and presses Enter.
+    e.ok(&["session", "input", &run, "again"]);
+    e.tail_until(&run, r#"demo reply #2: you said "again""#);
+    // --raw gives the terminal's bytes, CRs included.
+    let raw = e.run(&["session", "tail", &run, "--raw"]);
+    assert!(
+        raw.stdout.windows(2).any(|w| w == b"\r\n"),
+        "raw keeps CRLF"
+    );
+    e.ok(&["session", "stop", &run]);
+}
+
+#[test]
+fn a_lag_notice_when_output_was_evicted() {
+    let e = Env::new();
+    // 6 MB through a 4 MiB ring: the beginning is evicted.
+    let run = e.start(&["--tool", "claude", "--", "!emit 6000000"]);
+    e.wait_state(&run, &["idle"]);
+    let out = e.run(&["session", "tail", &run]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("output before seq") && stderr.contains("was evicted"),
+        "{stderr}"
+    );
+    assert!(!out.stdout.is_empty());
+    e.ok(&["session", "stop", &run]);
+}
+
+#[test]
+fn attach_refuses_a_non_terminal_stdin() {
+    let e = Env::new();
+    let run = e.start(&["--tool", "codex", "--transport", "pty"]);
+    let err = e.fails(&["session", "attach", &run], 2);
+    assert!(err.contains("stdin is not a terminal"), "{err}");
+    assert!(err.contains("tail --follow"), "{err}");
+    let err = e.fails(&["session", "attach", &run, "--detach-key", "ctrl-c"], 2);
+    assert!(err.contains("--detach-key"), "{err}");
+    e.ok(&["session", "stop", &run]);
+}
+
+#[test]
+fn start_needs_a_tool_or_profile_and_a_real_workspace() {
+    let e = Env::new();
+    let err = e.fails(&["session", "start"], 2);
+    assert!(err.contains("--profile") || err.contains("--tool"), "{err}");
+    let err = e.fails(
+        &[
+            "session",
+            "start",
+            "--tool",
+            "claude",
+            "--workspace",
+            "/nonexistent/x",
+        ],
+        2,
+    );
+    assert!(err.contains("workspace"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Interactive attach, driven through tmux
+// ---------------------------------------------------------------------------------------------
+
+/// A private tmux server (its own socket name), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(cmd: &str) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            return None;
+        }
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("proctor-test-{}-{n}", std::process::id());
+        let t = Tmux { socket };
+        let out = t
+            .tmux(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "t", cmd])
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(t)
+    }
+
+    fn tmux(&self, args: &[&str]) -> std::io::Result<Output> {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        assert!(self.tmux(&args).unwrap().status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p", "-J", "-t", "t"]).unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + HANG;
+        loop {
+            let s = self.screen();
+            if s.contains(needle) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "`{needle}` never appeared on the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+fn wait_file(p: &Path) -> String {
+    let deadline = Instant::now() + HANG;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(p)
+            && s.ends_with('\n')
+        {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "{} never written", p.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn sh_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+#[test]
+fn attach_types_into_a_pty_run_detaches_and_restores_the_terminal() {
+    let e = Env::new();
+    let run = e.start(&[
+        "--tool",
+        "claude",
+        "--transport",
+        "pty",
+        "--",
+        "before attach",
+    ]);
+    e.tail_until(&run, "demo reply #1");
+    let files = tempfile::tempdir().unwrap();
+    let f = |n: &str| -> PathBuf { files.path().join(n) };
+    let proctor = format!(
+        "{} --home {}",
+        sh_quote(Path::new(env!("CARGO_BIN_EXE_proctor"))),
+        sh_quote(e.h.path())
+    );
+    let shell = format!(
+        "env -u PROCTOR_HOME -u PROCTOR_TOKEN PATH='{}' PS1='READY$ ' sh",
+        e.path_var.replace('\'', "'\\''")
+    );
+    let Some(t) = Tmux::start(&shell) else {
+        eprintln!("skipped: tmux is not installed, so there is no terminal to attach from");
+        return;
+    };
+    t.wait_for("READY$");
+    t.keys(&[
+        &format!(
+            "stty -g > {}; {proctor} session attach {run}",
+            sh_quote(&f("before"))
+        ),
+        "Enter",
+    ]);
+    // The run's screen is drawn: what it printed before we attached.
+    t.wait_for(r#"demo reply #1: you said "before attach""#);
+    t.keys(&["typed in tmux", "Enter"]);
+    t.wait_for(r#"demo reply #2: you said "typed in tmux""#);
+    t.keys(&["C-\\"]);
+    let s = t.wait_for("[detached from run-0001; it keeps running]");
+    assert!(
+        s.contains("detach with Ctrl-\\"),
+        "the detach key was named:\n{s}"
+    );
+    assert!(
+        !s.contains("demo reply #2"),
+        "the alternate screen is gone, the shell's screen is back:\n{s}"
+    );
+    t.keys(&[&format!("stty -g > {}", sh_quote(&f("after"))), "Enter"]);
+    assert_eq!(
+        wait_file(&f("before")),
+        wait_file(&f("after")),
+        "the terminal's modes are restored after detach"
+    );
+    assert_eq!(e.show(&run)["state"], "running", "detaching leaves the run");
+
+    // Attach again; the run ends while attached: its exit is printed and the shell is back.
+    t.keys(&[&format!("clear; {proctor} session attach {run}"), "Enter"]);
+    t.wait_for(r#"demo reply #2: you said "typed in tmux""#);
+    t.keys(&["!exit 4", "Enter"]);
+    t.wait_for("[run-0001 exited: code 4]");
+    t.keys(&[&format!("stty -g > {}", sh_quote(&f("after2"))), "Enter"]);
+    assert_eq!(wait_file(&f("before")), wait_file(&f("after2")));
+    let s = t.wait_for("READY$ stty");
+    assert!(s.contains("READY$"), "{s}");
+}
+
+#[test]
+fn attach_to_a_pipe_run_sends_lines_as_turns() {
+    let e = Env::new();
+    let run = e.start(&["--tool", "claude", "--", "first"]);
+    e.tail_until(&run, "demo reply #1");
+    let proctor = format!(
+        "{} --home {}",
+        sh_quote(Path::new(env!("CARGO_BIN_EXE_proctor"))),
+        sh_quote(e.h.path())
+    );
+    let shell = format!(
+        "env -u PROCTOR_HOME -u PROCTOR_TOKEN PATH='{}' PS1='READY$ ' sh",
+        e.path_var.replace('\'', "'\\''")
+    );
+    let Some(t) = Tmux::start(&shell) else {
+        eprintln!("skipped: tmux is not installed, so there is no terminal to attach from");
+        return;
+    };
+    t.wait_for("READY$");
+    t.keys(&[&format!("{proctor} session attach {run}"), "Enter"]);
+    t.wait_for(r#"demo reply #1: you said \"first\""#);
+    t.keys(&["a typed turn", "Enter"]);
+    t.wait_for(r#"demo reply #2: you said \"a typed turn\""#);
+    t.keys(&["C-\\"]);
+    t.wait_for("[detached from run-0001; it keeps running]");
+    let s = t.wait_for("READY$");
+    assert!(s.trim_end().ends_with("READY$"), "{s}");
+    e.ok(&["session", "stop", &run]);
+}
