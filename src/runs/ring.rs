@@ -107,6 +107,8 @@ pub struct Ring {
     max_frame: usize,
     state: Mutex<State>,
     cond: Condvar,
+    /// Notified only when the run ends, so that [`Ring::wait_end`] sleeps through pushes.
+    end_cond: Condvar,
     tx: watch::Sender<RingStatus>,
 }
 
@@ -129,6 +131,7 @@ impl Ring {
             max_frame,
             state: Mutex::new(state),
             cond: Condvar::new(),
+            end_cond: Condvar::new(),
             tx,
         }
     }
@@ -202,6 +205,7 @@ impl Ring {
             (end, status_of(&st, self.capacity))
         };
         self.publish(status);
+        self.end_cond.notify_all();
         end
     }
 
@@ -272,6 +276,28 @@ impl Ring {
             }
             st = self
                 .cond
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Blocks until the run has ended or `timeout` passes; returns the end, if recorded.
+    /// Pushes do not wake it (unlike [`Ring::wait_readable`]), so a thread that only needs
+    /// the end sleeps while output flows.
+    pub fn wait_end(&self, timeout: Duration) -> Option<End> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.lock();
+        loop {
+            if let Some(end) = st.end {
+                return Some(end);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            st = self
+                .end_cond
                 .wait_timeout(st, deadline - now)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
@@ -469,5 +495,24 @@ mod tests {
         };
         assert_eq!(end.last_seq, 3);
         t.join().unwrap();
+    }
+
+    #[test]
+    fn wait_end_ignores_pushes_and_returns_the_end() {
+        let r = Arc::new(Ring::new(4096));
+        r.push(Stream::Stdout, b"x");
+        assert_eq!(r.wait_end(Duration::from_millis(1)), None, "not ended yet");
+        let w = Arc::clone(&r);
+        let t = std::thread::spawn(move || {
+            for _ in 0..50 {
+                w.push(Stream::Stdout, b"y");
+            }
+            w.end(None)
+        });
+        let end = r.wait_end(Duration::from_secs(30)).expect("the end");
+        assert_eq!(end, t.join().unwrap());
+        assert_eq!(end.last_seq, 51);
+        // Once ended, it answers at once, every time.
+        assert_eq!(r.wait_end(Duration::ZERO), Some(end));
     }
 }
