@@ -22,6 +22,7 @@ IDLE=${IDLE:-10}           # idle CPU window, seconds
 WARM=${WARM:-5}            # steady phase: seconds before the window opens
 WINDOW=${WINDOW:-20}       # steady phase: CPU window, seconds
 FILL=${FILL:-5242880}      # full-ring phase: bytes each run writes (more than the 4 MiB ring)
+TPUT_RING_KIB=${TPUT_RING_KIB:-4096} # the server's ring in the throughput benchmark (4096: the default)
 ONLY=${ONLY:-all}
 
 cd "$(dirname "$0")/.."
@@ -50,9 +51,9 @@ trap 'echo "interrupted" >&2; exit 130' INT TERM
 
 "$H" shims "$T/s" "$P"
 
-server_start() { # a fresh home each time, so memory starts from nothing
+server_start() { # a fresh home each time, so memory starts from nothing; args go to `serve`
     rm -rf "$T/h"
-    env HOME="$UH" PATH="$SPATH" "$P" --home "$T/h" serve >/dev/null
+    env HOME="$UH" PATH="$SPATH" "$P" --home "$T/h" serve "$@" >/dev/null
     SPID=$(cat "$T/h/run/server.lock")
 }
 server_stop() { "$P" --home "$T/h" server stop >/dev/null; }
@@ -88,7 +89,7 @@ say() { echo "$*" | tee -a "$RES"; }
 
 # --- 1. Throughput ---------------------------------------------------------------------------
 throughput() {
-    server_start
+    server_start --ring-kib "$TPUT_RING_KIB"
     local rep order side
     for rep in $(seq "$REPS"); do
         if [ $((rep % 2)) -eq 1 ]; then order="server tmux tmux-control"; else order="tmux-control tmux server"; fi
@@ -234,13 +235,23 @@ esac
 
 # --- Table -----------------------------------------------------------------------------------
 echo
-echo "== Throughput: $BYTES bytes through a ${TROWS}x${TCOLS} PTY (median of $REPS; min-max) =="
+echo "== Throughput: $BYTES bytes through a ${TROWS}x${TCOLS} PTY, server ring $TPUT_RING_KIB KiB (median of $REPS; min-max) =="
+median() { sort -n | awk '{v[NR] = $1} END {if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
+printf '%-13s %9s %17s %9s %14s %11s\n' side "median s" "min-max s" "MiB/s" "server CPU s" "client CPU s"
 for side in server tmux tmux-control; do
-    grep "^tput .* side=$side " "$RES" | sed 's/.* secs=\([0-9.]*\).*/\1/' | sort -n |
-        awk -v side="$side" -v b="$BYTES" '{v[NR] = $1} END {
-            if (NR == 0) exit; m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-            printf "%-13s %7.2f s  (%.2f-%.2f)  %6.1f MiB/s\n", side, m, v[1], v[NR], b / m / 1048576 }'
+    lines=$(grep "^tput .* side=$side " "$RES" || true)
+    [ -n "$lines" ] || continue
+    m=$(echo "$lines" | field secs | median)
+    printf '%-13s %9.2f %17s %9.1f %14s %11s\n' "$side" "$m" \
+        "$(echo "$lines" | field secs | sort -n | sed -n '1p;$p' | paste -sd-)" \
+        "$(awk -v b="$BYTES" -v m="$m" 'BEGIN {print b / m / 1048576}')" \
+        "$(echo "$lines" | sed 's/tmux_cpu=/server_cpu=/' | field server_cpu | median)" \
+        "$(echo "$lines" | field client_cpu | median)"
 done
+echo "server lag: $(grep '^tput .* side=server ' "$RES" | field lag_events | awk '{s += $1} END {print s + 0}') lag events," \
+    "$(grep '^tput .* side=server ' "$RES" | field lost_frames | paste -sd, ) frames lost per rep," \
+    "of $(grep '^tput .* side=server ' "$RES" | field frames | paste -sd, ) frames received"
 echo
 echo "== $RUNS concurrent runs (each rep) =="
 printf '%-7s %-4s %10s %14s %9s %9s %11s %9s %6s\n' side rep "idle CPU%" "idle KiB/run" "busy CPU%" "turns/s" "busy RSS MiB" "RSS1 MiB" load1
