@@ -160,13 +160,29 @@ impl Ring {
         if bytes.is_empty() {
             return None;
         }
+        self.push_chunks(stream, bytes.chunks(self.max_frame).map(Arc::from))
+    }
+
+    /// As [`Ring::push`], for a payload already in an `Arc`. When it fits in one frame the
+    /// ring keeps that very allocation (no copy), so another consumer can share it.
+    pub fn push_shared(&self, stream: Stream, bytes: Arc<[u8]>) -> Option<u64> {
+        if bytes.is_empty() {
+            return None;
+        }
+        if bytes.len() > self.max_frame {
+            return self.push(stream, &bytes);
+        }
+        self.push_chunks(stream, std::iter::once(bytes))
+    }
+
+    fn push_chunks(&self, stream: Stream, chunks: impl Iterator<Item = Arc<[u8]>>) -> Option<u64> {
         let status = {
             let mut st = self.lock();
             if st.end.is_some() {
                 return None;
             }
-            for chunk in bytes.chunks(self.max_frame) {
-                let charge = chunk.len() + FRAME_OVERHEAD;
+            for bytes in chunks {
+                let charge = bytes.len() + FRAME_OVERHEAD;
                 while st.held + charge > self.capacity {
                     match st.frames.pop_front() {
                         Some(old) => st.held -= old.bytes.len() + FRAME_OVERHEAD,
@@ -176,12 +192,8 @@ impl Ring {
                 let seq = st.next_seq;
                 st.next_seq += 1;
                 st.held += charge;
-                st.total_bytes += chunk.len() as u64;
-                st.frames.push_back(Frame {
-                    seq,
-                    stream,
-                    bytes: Arc::from(chunk),
-                });
+                st.total_bytes += bytes.len() as u64;
+                st.frames.push_back(Frame { seq, stream, bytes });
             }
             status_of(&st, self.capacity)
         };
@@ -514,5 +526,30 @@ mod tests {
         assert_eq!(end.last_seq, 51);
         // Once ended, it answers at once, every time.
         assert_eq!(r.wait_end(Duration::ZERO), Some(end));
+    }
+
+    #[test]
+    fn push_shared_keeps_the_allocation_and_splits_what_does_not_fit() {
+        let r = Ring::new(1 << 20);
+        let a: Arc<[u8]> = Arc::from(&b"shared"[..]);
+        assert_eq!(r.push_shared(Stream::Stdout, Arc::clone(&a)), Some(1));
+        let got = frames(r.read_from(1, usize::MAX));
+        assert!(
+            Arc::ptr_eq(&got[0].bytes, &a),
+            "the same allocation, not a copy"
+        );
+        assert_eq!(r.push_shared(Stream::Stdout, Arc::from(&b""[..])), None);
+        let big: Arc<[u8]> = Arc::from(vec![b'z'; MAX_FRAME_BYTES + 1]);
+        assert_eq!(r.push_shared(Stream::Stderr, Arc::clone(&big)), Some(3));
+        let got = frames(r.read_from(2, usize::MAX));
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].bytes.len(), MAX_FRAME_BYTES);
+        assert_eq!(got[1].bytes.len(), 1);
+        r.end(None);
+        assert_eq!(
+            r.push_shared(Stream::Stdout, a),
+            None,
+            "nothing after the end"
+        );
     }
 }
