@@ -182,6 +182,19 @@ fn stop_escalates_and_nothing_survives() {
     );
     let v = s.wait_run(&run, "the exit", |v| v["state"] == "failed");
     assert_eq!(v["exit_code"], 7);
+    // The same on a PTY, whose watcher waits for the end alone.
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+    );
+    s.expect(
+        202,
+        "POST",
+        &s.run_path(&run, "/input"),
+        Some(json!({"text": "!exit 9\r"})),
+    );
+    let v = s.wait_run(&run, "the PTY exit", |v| v["state"] == "failed");
+    assert_eq!(v["exit_code"], 9);
 }
 
 #[test]

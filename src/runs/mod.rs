@@ -771,9 +771,11 @@ fn start_threads(
         let name = format!("run-{pid}-{stream:?}").to_lowercase();
         let h = spawn_thread(name, move || {
             pump::pump(fd, wake_rx.as_raw_fd(), buf, |bytes| {
-                let seq = ring.push(stream, bytes);
+                // One allocation, shared by the ring and the screen's queue.
+                let shared: Arc<[u8]> = Arc::from(bytes);
+                let seq = ring.push_shared(stream, Arc::clone(&shared));
                 if let (Some(feed), Some(seq)) = (&my_feed, seq) {
-                    feed.push(Arc::from(bytes), seq);
+                    feed.push(shared, seq);
                 }
                 if let Some(t) = &transcript {
                     t.write(stream, bytes);

@@ -107,6 +107,8 @@ pub struct Ring {
     max_frame: usize,
     state: Mutex<State>,
     cond: Condvar,
+    /// Notified only when the run ends, so that [`Ring::wait_end`] sleeps through pushes.
+    end_cond: Condvar,
     tx: watch::Sender<RingStatus>,
 }
 
@@ -129,6 +131,7 @@ impl Ring {
             max_frame,
             state: Mutex::new(state),
             cond: Condvar::new(),
+            end_cond: Condvar::new(),
             tx,
         }
     }
@@ -157,13 +160,29 @@ impl Ring {
         if bytes.is_empty() {
             return None;
         }
+        self.push_chunks(stream, bytes.chunks(self.max_frame).map(Arc::from))
+    }
+
+    /// As [`Ring::push`], for a payload already in an `Arc`. When it fits in one frame the
+    /// ring keeps that very allocation (no copy), so another consumer can share it.
+    pub fn push_shared(&self, stream: Stream, bytes: Arc<[u8]>) -> Option<u64> {
+        if bytes.is_empty() {
+            return None;
+        }
+        if bytes.len() > self.max_frame {
+            return self.push(stream, &bytes);
+        }
+        self.push_chunks(stream, std::iter::once(bytes))
+    }
+
+    fn push_chunks(&self, stream: Stream, chunks: impl Iterator<Item = Arc<[u8]>>) -> Option<u64> {
         let status = {
             let mut st = self.lock();
             if st.end.is_some() {
                 return None;
             }
-            for chunk in bytes.chunks(self.max_frame) {
-                let charge = chunk.len() + FRAME_OVERHEAD;
+            for bytes in chunks {
+                let charge = bytes.len() + FRAME_OVERHEAD;
                 while st.held + charge > self.capacity {
                     match st.frames.pop_front() {
                         Some(old) => st.held -= old.bytes.len() + FRAME_OVERHEAD,
@@ -173,12 +192,8 @@ impl Ring {
                 let seq = st.next_seq;
                 st.next_seq += 1;
                 st.held += charge;
-                st.total_bytes += chunk.len() as u64;
-                st.frames.push_back(Frame {
-                    seq,
-                    stream,
-                    bytes: Arc::from(chunk),
-                });
+                st.total_bytes += bytes.len() as u64;
+                st.frames.push_back(Frame { seq, stream, bytes });
             }
             status_of(&st, self.capacity)
         };
@@ -202,6 +217,7 @@ impl Ring {
             (end, status_of(&st, self.capacity))
         };
         self.publish(status);
+        self.end_cond.notify_all();
         end
     }
 
@@ -272,6 +288,28 @@ impl Ring {
             }
             st = self
                 .cond
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Blocks until the run has ended or `timeout` passes; returns the end, if recorded.
+    /// Pushes do not wake it (unlike [`Ring::wait_readable`]), so a thread that only needs
+    /// the end sleeps while output flows.
+    pub fn wait_end(&self, timeout: Duration) -> Option<End> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.lock();
+        loop {
+            if let Some(end) = st.end {
+                return Some(end);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            st = self
+                .end_cond
                 .wait_timeout(st, deadline - now)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
@@ -469,5 +507,49 @@ mod tests {
         };
         assert_eq!(end.last_seq, 3);
         t.join().unwrap();
+    }
+
+    #[test]
+    fn wait_end_ignores_pushes_and_returns_the_end() {
+        let r = Arc::new(Ring::new(4096));
+        r.push(Stream::Stdout, b"x");
+        assert_eq!(r.wait_end(Duration::from_millis(1)), None, "not ended yet");
+        let w = Arc::clone(&r);
+        let t = std::thread::spawn(move || {
+            for _ in 0..50 {
+                w.push(Stream::Stdout, b"y");
+            }
+            w.end(None)
+        });
+        let end = r.wait_end(Duration::from_secs(30)).expect("the end");
+        assert_eq!(end, t.join().unwrap());
+        assert_eq!(end.last_seq, 51);
+        // Once ended, it answers at once, every time.
+        assert_eq!(r.wait_end(Duration::ZERO), Some(end));
+    }
+
+    #[test]
+    fn push_shared_keeps_the_allocation_and_splits_what_does_not_fit() {
+        let r = Ring::new(1 << 20);
+        let a: Arc<[u8]> = Arc::from(&b"shared"[..]);
+        assert_eq!(r.push_shared(Stream::Stdout, Arc::clone(&a)), Some(1));
+        let got = frames(r.read_from(1, usize::MAX));
+        assert!(
+            Arc::ptr_eq(&got[0].bytes, &a),
+            "the same allocation, not a copy"
+        );
+        assert_eq!(r.push_shared(Stream::Stdout, Arc::from(&b""[..])), None);
+        let big: Arc<[u8]> = Arc::from(vec![b'z'; MAX_FRAME_BYTES + 1]);
+        assert_eq!(r.push_shared(Stream::Stderr, Arc::clone(&big)), Some(3));
+        let got = frames(r.read_from(2, usize::MAX));
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].bytes.len(), MAX_FRAME_BYTES);
+        assert_eq!(got[1].bytes.len(), 1);
+        r.end(None);
+        assert_eq!(
+            r.push_shared(Stream::Stdout, a),
+            None,
+            "nothing after the end"
+        );
     }
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::Shared;
 use super::api::{ApiError, Caller};
-use crate::runs::{ReadOutcome, TermSize};
+use crate::runs::{Frame, ReadOutcome, Stream, TermSize};
 use crate::sessions::SessionError;
 use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
 
@@ -162,19 +162,8 @@ async fn attach(
             loop {
                 match run.ring().read_from(cursor, 64 * 1024) {
                     ReadOutcome::Frames(frames) => {
-                        let mut data = String::new();
-                        let first = frames[0].seq;
                         let last = frames[frames.len() - 1].seq;
-                        let items: Vec<Value> = frames
-                            .iter()
-                            .map(|f| {
-                                json!({"seq": f.seq, "stream": f.stream,
-                                    "b64": base64::engine::general_purpose::STANDARD.encode(&f.bytes)})
-                            })
-                            .collect();
-                        data.push_str(
-                            &json!({"first": first, "last": last, "frames": items}).to_string(),
-                        );
+                        let data = output_data(&frames);
                         let ev = SseEvent::default()
                             .event("output")
                             .id(last.to_string())
@@ -221,6 +210,42 @@ async fn attach(
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+/// The data of an `output` event: `{"first","last","frames":[{"seq","stream","b64"}]}`.
+/// Written directly rather than through `serde_json::Value`: each payload is base64-encoded
+/// once, straight into the event, and nothing needs escaping (numbers, the two stream names
+/// and the base64 alphabet).
+fn output_data(frames: &[Frame]) -> String {
+    use std::fmt::Write;
+    let (Some(first), Some(last)) = (frames.first(), frames.last()) else {
+        return r#"{"first":null,"last":null,"frames":[]}"#.to_string();
+    };
+    let size: usize = frames
+        .iter()
+        .map(|f| f.bytes.len().div_ceil(3) * 4 + 48)
+        .sum();
+    let mut s = String::with_capacity(size + 64);
+    // Writing to a String cannot fail.
+    let _ = write!(
+        s,
+        r#"{{"first":{},"last":{},"frames":["#,
+        first.seq, last.seq
+    );
+    for (i, f) in frames.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let stream = match f.stream {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        };
+        let _ = write!(s, r#"{{"seq":{},"stream":"{stream}","b64":""#, f.seq);
+        base64::engine::general_purpose::STANDARD.encode_string(&f.bytes, &mut s);
+        s.push_str("\"}");
+    }
+    s.push_str("]}");
+    s
 }
 
 async fn screen(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
@@ -415,4 +440,36 @@ async fn delete_run(
     Path(run): Path<String>,
 ) -> ApiResult {
     ok(s.sessions.delete(&run, &c.token_id)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn output_data_is_the_json_of_the_frames() {
+        let frames = vec![
+            Frame {
+                seq: 7,
+                stream: Stream::Stdout,
+                bytes: Arc::from(&b"a\"\\\n\x1b[0m\xff\x00"[..]),
+            },
+            Frame {
+                seq: 8,
+                stream: Stream::Stderr,
+                bytes: Arc::from(&b""[..]),
+            },
+            Frame {
+                seq: 9,
+                stream: Stream::Stdout,
+                bytes: Arc::from((0..=255u8).collect::<Vec<u8>>()),
+            },
+        ];
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let want = json!({"first": 7, "last": 9, "frames": frames.iter().map(|f| json!({
+            "seq": f.seq, "stream": f.stream, "b64": b64.encode(&f.bytes)})).collect::<Vec<_>>()});
+        let got: Value = serde_json::from_str(&output_data(&frames)).unwrap();
+        assert_eq!(got, want);
+    }
 }

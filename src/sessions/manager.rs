@@ -561,6 +561,53 @@ impl Sessions {
         run: Run,
         link: Option<Arc<Mutex<StdioLink>>>,
     ) {
+        let end = match &link {
+            // A PTY run has no protocol to follow: only its end matters. Waiting for the end
+            // alone keeps this thread asleep while output flows.
+            None => loop {
+                if let Some(end) = run.ring().wait_end(Duration::from_secs(3600)) {
+                    break end;
+                }
+            },
+            Some(link) => self.follow(&run_ref, generation, &run, link),
+        };
+        let fatal = link
+            .as_ref()
+            .and_then(|l| l.lock().ok().and_then(|l| l.fatal.clone()));
+        let mut fields = json!({"generation": generation});
+        if let Some(exit) = end.exit {
+            if let Some(code) = exit.exit_code() {
+                fields["exit_code"] = json!(code);
+            }
+            if let Some(sig) = exit.signal() {
+                fields["signal"] = json!(runs::signal_name(sig));
+            }
+        } else {
+            fields["unobserved"] = json!(true);
+        }
+        if let Some(reason) = fatal {
+            fields["reason"] = json!(reason);
+        }
+        if let Some(t) = run.transcript()
+            && t.capped
+        {
+            fields["transcript_capped"] = json!(true);
+        }
+        let mut inner = self.lock();
+        let current = inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
+        if current {
+            let _ = self.record(&mut inner, &run_ref, kinds::EXITED, fields);
+        }
+    }
+
+    /// Reads a stdio run's output line by line and speaks its protocol, until the end.
+    fn follow(
+        &self,
+        run_ref: &str,
+        generation: u64,
+        run: &Run,
+        link: &Arc<Mutex<StdioLink>>,
+    ) -> runs::End {
         let ring = run.ring().clone();
         let mut cursor = 1u64;
         let mut partial: HashMap<Stream, Vec<u8>> = HashMap::new();
@@ -569,16 +616,14 @@ impl Sessions {
                 ReadOutcome::Frames(frames) => {
                     for f in frames {
                         cursor = f.seq + 1;
-                        if let Some(link) = &link {
-                            let buf = partial.entry(f.stream).or_default();
-                            buf.extend_from_slice(&f.bytes);
-                            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                                let line: Vec<u8> = buf.drain(..=pos).collect();
-                                self.on_line(&run_ref, generation, &run, link, f.stream, &line);
-                            }
-                            if buf.len() > 8 << 20 {
-                                buf.clear(); // an unbounded line is not protocol
-                            }
+                        let buf = partial.entry(f.stream).or_default();
+                        buf.extend_from_slice(&f.bytes);
+                        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                            let line: Vec<u8> = buf.drain(..=pos).collect();
+                            self.on_line(run_ref, generation, run, link, f.stream, &line);
+                        }
+                        if buf.len() > 8 << 20 {
+                            buf.clear(); // an unbounded line is not protocol
                         }
                     }
                 }
@@ -587,37 +632,7 @@ impl Sessions {
                     ring.wait_readable(cursor, Duration::from_millis(500));
                 }
                 ReadOutcome::Ahead { next } => cursor = next,
-                ReadOutcome::End(end) => {
-                    let fatal = link
-                        .as_ref()
-                        .and_then(|l| l.lock().ok().and_then(|l| l.fatal.clone()));
-                    let mut fields = json!({"generation": generation});
-                    if let Some(exit) = end.exit {
-                        if let Some(code) = exit.exit_code() {
-                            fields["exit_code"] = json!(code);
-                        }
-                        if let Some(sig) = exit.signal() {
-                            fields["signal"] = json!(runs::signal_name(sig));
-                        }
-                    } else {
-                        fields["unobserved"] = json!(true);
-                    }
-                    if let Some(reason) = fatal {
-                        fields["reason"] = json!(reason);
-                    }
-                    if let Some(t) = run.transcript()
-                        && t.capped
-                    {
-                        fields["transcript_capped"] = json!(true);
-                    }
-                    let mut inner = self.lock();
-                    let current =
-                        inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
-                    if current {
-                        let _ = self.record(&mut inner, &run_ref, kinds::EXITED, fields);
-                    }
-                    return;
-                }
+                ReadOutcome::End(end) => return end,
             }
         }
     }
