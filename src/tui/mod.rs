@@ -1,4 +1,7 @@
 //! The cockpit: a full-screen terminal UI, a thin client of the server's API.
 
 pub mod action;
+pub mod data;
 pub mod role;
+pub mod sse;
+pub mod vt;
