@@ -1,4 +1,5 @@
 //! The cockpit: a full-screen terminal UI, a thin client of the server's API.
 
 pub mod action;
+pub mod keymap;
 pub mod role;
