@@ -2,6 +2,7 @@
 
 pub mod action;
 pub mod data;
+pub mod keymap;
 pub mod role;
 pub mod sse;
 pub mod vt;
