@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use crate::auth::{Principal, Role};
 use crate::client::{Client, ClientError};
 
-/// The base of the run routes.
-pub const RUNS: &str = "/v1/m/sessions/runs";
+/// The base of the run routes (`{RUNS}/runs/...`).
+pub const RUNS: &str = "/v1/m/sessions";
 /// How many runs the cockpit lists: the newest ones, plus the caller's pinned runs outside
 /// that page (the server appends those).
 pub const LIST_LIMIT: usize = 200;

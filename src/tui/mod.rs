@@ -1,8 +1,115 @@
 //! The cockpit: a full-screen terminal UI, a thin client of the server's API.
+//!
+//! [`run`] is the entry point (`proctor` with no verb, and `proctor demo`): it makes sure a
+//! server runs for the home, loads the token, asks the server who the token is, takes the
+//! terminal over and runs the event loop until the operator quits (sessions keep running),
+//! a signal arrives, or the input ends. The terminal is given back on every path.
 
 pub mod action;
+pub mod app;
 pub mod data;
+pub mod event_loop;
+pub mod fallback;
 pub mod keymap;
 pub mod role;
 pub mod sse;
+pub mod term;
+pub mod ui;
 pub mod vt;
+
+use crate::client::{Client, ClientError};
+use crate::home::Home;
+
+/// How the cockpit starts.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Flags for a server this call starts (as for `proctor serve`); ignored when a server
+    /// already runs.
+    pub serve_args: Vec<String>,
+}
+
+/// Why the cockpit could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error(
+        "the cockpit needs a terminal on stdin and stdout; to list sessions from a script or a \
+         pipe, use `proctor session list`"
+    )]
+    NotATerminal,
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Keymap(#[from] Box<keymap::KeymapError>),
+    #[error("the terminal failed: {0}")]
+    Terminal(#[from] std::io::Error),
+}
+
+/// This machine's host name (for the header).
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer we own.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "?".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The home for the header: its folder, `~` for the user's home directory.
+pub fn home_label(home: &Home) -> String {
+    let p = home.root.clone().unwrap_or_else(|| home.data.clone());
+    let s = p.to_string_lossy().into_owned();
+    if let Some(h) = std::env::var_os("HOME").map(|h| h.to_string_lossy().into_owned())
+        && !h.is_empty()
+        && h != "/"
+        && let Some(rest) = s.strip_prefix(&h)
+        && (rest.is_empty() || rest.starts_with('/'))
+    {
+        return format!("~{rest}");
+    }
+    s
+}
+
+/// Opens the cockpit on `home` and returns when the operator quits. Sessions keep running.
+pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
+    if !term::is_terminal() {
+        return Err(TuiError::NotATerminal);
+    }
+    let keymap = keymap::Keymap::load(Some(&home.config.join("keymap.toml"))).map_err(Box::new)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let client = Client::new(home)?;
+        client.ensure_server_with(home, &opts.serve_args).await?;
+        let client = client.with_token(home)?;
+        // The role decides which actions are shown as unavailable. A server without the
+        // route (older) leaves it unknown: actions are tried and its answer is shown.
+        let who = match data::whoami(&client).await {
+            Ok(w) => Some(w),
+            Err(ClientError::Api { status, .. }) if status.as_u16() == 404 => None,
+            Err(e) => return Err(e.into()),
+        };
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let mut app = app::App::new(
+            host_name(),
+            home_label(home),
+            keymap,
+            Box::new(app::DefaultLooks { no_color }),
+        );
+        app.who = who;
+        let guard = term::TerminalGuard::enter(false)?;
+        let backend = ratatui::backend::CrosstermBackend::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout(),
+        ));
+        let mut terminal = ratatui::Terminal::new(backend)?;
+        terminal.clear()?;
+        let result = event_loop::run(&mut app, &mut terminal, client, 30).await;
+        drop(terminal);
+        drop(guard);
+        result?;
+        Ok(())
+    })
+}

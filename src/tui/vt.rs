@@ -417,21 +417,60 @@ fn cell_style(cell: &vt100::Cell, no_color: bool) -> Style {
     st.add_modifier(m)
 }
 
-/// The output of a pipe session: stdout and stderr lines, decoded and sanitised, stderr
-/// marked so it can be drawn dimmed. Bounded like the terminal's history.
-#[derive(Debug, Default)]
+/// How a line of a pipe session is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    /// What the agent said (decoded from its protocol), or a stdout line that is not a
+    /// protocol frame.
+    Out,
+    /// stderr: drawn dimmed.
+    Err,
+    /// A note: a turn boundary, a gap, a protocol error. Drawn dimmed.
+    Note,
+}
+
+/// The output of a pipe session, decoded: the agent's words from its protocol frames
+/// (claude stream-json, codex app-server, ACP — read with the same protocol code the server
+/// uses), turn boundaries as notes, other stdout lines as they are, stderr lines dimmed.
+/// Every line goes through the sanitiser. Bounded like the terminal's history.
 pub struct PipeLog {
-    lines: VecDeque<(bool, String)>,
+    lines: VecDeque<(LineKind, String)>,
     partial: [Vec<u8>; 2],
+    /// The agent's words not yet ended by a line feed.
+    said: String,
+    decoder: Option<crate::providers::protocol::StdioSession>,
     cap: usize,
     scroll: usize,
     pub seq: u64,
 }
 
-impl PipeLog {
-    pub fn new() -> PipeLog {
+impl Default for PipeLog {
+    fn default() -> PipeLog {
         PipeLog {
+            lines: VecDeque::new(),
+            partial: [Vec::new(), Vec::new()],
+            said: String::new(),
+            decoder: None,
             cap: HISTORY_LINES,
+            scroll: 0,
+            seq: 0,
+        }
+    }
+}
+
+impl PipeLog {
+    /// A log that shows stdout lines as they are.
+    pub fn new() -> PipeLog {
+        PipeLog::default()
+    }
+
+    /// A log that decodes `tool`'s stdio protocol (raw lines when the tool is unknown).
+    pub fn for_tool(tool: &str) -> PipeLog {
+        let decoder = crate::providers::Tool::parse(tool).ok().and_then(|t| {
+            crate::providers::protocol::StdioSession::new(t, std::path::Path::new("/"), None).ok()
+        });
+        PipeLog {
+            decoder,
             ..PipeLog::default()
         }
     }
@@ -443,52 +482,137 @@ impl PipeLog {
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
             let mut line = std::mem::take(&mut self.partial[slot]);
             line.extend_from_slice(&rest[..i]);
-            self.push(stderr, &line);
+            self.line(stderr, &line);
             rest = &rest[i + 1..];
         }
         self.partial[slot].extend_from_slice(rest);
         // A line without end must stay bounded too.
         if self.partial[slot].len() > 64 * 1024 {
             let line = std::mem::take(&mut self.partial[slot]);
-            self.push(stderr, &line);
+            self.line(stderr, &line);
         }
     }
 
     /// Marks a gap (frames the server no longer held).
     pub fn gap(&mut self, what: &str) {
-        self.push_text(true, format!("··· {what} ···"));
+        self.flush_said();
+        self.push_text(LineKind::Note, format!("··· {what} ···"));
     }
 
-    fn push(&mut self, stderr: bool, raw: &[u8]) {
-        self.push_text(stderr, text::one_line_bytes(raw, usize::MAX));
+    fn line(&mut self, stderr: bool, raw: &[u8]) {
+        use crate::providers::protocol::Event;
+        if stderr {
+            self.push_text(LineKind::Err, text::one_line_bytes(raw, usize::MAX));
+            return;
+        }
+        let Some(dec) = self.decoder.as_mut() else {
+            self.push_text(LineKind::Out, text::one_line_bytes(raw, usize::MAX));
+            return;
+        };
+        let is_frame =
+            serde_json::from_slice::<serde_json::Value>(raw).is_ok_and(|v| v.is_object());
+        if !is_frame {
+            self.flush_said();
+            self.push_text(LineKind::Out, text::one_line_bytes(raw, usize::MAX));
+            return;
+        }
+        for ev in dec.observe(raw).events {
+            match ev {
+                Event::AgentText(t) => {
+                    self.said.push_str(&t);
+                    while let Some(i) = self.said.find('\n') {
+                        let l: String = self.said.drain(..=i).collect();
+                        self.push_text(LineKind::Out, text::one_line(&l, usize::MAX));
+                    }
+                }
+                Event::TurnStarted { .. } => {
+                    self.flush_said();
+                    self.push_text(LineKind::Note, "── turn started".into());
+                }
+                Event::TurnEnded { outcome, detail } => {
+                    self.flush_said();
+                    let d = detail.map(|d| format!(" ({})", text::one_line(&d, 80)));
+                    self.push_text(
+                        LineKind::Note,
+                        format!(
+                            "── turn ended: {}{}",
+                            format!("{outcome:?}").to_lowercase(),
+                            d.unwrap_or_default()
+                        ),
+                    );
+                }
+                Event::RequestFailed { method, message } => {
+                    self.flush_said();
+                    self.push_text(
+                        LineKind::Note,
+                        format!("── {method} failed: {}", text::one_line(&message, 200)),
+                    );
+                }
+                Event::PermissionRequested { method, .. } => {
+                    self.flush_said();
+                    self.push_text(
+                        LineKind::Note,
+                        format!(
+                            "── the tool asked for a permission ({}); the server refuses it",
+                            text::one_line(&method, 60)
+                        ),
+                    );
+                }
+                _ => {}
+            }
+        }
     }
 
-    fn push_text(&mut self, stderr: bool, s: String) {
+    fn flush_said(&mut self) {
+        if !self.said.is_empty() {
+            let l = std::mem::take(&mut self.said);
+            self.push_text(LineKind::Out, text::one_line(&l, usize::MAX));
+        }
+    }
+
+    fn push_text(&mut self, kind: LineKind, s: String) {
         if self.lines.len() == self.cap.max(1) {
             self.lines.pop_front();
         }
-        self.lines.push_back((stderr, s));
+        self.lines.push_back((kind, s));
         if self.scroll > 0 {
             self.scroll = (self.scroll + 1).min(self.lines.len());
         }
     }
 
-    /// Lines, oldest first, with the unfinished line of each stream last.
-    pub fn lines(&self) -> impl Iterator<Item = (bool, Cow<'_, str>)> {
+    /// Lines, oldest first, then what is not ended yet (the agent's words, then each
+    /// stream's unfinished line).
+    pub fn lines(&self) -> impl Iterator<Item = (LineKind, Cow<'_, str>)> {
+        let said = (!self.said.is_empty()).then(|| {
+            (
+                LineKind::Out,
+                Cow::Owned(text::one_line(&self.said, usize::MAX)),
+            )
+        });
         let partial = self
             .partial
             .iter()
             .enumerate()
             .filter(|(_, p)| !p.is_empty())
-            .map(|(i, p)| (i == 1, Cow::Owned(text::one_line_bytes(p, usize::MAX))));
+            .map(|(i, p)| {
+                let kind = if i == 1 { LineKind::Err } else { LineKind::Out };
+                (kind, Cow::Owned(text::one_line_bytes(p, usize::MAX)))
+            });
+        let partial: Vec<_> = if self.decoder.is_some() {
+            // An unfinished protocol frame is not shown half-way; stderr is.
+            partial.filter(|(k, _)| *k == LineKind::Err).collect()
+        } else {
+            partial.collect()
+        };
         self.lines
             .iter()
-            .map(|(e, s)| (*e, Cow::Borrowed(s.as_str())))
+            .map(|(k, s)| (*k, Cow::Borrowed(s.as_str())))
+            .chain(said)
             .chain(partial)
     }
 
     pub fn len(&self) -> usize {
-        self.lines.len() + self.partial.iter().filter(|p| !p.is_empty()).count()
+        self.lines().count()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -515,14 +639,19 @@ impl PipeLog {
         self.scroll = 0;
     }
 
-    /// Draws the last lines that fit (or those `scroll` lines back), stderr in `dim`.
+    /// Draws the last lines that fit (or those `scroll` lines back); stderr and notes in
+    /// `dim`.
     pub fn render(&self, area: Rect, buf: &mut Buffer, text_style: Style, dim: Style) {
         let h = usize::from(area.height);
-        let all: Vec<(bool, Cow<'_, str>)> = self.lines().collect();
+        let all: Vec<(LineKind, Cow<'_, str>)> = self.lines().collect();
         let end = all.len().saturating_sub(self.scroll);
         let start = end.saturating_sub(h);
-        for (i, (stderr, line)) in all[start..end].iter().enumerate() {
-            let st = if *stderr { dim } else { text_style };
+        for (i, (kind, line)) in all[start..end].iter().enumerate() {
+            let st = if *kind == LineKind::Out {
+                text_style
+            } else {
+                dim
+            };
             buf.set_stringn(area.x, area.y + i as u16, line, usize::from(area.width), st);
         }
     }
@@ -698,16 +827,52 @@ mod tests {
         p.feed(false, b"{\"type\":\"assistant\"}\nhalf");
         p.feed(true, b"warn \x1b[31mred\x1b[0m\n");
         p.feed(false, b" line\n\xe2\x80\xae evil\n");
-        let lines: Vec<(bool, String)> = p.lines().map(|(e, s)| (e, s.into_owned())).collect();
-        assert_eq!(lines[0], (false, "{\"type\":\"assistant\"}".to_string()));
-        assert_eq!(lines[1], (true, "warn red".to_string()));
-        assert_eq!(lines[2], (false, "half line".to_string()));
-        assert_eq!(lines[3], (false, "\u{27e8}U+202E\u{27e9} evil".to_string()));
+        let lines: Vec<(LineKind, String)> = p.lines().map(|(e, s)| (e, s.into_owned())).collect();
+        assert_eq!(
+            lines[0],
+            (LineKind::Out, "{\"type\":\"assistant\"}".to_string())
+        );
+        assert_eq!(lines[1], (LineKind::Err, "warn red".to_string()));
+        assert_eq!(lines[2], (LineKind::Out, "half line".to_string()));
+        assert_eq!(
+            lines[3],
+            (LineKind::Out, "\u{27e8}U+202E\u{27e9} evil".to_string())
+        );
         let mut p = PipeLog {
             cap: 2,
             ..PipeLog::default()
         };
         p.feed(false, b"a\nb\nc\n");
         assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn pipe_log_decodes_the_agents_words() {
+        // codex app-server: deltas joined, turn boundaries as notes, other frames hidden.
+        let mut p = PipeLog::for_tool("codex");
+        p.feed(false, b"{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\"}}}\n");
+        p.feed(
+            false,
+            b"{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"hel\"}}\n",
+        );
+        p.feed(false, b"{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"lo \\u001b[31mworld\\u202e\"}}\n");
+        p.feed(false, b"{\"method\":\"turn/completed\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\",\"status\":\"completed\"}}}\n");
+        p.feed(false, b"not json\n");
+        let lines: Vec<(LineKind, String)> = p.lines().map(|(e, s)| (e, s.into_owned())).collect();
+        assert_eq!(
+            lines,
+            [
+                (LineKind::Note, "── turn started".to_string()),
+                (
+                    LineKind::Out,
+                    "hello world\u{27e8}U+202E\u{27e9}".to_string()
+                ),
+                (
+                    LineKind::Note,
+                    "── turn ended: completed (completed)".to_string()
+                ),
+                (LineKind::Out, "not json".to_string()),
+            ]
+        );
     }
 }

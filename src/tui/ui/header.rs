@@ -1,0 +1,49 @@
+//! The header: where we are (host, home), what runs (counts by state), who we are (role).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+
+use super::span;
+use crate::text;
+use crate::tui::app::App;
+use crate::tui::role::Role;
+
+pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
+    let c = app.counts;
+    let mut spans = vec![
+        span(app, Role::Header, " proctor "),
+        span(app, Role::Dim, "· "),
+        span(app, Role::Text, text::one_line(&app.host, 24)),
+        span(app, Role::Dim, " · "),
+        span(app, Role::Text, text::one_line(&app.home_label, 40)),
+        span(app, Role::Dim, " │ "),
+    ];
+    for (label, n, role) in [
+        ("live", c.live, Role::StateRunning),
+        ("idle", c.idle, Role::StateIdle),
+        ("stopped", c.stopped, Role::StateStopped),
+        ("failed", c.failed, Role::StateFailed),
+        ("lost", c.lost, Role::StateLost),
+    ] {
+        spans.push(span(
+            app,
+            if n > 0 { role } else { Role::Dim },
+            format!("{label} {n}"),
+        ));
+        spans.push(span(app, Role::Dim, " · "));
+    }
+    spans.pop();
+    if let Some(who) = &app.who {
+        spans.push(span(app, Role::Dim, " │ "));
+        spans.push(span(app, Role::Text, format!("role {}", who.role.as_str())));
+    }
+    if let Some(e) = &app.server_error {
+        spans.push(span(app, Role::Dim, " │ "));
+        spans.push(span(app, Role::Error, format!("server: {e}")));
+    } else if !app.loaded {
+        spans.push(span(app, Role::Dim, " │ "));
+        spans.push(span(app, Role::Dim, "loading…"));
+    }
+    buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+}
