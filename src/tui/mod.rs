@@ -3,3 +3,4 @@
 pub mod action;
 pub mod keymap;
 pub mod role;
+pub mod theme;
