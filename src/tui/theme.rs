@@ -237,13 +237,18 @@ impl Source {
     }
 }
 
-fn check_name(name: &str, file: &str) -> Result<(), ThemeError> {
-    let ok = !name.is_empty()
-        && name.chars().count() <= MAX_NAME_CHARS
+/// Whether `name` can name a theme: 1 to 64 ASCII letters, digits, `-` and `_` (so it is
+/// one file name in the themes folder, never a path).
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_CHARS
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn check_name(name: &str, file: &str) -> Result<(), ThemeError> {
+    if is_valid_name(name) {
         Ok(())
     } else {
         Err(ThemeError::BadName {
