@@ -3,5 +3,6 @@
 pub mod action;
 pub mod config;
 pub mod keymap;
+pub mod keys;
 pub mod role;
 pub mod theme;
