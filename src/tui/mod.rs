@@ -6,3 +6,4 @@ pub mod keymap;
 pub mod keys;
 pub mod role;
 pub mod theme;
+pub mod widgets;
