@@ -7,15 +7,19 @@
 
 pub mod action;
 pub mod app;
+pub mod config;
 pub mod data;
 pub mod event_loop;
 pub mod fallback;
 pub mod keymap;
+pub mod keys;
 pub mod role;
 pub mod sse;
 pub mod term;
+pub mod theme;
 pub mod ui;
 pub mod vt;
+pub mod widgets;
 
 use crate::client::{Client, ClientError};
 use crate::home::Home;
