@@ -7,15 +7,21 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 use hyper::Method;
-use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{Event, KeyEvent, KeyEventKind};
 use ratatui::layout::Rect;
 use serde_json::{Value, json};
 
 use super::action::{Action, Needs};
 use super::data::{Counts, EventItem, RUNS, RunView, RunsPage, WhoAmI};
-use super::fallback::{self, LineInput};
 use super::keymap::{Context, Keymap};
+use super::keys::{InputModes, encode_key, encode_paste};
+use super::theme::Theme;
 use super::vt::{PipeLog, VtTerm};
+use super::widgets::Outcome;
+use super::widgets::confirm::Confirm;
+use super::widgets::help::Help;
+use super::widgets::input::TextInput;
+use super::widgets::prompt::{Prompt, run_name_validator};
 use crate::auth::Role as TokenRole;
 use crate::text;
 
@@ -73,44 +79,51 @@ pub enum PromptFor {
     NewSession,
 }
 
-/// A one-line question.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
-    pub purpose: PromptFor,
-    pub title: String,
-    pub hint: String,
-    pub input: LineInput,
-    pub error: Option<String>,
-    pub busy: bool,
-}
-
-/// A yes/no question before an action that cannot be taken back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Confirm {
-    pub action: Action,
-    pub run: String,
-    pub question: String,
-    pub busy: bool,
-    pub error: Option<String>,
-}
-
 /// A dialog over the cockpit.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
-    Help { scroll: usize },
-    Palette { input: LineInput, selected: usize },
-    Prompt(Prompt),
-    Confirm(Confirm),
+    Help(Help),
+    /// The command palette: every action by name.
+    Palette {
+        input: TextInput,
+        selected: usize,
+    },
+    /// A question whose answer goes to the server; it stays open (with the server's error
+    /// under the field) until the server accepts it.
+    Prompt {
+        purpose: PromptFor,
+        dialog: Prompt,
+        busy: bool,
+    },
+    /// A yes/no question before an action that cannot be taken back.
+    Confirm {
+        action: Action,
+        run: String,
+        dialog: Confirm,
+    },
 }
 
 /// Where keys go.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
     Normal,
     Filter,
     /// Every key goes to the focused session's PTY, except the prefix.
     Attach,
-    Modal(Modal),
+    Modal(Box<Modal>),
+}
+
+impl Mode {
+    pub fn is_normal(&self) -> bool {
+        matches!(self, Mode::Normal)
+    }
+    pub fn is_attach(&self) -> bool {
+        matches!(self, Mode::Attach)
+    }
+    pub fn is_filter(&self) -> bool {
+        matches!(self, Mode::Filter)
+    }
+    pub fn is_modal(&self) -> bool {
+        matches!(self, Mode::Modal(_))
+    }
 }
 
 /// What the live pane holds.
@@ -240,34 +253,13 @@ pub enum Msg {
     TypeFailed(String),
 }
 
-/// Looks of the cockpit: a style per role.
-pub trait Looks {
-    fn style(&self, role: super::role::Role) -> ratatui::style::Style;
-    fn no_color(&self) -> bool;
-}
-
-/// The default looks (ANSI 16 colours), or attributes only.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DefaultLooks {
-    pub no_color: bool,
-}
-
-impl Looks for DefaultLooks {
-    fn style(&self, role: super::role::Role) -> ratatui::style::Style {
-        fallback::style(role, self.no_color)
-    }
-    fn no_color(&self) -> bool {
-        self.no_color
-    }
-}
-
 /// The whole state.
 pub struct App {
     pub host: String,
     pub home_label: String,
     pub who: Option<WhoAmI>,
     pub keymap: Keymap,
-    pub looks: Box<dyn Looks>,
+    pub theme: Theme,
 
     pub runs: Vec<RunView>,
     pub total: usize,
@@ -280,7 +272,7 @@ pub struct App {
     pub list_offset: usize,
     pub show_archived: bool,
     pub show_snoozed: bool,
-    pub filter: LineInput,
+    pub filter: TextInput,
 
     pub tab: Tab,
     pub focus: Pane,
@@ -308,13 +300,13 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(host: String, home_label: String, keymap: Keymap, looks: Box<dyn Looks>) -> App {
+    pub fn new(host: String, home_label: String, keymap: Keymap, theme: Theme) -> App {
         App {
             host,
             home_label,
             who: None,
             keymap,
-            looks,
+            theme,
             runs: Vec::new(),
             total: 0,
             counts: Counts::default(),
@@ -325,7 +317,7 @@ impl App {
             list_offset: 0,
             show_archived: false,
             show_snoozed: false,
-            filter: LineInput::default(),
+            filter: TextInput::default(),
             tab: Tab::Sessions,
             focus: Pane::Sessions,
             zoomed: false,
@@ -424,7 +416,7 @@ impl App {
     /// (toggle), the filter (ref, name, tool, profile; case-insensitive); pinned first, then
     /// by recent activity.
     pub fn refilter(&mut self) {
-        let needle = self.filter.text.to_lowercase();
+        let needle = self.filter.value().to_lowercase();
         let now = self.now;
         let mut view: Vec<usize> = (0..self.runs.len())
             .filter(|&i| {
@@ -562,7 +554,7 @@ impl App {
         if let Some(old) = self.live.take() {
             self.park(old);
         }
-        if self.mode == Mode::Attach {
+        if self.mode.is_attach() {
             self.mode = Mode::Normal;
         }
         let epoch = self.bump_epoch();
@@ -758,7 +750,7 @@ impl App {
             LiveEvent::NotLive(state) => slot.state = LiveState::NotLive(state),
             LiveEvent::Error(e) => slot.state = LiveState::Error(text::one_line(&e, 300)),
         }
-        if self.mode == Mode::Attach
+        if self.mode.is_attach()
             && !matches!(
                 self.live.as_ref().map(|s| &s.state),
                 Some(LiveState::Streaming | LiveState::Connecting)
@@ -790,19 +782,6 @@ impl App {
                 Err(e) => self.error(format!("resizing {run} to {cols}×{rows}: {e}")),
             },
             CallTag::Action { action, run } => {
-                if let Mode::Modal(Modal::Confirm(c)) = &mut self.mode
-                    && c.run == run
-                    && c.action == action
-                {
-                    match &result {
-                        Ok(_) => self.mode = Mode::Normal,
-                        Err(e) => {
-                            c.busy = false;
-                            c.error = Some(text::one_line(e, 400));
-                            return;
-                        }
-                    }
-                }
                 match result {
                     Ok(v) => self.success(done_message(action, &run, &v)),
                     Err(e) => self.error(format!("{} {run}: {e}", action.name())),
@@ -810,8 +789,8 @@ impl App {
                 self.push(Effect::Refresh);
             }
             CallTag::Prompt(purpose) => {
-                let open =
-                    matches!(&self.mode, Mode::Modal(Modal::Prompt(p)) if p.purpose == purpose);
+                let open = matches!(&self.mode, Mode::Modal(m)
+                    if matches!(&**m, Modal::Prompt { purpose: p, .. } if *p == purpose));
                 match result {
                     Ok(v) => {
                         if open {
@@ -834,9 +813,12 @@ impl App {
                         self.push(Effect::Refresh);
                     }
                     Err(e) => {
-                        if open && let Mode::Modal(Modal::Prompt(p)) = &mut self.mode {
-                            p.busy = false;
-                            p.error = Some(text::one_line(&e, 400));
+                        if let Mode::Modal(m) = &mut self.mode
+                            && let Modal::Prompt { dialog, busy, .. } = &mut **m
+                            && open
+                        {
+                            *busy = false;
+                            dialog.set_error(text::one_line(&e, 400));
                         } else {
                             self.error(e);
                         }
@@ -863,21 +845,29 @@ impl App {
         self.dirty = true;
         match &mut self.mode {
             Mode::Attach => {
-                let bracketed = self.live_term().is_some_and(VtTerm::bracketed_paste);
-                let bytes = fallback::encode_paste(pasted, bracketed);
+                let bytes = encode_paste(pasted, self.input_modes());
                 self.type_bytes(bytes);
             }
-            Mode::Modal(Modal::Prompt(p)) => {
-                p.input.text.push_str(&pasted.replace(['\r', '\n'], " "));
-            }
+            Mode::Modal(m) => match &mut **m {
+                Modal::Prompt { dialog, .. } => dialog.handle_paste(pasted),
+                Modal::Palette { input, .. } => {
+                    input.insert_str(pasted);
+                }
+                _ => {}
+            },
             Mode::Filter => {
-                self.filter
-                    .text
-                    .push_str(&pasted.replace(['\r', '\n'], " "));
+                self.filter.insert_str(pasted);
                 self.refilter();
             }
-            _ => {}
+            Mode::Normal => {}
         }
+    }
+
+    /// The input modes the attached program set (application cursor, bracketed paste).
+    fn input_modes(&self) -> InputModes {
+        self.live_term()
+            .map(|t| InputModes::of(t.screen()))
+            .unwrap_or_default()
     }
 
     fn live_term(&self) -> Option<&VtTerm> {
@@ -904,7 +894,9 @@ impl App {
         match &self.mode {
             Mode::Attach => vec![Context::Attach],
             Mode::Filter => vec![Context::Filter, Context::Modal],
-            Mode::Modal(Modal::Palette { .. }) => vec![Context::Palette, Context::Modal],
+            Mode::Modal(m) if matches!(**m, Modal::Palette { .. }) => {
+                vec![Context::Palette, Context::Modal]
+            }
             Mode::Modal(_) => vec![Context::Modal],
             Mode::Normal => {
                 let pane = match self.focus {
@@ -919,13 +911,11 @@ impl App {
 
     pub fn on_key(&mut self, key: KeyEvent) {
         self.dirty = true;
-        if self.mode == Mode::Attach {
+        if self.mode.is_attach() {
             if self.keymap.is_prefix(&key) {
                 self.mode = Mode::Normal;
                 self.info("back in the cockpit (the session keeps running)");
-            } else {
-                let app_cursor = self.live_term().is_some_and(VtTerm::application_cursor);
-                let bytes = fallback::encode_key(&key, app_cursor);
+            } else if let Some(bytes) = encode_key(&key, self.input_modes()) {
                 self.type_bytes(bytes);
             }
             return;
@@ -933,24 +923,21 @@ impl App {
         // A key clears the last message.
         self.status = None;
         let contexts = self.contexts();
-        let action = self.keymap.resolve(&contexts, &key);
-        match self.mode.clone() {
+        match std::mem::replace(&mut self.mode, Mode::Normal) {
             Mode::Filter => {
-                match action {
-                    Some(Action::Confirm) => self.mode = Mode::Normal,
-                    Some(Action::Escape) => {
-                        self.filter.text.clear();
-                        self.mode = Mode::Normal;
-                    }
+                match self.keymap.resolve(&contexts, &key) {
+                    Some(Action::Confirm) => {}
+                    Some(Action::Escape) => self.filter.set(""),
                     _ => {
-                        self.filter.edit(&key);
+                        self.filter.handle_key(&key);
+                        self.mode = Mode::Filter;
                     }
                 }
                 self.refilter();
             }
-            Mode::Modal(m) => self.on_modal_key(m, &key, action),
+            Mode::Modal(m) => self.on_modal_key(*m, &key, &contexts),
             Mode::Normal => {
-                if let Some(a) = action {
+                if let Some(a) = self.keymap.resolve(&contexts, &key) {
                     self.dispatch(a);
                 }
             }
@@ -958,52 +945,33 @@ impl App {
         }
     }
 
-    fn is_plain_char(key: &KeyEvent) -> bool {
-        matches!(key.code, KeyCode::Char(_))
-            && !key
-                .modifiers
-                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+    fn open(&mut self, m: Modal) {
+        self.mode = Mode::Modal(Box::new(m));
     }
 
-    fn on_modal_key(&mut self, m: Modal, key: &KeyEvent, action: Option<Action>) {
+    /// A key for the open dialog (the mode is `Normal` while this runs; the dialog is put
+    /// back unless it closed).
+    fn on_modal_key(&mut self, m: Modal, key: &KeyEvent, contexts: &[Context]) {
         match m {
-            Modal::Help { scroll } => {
-                let scroll = match action {
-                    Some(Action::Escape | Action::Confirm | Action::Help) => {
-                        self.mode = Mode::Normal;
-                        return;
-                    }
-                    Some(Action::Up) => scroll.saturating_sub(1),
-                    Some(Action::Down) => scroll + 1,
-                    Some(Action::PageUp) => scroll.saturating_sub(10),
-                    Some(Action::PageDown) => scroll + 10,
-                    Some(Action::Top) => 0,
-                    _ if key.code == KeyCode::Char('?') => {
-                        self.mode = Mode::Normal;
-                        return;
-                    }
-                    _ => scroll,
-                };
-                self.mode = Mode::Modal(Modal::Help { scroll });
+            Modal::Help(mut h) => {
+                if h.handle_key(key, &self.keymap) == Outcome::Continue {
+                    self.open(Modal::Help(h));
+                }
             }
             Modal::Palette {
                 mut input,
-                selected,
+                mut selected,
             } => {
-                let matches = palette_matches(&input.text);
-                let mut selected = selected.min(matches.len().saturating_sub(1));
-                if Self::is_plain_char(key) || key.code == KeyCode::Backspace {
-                    input.edit(key);
-                    self.mode = Mode::Modal(Modal::Palette { input, selected: 0 });
+                let edit = input.handle_key(key);
+                if edit == super::widgets::input::Edit::Changed {
+                    self.open(Modal::Palette { input, selected: 0 });
                     return;
                 }
-                match action {
-                    Some(Action::Escape) => {
-                        self.mode = Mode::Normal;
-                        return;
-                    }
+                let matches = palette_matches(input.value());
+                selected = selected.min(matches.len().saturating_sub(1));
+                match self.keymap.resolve(contexts, key) {
+                    Some(Action::Escape) => return,
                     Some(Action::Confirm) => {
-                        self.mode = Mode::Normal;
                         if let Some(&a) = matches.get(selected) {
                             self.dispatch(a);
                         }
@@ -1013,86 +981,75 @@ impl App {
                     Some(Action::Down | Action::FocusNext) => {
                         selected = (selected + 1).min(matches.len().saturating_sub(1))
                     }
-                    _ => {
-                        input.edit(key);
-                    }
+                    Some(Action::Top) => selected = 0,
+                    Some(Action::Bottom) => selected = matches.len().saturating_sub(1),
+                    _ => {}
                 }
-                self.mode = Mode::Modal(Modal::Palette { input, selected });
+                self.open(Modal::Palette { input, selected });
             }
-            Modal::Prompt(mut p) => {
-                if p.busy {
-                    if action == Some(Action::Escape) {
-                        self.mode = Mode::Normal;
+            Modal::Prompt {
+                purpose,
+                mut dialog,
+                busy,
+            } => {
+                if busy {
+                    // Waiting for the server: only Esc (close; the request still completes).
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::Prompt {
+                            purpose,
+                            dialog,
+                            busy,
+                        });
                     }
                     return;
                 }
-                if Self::is_plain_char(key)
-                    || matches!(key.code, KeyCode::Backspace)
-                    || (key.modifiers.contains(KeyModifiers::CONTROL)
-                        && matches!(key.code, KeyCode::Char('u' | 'w')))
-                {
-                    p.input.edit(key);
-                    p.error = None;
-                    self.mode = Mode::Modal(Modal::Prompt(p));
-                    return;
-                }
-                match action {
-                    Some(Action::Escape) => self.mode = Mode::Normal,
-                    Some(Action::Confirm) => self.submit_prompt(p),
-                    _ => self.mode = Mode::Modal(Modal::Prompt(p)),
+                match dialog.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::Prompt {
+                        purpose,
+                        dialog,
+                        busy,
+                    }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(value) => self.submit_prompt(purpose, dialog, value),
                 }
             }
-            Modal::Confirm(mut c) => {
-                if c.busy {
-                    if action == Some(Action::Escape) {
-                        self.mode = Mode::Normal;
-                    }
-                    return;
-                }
-                let yes =
-                    matches!(key.code, KeyCode::Char('y' | 'Y')) || action == Some(Action::Confirm);
-                let no =
-                    matches!(key.code, KeyCode::Char('n' | 'N')) || action == Some(Action::Escape);
-                if yes {
-                    c.busy = true;
-                    c.error = None;
-                    let call = action_call(c.action, &c.run, None);
-                    self.mode = Mode::Modal(Modal::Confirm(c));
-                    if let Some(call) = call {
+            Modal::Confirm {
+                action,
+                run,
+                mut dialog,
+            } => match dialog.handle_key(key, &self.keymap) {
+                Outcome::Continue => self.open(Modal::Confirm {
+                    action,
+                    run,
+                    dialog,
+                }),
+                Outcome::Cancel => {}
+                Outcome::Submit(()) => {
+                    if let Some(call) = action_call(action, &run, None) {
+                        self.info(format!("{} {run}…", action.name()));
                         self.push(Effect::Call(call));
                     }
-                } else if no {
-                    self.mode = Mode::Normal;
-                } else {
-                    self.mode = Mode::Modal(Modal::Confirm(c));
                 }
-            }
+            },
         }
     }
 
-    fn open_prompt(&mut self, purpose: PromptFor, title: String, hint: &str, text: String) {
-        self.mode = Mode::Modal(Modal::Prompt(Prompt {
+    fn open_prompt(&mut self, purpose: PromptFor, dialog: Prompt) {
+        self.open(Modal::Prompt {
             purpose,
-            title,
-            hint: hint.to_string(),
-            input: LineInput { text },
-            error: None,
+            dialog,
             busy: false,
-        }));
+        });
     }
 
-    fn submit_prompt(&mut self, mut p: Prompt) {
-        let text_in = p.input.text.clone();
-        let call = match &p.purpose {
-            PromptFor::Rename(run) => match text::validate_run_name(&text_in) {
-                Err(e) => Err(e.to_string()),
-                Ok(_) => Ok(Call {
-                    tag: CallTag::Prompt(p.purpose.clone()),
-                    method: Method::PUT,
-                    path: format!("{RUNS}/runs/{run}/name"),
-                    body: Some(json!({"name": text_in})),
-                }),
-            },
+    fn submit_prompt(&mut self, purpose: PromptFor, mut dialog: Prompt, text_in: String) {
+        let call = match &purpose {
+            PromptFor::Rename(run) => Ok(Call {
+                tag: CallTag::Prompt(purpose.clone()),
+                method: Method::PUT,
+                path: format!("{RUNS}/runs/{run}/name"),
+                body: Some(json!({"name": text_in})),
+            }),
             PromptFor::SendInput(run) => {
                 if text_in.is_empty() {
                     Err("type the line to send, or esc to cancel".to_string())
@@ -1105,7 +1062,7 @@ impl App {
                         text_in.clone()
                     };
                     Ok(Call {
-                        tag: CallTag::Prompt(p.purpose.clone()),
+                        tag: CallTag::Prompt(purpose.clone()),
                         method: Method::POST,
                         path: format!("{RUNS}/runs/{run}/input"),
                         body: Some(json!({"text": text_out})),
@@ -1115,7 +1072,7 @@ impl App {
             PromptFor::Snooze(run) => {
                 if text_in.trim().is_empty() {
                     Ok(Call {
-                        tag: CallTag::Prompt(p.purpose.clone()),
+                        tag: CallTag::Prompt(purpose.clone()),
                         method: Method::DELETE,
                         path: format!("{RUNS}/runs/{run}/snooze"),
                         body: None,
@@ -1126,7 +1083,7 @@ impl App {
                             let until =
                                 (self.now + d).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
                             Ok(Call {
-                                tag: CallTag::Prompt(p.purpose.clone()),
+                                tag: CallTag::Prompt(purpose.clone()),
                                 method: Method::POST,
                                 path: format!("{RUNS}/runs/{run}/snooze"),
                                 body: Some(json!({"until": until})),
@@ -1148,7 +1105,7 @@ impl App {
         };
         match call {
             Ok(mut call) => {
-                if p.purpose == PromptFor::NewSession
+                if purpose == PromptFor::NewSession
                     && let Some(b) = call.body.as_mut()
                     && b["transport"] == "pty"
                 {
@@ -1156,14 +1113,20 @@ impl App {
                     b["rows"] = json!(r);
                     b["cols"] = json!(c);
                 }
-                p.busy = true;
-                p.error = None;
-                self.mode = Mode::Modal(Modal::Prompt(p));
                 self.push(Effect::Call(call));
+                self.open(Modal::Prompt {
+                    purpose,
+                    dialog,
+                    busy: true,
+                });
             }
             Err(e) => {
-                p.error = Some(e);
-                self.mode = Mode::Modal(Modal::Prompt(p));
+                dialog.set_error(e);
+                self.open(Modal::Prompt {
+                    purpose,
+                    dialog,
+                    busy: false,
+                });
             }
         }
     }
@@ -1185,13 +1148,15 @@ impl App {
         };
         match action {
             Action::Quit => self.quit = true,
-            Action::Help => self.mode = Mode::Modal(Modal::Help { scroll: 0 }),
-            Action::Palette => {
-                self.mode = Mode::Modal(Modal::Palette {
-                    input: LineInput::default(),
-                    selected: 0,
-                })
+            Action::Help => {
+                let contexts = self.contexts();
+                let h = Help::new(&self.keymap, &contexts);
+                self.open(Modal::Help(h));
             }
+            Action::Palette => self.open(Modal::Palette {
+                input: TextInput::default(),
+                selected: 0,
+            }),
             Action::Filter => {
                 self.mode = Mode::Filter;
                 self.focus = Pane::Sessions;
@@ -1199,8 +1164,8 @@ impl App {
             Action::Escape => {
                 if self.zoomed {
                     self.zoomed = false;
-                } else if !self.filter.text.is_empty() {
-                    self.filter.text.clear();
+                } else if !self.filter.is_empty() {
+                    self.filter.set("");
                     self.refilter();
                 } else if self.focus != Pane::Sessions {
                     self.focus = Pane::Sessions;
@@ -1256,9 +1221,11 @@ impl App {
             }
             Action::NewSession => self.open_prompt(
                 PromptFor::NewSession,
-                "New session".into(),
-                "tool [pty|pipe] /absolute/workspace [first prompt…]",
-                String::new(),
+                Prompt::new(
+                    "New session",
+                    "tool [pty|pipe] /absolute/workspace [first prompt…]",
+                )
+                .with_hint("e.g. claude pty /home/me/src/app fix the failing test"),
             ),
             Action::SendInput => {
                 let Some(r) = need_run(self) else { return };
@@ -1268,56 +1235,66 @@ impl App {
                 }
                 self.open_prompt(
                     PromptFor::SendInput(r.run_ref.clone()),
-                    format!("Send a line to {}", r.run_ref),
-                    if r.is_pty() {
-                        "typed into the terminal, then Enter"
-                    } else {
-                        "one turn for the agent"
-                    },
-                    String::new(),
+                    Prompt::new(
+                        format!("Send a line to {}", r.run_ref),
+                        if r.is_pty() {
+                            "typed into the terminal, then Enter"
+                        } else {
+                            "one turn for the agent"
+                        },
+                    ),
                 );
             }
             Action::Rename => {
                 let Some(r) = need_run(self) else { return };
                 self.open_prompt(
                     PromptFor::Rename(r.run_ref.clone()),
-                    format!("Rename {}", r.run_ref),
-                    "visible text, at most 200 characters; empty clears the name",
-                    r.name.clone().unwrap_or_default(),
+                    Prompt::new(format!("Rename {}", r.run_ref), "name")
+                        .with_value(r.name.as_deref().unwrap_or(""))
+                        .with_validator(run_name_validator())
+                        .with_hint("visible text, at most 200 characters; empty clears the name"),
                 );
             }
             Action::Snooze => {
                 let Some(r) = need_run(self) else { return };
                 self.open_prompt(
                     PromptFor::Snooze(r.run_ref.clone()),
-                    format!("Snooze {} for", r.run_ref),
-                    "30m, 2h, 1d…; empty wakes it now",
-                    String::new(),
+                    Prompt::new(format!("Snooze {}", r.run_ref), "for how long")
+                        .with_validator(Box::new(|v: &str| {
+                            if v.trim().is_empty() || parse_duration(v).is_some() {
+                                Ok(())
+                            } else {
+                                Err("a number and a unit: 30m, 2h, 1d, 1w".into())
+                            }
+                        }))
+                        .with_hint("30m, 2h, 1d, 1w; empty wakes it now"),
                 );
             }
             Action::Stop | Action::Cleanup | Action::Delete => {
                 let Some(r) = need_run(self) else { return };
-                let question = match action {
-                    Action::Stop => format!(
-                        "Stop {}? Its process group gets SIGTERM, then SIGKILL after the grace.",
-                        r.run_ref
+                let (title, consequence, yes) = match action {
+                    Action::Stop => (
+                        format!("Stop {}?", r.run_ref),
+                        "Its process group gets SIGTERM, then SIGKILL after the server's grace. \
+                         The record stays; r resumes the conversation later.",
+                        "Stop",
                     ),
-                    Action::Cleanup => format!(
-                        "Clean up {}? Its marks are dropped and its output released.",
-                        r.run_ref
+                    Action::Cleanup => (
+                        format!("Clean up {}?", r.run_ref),
+                        "Its marks are dropped and its output released. Only delete remains.",
+                        "Clean up",
                     ),
-                    _ => format!(
-                        "Delete {}? Its record and transcripts are removed for good.",
-                        r.run_ref
+                    _ => (
+                        format!("Delete {}?", r.run_ref),
+                        "Its record and transcripts are removed for good.",
+                        "Delete",
                     ),
                 };
-                self.mode = Mode::Modal(Modal::Confirm(Confirm {
+                self.open(Modal::Confirm {
                     action,
                     run: r.run_ref.clone(),
-                    question,
-                    busy: false,
-                    error: None,
-                }));
+                    dialog: Confirm::new(title, consequence, yes),
+                });
             }
             Action::Interrupt | Action::Resume | Action::Pin | Action::Done | Action::Archive => {
                 let Some(r) = need_run(self) else { return };

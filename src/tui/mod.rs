@@ -10,7 +10,6 @@ pub mod app;
 pub mod config;
 pub mod data;
 pub mod event_loop;
-pub mod fallback;
 pub mod keymap;
 pub mod keys;
 pub mod role;
@@ -44,6 +43,10 @@ pub enum TuiError {
     Client(#[from] ClientError),
     #[error(transparent)]
     Keymap(#[from] Box<keymap::KeymapError>),
+    #[error(transparent)]
+    Config(#[from] Box<config::ConfigError>),
+    #[error(transparent)]
+    Theme(#[from] Box<theme::ThemeError>),
     #[error("the terminal failed: {0}")]
     Terminal(#[from] std::io::Error),
 }
@@ -80,7 +83,17 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
     if !term::is_terminal() {
         return Err(TuiError::NotATerminal);
     }
-    let keymap = keymap::Keymap::load(Some(&home.config.join("keymap.toml"))).map_err(Box::new)?;
+    // Settings, keys and looks first: a mistake in them is reported before the terminal is
+    // taken, naming the file, the key and the value.
+    let settings = config::CockpitConfig::load(&home.config).map_err(Box::new)?;
+    let keymap =
+        keymap::Keymap::load(Some(&config::keymap_path(&home.config))).map_err(Box::new)?;
+    let theme = theme::Theme::for_cockpit(
+        &settings.theme,
+        &home.config,
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+    .map_err(Box::new)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -95,22 +108,16 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
             Err(ClientError::Api { status, .. }) if status.as_u16() == 404 => None,
             Err(e) => return Err(e.into()),
         };
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let mut app = app::App::new(
-            host_name(),
-            home_label(home),
-            keymap,
-            Box::new(app::DefaultLooks { no_color }),
-        );
+        let mut app = app::App::new(host_name(), home_label(home), keymap, theme);
         app.who = who;
-        let guard = term::TerminalGuard::enter(false)?;
+        let guard = term::TerminalGuard::enter(settings.mouse)?;
         let backend = ratatui::backend::CrosstermBackend::new(std::io::BufWriter::with_capacity(
             1 << 16,
             std::io::stdout(),
         ));
         let mut terminal = ratatui::Terminal::new(backend)?;
         terminal.clear()?;
-        let result = event_loop::run(&mut app, &mut terminal, client, 30).await;
+        let result = event_loop::run(&mut app, &mut terminal, client, settings.fps).await;
         drop(terminal);
         drop(guard);
         result?;

@@ -41,7 +41,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
             inner.y,
             msg,
             usize::from(inner.width),
-            app.looks.style(Role::Dim),
+            app.theme.style(Role::Dim),
         );
         return;
     };

@@ -7,7 +7,7 @@ use ratatui::widgets::Widget;
 
 use super::{focused, pane_block, span};
 use crate::text;
-use crate::tui::app::{App, LiveBuf, LiveState, Mode, Pane};
+use crate::tui::app::{App, LiveBuf, LiveState, Pane};
 use crate::tui::role::Role;
 use crate::tui::vt::RenderOpts;
 
@@ -29,7 +29,7 @@ pub fn draw(app: &mut App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option
         let block = pane_block(
             app,
             Line::from(title),
-            focused(app, Pane::Live) || app.mode == Mode::Attach,
+            focused(app, Pane::Live) || app.mode.is_attach(),
         );
         let inner = block.inner(area);
         block.render(area, buf);
@@ -44,14 +44,14 @@ pub fn draw(app: &mut App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option
             inner.y,
             "no session selected",
             usize::from(inner.width.saturating_sub(1)),
-            app.looks.style(Role::Dim),
+            app.theme.style(Role::Dim),
         );
         return None;
     };
-    let no_color = app.looks.no_color();
-    let text_style = app.looks.style(Role::Text);
-    let dim = app.looks.style(Role::Dim);
-    let attached = app.mode == Mode::Attach;
+    let no_color = !app.theme.has_colors();
+    let text_style = app.theme.style(Role::Text);
+    let dim = app.theme.style(Role::Dim);
+    let attached = app.mode.is_attach();
     let slot = app.live.as_mut().filter(|s| s.run == run.run_ref)?;
     let empty = match &slot.buf {
         LiveBuf::Pty(t) => t.seq == 0 && t.contents().trim().is_empty() && t.history_len() == 0,
@@ -120,7 +120,7 @@ fn state_note(app: &App) -> Vec<ratatui::text::Span<'static>> {
     if scroll > 0 {
         out.push(span(app, Role::Warning, format!("· {scroll} lines back ")));
     }
-    if app.mode == Mode::Attach {
+    if app.mode.is_attach() {
         out.push(span(app, Role::Warning, "· ATTACHED ".to_string()));
     }
     out

@@ -15,7 +15,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 
-use super::app::{App, Mode, Pane, Tab};
+use super::app::{App, Pane, Tab};
 use super::role::Role;
 
 /// The screen areas of one frame.
@@ -90,9 +90,9 @@ pub fn inner(r: Rect) -> Rect {
 /// A pane's frame: the focused one stands out.
 pub fn pane_block<'a>(app: &App, title: Line<'a>, focused: bool) -> Block<'a> {
     let (border, ty) = if focused {
-        (app.looks.style(Role::BorderFocused), BorderType::Thick)
+        (app.theme.style(Role::BorderFocused), BorderType::Thick)
     } else {
-        (app.looks.style(Role::Border), BorderType::Plain)
+        (app.theme.style(Role::Border), BorderType::Plain)
     };
     Block::default()
         .borders(Borders::ALL)
@@ -102,7 +102,7 @@ pub fn pane_block<'a>(app: &App, title: Line<'a>, focused: bool) -> Block<'a> {
 }
 
 pub fn span<'a>(app: &App, role: Role, s: impl Into<std::borrow::Cow<'a, str>>) -> Span<'a> {
-    Span::styled(s, app.looks.style(role))
+    Span::styled(s, app.theme.style(role))
 }
 
 /// Draws one frame and returns its areas. Records the live pane's inner size on the app
@@ -128,14 +128,12 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
     }
     let cursor = live::draw(app, areas.live, areas.zoomed, buf);
     status::draw(app, areas.status, buf);
-    let modal_cursor = modal::draw(app, frame.area(), frame.buffer_mut());
-    if let Some(c) = modal_cursor {
-        frame.set_cursor_position(c);
-    } else if app.mode == Mode::Attach
+    if app.mode.is_attach()
         && let Some(c) = cursor
     {
         frame.set_cursor_position(c);
     }
+    modal::draw(app, frame);
     areas
 }
 
@@ -150,10 +148,10 @@ fn draw_tabs(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
 
 /// Whether `pane` holds the focus (and no dialog covers it).
 pub fn focused(app: &App, pane: Pane) -> bool {
-    app.focus == pane && !matches!(app.mode, Mode::Modal(_))
+    app.focus == pane && !app.mode.is_modal()
 }
 
 /// A style with the role's look applied on top of `base`.
 pub fn patch(app: &App, base: Style, role: Role) -> Style {
-    base.patch(app.looks.style(role))
+    base.patch(app.theme.style(role))
 }

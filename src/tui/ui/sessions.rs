@@ -8,7 +8,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::{focused, pane_block, span};
 use crate::text;
-use crate::tui::app::{App, Mode, Pane};
+use crate::tui::app::{App, Pane};
 use crate::tui::data::{RunState, RunView, ago, instant};
 use crate::tui::role::Role;
 
@@ -54,13 +54,13 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
             },
         ),
     ];
-    if !app.filter.text.is_empty() || app.mode == Mode::Filter {
-        let cursor = if app.mode == Mode::Filter { "▏" } else { "" };
+    if !app.filter.is_empty() || app.mode.is_filter() {
+        let cursor = if app.mode.is_filter() { "▏" } else { "" };
         title.push(span(app, Role::Highlight, "/"));
         title.push(span(
             app,
             Role::Input,
-            format!("{}{cursor}", text::one_line(&app.filter.text, 30)),
+            format!("{}{cursor}", text::one_line(app.filter.value(), 30)),
         ));
         title.push(span(app, Role::Dim, " "));
     }
@@ -89,7 +89,7 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
             inner.y,
             msg,
             usize::from(inner.width.saturating_sub(1)),
-            app.looks.style(Role::Dim),
+            app.theme.style(Role::Dim),
         );
         return;
     }
@@ -128,7 +128,7 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         pad("AGE", age_w),
         pad("", demo_w)
     );
-    buf.set_stringn(inner.x, inner.y, head, w, app.looks.style(Role::Dim));
+    buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
     let rows = usize::from(inner.height) - 1;
     if rows == 0 {
         return;
@@ -148,15 +148,15 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         let y = inner.y + 1 + k as u16;
         let selected = app.selected.as_deref() == Some(r.run_ref.as_str());
         let base = if selected {
-            let mut st = app.looks.style(Role::Selected);
+            let mut st = app.theme.style(Role::Selected);
             if !list_focused {
-                st = st.patch(app.looks.style(Role::Dim));
+                st = st.patch(app.theme.style(Role::Dim));
             }
             st
         } else {
             Style::default()
         };
-        let st = |role: Role| base.patch(app.looks.style(role));
+        let st = |role: Role| base.patch(app.theme.style(role));
         let mut marks = String::new();
         marks.push(if selected { '›' } else { ' ' });
         marks.push(if r.pinned { '*' } else { ' ' });

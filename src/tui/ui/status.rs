@@ -18,8 +18,10 @@ use crate::tui::role::Role;
 fn hinted(app: &App) -> &'static [Action] {
     match &app.mode {
         Mode::Filter => &[Action::Confirm, Action::Escape],
-        Mode::Modal(Modal::Help { .. }) => &[Action::Escape, Action::Down, Action::Up],
-        Mode::Modal(Modal::Palette { .. }) => {
+        Mode::Modal(m) if matches!(**m, Modal::Help(_)) => {
+            &[Action::Escape, Action::Down, Action::Up]
+        }
+        Mode::Modal(m) if matches!(**m, Modal::Palette { .. }) => {
             &[Action::Confirm, Action::Escape, Action::Down, Action::Up]
         }
         Mode::Modal(_) => &[Action::Confirm, Action::Escape],
@@ -92,10 +94,10 @@ fn short(a: Action) -> &'static str {
 
 pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     for x in area.x..area.x + area.width {
-        buf[(x, area.y)].set_style(app.looks.style(Role::StatusBar));
+        buf[(x, area.y)].set_style(app.theme.style(Role::StatusBar));
     }
     let w = usize::from(area.width);
-    if app.mode == Mode::Attach {
+    if app.mode.is_attach() {
         let prefix = crate::tui::keymap::key_label(&app.keymap.prefix());
         let run = app.live.as_ref().map_or("", |s| s.run.as_str());
         let line = Line::from(vec![
