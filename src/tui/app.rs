@@ -841,7 +841,7 @@ impl App {
         }
     }
 
-    fn on_paste(&mut self, pasted: &str) {
+    pub fn on_paste(&mut self, pasted: &str) {
         self.dirty = true;
         match &mut self.mode {
             Mode::Attach => {

@@ -189,10 +189,7 @@ impl RunView {
                     .and_then(instant)
                 {
                     Some(t) => format!("output {} ago", ago(now, t)),
-                    None => match self.started_at.as_deref().and_then(instant) {
-                        Some(t) => format!("no output · started {} ago", ago(now, t)),
-                        None => "no output yet".to_string(),
-                    },
+                    None => "no output yet".to_string(),
                 }
             }
             RunState::Idle => "protocol".to_string(),
@@ -402,7 +399,7 @@ mod tests {
         );
         assert_eq!(
             src(json!({"started_at": "2026-01-01T00:05:00.000Z"})),
-            "no output · started 5m ago"
+            "no output yet"
         );
         assert_eq!(src(json!({"state": "idle"})), "protocol");
         assert_eq!(src(json!({"state": "stopped", "exit_code": 0})), "exit 0");

@@ -8,6 +8,8 @@ mod live;
 mod modal;
 mod sessions;
 mod status;
+#[cfg(test)]
+pub(crate) mod tests;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -55,7 +57,7 @@ pub fn layout(area: Rect, zoomed: bool) -> Areas {
     };
     let (sessions, live, events) = if main.width >= WIDE {
         let [left, right] =
-            Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
                 .areas(main);
         let [s, e] =
             Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(left);

@@ -76,6 +76,20 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
     if inner.height == 0 || inner.width == 0 {
         return;
     }
+    if let Some(e) = &app.server_error {
+        // Said in place, where the list should be, with the remedy the error carries.
+        let lines = textwrap_lines(&format!("the server does not answer: {e}"), inner.width);
+        for (k, l) in lines.iter().take(usize::from(inner.height)).enumerate() {
+            buf.set_stringn(
+                inner.x + 1,
+                inner.y + k as u16,
+                l,
+                usize::from(inner.width.saturating_sub(1)),
+                app.theme.style(Role::Error),
+            );
+        }
+        return;
+    }
     if app.view.is_empty() {
         let msg = if !app.loaded {
             "loading…".to_string()
@@ -108,13 +122,14 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         .map(|&i| tool_label(&app.runs[i]).width())
         .max()
         .unwrap_or(6)
-        .clamp(4, 16);
+        .clamp(4, 12);
     let age_w = 4;
     let demo_w = 4;
-    let marks_w = 4;
+    let marks_w = 5;
     let fixed = marks_w + ref_w + 1 + tool_w + 1 + 1 + age_w + 1 + demo_w;
     let rest = w.saturating_sub(fixed + 1);
-    let state_w = (rest * 55 / 100).clamp(9, 30).min(rest);
+    // The state and its source matter most: `running · output 12s ago` fits in 24.
+    let state_w = rest.saturating_sub(8).clamp(9.min(rest), 24);
     let name_w = rest.saturating_sub(state_w + 1);
 
     // Header row.
@@ -168,6 +183,7 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
             ' '
         });
         marks.push(if r.done { '✓' } else { ' ' });
+        marks.push(' ');
         let (state, source) = r.state_source(now);
         let state_text = if source.is_empty() {
             state
@@ -201,4 +217,24 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         }
         buf.set_line(inner.x, y, &Line::from(spans), inner.width);
     }
+}
+
+/// Sanitised text cut into lines of at most `width - 1` columns, at spaces when possible.
+fn textwrap_lines(s: &str, width: u16) -> Vec<String> {
+    let w = usize::from(width.saturating_sub(1)).max(1);
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in text::one_line(s, usize::MAX).split(' ') {
+        if !line.is_empty() && line.width() + 1 + word.width() > w {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out.into_iter().map(|l| text::one_line(&l, w)).collect()
 }
