@@ -115,8 +115,10 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
             1 << 16,
             std::io::stdout(),
         ));
+        // No `Terminal::clear`: it asks the terminal where the cursor is (a round trip that
+        // a slow link or a terminal without the query turns into a 2 s wait); the guard
+        // cleared the alternate screen already.
         let mut terminal = ratatui::Terminal::new(backend)?;
-        terminal.clear()?;
         let result = event_loop::run(&mut app, &mut terminal, client, settings.fps).await;
         drop(terminal);
         drop(guard);
