@@ -21,6 +21,7 @@ use super::theme::Theme;
 pub mod confirm;
 pub mod help;
 pub mod input;
+pub mod palette;
 pub mod prompt;
 
 /// What a key did to a dialog.
