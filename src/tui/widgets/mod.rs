@@ -19,6 +19,7 @@ use super::role::Role;
 use super::theme::Theme;
 
 pub mod confirm;
+pub mod duration;
 pub mod help;
 pub mod input;
 pub mod palette;
