@@ -22,6 +22,7 @@ pub mod confirm;
 pub mod duration;
 pub mod help;
 pub mod input;
+pub mod new_session;
 pub mod palette;
 pub mod prompt;
 
