@@ -528,6 +528,52 @@ mod tests {
     }
 
     #[test]
+    fn every_theme_colours_the_cells_by_role() {
+        let km = Keymap::defaults();
+        let mut themes: Vec<Theme> = crate::tui::theme::BUILTIN
+            .iter()
+            .map(|(name, _)| Theme::builtin(name).unwrap())
+            .collect();
+        themes.push(Theme::builtin("nord").unwrap().no_color());
+        for theme in themes {
+            let mut p = Palette::new(&km, UNDER, Needs::Read);
+            typed(&mut p, &km, "s");
+            let t = draw(80, 24, |f| p.render(f, f.area(), &theme, &km));
+            let buf = t.backend().buffer();
+            let name = theme.name().to_owned();
+            let unavailable = theme.style(Role::Unavailable);
+            let (x, y) = find(buf, "  stop").unwrap();
+            assert_eq!(
+                buf[(x + 2, y)].fg,
+                unavailable.fg.unwrap_or(Color::Reset),
+                "{name}"
+            );
+            let selected = theme.style(Role::Selected);
+            let (x, y) = find(buf, "▸ snooze").unwrap();
+            assert!(buf[(x, y)].modifier.contains(Modifier::REVERSED), "{name}");
+            if let Some(fg) = selected.fg {
+                assert_eq!(buf[(x, y)].fg, fg, "{name}");
+            }
+            let (x, y) = find(buf, "╭").unwrap();
+            assert_eq!(
+                buf[(x, y)].fg,
+                theme.style(Role::Modal).fg.unwrap_or(Color::Reset),
+                "{name}"
+            );
+            if !theme.has_colors() {
+                for y in 0..buf.area.height {
+                    for x in 0..buf.area.width {
+                        assert_eq!(
+                            (buf[(x, y)].fg, buf[(x, y)].bg),
+                            (Color::Reset, Color::Reset)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn hostile_filter_renders_harmlessly() {
         let km = Keymap::defaults();
         let theme = Theme::default_theme();
