@@ -368,3 +368,23 @@ fn colour_syntax() {
         assert!(parse_color(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn docs_list_every_role() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cockpit.md"))
+        .expect("docs/cockpit.md");
+    let section = &doc[doc.find("## Themes").expect("a Themes section")..];
+    for role in Role::ALL {
+        assert!(
+            section.contains(&format!("`{}`", role.name())),
+            "docs/cockpit.md lacks `{}`",
+            role.name()
+        );
+    }
+    for (name, _) in BUILTIN {
+        assert!(
+            section.contains(&format!("`{name}`")),
+            "docs/cockpit.md lacks theme `{name}`"
+        );
+    }
+}

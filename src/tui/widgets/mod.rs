@@ -19,8 +19,11 @@ use super::role::Role;
 use super::theme::Theme;
 
 pub mod confirm;
+pub mod duration;
 pub mod help;
 pub mod input;
+pub mod new_session;
+pub mod palette;
 pub mod prompt;
 
 /// What a key did to a dialog.
@@ -230,5 +233,62 @@ pub(crate) mod testing {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::draw;
+    use super::*;
+    use crate::tui::action::Needs;
+    use crate::tui::keymap::{Context, Keymap};
+
+    /// Every dialog draws on any screen, however small, without panicking.
+    #[test]
+    fn dialogs_survive_tiny_screens() {
+        let km = Keymap::defaults();
+        let theme = Theme::default_theme();
+        let now = chrono::DateTime::parse_from_rfc3339("2026-03-10T14:05:00+01:00").unwrap();
+        let help = help::Help::new(&km, &[Context::Sessions, Context::Global]);
+        let palette = palette::Palette::new(&km, &[Context::Global], Needs::Read);
+        let mut prompt = prompt::Prompt::new("Rename", "Name")
+            .with_validator(prompt::run_name_validator())
+            .with_hint("hint");
+        prompt.handle_paste("a\u{202e}b");
+        let confirm = confirm::Confirm::new("Stop?", "It stops.", "Stop");
+        let snooze = duration::SnoozePicker::new("Snooze", now);
+        let mut form = new_session::NewSessionForm::new(vec!["claude".into()], "rel");
+        form.set_error(None, "refused");
+        form.handle_key(
+            &ratatui::crossterm::event::KeyEvent::new(
+                ratatui::crossterm::event::KeyCode::Enter,
+                KeyModifiers::NONE,
+            ),
+            &km,
+        );
+        for w in 1..=50 {
+            for h in 1..=20 {
+                draw(w, h, |f| {
+                    let a = f.area();
+                    help.render(f, a, &theme, &km);
+                    palette.render(f, a, &theme, &km);
+                    prompt.render(f, a, &theme, &km);
+                    confirm.render(f, a, &theme, &km);
+                    snooze.render(f, a, &theme, &km);
+                    form.render(f, a, &theme, &km);
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn centering_and_wrapping() {
+        let area = Rect::new(0, 0, 80, 24);
+        assert_eq!(centered(area, 20, 10), Rect::new(30, 7, 20, 10));
+        assert_eq!(centered(area, 100, 30), area);
+        assert_eq!(wrapped_rows("", 10), 1);
+        assert_eq!(wrapped_rows("aaaa bbbb cccc", 10), 2);
+        assert_eq!(wrapped_rows("a\nb", 10), 2);
+        assert_eq!(wrapped_rows(&"x".repeat(25), 10), 3);
     }
 }
