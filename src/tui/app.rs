@@ -19,8 +19,11 @@ use super::theme::Theme;
 use super::vt::{PipeLog, VtTerm};
 use super::widgets::Outcome;
 use super::widgets::confirm::Confirm;
+use super::widgets::duration::SnoozePicker;
 use super::widgets::help::Help;
 use super::widgets::input::TextInput;
+use super::widgets::new_session::{Field, NewSessionForm};
+use super::widgets::palette::Palette;
 use super::widgets::prompt::{Prompt, run_name_validator};
 use crate::auth::Role as TokenRole;
 use crate::text;
@@ -83,9 +86,17 @@ pub enum PromptFor {
 pub enum Modal {
     Help(Help),
     /// The command palette: every action by name.
-    Palette {
-        input: TextInput,
-        selected: usize,
+    Palette(Palette),
+    /// Until when a session is snoozed.
+    Snooze {
+        run: String,
+        picker: SnoozePicker<chrono::Local>,
+        busy: bool,
+    },
+    /// A new session: profile, workspace, transport, first prompt.
+    NewSession {
+        form: NewSessionForm,
+        busy: bool,
     },
     /// A question whose answer goes to the server; it stays open (with the server's error
     /// under the field) until the server accepts it.
@@ -293,6 +304,10 @@ pub struct App {
     /// The last resize asked for (run, rows, cols): not asked again.
     pub resize_sent: Option<(String, u16, u16)>,
 
+    /// The profiles the new-session form offers, and the folder it proposes.
+    pub profiles: Vec<String>,
+    pub workspace: String,
+
     pub now: DateTime<Utc>,
     pub quit: bool,
     pub dirty: bool,
@@ -332,6 +347,11 @@ impl App {
             list_rows: 10,
             events_rows: 5,
             resize_sent: None,
+            profiles: crate::providers::Tool::ALL
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect(),
+            workspace: String::new(),
             now: Utc::now(),
             quit: false,
             dirty: true,
@@ -789,8 +809,15 @@ impl App {
                 self.push(Effect::Refresh);
             }
             CallTag::Prompt(purpose) => {
-                let open = matches!(&self.mode, Mode::Modal(m)
-                    if matches!(&**m, Modal::Prompt { purpose: p, .. } if *p == purpose));
+                let open = match &self.mode {
+                    Mode::Modal(m) => match (&**m, &purpose) {
+                        (Modal::Prompt { purpose: p, .. }, _) => *p == purpose,
+                        (Modal::Snooze { run, .. }, PromptFor::Snooze(r)) => run == r,
+                        (Modal::NewSession { .. }, PromptFor::NewSession) => true,
+                        _ => false,
+                    },
+                    _ => false,
+                };
                 match result {
                     Ok(v) => {
                         if open {
@@ -813,13 +840,38 @@ impl App {
                         self.push(Effect::Refresh);
                     }
                     Err(e) => {
-                        if let Mode::Modal(m) = &mut self.mode
-                            && let Modal::Prompt { dialog, busy, .. } = &mut **m
-                            && open
-                        {
-                            *busy = false;
-                            dialog.set_error(text::one_line(&e, 400));
-                        } else {
+                        let e = text::one_line(&e, 400);
+                        let shown = open
+                            && match &mut self.mode {
+                                Mode::Modal(m) => match &mut **m {
+                                    Modal::Prompt { dialog, busy, .. } => {
+                                        *busy = false;
+                                        dialog.set_error(e.clone());
+                                        true
+                                    }
+                                    Modal::Snooze { busy, .. } => {
+                                        // The picker shows its own errors only; the
+                                        // server's goes to the status line.
+                                        *busy = false;
+                                        false
+                                    }
+                                    Modal::NewSession { form, busy } => {
+                                        *busy = false;
+                                        let field = if e.contains("workspace") {
+                                            Some(Field::Workspace)
+                                        } else if e.contains("profile") || e.contains("tool") {
+                                            Some(Field::Profile)
+                                        } else {
+                                            None
+                                        };
+                                        form.set_error(field, e.clone());
+                                        true
+                                    }
+                                    _ => false,
+                                },
+                                _ => false,
+                            };
+                        if !shown {
                             self.error(e);
                         }
                     }
@@ -850,10 +902,10 @@ impl App {
             }
             Mode::Modal(m) => match &mut **m {
                 Modal::Prompt { dialog, .. } => dialog.handle_paste(pasted),
-                Modal::Palette { input, .. } => {
-                    input.insert_str(pasted);
-                }
-                _ => {}
+                Modal::Palette(p) => p.handle_paste(pasted),
+                Modal::Snooze { picker, .. } => picker.handle_paste(pasted),
+                Modal::NewSession { form, .. } => form.handle_paste(pasted),
+                Modal::Help(_) | Modal::Confirm { .. } => {}
             },
             Mode::Filter => {
                 self.filter.insert_str(pasted);
@@ -894,7 +946,7 @@ impl App {
         match &self.mode {
             Mode::Attach => vec![Context::Attach],
             Mode::Filter => vec![Context::Filter, Context::Modal],
-            Mode::Modal(m) if matches!(**m, Modal::Palette { .. }) => {
+            Mode::Modal(m) if matches!(**m, Modal::Palette(_)) => {
                 vec![Context::Palette, Context::Modal]
             }
             Mode::Modal(_) => vec![Context::Modal],
@@ -958,34 +1010,73 @@ impl App {
                     self.open(Modal::Help(h));
                 }
             }
-            Modal::Palette {
-                mut input,
-                mut selected,
+            Modal::Palette(mut p) => match p.handle_key(key, &self.keymap) {
+                Outcome::Continue => self.open(Modal::Palette(p)),
+                Outcome::Cancel => {}
+                Outcome::Submit(a) => self.dispatch(a),
+            },
+            Modal::Snooze {
+                run,
+                mut picker,
+                busy,
             } => {
-                let edit = input.handle_key(key);
-                if edit == super::widgets::input::Edit::Changed {
-                    self.open(Modal::Palette { input, selected: 0 });
+                if busy {
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::Snooze { run, picker, busy });
+                    }
                     return;
                 }
-                let matches = palette_matches(input.value());
-                selected = selected.min(matches.len().saturating_sub(1));
-                match self.keymap.resolve(contexts, key) {
-                    Some(Action::Escape) => return,
-                    Some(Action::Confirm) => {
-                        if let Some(&a) = matches.get(selected) {
-                            self.dispatch(a);
-                        }
-                        return;
+                match picker.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::Snooze { run, picker, busy }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(until) => {
+                        self.push(Effect::Call(Call {
+                            tag: CallTag::Prompt(PromptFor::Snooze(run.clone())),
+                            method: Method::POST,
+                            path: format!("{RUNS}/runs/{run}/snooze"),
+                            body: Some(json!({ "until": until })),
+                        }));
+                        self.open(Modal::Snooze {
+                            run,
+                            picker,
+                            busy: true,
+                        });
                     }
-                    Some(Action::Up | Action::FocusPrev) => selected = selected.saturating_sub(1),
-                    Some(Action::Down | Action::FocusNext) => {
-                        selected = (selected + 1).min(matches.len().saturating_sub(1))
-                    }
-                    Some(Action::Top) => selected = 0,
-                    Some(Action::Bottom) => selected = matches.len().saturating_sub(1),
-                    _ => {}
                 }
-                self.open(Modal::Palette { input, selected });
+            }
+            Modal::NewSession { mut form, busy } => {
+                if busy {
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::NewSession { form, busy });
+                    }
+                    return;
+                }
+                match form.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::NewSession { form, busy }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(ns) => {
+                        let mut body = json!({
+                            "profile": ns.profile,
+                            "workspace": ns.workspace,
+                            "transport": ns.transport.name(),
+                        });
+                        if let Some(p) = ns.prompt {
+                            body["prompt"] = json!(p);
+                        }
+                        if ns.transport == crate::providers::Transport::Pty {
+                            let (r, c) = self.pane_size();
+                            body["rows"] = json!(r);
+                            body["cols"] = json!(c);
+                        }
+                        self.push(Effect::Call(Call {
+                            tag: CallTag::Prompt(PromptFor::NewSession),
+                            method: Method::POST,
+                            path: format!("{RUNS}/runs"),
+                            body: Some(body),
+                        }));
+                        self.open(Modal::NewSession { form, busy: true });
+                    }
+                }
             }
             Modal::Prompt {
                 purpose,
@@ -1069,50 +1160,12 @@ impl App {
                     })
                 }
             }
-            PromptFor::Snooze(run) => {
-                if text_in.trim().is_empty() {
-                    Ok(Call {
-                        tag: CallTag::Prompt(purpose.clone()),
-                        method: Method::DELETE,
-                        path: format!("{RUNS}/runs/{run}/snooze"),
-                        body: None,
-                    })
-                } else {
-                    match parse_duration(text_in.trim()) {
-                        Some(d) => {
-                            let until =
-                                (self.now + d).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-                            Ok(Call {
-                                tag: CallTag::Prompt(purpose.clone()),
-                                method: Method::POST,
-                                path: format!("{RUNS}/runs/{run}/snooze"),
-                                body: Some(json!({"until": until})),
-                            })
-                        }
-                        None => Err(format!(
-                            "{:?} is not a duration: write a number and a unit, e.g. 30m, 2h, 1d",
-                            text::one_line(&text_in, 40)
-                        )),
-                    }
-                }
+            PromptFor::Snooze(_) | PromptFor::NewSession => {
+                Err("this dialog has its own form".to_string())
             }
-            PromptFor::NewSession => new_session_body(&text_in).map(|body| Call {
-                tag: CallTag::Prompt(PromptFor::NewSession),
-                method: Method::POST,
-                path: format!("{RUNS}/runs"),
-                body: Some(body),
-            }),
         };
         match call {
-            Ok(mut call) => {
-                if purpose == PromptFor::NewSession
-                    && let Some(b) = call.body.as_mut()
-                    && b["transport"] == "pty"
-                {
-                    let (r, c) = self.pane_size();
-                    b["rows"] = json!(r);
-                    b["cols"] = json!(c);
-                }
+            Ok(call) => {
                 self.push(Effect::Call(call));
                 self.open(Modal::Prompt {
                     purpose,
@@ -1153,10 +1206,22 @@ impl App {
                 let h = Help::new(&self.keymap, &contexts);
                 self.open(Modal::Help(h));
             }
-            Action::Palette => self.open(Modal::Palette {
-                input: TextInput::default(),
-                selected: 0,
-            }),
+            Action::Palette => {
+                let contexts = self.contexts();
+                let granted = match self.who.as_ref().map(|w| w.role) {
+                    Some(TokenRole::Read) => Needs::Read,
+                    Some(TokenRole::Write) => Needs::Write,
+                    _ => Needs::Admin,
+                };
+                let mut p = Palette::new(&self.keymap, &contexts, granted);
+                if self.selected_run().is_none() {
+                    for a in RUN_ACTIONS {
+                        p.set_unavailable(a, "no session selected");
+                    }
+                }
+                p.set_unavailable(Action::Palette, "the palette is open");
+                self.open(Modal::Palette(p));
+            }
             Action::Filter => {
                 self.mode = Mode::Filter;
                 self.focus = Pane::Sessions;
@@ -1219,14 +1284,10 @@ impl App {
                     }
                 }
             }
-            Action::NewSession => self.open_prompt(
-                PromptFor::NewSession,
-                Prompt::new(
-                    "New session",
-                    "tool [pty|pipe] /absolute/workspace [first prompt…]",
-                )
-                .with_hint("e.g. claude pty /home/me/src/app fix the failing test"),
-            ),
+            Action::NewSession => {
+                let form = NewSessionForm::new(self.profiles.clone(), &self.workspace);
+                self.open(Modal::NewSession { form, busy: false });
+            }
             Action::SendInput => {
                 let Some(r) = need_run(self) else { return };
                 if !r.state().is_live() {
@@ -1257,18 +1318,23 @@ impl App {
             }
             Action::Snooze => {
                 let Some(r) = need_run(self) else { return };
-                self.open_prompt(
-                    PromptFor::Snooze(r.run_ref.clone()),
-                    Prompt::new(format!("Snooze {}", r.run_ref), "for how long")
-                        .with_validator(Box::new(|v: &str| {
-                            if v.trim().is_empty() || parse_duration(v).is_some() {
-                                Ok(())
-                            } else {
-                                Err("a number and a unit: 30m, 2h, 1d, 1w".into())
-                            }
-                        }))
-                        .with_hint("30m, 2h, 1d, 1w; empty wakes it now"),
-                );
+                if r.snoozed_until.is_some() {
+                    // Snoozed already: the same key wakes it.
+                    self.push(Effect::Call(Call {
+                        tag: CallTag::Prompt(PromptFor::Snooze(r.run_ref.clone())),
+                        method: Method::DELETE,
+                        path: format!("{RUNS}/runs/{}/snooze", r.run_ref),
+                        body: None,
+                    }));
+                    return;
+                }
+                let picker =
+                    SnoozePicker::new(format!("Snooze {}", r.run_ref), chrono::Local::now());
+                self.open(Modal::Snooze {
+                    run: r.run_ref.clone(),
+                    picker,
+                    busy: false,
+                });
             }
             Action::Stop | Action::Cleanup | Action::Delete => {
                 let Some(r) = need_run(self) else { return };
@@ -1379,59 +1445,23 @@ impl App {
     }
 }
 
-/// The actions the palette offers for what is typed (by name or description).
-pub fn palette_matches(typed: &str) -> Vec<Action> {
-    let t = typed.trim().to_lowercase();
-    Action::ALL
-        .into_iter()
-        .filter(|a| !matches!(a, Action::Palette | Action::Confirm | Action::Escape))
-        .filter(|a| t.is_empty() || a.name().contains(&t) || a.describe().contains(&t))
-        .collect()
-}
-
-/// `30s`, `45m`, `2h`, `1d`, `1w`.
-pub fn parse_duration(s: &str) -> Option<chrono::Duration> {
-    let s = s.trim();
-    let unit = s.chars().last()?;
-    let n: i64 = s[..s.len() - unit.len_utf8()].trim().parse().ok()?;
-    if n <= 0 {
-        return None;
-    }
-    Some(match unit {
-        's' => chrono::Duration::seconds(n),
-        'm' => chrono::Duration::minutes(n),
-        'h' => chrono::Duration::hours(n),
-        'd' => chrono::Duration::days(n),
-        'w' => chrono::Duration::weeks(n),
-        _ => return None,
-    })
-}
-
-/// `tool [pty|pipe] /workspace [prompt…]` as the body of `POST /runs`.
-pub fn new_session_body(line: &str) -> Result<Value, String> {
-    let mut words = line.split_whitespace();
-    let usage = "write: tool [pty|pipe] /absolute/workspace [first prompt…]";
-    let tool = words.next().ok_or_else(|| usage.to_string())?;
-    let mut next = words.next();
-    let mut transport = "pty";
-    if let Some(t @ ("pty" | "pipe")) = next {
-        transport = t;
-        next = words.next();
-    }
-    let workspace = next.ok_or_else(|| format!("no workspace: {usage}"))?;
-    if !workspace.starts_with('/') {
-        return Err(format!(
-            "the workspace must be an absolute folder, not {}",
-            text::one_line(workspace, 60)
-        ));
-    }
-    let prompt: Vec<&str> = words.collect();
-    let mut body = json!({"profile": tool, "transport": transport, "workspace": workspace});
-    if !prompt.is_empty() {
-        body["prompt"] = json!(prompt.join(" "));
-    }
-    Ok(body)
-}
+/// The actions that act on the selected session (unavailable in the palette without one).
+const RUN_ACTIONS: [Action; 14] = [
+    Action::Zoom,
+    Action::Attach,
+    Action::SendInput,
+    Action::Interrupt,
+    Action::Stop,
+    Action::Resume,
+    Action::Rename,
+    Action::Pin,
+    Action::Snooze,
+    Action::Done,
+    Action::Archive,
+    Action::Cleanup,
+    Action::Delete,
+    Action::ScrollUp,
+];
 
 /// The request of a one-shot action on a run (`ctx`: the run and, for resume, the size).
 fn action_call(

@@ -110,6 +110,16 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
         };
         let mut app = app::App::new(host_name(), home_label(home), keymap, theme);
         app.who = who;
+        // What the new-session form offers: this home's profiles (the defaults, one per
+        // tool, then the added ones) and the folder the cockpit was started in.
+        if let Some(user_home) = std::env::var_os("HOME").map(std::path::PathBuf::from)
+            && let Ok(list) = crate::providers::profile::Store::new(&home.config).list(&user_home)
+        {
+            app.profiles = list.into_iter().map(|p| p.name).collect();
+        }
+        if let Ok(cwd) = std::env::current_dir() {
+            app.workspace = cwd.to_string_lossy().into_owned();
+        }
         let guard = term::TerminalGuard::enter(settings.mouse)?;
         let backend = ratatui::backend::CrosstermBackend::new(std::io::BufWriter::with_capacity(
             1 << 16,

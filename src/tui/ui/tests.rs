@@ -335,6 +335,47 @@ fn dialogs_over_the_cockpit() {
         app.on_key(ch('s'));
         let t = draw(&mut app, w, h);
         insta::assert_snapshot!(format!("cockpit_confirm_stop_{w}x{h}"), text(&t));
+        // Yes: the stop request goes out, the dialog closes.
+        app.on_key(ch('y'));
+        assert!(app.mode.is_normal());
+        let eff = app.take_effects();
+        assert!(
+            matches!(&eff[..], [Effect::Call(c)] if c.path.ends_with("/runs/run-0001/stop")),
+            "{eff:?}"
+        );
+        // The new-session form.
+        app.workspace = "/home/op/src/app".into();
+        app.on_key(ch('n'));
+        let t = draw(&mut app, w, h);
+        insta::assert_snapshot!(format!("cockpit_new_session_{w}x{h}"), text(&t));
+        app.on_key(key(KeyCode::Enter));
+        let eff = app.take_effects();
+        let Some(Effect::Call(call)) = eff.first() else {
+            panic!("the form sends POST /runs: {eff:?}")
+        };
+        assert!(call.path.ends_with("/runs"));
+        let body = call.body.as_ref().unwrap();
+        assert_eq!(body["workspace"], "/home/op/src/app");
+        assert_eq!(body["transport"], "pty");
+        // The server's refusal shows in the form, which stays open.
+        app.on_msg(Msg::CallDone {
+            tag: call.tag.clone(),
+            result: Err("workspace /home/op/src/app is not an existing folder".into()),
+        });
+        assert!(app.mode.is_modal());
+        let t = draw(&mut app, w, h);
+        assert!(text(&t).contains("is not an existing folder"));
+        app.on_key(key(KeyCode::Esc));
+        // The snooze picker: a preset goes out as an RFC 3339 instant.
+        app.on_key(ch('z'));
+        assert!(app.mode.is_modal());
+        app.on_key(key(KeyCode::Enter));
+        let eff = app.take_effects();
+        assert!(
+            matches!(&eff[..], [Effect::Call(c)]
+                if c.path.ends_with("/snooze") && c.body.as_ref().unwrap()["until"].is_string()),
+            "{eff:?}"
+        );
     }
 }
 
