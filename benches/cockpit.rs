@@ -105,7 +105,7 @@ fn chunk(n: u64) -> Vec<u8> {
     let mut out = Vec::new();
     for k in 0..12 {
         let i = n * 12 + k;
-        let status = if i % 17 == 0 {
+        let status = if i.is_multiple_of(17) {
             "\x1b[31mFAILED\x1b[0m"
         } else {
             "\x1b[32mok\x1b[0m"
