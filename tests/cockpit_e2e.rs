@@ -404,3 +404,110 @@ fn a_read_only_token_is_shown_and_never_writes() {
         "a read token changed a run: {new:?}"
     );
 }
+
+/// tmux on its own socket, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self) -> std::process::Command {
+        let mut c = std::process::Command::new("tmux");
+        c.args(["-L", &self.socket, "-f", "/dev/null"]);
+        c
+    }
+
+    fn capture(&self) -> String {
+        let out = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "ck"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", "ck"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let t = self.capture();
+            if pred(&t) {
+                return t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what} in tmux; the pane:\n{t}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").output();
+    }
+}
+
+#[test]
+fn inside_tmux_as_a_person_would() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED inside_tmux_as_a_person_would: tmux is not installed");
+        return;
+    }
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+    );
+    let tmux = Tmux {
+        socket: format!("proctor-cockpit-{}", std::process::id()),
+    };
+    let script = format!(
+        "'{}' --home '{}'; echo COCKPIT-EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_proctor"),
+        s.home.path().display()
+    );
+    let st = tmux
+        .cmd()
+        .args(["new-session", "-d", "-s", "ck", "-x", "100", "-y", "30"])
+        .arg(&script)
+        .env_remove("PROCTOR_HOME")
+        .env_remove("PROCTOR_TOKEN")
+        .env_remove("TMUX")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    tmux.wait("the list and the live terminal", |t| {
+        t.contains(&run) && t.contains("fake Claude Code")
+    });
+    tmux.keys(&["a"]);
+    tmux.wait("attached", |t| t.contains("ATTACHED"));
+    tmux.keys(&["-l", "typed in tmux"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait("the echo", |t| t.contains("you said \"typed in tmux\""));
+    tmux.keys(&["C-\\"]);
+    tmux.wait("back", |t| !t.contains("ATTACHED"));
+    tmux.keys(&["Enter"]);
+    tmux.wait("zoomed", |t| t.contains("zoomed"));
+    tmux.keys(&["Escape"]);
+    tmux.wait("unzoomed", |t| t.contains("Sessions"));
+    tmux.keys(&["q"]);
+    tmux.wait("a clean exit", |t| t.contains("COCKPIT-EXIT=0"));
+    let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    assert_eq!(v["state"], "running", "{v}");
+}

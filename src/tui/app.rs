@@ -299,6 +299,8 @@ pub struct App {
 
     /// The live pane's inner size at the last frame (what the PTY should be).
     pub live_inner: Rect,
+    /// Where each pane was drawn at the last frame (for the mouse).
+    pub areas: super::ui::Areas,
     pub list_rows: usize,
     pub events_rows: usize,
     /// The last resize asked for (run, rows, cols): not asked again.
@@ -344,6 +346,7 @@ impl App {
             events: None,
             events_scroll: 0,
             live_inner: Rect::default(),
+            areas: super::ui::Areas::default(),
             list_rows: 10,
             events_rows: 5,
             resize_sent: None,
@@ -889,6 +892,54 @@ impl App {
             Event::Key(k) if k.kind != KeyEventKind::Release => self.on_key(k),
             Event::Paste(text) => self.on_paste(&text),
             Event::Resize(_, _) => self.dirty = true,
+            Event::Mouse(m) if self.mode.is_normal() => self.on_mouse(m),
+            _ => {}
+        }
+    }
+
+    /// The mouse, when the operator turned it on (`mouse = true` in cockpit.toml): a click
+    /// focuses a pane (and selects a session in the list), the wheel scrolls what is under
+    /// it. Nothing needs it.
+    fn on_mouse(&mut self, m: ratatui::crossterm::event::MouseEvent) {
+        use ratatui::crossterm::event::{MouseButton, MouseEventKind};
+        let pos = ratatui::layout::Position::new(m.column, m.row);
+        let a = self.areas;
+        let pane = if a.zoomed {
+            a.live.contains(pos).then_some(Pane::Live)
+        } else if a.sessions.contains(pos) {
+            Some(Pane::Sessions)
+        } else if a.live.contains(pos) {
+            Some(Pane::Live)
+        } else if a.events.contains(pos) {
+            Some(Pane::Events)
+        } else {
+            None
+        };
+        let Some(pane) = pane else { return };
+        self.dirty = true;
+        match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                self.focus = pane;
+                if pane == Pane::Sessions {
+                    // The first inner row is the column header.
+                    let first = a.sessions.y + 2;
+                    if m.row >= first && m.row < a.sessions.bottom().saturating_sub(1) {
+                        let i = self.list_offset + usize::from(m.row - first);
+                        if i < self.view.len() {
+                            self.select_index(i);
+                        }
+                    }
+                }
+            }
+            MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
+                let up = m.kind == MouseEventKind::ScrollUp;
+                let saved = self.focus;
+                self.focus = pane;
+                for _ in 0..if pane == Pane::Sessions { 1 } else { 3 } {
+                    self.navigate(if up { Action::Up } else { Action::Down });
+                }
+                self.focus = saved;
+            }
             _ => {}
         }
     }

@@ -117,6 +117,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
         inner(areas.live)
     };
     app.live_inner = live_inner;
+    app.areas = areas;
     app.list_rows = usize::from(inner(areas.sessions).height.saturating_sub(1));
     app.events_rows = usize::from(inner(areas.events).height);
     let buf = frame.buffer_mut();

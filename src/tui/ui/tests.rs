@@ -546,3 +546,32 @@ fn empty_and_unreachable() {
         insta::assert_snapshot!(format!("cockpit_empty_unreachable_{w}x{h}"), text(&t));
     }
 }
+
+#[test]
+fn the_mouse_selects_focuses_and_scrolls() {
+    use ratatui::crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
+    let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+    draw(&mut app, 80, 24);
+    let ev = |kind, column, row| {
+        Event::Mouse(MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    // The list's rows start under its border and its column header.
+    let row = app.areas.sessions.y + 2 + 2;
+    app.on_event(ev(MouseEventKind::Down(MouseButton::Left), 10, row));
+    assert_eq!(app.selected.as_deref(), Some("run-0002"));
+    app.on_event(ev(MouseEventKind::ScrollDown, 10, row));
+    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    // A click in the live pane focuses it.
+    let live = app.areas.live;
+    app.on_event(ev(
+        MouseEventKind::Down(MouseButton::Left),
+        live.x + 2,
+        live.y + 2,
+    ));
+    assert_eq!(app.focus, Pane::Live);
+}
