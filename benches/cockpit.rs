@@ -14,9 +14,10 @@
 //!    bench runs itself under `valgrind --tool=callgrind` twice with different frame counts
 //!    and divides the difference, so set-up cost cancels out. Instruction counts are stable
 //!    where wall time is not.
-//! 4. **Idle CPU**: a real server on a temporary home with the demo fakes (20 sessions, none
-//!    writing), the real cockpit in a real PTY, settled for 3 s, then its CPU time (user +
-//!    system, from `/proc/<pid>/stat`) over 10 s; the server's over the same 10 s.
+//! 4. **Idle CPU**: a real server on a temporary home with the demo fakes (20 live sessions,
+//!    none writing; then 200 listed, the other 180 stopped), the real cockpit in a real PTY,
+//!    settled for 3 s, then its CPU time (user + system, from `/proc/<pid>/stat`) over 10 s;
+//!    the server's over the same 10 s.
 //!
 //! Environment: `BENCH_FRAMES` (default 600), `BENCH_IDLE_SECS` (default 10).
 
@@ -233,7 +234,7 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
-fn idle(secs: u64) {
+fn idle(secs: u64, runs: usize) {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
     let exe = env!("CARGO_BIN_EXE_proctor");
     let dir = tempfile::Builder::new()
@@ -259,16 +260,11 @@ fn idle(secs: u64) {
     let token = std::fs::read_to_string(home.join("config/owner.token")).unwrap();
     let ws = home.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    for i in 0..20 {
-        let tool = ["claude", "codex"][i % 2];
-        let body = json!({"tool": tool,
-            "transport": if i % 2 == 0 { "pty" } else { "pipe" },
-            "workspace": ws, "name": format!("idle {i}")});
-        let body = body.to_string();
+    let call = |method: &str, path: &str, body: &str| -> String {
         let mut s = std::os::unix::net::UnixStream::connect(home.join("run/server.sock")).unwrap();
         write!(
             s,
-            "POST /v1/m/sessions/runs HTTP/1.1\r\nHost: p\r\nAuthorization: Bearer {}\r\n\
+            "{method} {path} HTTP/1.1\r\nHost: p\r\nAuthorization: Bearer {}\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             token.trim(),
             body.len()
@@ -276,7 +272,21 @@ fn idle(secs: u64) {
         .unwrap();
         let mut resp = String::new();
         s.read_to_string(&mut resp).unwrap();
+        resp
+    };
+    // `runs` sessions listed: 20 live (10 PTY, 10 pipe, none writing), the rest stopped.
+    for i in 0..runs {
+        let tool = ["claude", "codex"][i % 2];
+        let body = json!({"tool": tool,
+            "transport": if i % 2 == 0 { "pty" } else { "pipe" },
+            "workspace": ws, "name": format!("idle {i}")});
+        let resp = call("POST", "/v1/m/sessions/runs", &body.to_string());
         assert!(resp.starts_with("HTTP/1.1 201"), "{resp}");
+        if i >= 20 {
+            let r = format!("run-{:04}", i + 1);
+            let resp = call("POST", &format!("/v1/m/sessions/runs/{r}/stop"), "");
+            assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+        }
     }
     let server_pid: u32 = std::fs::read_to_string(home.join("run/server.lock"))
         .unwrap()
@@ -324,7 +334,7 @@ fn idle(secs: u64) {
     let (c1, s1) = (cpu_ticks(pid).unwrap(), cpu_ticks(server_pid).unwrap());
     let b1 = bytes.load(std::sync::atomic::Ordering::Relaxed);
     println!(
-        "idle cockpit, {secs} s, 20 sessions: cockpit CPU {:.3} s ({:.2}% of one core), \
+        "idle cockpit, {secs} s, {runs} sessions listed (20 live): cockpit CPU {:.3} s ({:.2}% of one core), \
          {} bytes written to the terminal; server CPU {:.3} s ({:.2}%); clock tick {} ms",
         (c1 - c0) as f64 / hz,
         100.0 * (c1 - c0) as f64 / hz / wall,
@@ -375,5 +385,7 @@ fn main() {
         }
         _ => println!("  callgrind: valgrind not available, instruction counts skipped"),
     }
-    idle(env_u64("BENCH_IDLE_SECS", 10));
+    for runs in [20, SESSIONS] {
+        idle(env_u64("BENCH_IDLE_SECS", 10), runs);
+    }
 }

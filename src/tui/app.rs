@@ -465,12 +465,14 @@ impl App {
             })
             .collect();
         let runs = &self.runs;
-        view.sort_by(|&a, &b| {
-            let (a, b) = (&runs[a], &runs[b]);
-            b.pinned
-                .cmp(&a.pinned)
-                .then_with(|| b.activity().cmp(&a.activity()))
-                .then_with(|| b.run_ref.cmp(&a.run_ref))
+        // Each run's key once (its activity parses timestamps), then one sort.
+        view.sort_by_cached_key(|&i| {
+            let r = &runs[i];
+            (
+                std::cmp::Reverse(r.pinned),
+                std::cmp::Reverse(r.activity()),
+                std::cmp::Reverse(r.run_ref.clone()),
+            )
         });
         let old_pos = self
             .selected

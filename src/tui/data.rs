@@ -333,10 +333,10 @@ pub async fn fetch_runs(client: &Client) -> Result<RunsPage, ClientError> {
 
 /// `GET /runs/{ref}/events`.
 pub async fn fetch_events(client: &Client, run: &str) -> Result<Vec<EventItem>, ClientError> {
-    let v = client
+    let mut v = client
         .call(Method::GET, &format!("{RUNS}/runs/{run}/events"), None)
         .await?;
-    serde_json::from_value(v["items"].clone()).map_err(bad)
+    serde_json::from_value(v["items"].take()).map_err(bad)
 }
 
 /// `GET /v1/whoami`.

@@ -230,18 +230,26 @@ async fn data_task(
     mut focus: watch::Receiver<Option<String>>,
 ) {
     loop {
+        // Both answers are fetched before either is sent, so the cockpit takes them in one
+        // batch and draws one frame for the poll.
         let page = data::fetch_runs(&client).await.map_err(|e| show(&e));
+        let run = focus.borrow_and_update().clone();
+        let events = match run {
+            Some(run) => {
+                let result = data::fetch_events(&client, &run)
+                    .await
+                    .map_err(|e| show(&e));
+                Some(Msg::Events { run, result })
+            }
+            None => None,
+        };
         if tx.send(Msg::Runs(page)).await.is_err() {
             return;
         }
-        let run = focus.borrow_and_update().clone();
-        if let Some(run) = run {
-            let result = data::fetch_events(&client, &run)
-                .await
-                .map_err(|e| show(&e));
-            if tx.send(Msg::Events { run, result }).await.is_err() {
-                return;
-            }
+        if let Some(m) = events
+            && tx.send(m).await.is_err()
+        {
+            return;
         }
         tokio::select! {
             _ = tokio::time::sleep(POLL) => {}
