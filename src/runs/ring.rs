@@ -91,6 +91,9 @@ pub struct RingStatus {
     pub total_bytes: u64,
     /// Set once the run has ended.
     pub end: Option<End>,
+    /// When the last frame was pushed (milliseconds since the Unix epoch, wall clock): what
+    /// a client shows as "output 2s ago".
+    pub last_push_ms: Option<u64>,
 }
 
 struct State {
@@ -99,6 +102,7 @@ struct State {
     next_seq: u64,
     total_bytes: u64,
     end: Option<End>,
+    last_push_ms: Option<u64>,
 }
 
 /// A run's output ring. Shared as `Arc<Ring>`.
@@ -123,6 +127,7 @@ impl Ring {
             next_seq: 1,
             total_bytes: 0,
             end: None,
+            last_push_ms: None,
         };
         let status = status_of(&state, capacity);
         let (tx, _rx) = watch::channel(status);
@@ -195,6 +200,10 @@ impl Ring {
                 st.total_bytes += bytes.len() as u64;
                 st.frames.push_back(Frame { seq, stream, bytes });
             }
+            st.last_push_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .and_then(|d| u64::try_from(d.as_millis()).ok());
             status_of(&st, self.capacity)
         };
         self.publish(status);
@@ -349,6 +358,7 @@ fn status_of(st: &State, capacity: usize) -> RingStatus {
         capacity,
         total_bytes: st.total_bytes,
         end: st.end,
+        last_push_ms: st.last_push_ms,
     }
 }
 
