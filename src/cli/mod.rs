@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use crate::home::{Home, HomeError};
 use crate::text;
 
+mod demo;
 mod demo_agent;
 mod digest;
 mod home;
@@ -51,6 +52,7 @@ pub enum Command {
     Home(home::HomeArgs),
     Ledger(ledger::LedgerArgs),
     Digest(digest::DigestArgs),
+    Demo(demo::DemoArgs),
     DemoAgent(demo_agent::DemoAgentArgs),
 }
 
@@ -105,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::Server(args) => server::run(&ctx, args),
         Command::Token(args) => token::run(&ctx, args),
         Command::Profile(args) => profile::run(&ctx, args),
+        Command::Demo(args) => demo::run(&ctx, args),
         Command::DemoAgent(args) => demo_agent::run(args),
         Command::Ledger(args) => ledger::run(&ctx, args),
         Command::Session(args) => session::run(&ctx, args),
