@@ -78,7 +78,7 @@ pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let result: anyhow::Result<()> = Ok(()); // TEMP
+    let result = crate::tui::run(&home, crate::tui::Options::default());
     if !args.keep {
         match &throwaway {
             Some(root) => demo::discard(&home, root)?,
