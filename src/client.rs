@@ -126,6 +126,12 @@ impl Client {
         Ok(self)
     }
 
+    /// The bearer token this client presents, if one was loaded (for clients that open their
+    /// own streams, such as the cockpit).
+    pub fn bearer(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     /// Probes the server: `Ok(None)` when nothing listens, an error when it speaks another
     /// protocol.
     pub async fn probe(&self) -> Result<Option<Probe>, ClientError> {

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use crate::home::{Home, HomeError};
 use crate::text;
 
+mod cockpit;
 mod demo;
 mod demo_agent;
 mod digest;
@@ -30,7 +31,10 @@ mod token;
 owned children, binds evidence to exact bytes, and keeps an append-only, verifiable ledger.\n\n\
 State lives in one home: --home DIR, else $PROCTOR_HOME, else the XDG folders. Every folder \
 proctor creates is 0700 and every file 0600.",
-    after_help = "Exit codes: 0 success, 1 the operation failed or found a fault, \
+    after_help = "With no command, proctor opens the cockpit: the full-screen view of every \
+session on this home (it starts the server if needed; quitting leaves the sessions running; \
+press ? inside for the keys). It needs a terminal; from a script use `proctor session list`.\n\n\
+Exit codes: 0 success, 1 the operation failed or found a fault, \
 2 bad usage or an unsafe home.\nRun `proctor <command> --help` for the details of each command."
 )]
 pub struct Cli {
@@ -38,8 +42,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
 
+    /// The verb; none opens the cockpit.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -93,7 +98,7 @@ pub fn main() -> ExitCode {
     // A CLI verb whose reader went away (`proctor ledger tail | head`) ends quietly, as
     // Unix tools do. The server keeps SIGPIPE ignored: a child closing its stdin must not
     // kill it (it sees EPIPE instead).
-    if !matches!(cli.command, Command::Serve(_)) {
+    if !matches!(cli.command, Some(Command::Serve(_))) {
         // SAFETY: restoring a default signal disposition before any thread exists.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
@@ -101,16 +106,19 @@ pub fn main() -> ExitCode {
         home_flag: cli.home,
     };
     let result = match cli.command {
-        Command::Home(args) => home::run(&ctx, args),
-        Command::Digest(args) => digest::run(args),
-        Command::Serve(args) => server::serve(&ctx, args),
-        Command::Server(args) => server::run(&ctx, args),
-        Command::Token(args) => token::run(&ctx, args),
-        Command::Profile(args) => profile::run(&ctx, args),
-        Command::Demo(args) => demo::run(&ctx, args),
-        Command::DemoAgent(args) => demo_agent::run(args),
-        Command::Ledger(args) => ledger::run(&ctx, args),
-        Command::Session(args) => session::run(&ctx, args),
+        None => cockpit::run(&ctx),
+        Some(command) => match command {
+            Command::Home(args) => home::run(&ctx, args),
+            Command::Digest(args) => digest::run(args),
+            Command::Serve(args) => server::serve(&ctx, args),
+            Command::Server(args) => server::run(&ctx, args),
+            Command::Token(args) => token::run(&ctx, args),
+            Command::Profile(args) => profile::run(&ctx, args),
+            Command::Demo(args) => demo::run(&ctx, args),
+            Command::DemoAgent(args) => demo_agent::run(args),
+            Command::Ledger(args) => ledger::run(&ctx, args),
+            Command::Session(args) => session::run(&ctx, args),
+        },
     };
     match result {
         Ok(code) => code,

@@ -91,6 +91,9 @@ pub struct RingStatus {
     pub total_bytes: u64,
     /// Set once the run has ended.
     pub end: Option<End>,
+    /// When the last frame was pushed (milliseconds since the Unix epoch, wall clock): what
+    /// a client shows as "output 2s ago".
+    pub last_push_ms: Option<u64>,
 }
 
 struct State {
@@ -99,6 +102,7 @@ struct State {
     next_seq: u64,
     total_bytes: u64,
     end: Option<End>,
+    last_push_ms: Option<u64>,
 }
 
 /// A run's output ring. Shared as `Arc<Ring>`.
@@ -121,6 +125,7 @@ impl Ring {
             next_seq: 1,
             total_bytes: 0,
             end: None,
+            last_push_ms: None,
         };
         let status = status_of(&state, capacity);
         let (tx, _rx) = watch::channel(status);
@@ -180,6 +185,10 @@ impl Ring {
                     bytes: Arc::from(chunk),
                 });
             }
+            st.last_push_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .and_then(|d| u64::try_from(d.as_millis()).ok());
             status_of(&st, self.capacity)
         };
         self.publish(status);
@@ -311,6 +320,7 @@ fn status_of(st: &State, capacity: usize) -> RingStatus {
         capacity,
         total_bytes: st.total_bytes,
         end: st.end,
+        last_push_ms: st.last_push_ms,
     }
 }
 

@@ -21,6 +21,8 @@ use crate::auth::{Principal, Role, TokenRecord};
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub token_id: String,
+    pub name: String,
+    pub role: Role,
     pub principal: Principal,
 }
 
@@ -60,6 +62,7 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
     let m = method.as_str();
     Some(match (m, route) {
         ("GET", "/v1/server") => Read,
+        ("GET", "/v1/whoami") => Read,
         ("POST", "/v1/server/stop") => Admin,
         ("GET", "/v1/tokens") => Admin,
         ("POST", "/v1/tokens") => Admin,
@@ -99,6 +102,7 @@ fn runs_role(method: &str, route: &str) -> Option<Role> {
 pub fn router(state: Arc<Shared>) -> Router {
     let authed = Router::new()
         .route("/v1/server", get(server_status))
+        .route("/v1/whoami", get(whoami))
         .route("/v1/server/stop", post(server_stop))
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{id}", delete(revoke_token))
@@ -168,6 +172,8 @@ async fn authorize(
     }
     req.extensions_mut().insert(Caller {
         token_id: record.id,
+        name: record.name,
+        role: record.role,
         principal: record.principal,
     });
     Ok(next.run(req).await)
@@ -191,6 +197,18 @@ async fn server_status(State(state): State<Arc<Shared>>) -> ApiResult {
         "socket": state.home.socket_path(),
         "home": state.home.root.clone().unwrap_or_else(|| state.home.data.clone()),
         "ledger": state.home.ledger_path(),
+    }))
+    .into_response())
+}
+
+/// Who the caller is: a client (the cockpit) learns its role here, to show the actions its
+/// token cannot perform as unavailable instead of attempting them.
+async fn whoami(Extension(caller): Extension<Caller>) -> ApiResult {
+    Ok(axum::Json(json!({
+        "token_id": caller.token_id,
+        "name": caller.name,
+        "role": caller.role,
+        "principal": caller.principal,
     }))
     .into_response())
 }

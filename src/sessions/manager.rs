@@ -745,7 +745,15 @@ impl Sessions {
         }
         if let Some(live) = inner.live.get(run_ref) {
             let st = live.run.ring().status();
-            obj.insert("output".into(), json!({"first_seq": st.first_available, "next_seq": st.next_seq, "bytes": st.total_bytes}));
+            let mut output = json!({"first_seq": st.first_available, "next_seq": st.next_seq, "bytes": st.total_bytes});
+            if let Some(at) = st
+                .last_push_ms
+                .and_then(|ms| i64::try_from(ms).ok())
+                .and_then(chrono::DateTime::from_timestamp_millis)
+            {
+                output["last_at"] = json!(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+            }
+            obj.insert("output".into(), output);
             if let Some(t) = live.run.transcript() {
                 obj.insert(
                     "transcript".into(),

@@ -1,4 +1,138 @@
 //! The cockpit: a full-screen terminal UI, a thin client of the server's API.
+//!
+//! [`run`] is the entry point (`proctor` with no verb, and `proctor demo`): it makes sure a
+//! server runs for the home, loads the token, asks the server who the token is, takes the
+//! terminal over and runs the event loop until the operator quits (sessions keep running),
+//! a signal arrives, or the input ends. The terminal is given back on every path.
 
 pub mod action;
+pub mod app;
+pub mod config;
+pub mod data;
+pub mod event_loop;
+pub mod keymap;
+pub mod keys;
 pub mod role;
+pub mod sse;
+pub mod term;
+pub mod theme;
+pub mod ui;
+pub mod vt;
+pub mod widgets;
+
+use crate::client::{Client, ClientError};
+use crate::home::Home;
+
+/// How the cockpit starts.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Flags for a server this call starts (as for `proctor serve`); ignored when a server
+    /// already runs.
+    pub serve_args: Vec<String>,
+}
+
+/// Why the cockpit could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error(
+        "the cockpit needs a terminal on stdin and stdout; to list sessions from a script or a \
+         pipe, use `proctor session list`"
+    )]
+    NotATerminal,
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Keymap(#[from] Box<keymap::KeymapError>),
+    #[error(transparent)]
+    Config(#[from] Box<config::ConfigError>),
+    #[error(transparent)]
+    Theme(#[from] Box<theme::ThemeError>),
+    #[error("the terminal failed: {0}")]
+    Terminal(#[from] std::io::Error),
+}
+
+/// This machine's host name (for the header).
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer we own.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "?".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The home for the header: its folder, `~` for the user's home directory.
+pub fn home_label(home: &Home) -> String {
+    let p = home.root.clone().unwrap_or_else(|| home.data.clone());
+    let s = p.to_string_lossy().into_owned();
+    if let Some(h) = std::env::var_os("HOME").map(|h| h.to_string_lossy().into_owned())
+        && !h.is_empty()
+        && h != "/"
+        && let Some(rest) = s.strip_prefix(&h)
+        && (rest.is_empty() || rest.starts_with('/'))
+    {
+        return format!("~{rest}");
+    }
+    s
+}
+
+/// Opens the cockpit on `home` and returns when the operator quits. Sessions keep running.
+pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
+    if !term::is_terminal() {
+        return Err(TuiError::NotATerminal);
+    }
+    // Settings, keys and looks first: a mistake in them is reported before the terminal is
+    // taken, naming the file, the key and the value.
+    let settings = config::CockpitConfig::load(&home.config).map_err(Box::new)?;
+    let keymap =
+        keymap::Keymap::load(Some(&config::keymap_path(&home.config))).map_err(Box::new)?;
+    let theme = theme::Theme::for_cockpit(
+        &settings.theme,
+        &home.config,
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+    .map_err(Box::new)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let client = Client::new(home)?;
+        client.ensure_server_with(home, &opts.serve_args).await?;
+        let client = client.with_token(home)?;
+        // The role decides which actions are shown as unavailable. A server without the
+        // route (older) leaves it unknown: actions are tried and its answer is shown.
+        let who = match data::whoami(&client).await {
+            Ok(w) => Some(w),
+            Err(ClientError::Api { status, .. }) if status.as_u16() == 404 => None,
+            Err(e) => return Err(e.into()),
+        };
+        let mut app = app::App::new(host_name(), home_label(home), keymap, theme);
+        app.who = who;
+        // What the new-session form offers: this home's profiles (the defaults, one per
+        // tool, then the added ones) and the folder the cockpit was started in.
+        if let Some(user_home) = std::env::var_os("HOME").map(std::path::PathBuf::from)
+            && let Ok(list) = crate::providers::profile::Store::new(&home.config).list(&user_home)
+        {
+            app.profiles = list.into_iter().map(|p| p.name).collect();
+        }
+        if let Ok(cwd) = std::env::current_dir() {
+            app.workspace = cwd.to_string_lossy().into_owned();
+        }
+        let guard = term::TerminalGuard::enter(settings.mouse)?;
+        let backend = ratatui::backend::CrosstermBackend::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout(),
+        ));
+        // No `Terminal::clear`: it asks the terminal where the cursor is (a round trip that
+        // a slow link or a terminal without the query turns into a 2 s wait); the guard
+        // cleared the alternate screen already.
+        let mut terminal = ratatui::Terminal::new(backend)?;
+        let result = event_loop::run(&mut app, &mut terminal, client, settings.fps).await;
+        drop(terminal);
+        drop(guard);
+        result?;
+        Ok(())
+    })
+}

@@ -1,0 +1,1540 @@
+//! The cockpit's state and what changes it: keys, answers from the server, output of the
+//! focused session. Nothing here does I/O: every request is an [`Effect`] the event loop
+//! ([`super::event_loop`]) carries out, and every answer comes back as a [`Msg`]. That keeps
+//! the whole behaviour testable without a terminal or a server.
+
+use std::collections::VecDeque;
+
+use chrono::{DateTime, Utc};
+use hyper::Method;
+use ratatui::crossterm::event::{Event, KeyEvent, KeyEventKind};
+use ratatui::layout::Rect;
+use serde_json::{Value, json};
+
+use super::action::{Action, Needs};
+use super::data::{Counts, EventItem, RUNS, RunView, RunsPage, WhoAmI};
+use super::keymap::{Context, Keymap};
+use super::keys::{InputModes, encode_key, encode_paste};
+use super::theme::Theme;
+use super::vt::{PipeLog, VtTerm};
+use super::widgets::Outcome;
+use super::widgets::confirm::Confirm;
+use super::widgets::duration::SnoozePicker;
+use super::widgets::help::Help;
+use super::widgets::input::TextInput;
+use super::widgets::new_session::{Field, NewSessionForm};
+use super::widgets::palette::Palette;
+use super::widgets::prompt::{Prompt, run_name_validator};
+use crate::auth::Role as TokenRole;
+use crate::text;
+
+/// How many terminals of sessions focused earlier are kept (their history, and the seq to
+/// resume the stream from).
+pub const CACHED_TERMS: usize = 8;
+
+/// The panes that can hold the focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Sessions,
+    Live,
+    Events,
+}
+
+/// The top-level views. Only the ones that exist are shown as tabs; the tab bar appears
+/// once there is more than one (tribunal seats, receipts and rig locks come with the issues
+/// that build them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Sessions,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 1] = [Tab::Sessions];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Sessions => "Sessions",
+        }
+    }
+}
+
+/// What a status line message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Info,
+    Success,
+    Error,
+}
+
+/// A message shown in place of the key hints until the next key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub tone: Tone,
+    pub text: String,
+}
+
+/// What a prompt is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptFor {
+    Rename(String),
+    SendInput(String),
+    Snooze(String),
+    NewSession,
+}
+
+/// A dialog over the cockpit.
+pub enum Modal {
+    Help(Help),
+    /// The command palette: every action by name.
+    Palette(Palette),
+    /// Until when a session is snoozed.
+    Snooze {
+        run: String,
+        picker: SnoozePicker<chrono::Local>,
+        busy: bool,
+    },
+    /// A new session: profile, workspace, transport, first prompt.
+    NewSession {
+        form: NewSessionForm,
+        busy: bool,
+    },
+    /// A question whose answer goes to the server; it stays open (with the server's error
+    /// under the field) until the server accepts it.
+    Prompt {
+        purpose: PromptFor,
+        dialog: Prompt,
+        busy: bool,
+    },
+    /// A yes/no question before an action that cannot be taken back.
+    Confirm {
+        action: Action,
+        run: String,
+        dialog: Confirm,
+    },
+}
+
+/// Where keys go.
+pub enum Mode {
+    Normal,
+    Filter,
+    /// Every key goes to the focused session's PTY, except the prefix.
+    Attach,
+    Modal(Box<Modal>),
+}
+
+impl Mode {
+    pub fn is_normal(&self) -> bool {
+        matches!(self, Mode::Normal)
+    }
+    pub fn is_attach(&self) -> bool {
+        matches!(self, Mode::Attach)
+    }
+    pub fn is_filter(&self) -> bool {
+        matches!(self, Mode::Filter)
+    }
+    pub fn is_modal(&self) -> bool {
+        matches!(self, Mode::Modal(_))
+    }
+}
+
+/// What the live pane holds.
+pub enum LiveBuf {
+    Pty(Box<VtTerm>),
+    Pipe(Box<PipeLog>),
+}
+
+impl LiveBuf {
+    pub fn seq(&self) -> u64 {
+        match self {
+            LiveBuf::Pty(t) => t.seq,
+            LiveBuf::Pipe(p) => p.seq,
+        }
+    }
+}
+
+/// Where the stream of the focused session stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveState {
+    Connecting,
+    Streaming,
+    Ended(String),
+    NotLive(String),
+    Error(String),
+}
+
+/// The focused session's live view.
+pub struct LiveSlot {
+    pub run: String,
+    /// Increases with every (re)attach; messages of an older stream are ignored.
+    pub epoch: u64,
+    pub buf: LiveBuf,
+    pub state: LiveState,
+    /// The run's generation and liveness when the stream was opened (a resume or a restart
+    /// reopens it).
+    pub run_generation: u64,
+    pub run_live: bool,
+}
+
+/// Where an attach stream starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachFrom {
+    /// Fetch the screen, then stream from its seq + 1 (PTY runs).
+    Snapshot,
+    /// Stream from this seq.
+    Seq(u64),
+}
+
+/// Why a request was made: where its answer goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallTag {
+    Action { action: Action, run: String },
+    Prompt(PromptFor),
+    Resize { run: String, rows: u16, cols: u16 },
+}
+
+/// A request to the server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub tag: CallTag,
+    pub method: Method,
+    pub path: String,
+    pub body: Option<Value>,
+}
+
+/// What the event loop must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Call(Call),
+    /// (Re)open the live stream of a run; any other stream stops.
+    Attach {
+        run: String,
+        epoch: u64,
+        pty: bool,
+        from: AttachFrom,
+    },
+    /// Stop the live stream.
+    Detach,
+    /// Typed bytes for the attached session, in order.
+    Type {
+        run: String,
+        text: String,
+    },
+    /// Poll the list (and the focused run's events) now.
+    Refresh,
+    /// The run whose events the data task fetches.
+    WatchEvents(Option<String>),
+}
+
+/// One event of a live stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveEvent {
+    Screen {
+        rows: u16,
+        cols: u16,
+        formatted: String,
+        seq: u64,
+    },
+    /// (seq, stderr, bytes).
+    Output(Vec<(u64, bool, Vec<u8>)>),
+    Lag {
+        first_available: u64,
+    },
+    End(String),
+    NotLive(String),
+    Error(String),
+    Connected,
+}
+
+/// What the tasks tell the cockpit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    Runs(Result<RunsPage, String>),
+    Events {
+        run: String,
+        result: Result<Vec<EventItem>, String>,
+    },
+    Live {
+        epoch: u64,
+        ev: LiveEvent,
+    },
+    CallDone {
+        tag: CallTag,
+        result: Result<Value, String>,
+    },
+    TypeFailed(String),
+}
+
+/// The whole state.
+pub struct App {
+    pub host: String,
+    pub home_label: String,
+    pub who: Option<WhoAmI>,
+    pub keymap: Keymap,
+    pub theme: Theme,
+
+    pub runs: Vec<RunView>,
+    pub total: usize,
+    pub counts: Counts,
+    pub loaded: bool,
+    pub server_error: Option<String>,
+    /// Indices into `runs`, in display order, after hiding and filtering.
+    pub view: Vec<usize>,
+    pub selected: Option<String>,
+    pub list_offset: usize,
+    pub show_archived: bool,
+    pub show_snoozed: bool,
+    pub filter: TextInput,
+
+    pub tab: Tab,
+    pub focus: Pane,
+    pub zoomed: bool,
+    pub mode: Mode,
+    pub status: Option<Status>,
+
+    pub live: Option<LiveSlot>,
+    cache: VecDeque<LiveSlot>,
+    next_epoch: u64,
+    pub events: Option<(String, Vec<EventItem>)>,
+    pub events_scroll: usize,
+
+    /// The live pane's inner size at the last frame (what the PTY should be).
+    pub live_inner: Rect,
+    pub list_rows: usize,
+    pub events_rows: usize,
+    /// The last resize asked for (run, rows, cols): not asked again.
+    pub resize_sent: Option<(String, u16, u16)>,
+
+    /// The profiles the new-session form offers, and the folder it proposes.
+    pub profiles: Vec<String>,
+    pub workspace: String,
+
+    pub now: DateTime<Utc>,
+    pub quit: bool,
+    pub dirty: bool,
+    effects: Vec<Effect>,
+}
+
+impl App {
+    pub fn new(host: String, home_label: String, keymap: Keymap, theme: Theme) -> App {
+        App {
+            host,
+            home_label,
+            who: None,
+            keymap,
+            theme,
+            runs: Vec::new(),
+            total: 0,
+            counts: Counts::default(),
+            loaded: false,
+            server_error: None,
+            view: Vec::new(),
+            selected: None,
+            list_offset: 0,
+            show_archived: false,
+            show_snoozed: false,
+            filter: TextInput::default(),
+            tab: Tab::Sessions,
+            focus: Pane::Sessions,
+            zoomed: false,
+            mode: Mode::Normal,
+            status: None,
+            live: None,
+            cache: VecDeque::new(),
+            next_epoch: 0,
+            events: None,
+            events_scroll: 0,
+            live_inner: Rect::default(),
+            list_rows: 10,
+            events_rows: 5,
+            resize_sent: None,
+            profiles: crate::providers::Tool::ALL
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect(),
+            workspace: String::new(),
+            now: Utc::now(),
+            quit: false,
+            dirty: true,
+            effects: Vec::new(),
+        }
+    }
+
+    /// The effects queued since the last call.
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    fn push(&mut self, e: Effect) {
+        self.effects.push(e);
+    }
+
+    // ---------------------------------------------------------------------------------
+    // What the caller may do
+    // ---------------------------------------------------------------------------------
+
+    /// Whether the caller's token may perform `action`. Unknown role (an older server):
+    /// allowed, and the server's answer says otherwise.
+    pub fn can(&self, action: Action) -> bool {
+        let Some(who) = &self.who else {
+            return true;
+        };
+        let need = match action.needs() {
+            Needs::Read => TokenRole::Read,
+            Needs::Write => TokenRole::Write,
+            Needs::Admin => TokenRole::Admin,
+        };
+        who.role >= need
+    }
+
+    fn refuse(&mut self, action: Action) {
+        let role = self.who.as_ref().map_or("?", |w| w.role.as_str());
+        let need = match action.needs() {
+            Needs::Read => "read",
+            Needs::Write => "write",
+            Needs::Admin => "admin",
+        };
+        self.error(format!(
+            "{} needs the {need} role; this token has {role} (set PROCTOR_TOKEN to a token \
+             with that role)",
+            action.name()
+        ));
+    }
+
+    pub fn info(&mut self, text: impl Into<String>) {
+        self.status = Some(Status {
+            tone: Tone::Info,
+            text: text.into(),
+        });
+    }
+
+    pub fn success(&mut self, text: impl Into<String>) {
+        self.status = Some(Status {
+            tone: Tone::Success,
+            text: text.into(),
+        });
+    }
+
+    /// An error in place. Untrusted parts (server messages) are sanitised here.
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.status = Some(Status {
+            tone: Tone::Error,
+            text: text::one_line(&text.into(), 500),
+        });
+    }
+
+    // ---------------------------------------------------------------------------------
+    // The list
+    // ---------------------------------------------------------------------------------
+
+    /// The selected run.
+    pub fn selected_run(&self) -> Option<&RunView> {
+        let r = self.selected.as_deref()?;
+        self.runs.iter().find(|x| x.run_ref == r)
+    }
+
+    /// Recomputes the visible list: archived hidden (toggle), snoozed hidden until due
+    /// (toggle), the filter (ref, name, tool, profile; case-insensitive); pinned first, then
+    /// by recent activity.
+    pub fn refilter(&mut self) {
+        let needle = self.filter.value().to_lowercase();
+        let now = self.now;
+        let mut view: Vec<usize> = (0..self.runs.len())
+            .filter(|&i| {
+                let r = &self.runs[i];
+                if r.is_archived() && !self.show_archived {
+                    return false;
+                }
+                if r.is_snoozed(now) && !self.show_snoozed {
+                    return false;
+                }
+                if needle.is_empty() {
+                    return true;
+                }
+                [
+                    Some(r.run_ref.as_str()),
+                    r.name.as_deref(),
+                    Some(r.tool.as_str()),
+                    Some(r.profile.as_str()),
+                ]
+                .into_iter()
+                .flatten()
+                .any(|f| f.to_lowercase().contains(&needle))
+            })
+            .collect();
+        let runs = &self.runs;
+        view.sort_by(|&a, &b| {
+            let (a, b) = (&runs[a], &runs[b]);
+            b.pinned
+                .cmp(&a.pinned)
+                .then_with(|| b.activity().cmp(&a.activity()))
+                .then_with(|| b.run_ref.cmp(&a.run_ref))
+        });
+        let old_pos = self
+            .selected
+            .as_deref()
+            .and_then(|s| self.view.iter().position(|&i| self.runs[i].run_ref == s));
+        self.view = view;
+        let still = self
+            .selected
+            .as_deref()
+            .is_some_and(|s| self.view.iter().any(|&i| self.runs[i].run_ref == s));
+        if !still {
+            self.selected = if self.view.is_empty() {
+                None
+            } else {
+                let i = old_pos.unwrap_or(0).min(self.view.len() - 1);
+                Some(self.runs[self.view[i]].run_ref.clone())
+            };
+        }
+        self.sync_focus();
+        self.dirty = true;
+    }
+
+    /// The position of the selection in the visible list.
+    pub fn selected_index(&self) -> Option<usize> {
+        let s = self.selected.as_deref()?;
+        self.view.iter().position(|&i| self.runs[i].run_ref == s)
+    }
+
+    fn select_index(&mut self, i: usize) {
+        if self.view.is_empty() {
+            return;
+        }
+        let i = i.min(self.view.len() - 1);
+        self.selected = Some(self.runs[self.view[i]].run_ref.clone());
+        self.sync_focus();
+        self.dirty = true;
+    }
+
+    fn move_selection(&mut self, delta: isize) {
+        let cur = self.selected_index().unwrap_or(0) as isize;
+        let n = self.view.len() as isize;
+        if n == 0 {
+            return;
+        }
+        self.select_index((cur + delta).clamp(0, n - 1) as usize);
+    }
+
+    // ---------------------------------------------------------------------------------
+    // The live view of the selected run
+    // ---------------------------------------------------------------------------------
+
+    /// Makes the live slot follow the selected run: reuses a cached terminal (streaming
+    /// from where it stopped when the server still holds that output), or opens a new one.
+    /// A resume (new generation) or a run that became live reopens the stream.
+    pub fn sync_focus(&mut self) {
+        let want = self.selected_run().map(|r| {
+            (
+                r.tool.clone(),
+                r.run_ref.clone(),
+                r.is_pty(),
+                r.generation,
+                r.state().is_live(),
+                r.output.as_ref().map_or(1, |o| o.first_seq.max(1)),
+            )
+        });
+        let Some((tool, run, pty, generation, live, first_seq)) = want else {
+            if let Some(old) = self.live.take() {
+                self.park(old);
+                self.push(Effect::Detach);
+                self.push(Effect::WatchEvents(None));
+            }
+            self.events = None;
+            return;
+        };
+        if let Some(slot) = &self.live
+            && slot.run == run
+        {
+            let reopen = slot.run_generation != generation || (live && !slot.run_live);
+            if reopen {
+                let epoch = self.bump_epoch();
+                if let Some(slot) = &mut self.live {
+                    slot.epoch = epoch;
+                    slot.state = LiveState::Connecting;
+                    slot.run_generation = generation;
+                    slot.run_live = live;
+                }
+                let from = if pty {
+                    AttachFrom::Snapshot
+                } else {
+                    AttachFrom::Seq(first_seq)
+                };
+                self.resize_sent = None;
+                self.push(Effect::Attach {
+                    run,
+                    epoch,
+                    pty,
+                    from,
+                });
+            } else if let Some(slot) = &mut self.live {
+                slot.run_live = live;
+            }
+            return;
+        }
+        if let Some(old) = self.live.take() {
+            self.park(old);
+        }
+        if self.mode.is_attach() {
+            self.mode = Mode::Normal;
+        }
+        let epoch = self.bump_epoch();
+        let cached = self
+            .cache
+            .iter()
+            .position(|s| s.run == run)
+            .and_then(|i| self.cache.remove(i))
+            .filter(|s| s.run_generation == generation);
+        let (buf, from) = match cached {
+            Some(s) if s.buf.seq() > 0 && s.buf.seq() + 1 >= first_seq => {
+                let from = AttachFrom::Seq(s.buf.seq() + 1);
+                (s.buf, from)
+            }
+            Some(s) => {
+                let from = if pty {
+                    AttachFrom::Snapshot
+                } else {
+                    AttachFrom::Seq(first_seq)
+                };
+                (s.buf, from)
+            }
+            None => {
+                let buf = if pty {
+                    let (r, c) = self.pane_size();
+                    LiveBuf::Pty(Box::new(VtTerm::new(r, c)))
+                } else {
+                    LiveBuf::Pipe(Box::new(PipeLog::for_tool(&tool)))
+                };
+                let from = if pty {
+                    AttachFrom::Snapshot
+                } else {
+                    AttachFrom::Seq(first_seq)
+                };
+                (buf, from)
+            }
+        };
+        self.live = Some(LiveSlot {
+            run: run.clone(),
+            epoch,
+            buf,
+            state: LiveState::Connecting,
+            run_generation: generation,
+            run_live: live,
+        });
+        self.resize_sent = None;
+        self.events = None;
+        self.events_scroll = 0;
+        self.push(Effect::Attach {
+            run: run.clone(),
+            epoch,
+            pty,
+            from,
+        });
+        self.push(Effect::WatchEvents(Some(run)));
+    }
+
+    fn bump_epoch(&mut self) -> u64 {
+        self.next_epoch += 1;
+        self.next_epoch
+    }
+
+    fn park(&mut self, slot: LiveSlot) {
+        self.cache.retain(|s| s.run != slot.run);
+        self.cache.push_front(slot);
+        self.cache.truncate(CACHED_TERMS);
+    }
+
+    fn pane_size(&self) -> (u16, u16) {
+        let r = self.live_inner;
+        if r.width == 0 || r.height == 0 {
+            (24, 80)
+        } else {
+            (r.height, r.width)
+        }
+    }
+
+    /// The resize the PTY of the focused run needs to match the live pane, if any: only a
+    /// live PTY run, with a token that may resize, and not one already asked for.
+    pub fn desired_resize(&self) -> Option<(String, u16, u16)> {
+        let run = self.selected_run()?;
+        if !run.is_pty() || !run.state().is_live() || !self.can(Action::Attach) {
+            return None;
+        }
+        let slot = self.live.as_ref()?;
+        if slot.run != run.run_ref || slot.state == LiveState::Connecting {
+            return None;
+        }
+        let LiveBuf::Pty(term) = &slot.buf else {
+            return None;
+        };
+        let (rows, cols) = (self.live_inner.height, self.live_inner.width);
+        if rows == 0 || cols == 0 || term.size() == (rows, cols) {
+            return None;
+        }
+        let want = (run.run_ref.clone(), rows, cols);
+        if self.resize_sent.as_ref() == Some(&want) {
+            return None;
+        }
+        Some(want)
+    }
+
+    /// Asks the server to resize (called by the event loop once the size has settled).
+    pub fn send_resize(&mut self, run: String, rows: u16, cols: u16) {
+        self.resize_sent = Some((run.clone(), rows, cols));
+        self.push(Effect::Call(Call {
+            tag: CallTag::Resize {
+                run: run.clone(),
+                rows,
+                cols,
+            },
+            method: Method::POST,
+            path: format!("{RUNS}/runs/{run}/resize"),
+            body: Some(json!({"rows": rows, "cols": cols})),
+        }));
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Messages from the tasks
+    // ---------------------------------------------------------------------------------
+
+    pub fn on_msg(&mut self, msg: Msg) {
+        self.dirty = true;
+        match msg {
+            Msg::Runs(Ok(page)) => {
+                self.server_error = None;
+                self.loaded = true;
+                self.total = page.total;
+                self.counts = page.counts;
+                self.runs = page.items;
+                self.refilter();
+            }
+            Msg::Runs(Err(e)) => {
+                self.server_error = Some(text::one_line(&e, 300));
+            }
+            Msg::Events { run, result } => {
+                if self.selected.as_deref() != Some(run.as_str()) {
+                    return;
+                }
+                match result {
+                    Ok(items) => self.events = Some((run, items)),
+                    Err(e) => self.error(format!("events of {run}: {e}")),
+                }
+            }
+            Msg::Live { epoch, ev } => self.on_live(epoch, ev),
+            Msg::CallDone { tag, result } => self.on_call_done(tag, result),
+            Msg::TypeFailed(e) => {
+                self.error(format!("typing into the session failed: {e}"));
+            }
+        }
+    }
+
+    fn on_live(&mut self, epoch: u64, ev: LiveEvent) {
+        let Some(slot) = self.live.as_mut().filter(|s| s.epoch == epoch) else {
+            return;
+        };
+        match ev {
+            LiveEvent::Connected => slot.state = LiveState::Streaming,
+            LiveEvent::Screen {
+                rows,
+                cols,
+                formatted,
+                seq,
+            } => {
+                if let LiveBuf::Pty(t) = &mut slot.buf {
+                    t.load_snapshot(rows, cols, &formatted, seq);
+                }
+                slot.state = LiveState::Streaming;
+            }
+            LiveEvent::Output(frames) => {
+                slot.state = LiveState::Streaming;
+                for (seq, stderr, bytes) in frames {
+                    match &mut slot.buf {
+                        LiveBuf::Pty(t) => {
+                            t.feed(&bytes);
+                            t.seq = seq;
+                        }
+                        LiveBuf::Pipe(p) => {
+                            p.feed(stderr, &bytes);
+                            p.seq = seq;
+                        }
+                    }
+                }
+            }
+            LiveEvent::Lag { first_available } => {
+                if let LiveBuf::Pipe(p) = &mut slot.buf {
+                    p.gap(&format!(
+                        "output before seq {first_available} is no longer held by the server"
+                    ));
+                }
+            }
+            LiveEvent::End(what) => slot.state = LiveState::Ended(what),
+            LiveEvent::NotLive(state) => slot.state = LiveState::NotLive(state),
+            LiveEvent::Error(e) => slot.state = LiveState::Error(text::one_line(&e, 300)),
+        }
+        if self.mode.is_attach()
+            && !matches!(
+                self.live.as_ref().map(|s| &s.state),
+                Some(LiveState::Streaming | LiveState::Connecting)
+            )
+        {
+            self.mode = Mode::Normal;
+            self.info("the session ended: back to the cockpit");
+        }
+    }
+
+    fn on_call_done(&mut self, tag: CallTag, result: Result<Value, String>) {
+        match tag {
+            CallTag::Resize { run, rows, cols } => match result {
+                Ok(_) => {
+                    // Resynchronise at the new size: the server's screen, then the stream.
+                    if self.live.as_ref().is_some_and(|s| s.run == run) {
+                        let epoch = self.bump_epoch();
+                        if let Some(slot) = &mut self.live {
+                            slot.epoch = epoch;
+                        }
+                        self.push(Effect::Attach {
+                            run,
+                            epoch,
+                            pty: true,
+                            from: AttachFrom::Snapshot,
+                        });
+                    }
+                }
+                Err(e) => self.error(format!("resizing {run} to {cols}×{rows}: {e}")),
+            },
+            CallTag::Action { action, run } => {
+                match result {
+                    Ok(v) => self.success(done_message(action, &run, &v)),
+                    Err(e) => self.error(format!("{} {run}: {e}", action.name())),
+                }
+                self.push(Effect::Refresh);
+            }
+            CallTag::Prompt(purpose) => {
+                let open = match &self.mode {
+                    Mode::Modal(m) => match (&**m, &purpose) {
+                        (Modal::Prompt { purpose: p, .. }, _) => *p == purpose,
+                        (Modal::Snooze { run, .. }, PromptFor::Snooze(r)) => run == r,
+                        (Modal::NewSession { .. }, PromptFor::NewSession) => true,
+                        _ => false,
+                    },
+                    _ => false,
+                };
+                match result {
+                    Ok(v) => {
+                        if open {
+                            self.mode = Mode::Normal;
+                        }
+                        let msg = match &purpose {
+                            PromptFor::Rename(r) => format!("renamed {r}"),
+                            PromptFor::SendInput(r) => format!("sent to {r}"),
+                            PromptFor::Snooze(r) => match v["snoozed_until"].as_str() {
+                                Some(u) => format!("{r} snoozed until {}", text::one_line(u, 40)),
+                                None => format!("{r} no longer snoozed"),
+                            },
+                            PromptFor::NewSession => {
+                                let r = v["ref"].as_str().unwrap_or("?").to_string();
+                                self.selected = Some(r.clone());
+                                format!("started {}", text::one_line(&r, 20))
+                            }
+                        };
+                        self.success(msg);
+                        self.push(Effect::Refresh);
+                    }
+                    Err(e) => {
+                        let e = text::one_line(&e, 400);
+                        let shown = open
+                            && match &mut self.mode {
+                                Mode::Modal(m) => match &mut **m {
+                                    Modal::Prompt { dialog, busy, .. } => {
+                                        *busy = false;
+                                        dialog.set_error(e.clone());
+                                        true
+                                    }
+                                    Modal::Snooze { busy, .. } => {
+                                        // The picker shows its own errors only; the
+                                        // server's goes to the status line.
+                                        *busy = false;
+                                        false
+                                    }
+                                    Modal::NewSession { form, busy } => {
+                                        *busy = false;
+                                        let field = if e.contains("workspace") {
+                                            Some(Field::Workspace)
+                                        } else if e.contains("profile") || e.contains("tool") {
+                                            Some(Field::Profile)
+                                        } else {
+                                            None
+                                        };
+                                        form.set_error(field, e.clone());
+                                        true
+                                    }
+                                    _ => false,
+                                },
+                                _ => false,
+                            };
+                        if !shown {
+                            self.error(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Terminal events
+    // ---------------------------------------------------------------------------------
+
+    pub fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Key(k) if k.kind != KeyEventKind::Release => self.on_key(k),
+            Event::Paste(text) => self.on_paste(&text),
+            Event::Resize(_, _) => self.dirty = true,
+            _ => {}
+        }
+    }
+
+    pub fn on_paste(&mut self, pasted: &str) {
+        self.dirty = true;
+        match &mut self.mode {
+            Mode::Attach => {
+                let bytes = encode_paste(pasted, self.input_modes());
+                self.type_bytes(bytes);
+            }
+            Mode::Modal(m) => match &mut **m {
+                Modal::Prompt { dialog, .. } => dialog.handle_paste(pasted),
+                Modal::Palette(p) => p.handle_paste(pasted),
+                Modal::Snooze { picker, .. } => picker.handle_paste(pasted),
+                Modal::NewSession { form, .. } => form.handle_paste(pasted),
+                Modal::Help(_) | Modal::Confirm { .. } => {}
+            },
+            Mode::Filter => {
+                self.filter.insert_str(pasted);
+                self.refilter();
+            }
+            Mode::Normal => {}
+        }
+    }
+
+    /// The input modes the attached program set (application cursor, bracketed paste).
+    fn input_modes(&self) -> InputModes {
+        self.live_term()
+            .map(|t| InputModes::of(t.screen()))
+            .unwrap_or_default()
+    }
+
+    fn live_term(&self) -> Option<&VtTerm> {
+        match &self.live.as_ref()?.buf {
+            LiveBuf::Pty(t) => Some(&**t),
+            LiveBuf::Pipe(_) => None,
+        }
+    }
+
+    fn type_bytes(&mut self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        let Some(run) = self.live.as_ref().map(|s| s.run.clone()) else {
+            return;
+        };
+        // Key encodings are ASCII or UTF-8 characters: always valid text.
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        self.push(Effect::Type { run, text });
+    }
+
+    /// The contexts keys are looked up in, most specific first.
+    pub fn contexts(&self) -> Vec<Context> {
+        match &self.mode {
+            Mode::Attach => vec![Context::Attach],
+            Mode::Filter => vec![Context::Filter, Context::Modal],
+            Mode::Modal(m) if matches!(**m, Modal::Palette(_)) => {
+                vec![Context::Palette, Context::Modal]
+            }
+            Mode::Modal(_) => vec![Context::Modal],
+            Mode::Normal => {
+                let pane = match self.focus {
+                    Pane::Sessions => Context::Sessions,
+                    Pane::Live => Context::Live,
+                    Pane::Events => Context::Events,
+                };
+                vec![pane, Context::Global]
+            }
+        }
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent) {
+        self.dirty = true;
+        if self.mode.is_attach() {
+            if self.keymap.is_prefix(&key) {
+                self.mode = Mode::Normal;
+                self.info("back in the cockpit (the session keeps running)");
+            } else if let Some(bytes) = encode_key(&key, self.input_modes()) {
+                self.type_bytes(bytes);
+            }
+            return;
+        }
+        // A key clears the last message.
+        self.status = None;
+        let contexts = self.contexts();
+        match std::mem::replace(&mut self.mode, Mode::Normal) {
+            Mode::Filter => {
+                match self.keymap.resolve(&contexts, &key) {
+                    Some(Action::Confirm) => {}
+                    Some(Action::Escape) => self.filter.set(""),
+                    _ => {
+                        self.filter.handle_key(&key);
+                        self.mode = Mode::Filter;
+                    }
+                }
+                self.refilter();
+            }
+            Mode::Modal(m) => self.on_modal_key(*m, &key, &contexts),
+            Mode::Normal => {
+                if let Some(a) = self.keymap.resolve(&contexts, &key) {
+                    self.dispatch(a);
+                }
+            }
+            Mode::Attach => {}
+        }
+    }
+
+    fn open(&mut self, m: Modal) {
+        self.mode = Mode::Modal(Box::new(m));
+    }
+
+    /// A key for the open dialog (the mode is `Normal` while this runs; the dialog is put
+    /// back unless it closed).
+    fn on_modal_key(&mut self, m: Modal, key: &KeyEvent, contexts: &[Context]) {
+        match m {
+            Modal::Help(mut h) => {
+                if h.handle_key(key, &self.keymap) == Outcome::Continue {
+                    self.open(Modal::Help(h));
+                }
+            }
+            Modal::Palette(mut p) => match p.handle_key(key, &self.keymap) {
+                Outcome::Continue => self.open(Modal::Palette(p)),
+                Outcome::Cancel => {}
+                Outcome::Submit(a) => self.dispatch(a),
+            },
+            Modal::Snooze {
+                run,
+                mut picker,
+                busy,
+            } => {
+                if busy {
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::Snooze { run, picker, busy });
+                    }
+                    return;
+                }
+                match picker.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::Snooze { run, picker, busy }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(until) => {
+                        self.push(Effect::Call(Call {
+                            tag: CallTag::Prompt(PromptFor::Snooze(run.clone())),
+                            method: Method::POST,
+                            path: format!("{RUNS}/runs/{run}/snooze"),
+                            body: Some(json!({ "until": until })),
+                        }));
+                        self.open(Modal::Snooze {
+                            run,
+                            picker,
+                            busy: true,
+                        });
+                    }
+                }
+            }
+            Modal::NewSession { mut form, busy } => {
+                if busy {
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::NewSession { form, busy });
+                    }
+                    return;
+                }
+                match form.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::NewSession { form, busy }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(ns) => {
+                        let mut body = json!({
+                            "profile": ns.profile,
+                            "workspace": ns.workspace,
+                            "transport": ns.transport.name(),
+                        });
+                        if let Some(p) = ns.prompt {
+                            body["prompt"] = json!(p);
+                        }
+                        if ns.transport == crate::providers::Transport::Pty {
+                            let (r, c) = self.pane_size();
+                            body["rows"] = json!(r);
+                            body["cols"] = json!(c);
+                        }
+                        self.push(Effect::Call(Call {
+                            tag: CallTag::Prompt(PromptFor::NewSession),
+                            method: Method::POST,
+                            path: format!("{RUNS}/runs"),
+                            body: Some(body),
+                        }));
+                        self.open(Modal::NewSession { form, busy: true });
+                    }
+                }
+            }
+            Modal::Prompt {
+                purpose,
+                mut dialog,
+                busy,
+            } => {
+                if busy {
+                    // Waiting for the server: only Esc (close; the request still completes).
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::Prompt {
+                            purpose,
+                            dialog,
+                            busy,
+                        });
+                    }
+                    return;
+                }
+                match dialog.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::Prompt {
+                        purpose,
+                        dialog,
+                        busy,
+                    }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(value) => self.submit_prompt(purpose, dialog, value),
+                }
+            }
+            Modal::Confirm {
+                action,
+                run,
+                mut dialog,
+            } => match dialog.handle_key(key, &self.keymap) {
+                Outcome::Continue => self.open(Modal::Confirm {
+                    action,
+                    run,
+                    dialog,
+                }),
+                Outcome::Cancel => {}
+                Outcome::Submit(()) => {
+                    if let Some(call) = action_call(action, &run, None) {
+                        self.info(format!("{} {run}…", action.name()));
+                        self.push(Effect::Call(call));
+                    }
+                }
+            },
+        }
+    }
+
+    fn open_prompt(&mut self, purpose: PromptFor, dialog: Prompt) {
+        self.open(Modal::Prompt {
+            purpose,
+            dialog,
+            busy: false,
+        });
+    }
+
+    fn submit_prompt(&mut self, purpose: PromptFor, mut dialog: Prompt, text_in: String) {
+        let call = match &purpose {
+            PromptFor::Rename(run) => Ok(Call {
+                tag: CallTag::Prompt(purpose.clone()),
+                method: Method::PUT,
+                path: format!("{RUNS}/runs/{run}/name"),
+                body: Some(json!({"name": text_in})),
+            }),
+            PromptFor::SendInput(run) => {
+                if text_in.is_empty() {
+                    Err("type the line to send, or esc to cancel".to_string())
+                } else {
+                    let run_pty = self.runs.iter().any(|r| r.run_ref == *run && r.is_pty());
+                    // A PTY takes typed bytes: the line ends with Enter.
+                    let text_out = if run_pty {
+                        format!("{text_in}\r")
+                    } else {
+                        text_in.clone()
+                    };
+                    Ok(Call {
+                        tag: CallTag::Prompt(purpose.clone()),
+                        method: Method::POST,
+                        path: format!("{RUNS}/runs/{run}/input"),
+                        body: Some(json!({"text": text_out})),
+                    })
+                }
+            }
+            PromptFor::Snooze(_) | PromptFor::NewSession => {
+                Err("this dialog has its own form".to_string())
+            }
+        };
+        match call {
+            Ok(call) => {
+                self.push(Effect::Call(call));
+                self.open(Modal::Prompt {
+                    purpose,
+                    dialog,
+                    busy: true,
+                });
+            }
+            Err(e) => {
+                dialog.set_error(e);
+                self.open(Modal::Prompt {
+                    purpose,
+                    dialog,
+                    busy: false,
+                });
+            }
+        }
+    }
+
+    /// Runs an action (from a key or the palette). Write actions the token cannot perform
+    /// are refused here and never sent.
+    pub fn dispatch(&mut self, action: Action) {
+        self.dirty = true;
+        if !self.can(action) {
+            self.refuse(action);
+            return;
+        }
+        let run = self.selected_run().cloned();
+        let need_run = |app: &mut App| -> Option<RunView> {
+            if run.is_none() {
+                app.info("no session selected");
+            }
+            run.clone()
+        };
+        match action {
+            Action::Quit => self.quit = true,
+            Action::Help => {
+                let contexts = self.contexts();
+                let h = Help::new(&self.keymap, &contexts);
+                self.open(Modal::Help(h));
+            }
+            Action::Palette => {
+                let contexts = self.contexts();
+                let granted = match self.who.as_ref().map(|w| w.role) {
+                    Some(TokenRole::Read) => Needs::Read,
+                    Some(TokenRole::Write) => Needs::Write,
+                    _ => Needs::Admin,
+                };
+                let mut p = Palette::new(&self.keymap, &contexts, granted);
+                if self.selected_run().is_none() {
+                    for a in RUN_ACTIONS {
+                        p.set_unavailable(a, "no session selected");
+                    }
+                }
+                p.set_unavailable(Action::Palette, "the palette is open");
+                self.open(Modal::Palette(p));
+            }
+            Action::Filter => {
+                self.mode = Mode::Filter;
+                self.focus = Pane::Sessions;
+            }
+            Action::Escape => {
+                if self.zoomed {
+                    self.zoomed = false;
+                } else if !self.filter.is_empty() {
+                    self.filter.set("");
+                    self.refilter();
+                } else if self.focus != Pane::Sessions {
+                    self.focus = Pane::Sessions;
+                }
+            }
+            Action::FocusNext | Action::FocusPrev => {
+                if self.zoomed {
+                    return;
+                }
+                let order = [Pane::Sessions, Pane::Live, Pane::Events];
+                let i = order.iter().position(|p| *p == self.focus).unwrap_or(0);
+                let j = if action == Action::FocusNext {
+                    (i + 1) % 3
+                } else {
+                    (i + 2) % 3
+                };
+                self.focus = order[j];
+            }
+            Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Top
+            | Action::Bottom => self.navigate(action),
+            Action::ScrollUp => self.scroll_live(|t| t.scroll_up(1), |p| p.scroll_up(1)),
+            Action::ScrollDown => self.scroll_live(|t| t.scroll_down(1), |p| p.scroll_down(1)),
+            Action::ScrollTop => self.scroll_live(VtTerm::scroll_top, PipeLog::scroll_top),
+            Action::ScrollBottom => self.scroll_live(VtTerm::scroll_bottom, PipeLog::scroll_bottom),
+            Action::Zoom => {
+                if need_run(self).is_some() {
+                    self.zoomed = !self.zoomed;
+                    if self.zoomed {
+                        self.focus = Pane::Live;
+                    }
+                }
+            }
+            Action::Attach => {
+                let Some(r) = need_run(self) else { return };
+                if !r.state().is_live() {
+                    self.info(format!(
+                        "{} is {}: nothing to attach to (r resumes it)",
+                        r.run_ref, r.state
+                    ));
+                } else if !r.is_pty() {
+                    self.dispatch(Action::SendInput);
+                } else {
+                    self.mode = Mode::Attach;
+                    self.focus = Pane::Live;
+                    if let Some(LiveBuf::Pty(t)) = self.live.as_mut().map(|s| &mut s.buf) {
+                        t.scroll_bottom();
+                    }
+                }
+            }
+            Action::NewSession => {
+                let form = NewSessionForm::new(self.profiles.clone(), &self.workspace);
+                self.open(Modal::NewSession { form, busy: false });
+            }
+            Action::SendInput => {
+                let Some(r) = need_run(self) else { return };
+                if !r.state().is_live() {
+                    self.info(format!("{} is {}: it takes no input", r.run_ref, r.state));
+                    return;
+                }
+                self.open_prompt(
+                    PromptFor::SendInput(r.run_ref.clone()),
+                    Prompt::new(
+                        format!("Send a line to {}", r.run_ref),
+                        if r.is_pty() {
+                            "typed into the terminal, then Enter"
+                        } else {
+                            "one turn for the agent"
+                        },
+                    ),
+                );
+            }
+            Action::Rename => {
+                let Some(r) = need_run(self) else { return };
+                self.open_prompt(
+                    PromptFor::Rename(r.run_ref.clone()),
+                    Prompt::new(format!("Rename {}", r.run_ref), "name")
+                        .with_value(r.name.as_deref().unwrap_or(""))
+                        .with_validator(run_name_validator())
+                        .with_hint("visible text, at most 200 characters; empty clears the name"),
+                );
+            }
+            Action::Snooze => {
+                let Some(r) = need_run(self) else { return };
+                if r.snoozed_until.is_some() {
+                    // Snoozed already: the same key wakes it.
+                    self.push(Effect::Call(Call {
+                        tag: CallTag::Prompt(PromptFor::Snooze(r.run_ref.clone())),
+                        method: Method::DELETE,
+                        path: format!("{RUNS}/runs/{}/snooze", r.run_ref),
+                        body: None,
+                    }));
+                    return;
+                }
+                let picker =
+                    SnoozePicker::new(format!("Snooze {}", r.run_ref), chrono::Local::now());
+                self.open(Modal::Snooze {
+                    run: r.run_ref.clone(),
+                    picker,
+                    busy: false,
+                });
+            }
+            Action::Stop | Action::Cleanup | Action::Delete => {
+                let Some(r) = need_run(self) else { return };
+                let (title, consequence, yes) = match action {
+                    Action::Stop => (
+                        format!("Stop {}?", r.run_ref),
+                        "Its process group gets SIGTERM, then SIGKILL after the server's grace. \
+                         The record stays; r resumes the conversation later.",
+                        "Stop",
+                    ),
+                    Action::Cleanup => (
+                        format!("Clean up {}?", r.run_ref),
+                        "Its marks are dropped and its output released. Only delete remains.",
+                        "Clean up",
+                    ),
+                    _ => (
+                        format!("Delete {}?", r.run_ref),
+                        "Its record and transcripts are removed for good.",
+                        "Delete",
+                    ),
+                };
+                self.open(Modal::Confirm {
+                    action,
+                    run: r.run_ref.clone(),
+                    dialog: Confirm::new(title, consequence, yes),
+                });
+            }
+            Action::Interrupt | Action::Resume | Action::Pin | Action::Done | Action::Archive => {
+                let Some(r) = need_run(self) else { return };
+                let size = (action == Action::Resume && r.is_pty()).then(|| self.pane_size());
+                if let Some(call) = action_call(action, &r.run_ref, Some((&r, size))) {
+                    self.push(Effect::Call(call));
+                }
+            }
+            Action::ToggleArchived => {
+                self.show_archived = !self.show_archived;
+                self.info(if self.show_archived {
+                    "archived sessions shown"
+                } else {
+                    "archived sessions hidden"
+                });
+                self.refilter();
+            }
+            Action::ToggleSnoozed => {
+                self.show_snoozed = !self.show_snoozed;
+                self.info(if self.show_snoozed {
+                    "snoozed sessions shown"
+                } else {
+                    "snoozed sessions hidden until due"
+                });
+                self.refilter();
+            }
+            Action::Refresh => self.push(Effect::Refresh),
+            Action::Confirm => {}
+        }
+    }
+
+    fn scroll_live(&mut self, t: impl FnOnce(&mut VtTerm), p: impl FnOnce(&mut PipeLog)) {
+        match self.live.as_mut().map(|s| &mut s.buf) {
+            Some(LiveBuf::Pty(term)) => t(term),
+            Some(LiveBuf::Pipe(log)) => p(log),
+            None => {}
+        }
+    }
+
+    fn navigate(&mut self, action: Action) {
+        match self.focus {
+            Pane::Sessions => {
+                let page = self.list_rows.max(1) as isize;
+                match action {
+                    Action::Up => self.move_selection(-1),
+                    Action::Down => self.move_selection(1),
+                    Action::PageUp => self.move_selection(-page),
+                    Action::PageDown => self.move_selection(page),
+                    Action::Top => self.select_index(0),
+                    _ => self.select_index(usize::MAX),
+                }
+            }
+            Pane::Live => {
+                let page = usize::from(self.live_inner.height.max(2) - 1);
+                match action {
+                    Action::Up => self.scroll_live(|t| t.scroll_up(1), |p| p.scroll_up(1)),
+                    Action::Down => self.scroll_live(|t| t.scroll_down(1), |p| p.scroll_down(1)),
+                    Action::PageUp => {
+                        self.scroll_live(|t| t.scroll_up(page), |p| p.scroll_up(page))
+                    }
+                    Action::PageDown => {
+                        self.scroll_live(|t| t.scroll_down(page), |p| p.scroll_down(page))
+                    }
+                    Action::Top => self.scroll_live(VtTerm::scroll_top, PipeLog::scroll_top),
+                    _ => self.scroll_live(VtTerm::scroll_bottom, PipeLog::scroll_bottom),
+                }
+            }
+            Pane::Events => {
+                let n = self.events.as_ref().map_or(0, |e| e.1.len());
+                let page = self.events_rows.max(1);
+                self.events_scroll = match action {
+                    Action::Up => self.events_scroll + 1,
+                    Action::Down => self.events_scroll.saturating_sub(1),
+                    Action::PageUp => self.events_scroll + page,
+                    Action::PageDown => self.events_scroll.saturating_sub(page),
+                    Action::Top => n,
+                    _ => 0,
+                }
+                .min(n.saturating_sub(1));
+            }
+        }
+    }
+}
+
+/// The actions that act on the selected session (unavailable in the palette without one).
+const RUN_ACTIONS: [Action; 14] = [
+    Action::Zoom,
+    Action::Attach,
+    Action::SendInput,
+    Action::Interrupt,
+    Action::Stop,
+    Action::Resume,
+    Action::Rename,
+    Action::Pin,
+    Action::Snooze,
+    Action::Done,
+    Action::Archive,
+    Action::Cleanup,
+    Action::Delete,
+    Action::ScrollUp,
+];
+
+/// The request of a one-shot action on a run (`ctx`: the run and, for resume, the size).
+fn action_call(
+    action: Action,
+    run: &str,
+    ctx: Option<(&RunView, Option<(u16, u16)>)>,
+) -> Option<Call> {
+    let path = |tail: &str| format!("{RUNS}/runs/{run}{tail}");
+    let r = ctx.map(|c| c.0);
+    let (method, path, body) = match action {
+        Action::Interrupt => (Method::POST, path("/interrupt"), None),
+        Action::Stop => (Method::POST, path("/stop"), None),
+        Action::Resume => {
+            let body = ctx
+                .and_then(|c| c.1)
+                .map(|(rows, cols)| json!({"rows": rows, "cols": cols}));
+            (Method::POST, path("/resume"), body)
+        }
+        Action::Pin => {
+            let on = !r.is_some_and(|r| r.pinned);
+            (
+                if on { Method::POST } else { Method::DELETE },
+                path("/pin"),
+                None,
+            )
+        }
+        Action::Done => {
+            let on = !r.is_some_and(|r| r.done);
+            (
+                if on { Method::POST } else { Method::DELETE },
+                path("/done"),
+                None,
+            )
+        }
+        Action::Archive => {
+            let on = !r.is_some_and(|r| r.is_archived());
+            (
+                if on { Method::POST } else { Method::DELETE },
+                path("/archive"),
+                None,
+            )
+        }
+        Action::Cleanup => (Method::POST, path("/cleanup"), None),
+        Action::Delete => (Method::DELETE, path(""), None),
+        _ => return None,
+    };
+    Some(Call {
+        tag: CallTag::Action {
+            action,
+            run: run.to_string(),
+        },
+        method,
+        path,
+        body,
+    })
+}
+
+fn done_message(action: Action, run: &str, v: &Value) -> String {
+    match action {
+        Action::Interrupt => format!("interrupted {run}"),
+        Action::Stop => format!("stopped {run}"),
+        Action::Resume => format!(
+            "resumed {run} (generation {})",
+            v["generation"].as_u64().unwrap_or(0)
+        ),
+        Action::Pin if v["pinned"] == true => format!("pinned {run}"),
+        Action::Pin => format!("unpinned {run}"),
+        Action::Done if v["done"] == true => format!("{run} marked done"),
+        Action::Done => format!("{run} no longer done"),
+        Action::Archive if v["archived_at"].is_string() => format!("archived {run}"),
+        Action::Archive => format!("unarchived {run}"),
+        Action::Cleanup => format!("cleaned up {run}"),
+        Action::Delete => format!("deleted {run}"),
+        other => format!("{} {run}", other.name()),
+    }
+}

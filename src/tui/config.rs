@@ -1,0 +1,265 @@
+//! The cockpit's settings: `<config>/cockpit.toml` (`proctor home` prints the config
+//! folder).
+//!
+//! ```toml
+//! theme = "default"   # a built-in theme or <config>/themes/<name>.toml
+//! fps = 30            # the most frames drawn per second, 1 to 120
+//! mouse = false       # mouse scrolling and clicks; off keeps the terminal's text selection
+//! ```
+//!
+//! Every setting is optional; an absent file gives the defaults. Unknown settings are
+//! refused, so a typo never passes silently.
+
+use std::path::{Path, PathBuf};
+
+/// The settings file's name in the config folder.
+pub const CONFIG_FILE: &str = "cockpit.toml";
+/// The keymap file's name in the config folder.
+pub const KEYMAP_FILE: &str = "keymap.toml";
+/// The folder of user themes in the config folder.
+pub const THEMES_DIR: &str = "themes";
+
+pub const DEFAULT_FPS: u32 = 30;
+pub const MIN_FPS: u32 = 1;
+pub const MAX_FPS: u32 = 120;
+
+/// The largest settings file read.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+const SETTINGS: [&str; 3] = ["theme", "fps", "mouse"];
+
+/// The cockpit's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CockpitConfig {
+    /// The theme's name.
+    pub theme: String,
+    /// The most frames drawn per second.
+    pub fps: u32,
+    /// Whether the cockpit captures the mouse.
+    pub mouse: bool,
+}
+
+impl Default for CockpitConfig {
+    fn default() -> CockpitConfig {
+        CockpitConfig {
+            theme: super::theme::DEFAULT_THEME.to_owned(),
+            fps: DEFAULT_FPS,
+            mouse: false,
+        }
+    }
+}
+
+/// Why the settings could not be loaded: each message names the file, the key and the
+/// value.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "cannot read the settings file {file}: {err}. Remedy: fix its permissions or remove it"
+    )]
+    Read { file: String, err: std::io::Error },
+    #[error("{file}: larger than {MAX_FILE_BYTES} bytes; the settings are a few lines")]
+    TooLarge { file: String },
+    #[error("{file}: not valid TOML: {message}")]
+    Syntax { file: String, message: String },
+    #[error(
+        "{file}: unknown setting `{key}` (= {value}); the settings are {}",
+        SETTINGS.join(", ")
+    )]
+    Unknown {
+        file: String,
+        key: String,
+        value: String,
+    },
+    #[error("{file}: {key} = {value}: {reason}")]
+    Invalid {
+        file: String,
+        key: String,
+        value: String,
+        reason: String,
+    },
+}
+
+/// `<config_dir>/cockpit.toml`.
+pub fn config_path(config_dir: &Path) -> PathBuf {
+    config_dir.join(CONFIG_FILE)
+}
+
+/// `<config_dir>/keymap.toml`.
+pub fn keymap_path(config_dir: &Path) -> PathBuf {
+    config_dir.join(KEYMAP_FILE)
+}
+
+/// `<config_dir>/themes`.
+pub fn themes_dir(config_dir: &Path) -> PathBuf {
+    config_dir.join(THEMES_DIR)
+}
+
+impl CockpitConfig {
+    /// Reads `<config_dir>/cockpit.toml`; an absent file gives the defaults.
+    pub fn load(config_dir: &Path) -> Result<CockpitConfig, ConfigError> {
+        use std::io::Read as _;
+        let path = config_path(config_dir);
+        let file = path.display().to_string();
+        let f = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(CockpitConfig::default());
+            }
+            Err(err) => return Err(ConfigError::Read { file, err }),
+        };
+        let mut text = String::new();
+        f.take(MAX_FILE_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|err| ConfigError::Read {
+                file: file.clone(),
+                err,
+            })?;
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(ConfigError::TooLarge { file });
+        }
+        CockpitConfig::parse(&text, &file)
+    }
+
+    /// Parses settings given as text (`file` names them in errors).
+    pub fn parse(text: &str, file: &str) -> Result<CockpitConfig, ConfigError> {
+        let table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                    file: file.to_owned(),
+                    message: e.message().to_owned()
+                        + &e.span()
+                            .map(|s| format!(" (at byte {})", s.start))
+                            .unwrap_or_default(),
+                })?;
+        let mut config = CockpitConfig::default();
+        for (key, value) in &table {
+            let invalid = |reason: String| ConfigError::Invalid {
+                file: file.to_owned(),
+                key: key.clone(),
+                value: value.to_string(),
+                reason,
+            };
+            match (key.as_str(), value) {
+                ("theme", toml::Value::String(name)) => {
+                    if !super::theme::is_valid_name(name) {
+                        return Err(invalid(
+                            "a theme name is 1 to 64 letters, digits, `-` and `_` (a built-in, \
+                             or <config>/themes/<name>.toml)"
+                                .to_owned(),
+                        ));
+                    }
+                    config.theme = name.clone();
+                }
+                ("theme", _) => {
+                    return Err(invalid("the theme is a name, e.g. \"default\"".to_owned()));
+                }
+                ("fps", toml::Value::Integer(n)) => {
+                    let fps = u32::try_from(*n)
+                        .ok()
+                        .filter(|f| (MIN_FPS..=MAX_FPS).contains(f))
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "the frame cap is a whole number from {MIN_FPS} to {MAX_FPS}"
+                            ))
+                        })?;
+                    config.fps = fps;
+                }
+                ("fps", _) => {
+                    return Err(invalid(format!(
+                        "the frame cap is a whole number from {MIN_FPS} to {MAX_FPS}"
+                    )));
+                }
+                ("mouse", toml::Value::Boolean(b)) => config.mouse = *b,
+                ("mouse", _) => return Err(invalid("must be true or false".to_owned())),
+                _ => {
+                    return Err(ConfigError::Unknown {
+                        file: file.to_owned(),
+                        key: key.clone(),
+                        value: value.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_file_gives_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = CockpitConfig::load(dir.path()).unwrap();
+        assert_eq!(
+            c,
+            CockpitConfig {
+                theme: "default".to_owned(),
+                fps: 30,
+                mouse: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_file_sets_what_it_says() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("cockpit.toml"),
+            "theme = \"nord\"\nfps = 120\nmouse = true\n",
+        )
+        .unwrap();
+        let c = CockpitConfig::load(dir.path()).unwrap();
+        assert_eq!((c.theme.as_str(), c.fps, c.mouse), ("nord", 120, true));
+        std::fs::write(dir.path().join("cockpit.toml"), "fps = 1\n").unwrap();
+        let c = CockpitConfig::load(dir.path()).unwrap();
+        assert_eq!((c.theme.as_str(), c.fps, c.mouse), ("default", 1, false));
+    }
+
+    #[test]
+    fn mistakes_are_refused_naming_the_file_the_key_and_the_value() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "colour = \"red\"\n",
+                &["unknown setting `colour` (= \"red\")", "theme, fps, mouse"],
+            ),
+            ("fps = 0\n", &["fps = 0", "1 to 120"]),
+            ("fps = 121\n", &["fps = 121", "1 to 120"]),
+            ("fps = -5\n", &["fps = -5"]),
+            ("fps = 30.5\n", &["fps = 30.5"]),
+            ("fps = \"30\"\n", &["fps = \"30\""]),
+            ("mouse = \"yes\"\n", &["mouse = \"yes\"", "true or false"]),
+            ("theme = \"../x\"\n", &["theme = \"../x\"", "theme name"]),
+            ("theme = 1\n", &["theme = 1"]),
+            ("[theme]\nname = \"x\"\n", &["theme = "]),
+            ("fps = \n", &["not valid TOML"]),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cockpit.toml");
+        for (text, needles) in cases {
+            std::fs::write(&path, text).unwrap();
+            let e = CockpitConfig::load(dir.path()).unwrap_err().to_string();
+            assert!(e.starts_with(&path.display().to_string()), "{e}");
+            for n in *needles {
+                assert!(e.contains(n), "{n:?} in {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn unreadable_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("cockpit.toml")).unwrap();
+        let e = CockpitConfig::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("cockpit.toml"), "{e}");
+    }
+
+    #[test]
+    fn paths() {
+        let d = Path::new("/c");
+        assert_eq!(config_path(d), Path::new("/c/cockpit.toml"));
+        assert_eq!(keymap_path(d), Path::new("/c/keymap.toml"));
+        assert_eq!(themes_dir(d), Path::new("/c/themes"));
+    }
+}

@@ -1,0 +1,455 @@
+//! The cockpit's event loop and its tasks, on one tokio runtime:
+//!
+//! - this loop owns the terminal and the [`App`]: it waits for a terminal event, a message
+//!   from a task, a frame deadline or a resize deadline — and nothing else, so an idle
+//!   cockpit sleeps;
+//! - the data task polls `GET /runs` every second (at once after an action) and the focused
+//!   run's events;
+//! - the live task streams the focused session: its screen (`GET /screen`), then `attach`
+//!   from the next seq, refetching the screen after a `lag`;
+//! - the typing task sends attached keys in order (keys queued meanwhile go in one request).
+//!
+//! Messages are drained in batches; a frame is drawn only when something changed, at most
+//! `fps` times a second, inside a synchronized update (terminals that do not know it ignore
+//! it).
+
+use std::time::Duration;
+
+use base64::Engine;
+use futures_util::{FutureExt, StreamExt};
+use hyper::Method;
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use ratatui::crossterm::event::EventStream;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::Instant;
+
+use super::app::{App, AttachFrom, Effect, LiveEvent, Msg};
+use super::data::{self, RUNS};
+use super::sse;
+use crate::client::{Client, ClientError};
+
+/// How often the list is polled.
+pub const POLL: Duration = Duration::from_secs(1);
+/// How long the live pane's size must stay still before the PTY is resized.
+pub const RESIZE_DEBOUNCE: Duration = Duration::from_millis(150);
+/// Messages waiting for the loop; a full queue makes the streams wait (the server then
+/// reports `lag` rather than the cockpit growing without bound).
+const QUEUE: usize = 256;
+
+fn show(e: &ClientError) -> String {
+    match e {
+        ClientError::Api { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Something that can draw a frame: the real terminal (with synchronized output) or a test
+/// backend.
+pub trait Screen {
+    fn frame(&mut self, app: &mut App) -> std::io::Result<()>;
+}
+
+impl<B: Backend + std::io::Write> Screen for Terminal<B>
+where
+    B::Error: Into<std::io::Error>,
+{
+    fn frame(&mut self, app: &mut App) -> std::io::Result<()> {
+        use ratatui::crossterm::{queue, terminal};
+        queue!(self.backend_mut(), terminal::BeginSynchronizedUpdate)?;
+        self.draw(|f| {
+            super::ui::draw(f, app);
+        })
+        .map_err(Into::into)?;
+        let b = self.backend_mut();
+        queue!(b, terminal::EndSynchronizedUpdate)?;
+        std::io::Write::flush(b)
+    }
+}
+
+/// Why the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Quit,
+    Signal,
+    InputClosed,
+}
+
+/// Runs the cockpit until quit, a signal, or the end of input.
+pub async fn run(
+    app: &mut App,
+    screen: &mut dyn Screen,
+    client: Client,
+    fps: u32,
+) -> std::io::Result<Exit> {
+    let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE);
+    let poke = std::sync::Arc::new(Notify::new());
+    let (focus_tx, focus_rx) = watch::channel::<Option<String>>(None);
+    let data = tokio::spawn(data_task(
+        client.clone(),
+        tx.clone(),
+        poke.clone(),
+        focus_rx,
+    ));
+    let (type_tx, type_rx) = mpsc::unbounded_channel::<(String, String)>();
+    let typing = tokio::spawn(typing_task(client.clone(), tx.clone(), type_rx));
+    let mut live: Option<tokio::task::JoinHandle<()>> = None;
+
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut input = EventStream::new();
+
+    let frame_gap = Duration::from_secs(1) / fps.clamp(1, 240);
+    let mut last_frame: Option<Instant> = None;
+    let mut resize: Option<((String, u16, u16), Instant)> = None;
+
+    let exit = loop {
+        if app.dirty {
+            let due = last_frame.is_none_or(|t| t.elapsed() >= frame_gap);
+            if due {
+                app.now = chrono::Utc::now();
+                screen.frame(app)?;
+                app.dirty = false;
+                last_frame = Some(Instant::now());
+                // The live pane may have a new size: resize its PTY once it settles.
+                match (app.desired_resize(), &resize) {
+                    (None, _) => resize = None,
+                    (Some(want), Some((pending, _))) if *pending == want => {}
+                    (Some(want), _) => resize = Some((want, Instant::now() + RESIZE_DEBOUNCE)),
+                }
+            }
+        }
+        let frame_at = app
+            .dirty
+            .then(|| last_frame.map_or_else(Instant::now, |t| t + frame_gap));
+        let resize_at = resize.as_ref().map(|r| r.1);
+        tokio::select! {
+            biased;
+            _ = sigterm.recv() => break Exit::Signal,
+            _ = sighup.recv() => break Exit::Signal,
+            ev = input.next() => match ev {
+                Some(Ok(ev)) => {
+                    app.on_event(ev);
+                    // Take every key already typed before drawing.
+                    while let Some(Some(Ok(ev))) = input.next().now_or_never() {
+                        app.on_event(ev);
+                    }
+                }
+                Some(Err(e)) => return Err(e),
+                None => break Exit::InputClosed,
+            },
+            msg = rx.recv() => {
+                if let Some(m) = msg {
+                    app.on_msg(m);
+                }
+                let mut n = 0;
+                while let Ok(m) = rx.try_recv() {
+                    app.on_msg(m);
+                    n += 1;
+                    if n >= QUEUE {
+                        break;
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(frame_at.unwrap_or_else(Instant::now)), if frame_at.is_some() => {}
+            _ = tokio::time::sleep_until(resize_at.unwrap_or_else(Instant::now)), if resize_at.is_some() => {
+                if let Some(((run, rows, cols), _)) = resize.take()
+                    && app.desired_resize() == Some((run.clone(), rows, cols))
+                {
+                    app.send_resize(run, rows, cols);
+                }
+            }
+        }
+        for eff in app.take_effects() {
+            match eff {
+                Effect::Call(call) => {
+                    let (client, tx) = (client.clone(), tx.clone());
+                    tokio::spawn(async move {
+                        let result = client
+                            .call(call.method, &call.path, call.body)
+                            .await
+                            .map_err(|e| show(&e));
+                        let _ = tx
+                            .send(Msg::CallDone {
+                                tag: call.tag,
+                                result,
+                            })
+                            .await;
+                    });
+                }
+                Effect::Attach {
+                    run,
+                    epoch,
+                    pty,
+                    from,
+                } => {
+                    if let Some(h) = live.take() {
+                        h.abort();
+                    }
+                    live = Some(tokio::spawn(live_task(
+                        client.clone(),
+                        tx.clone(),
+                        run,
+                        epoch,
+                        pty,
+                        from,
+                    )));
+                }
+                Effect::Detach => {
+                    if let Some(h) = live.take() {
+                        h.abort();
+                    }
+                }
+                Effect::Type { run, text } => {
+                    let _ = type_tx.send((run, text));
+                }
+                Effect::Refresh => poke.notify_one(),
+                Effect::WatchEvents(run) => {
+                    let _ = focus_tx.send(run);
+                }
+            }
+        }
+        if app.quit {
+            break Exit::Quit;
+        }
+    };
+    data.abort();
+    typing.abort();
+    if let Some(h) = live {
+        h.abort();
+    }
+    Ok(exit)
+}
+
+async fn data_task(
+    client: Client,
+    tx: mpsc::Sender<Msg>,
+    poke: std::sync::Arc<Notify>,
+    mut focus: watch::Receiver<Option<String>>,
+) {
+    loop {
+        let page = data::fetch_runs(&client).await.map_err(|e| show(&e));
+        if tx.send(Msg::Runs(page)).await.is_err() {
+            return;
+        }
+        let run = focus.borrow_and_update().clone();
+        if let Some(run) = run {
+            let result = data::fetch_events(&client, &run)
+                .await
+                .map_err(|e| show(&e));
+            if tx.send(Msg::Events { run, result }).await.is_err() {
+                return;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = poke.notified() => {}
+            r = focus.changed() => if r.is_err() { return },
+        }
+    }
+}
+
+async fn typing_task(
+    client: Client,
+    tx: mpsc::Sender<Msg>,
+    mut rx: mpsc::UnboundedReceiver<(String, String)>,
+) {
+    while let Some((run, mut text)) = rx.recv().await {
+        // Whatever was typed meanwhile for the same run goes in the same request.
+        let mut next = None;
+        while let Ok((r, t)) = rx.try_recv() {
+            if r == run {
+                text.push_str(&t);
+            } else {
+                next = Some((r, t));
+                break;
+            }
+        }
+        for (run, text) in std::iter::once((run, text)).chain(next) {
+            let r = client
+                .call(
+                    Method::POST,
+                    &format!("{RUNS}/runs/{run}/input"),
+                    Some(json!({ "text": text })),
+                )
+                .await;
+            if let Err(e) = r {
+                let _ = tx.send(Msg::TypeFailed(show(&e))).await;
+            }
+        }
+    }
+}
+
+/// Parses the frames of an `output` event.
+fn frames(data: &str) -> Option<Vec<(u64, bool, Vec<u8>)>> {
+    let v: Value = serde_json::from_str(data).ok()?;
+    let mut out = Vec::new();
+    for f in v["frames"].as_array()? {
+        let seq = f["seq"].as_u64()?;
+        let stderr = f["stream"] == "stderr";
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(f["b64"].as_str()?)
+            .ok()?;
+        out.push((seq, stderr, bytes));
+    }
+    Some(out)
+}
+
+fn exit_text(v: &Value) -> String {
+    if v["unobserved"] == true {
+        return "exit not observed".into();
+    }
+    match (v["exit_code"].as_i64(), v["signal"].as_str()) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(s)) => crate::text::one_line(s, 20),
+        _ => "exit not observed".into(),
+    }
+}
+
+async fn live_task(
+    client: Client,
+    tx: mpsc::Sender<Msg>,
+    run: String,
+    epoch: u64,
+    pty: bool,
+    mut from: AttachFrom,
+) {
+    let send = |ev: LiveEvent| {
+        let tx = tx.clone();
+        async move { tx.send(Msg::Live { epoch, ev }).await.is_ok() }
+    };
+    let mut failures = 0u32;
+    loop {
+        let mut cursor = match from {
+            AttachFrom::Seq(s) => s,
+            AttachFrom::Snapshot => {
+                match client
+                    .call(Method::GET, &format!("{RUNS}/runs/{run}/screen"), None)
+                    .await
+                {
+                    Ok(v) => {
+                        let seq = v["seq"].as_u64().unwrap_or(0);
+                        let ev = LiveEvent::Screen {
+                            rows: v["size"]["rows"].as_u64().unwrap_or(24) as u16,
+                            cols: v["size"]["cols"].as_u64().unwrap_or(80) as u16,
+                            formatted: v["formatted"].as_str().unwrap_or("").to_string(),
+                            seq,
+                        };
+                        if !send(ev).await {
+                            return;
+                        }
+                        seq + 1
+                    }
+                    // Not live here: the stream says what the server holds.
+                    Err(ClientError::Api { status, .. }) if status.as_u16() == 409 => 1,
+                    Err(e) => {
+                        if !send(LiveEvent::Error(show(&e))).await {
+                            return;
+                        }
+                        failures += 1;
+                        tokio::time::sleep(backoff(failures)).await;
+                        continue;
+                    }
+                }
+            }
+        };
+        let path = format!("{RUNS}/runs/{run}/attach?from={cursor}");
+        let mut stream = match sse::open(&client, &path).await {
+            Ok(s) => s,
+            Err(e) => {
+                if !send(LiveEvent::Error(show(&e))).await {
+                    return;
+                }
+                failures += 1;
+                from = AttachFrom::Seq(cursor);
+                tokio::time::sleep(backoff(failures)).await;
+                continue;
+            }
+        };
+        if !send(LiveEvent::Connected).await {
+            return;
+        }
+        from = AttachFrom::Seq(cursor);
+        loop {
+            match stream.next().await {
+                Ok(Some(ev)) => {
+                    failures = 0;
+                    let v: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
+                    match ev.event.as_str() {
+                        "output" => {
+                            if let Some(fr) = frames(&ev.data) {
+                                if let Some(last) = fr.last() {
+                                    cursor = last.0 + 1;
+                                }
+                                if !send(LiveEvent::Output(fr)).await {
+                                    return;
+                                }
+                            }
+                        }
+                        "lag" => {
+                            let first = v["first_available"].as_u64().unwrap_or(cursor);
+                            if pty {
+                                // The parser missed bytes: start over from the server's screen.
+                                from = AttachFrom::Snapshot;
+                                break;
+                            }
+                            cursor = first;
+                            if !send(LiveEvent::Lag {
+                                first_available: first,
+                            })
+                            .await
+                            {
+                                return;
+                            }
+                        }
+                        "end" => {
+                            let _ = send(LiveEvent::End(exit_text(&v))).await;
+                            return;
+                        }
+                        "notice" if v["notice"] == "not_live" => {
+                            let state = v["state"].as_str().unwrap_or("not live");
+                            let _ =
+                                send(LiveEvent::NotLive(crate::text::one_line(state, 20))).await;
+                            return;
+                        }
+                        "notice" => {
+                            // Asked beyond the next seq (a newer generation): start again.
+                            from = if pty {
+                                AttachFrom::Snapshot
+                            } else {
+                                AttachFrom::Seq(v["next"].as_u64().unwrap_or(1))
+                            };
+                            break;
+                        }
+                        _ => {}
+                    }
+                    from = match from {
+                        AttachFrom::Seq(_) => AttachFrom::Seq(cursor),
+                        s => s,
+                    };
+                }
+                Ok(None) => {
+                    failures += 1;
+                    from = AttachFrom::Seq(cursor);
+                    tokio::time::sleep(backoff(failures)).await;
+                    break;
+                }
+                Err(e) => {
+                    if !send(LiveEvent::Error(show(&e))).await {
+                        return;
+                    }
+                    failures += 1;
+                    from = AttachFrom::Seq(cursor);
+                    tokio::time::sleep(backoff(failures)).await;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn backoff(failures: u32) -> Duration {
+    Duration::from_millis(250 * u64::from(failures.min(8)))
+}

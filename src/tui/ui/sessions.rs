@@ -1,0 +1,240 @@
+//! The sessions list: ref, marks, name, tool/profile, state with its source, age, demo.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use unicode_width::UnicodeWidthStr;
+
+use super::{focused, pane_block, span};
+use crate::text;
+use crate::tui::app::{App, Pane};
+use crate::tui::data::{RunState, RunView, ago, instant};
+use crate::tui::role::Role;
+
+/// The role that colours a state.
+pub fn state_role(s: RunState) -> Role {
+    match s {
+        RunState::Starting => Role::StateStarting,
+        RunState::Running => Role::StateRunning,
+        RunState::Idle => Role::StateIdle,
+        RunState::Stopped => Role::StateStopped,
+        RunState::Failed => Role::StateFailed,
+        RunState::Lost => Role::StateLost,
+        RunState::Cleaned | RunState::Unknown => Role::StateCleaned,
+    }
+}
+
+/// `claude`, or `claude/work` when the profile is not the tool's own.
+pub fn tool_label(r: &RunView) -> String {
+    if r.profile == r.tool || r.profile.is_empty() {
+        r.tool.clone()
+    } else {
+        format!("{}/{}", r.tool, r.profile)
+    }
+}
+
+fn pad(s: &str, w: usize) -> String {
+    let s = text::one_line(s, w);
+    let n = s.width();
+    format!("{s}{}", " ".repeat(w.saturating_sub(n)))
+}
+
+pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
+    let shown = app.view.len();
+    let mut title = vec![
+        span(app, Role::Title, " Sessions "),
+        span(
+            app,
+            Role::Dim,
+            if shown == app.total || !app.loaded {
+                format!("{shown} ")
+            } else {
+                format!("{shown} of {} ", app.total)
+            },
+        ),
+    ];
+    if !app.filter.is_empty() || app.mode.is_filter() {
+        let cursor = if app.mode.is_filter() { "▏" } else { "" };
+        title.push(span(app, Role::Highlight, "/"));
+        title.push(span(
+            app,
+            Role::Input,
+            format!("{}{cursor}", text::one_line(app.filter.value(), 30)),
+        ));
+        title.push(span(app, Role::Dim, " "));
+    }
+    if app.show_archived {
+        title.push(span(app, Role::Marker, "+archived "));
+    }
+    if app.show_snoozed {
+        title.push(span(app, Role::Marker, "+snoozed "));
+    }
+    let block = pane_block(app, Line::from(title), focused(app, Pane::Sessions));
+    let inner = block.inner(area);
+    ratatui::widgets::Widget::render(block, area, buf);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    if let Some(e) = &app.server_error {
+        // Said in place, where the list should be, with the remedy the error carries.
+        let lines = textwrap_lines(&format!("the server does not answer: {e}"), inner.width);
+        for (k, l) in lines.iter().take(usize::from(inner.height)).enumerate() {
+            buf.set_stringn(
+                inner.x + 1,
+                inner.y + k as u16,
+                l,
+                usize::from(inner.width.saturating_sub(1)),
+                app.theme.style(Role::Error),
+            );
+        }
+        return;
+    }
+    if app.view.is_empty() {
+        let msg = if !app.loaded {
+            "loading…".to_string()
+        } else if app.runs.is_empty() {
+            "no sessions yet: n starts one".to_string()
+        } else {
+            "nothing matches (the filter, or hidden archived/snoozed sessions)".to_string()
+        };
+        buf.set_stringn(
+            inner.x + 1,
+            inner.y,
+            msg,
+            usize::from(inner.width.saturating_sub(1)),
+            app.theme.style(Role::Dim),
+        );
+        return;
+    }
+    // Columns: marks, ref, name, tool, state · source, age, demo.
+    let w = usize::from(inner.width);
+    let ref_w = app
+        .view
+        .iter()
+        .map(|&i| app.runs[i].run_ref.width())
+        .max()
+        .unwrap_or(8)
+        .min(14);
+    let tool_w = app
+        .view
+        .iter()
+        .map(|&i| tool_label(&app.runs[i]).width())
+        .max()
+        .unwrap_or(6)
+        .clamp(4, 12);
+    let age_w = 4;
+    let demo_w = 4;
+    let marks_w = 5;
+    let fixed = marks_w + ref_w + 1 + tool_w + 1 + 1 + age_w + 1 + demo_w;
+    let rest = w.saturating_sub(fixed + 1);
+    // The state and its source matter most: `running · output 12s ago` fits in 24.
+    let state_w = rest.saturating_sub(8).clamp(9.min(rest), 24);
+    let name_w = rest.saturating_sub(state_w + 1);
+
+    // Header row.
+    let head = format!(
+        "{}{} {} {} {} {} {}",
+        " ".repeat(marks_w),
+        pad("REF", ref_w),
+        pad("NAME", name_w),
+        pad("TOOL", tool_w),
+        pad("STATE", state_w),
+        pad("AGE", age_w),
+        pad("", demo_w)
+    );
+    buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
+    let rows = usize::from(inner.height) - 1;
+    if rows == 0 {
+        return;
+    }
+    // Keep the selection in view.
+    let sel = app.selected_index().unwrap_or(0);
+    if sel < app.list_offset {
+        app.list_offset = sel;
+    } else if sel >= app.list_offset + rows {
+        app.list_offset = sel + 1 - rows;
+    }
+    app.list_offset = app.list_offset.min(app.view.len().saturating_sub(rows));
+    let now = app.now;
+    let list_focused = focused(app, Pane::Sessions);
+    for (k, &i) in app.view.iter().skip(app.list_offset).take(rows).enumerate() {
+        let r = &app.runs[i];
+        let y = inner.y + 1 + k as u16;
+        let selected = app.selected.as_deref() == Some(r.run_ref.as_str());
+        let base = if selected {
+            let mut st = app.theme.style(Role::Selected);
+            if !list_focused {
+                st = st.patch(app.theme.style(Role::Dim));
+            }
+            st
+        } else {
+            Style::default()
+        };
+        let st = |role: Role| base.patch(app.theme.style(role));
+        let mut marks = String::new();
+        marks.push(if selected { '›' } else { ' ' });
+        marks.push(if r.pinned { '*' } else { ' ' });
+        marks.push(if r.is_snoozed(now) {
+            'z'
+        } else if r.is_archived() {
+            'a'
+        } else {
+            ' '
+        });
+        marks.push(if r.done { '✓' } else { ' ' });
+        marks.push(' ');
+        let (state, source) = r.state_source(now);
+        let state_text = if source.is_empty() {
+            state
+        } else {
+            format!("{state} · {source}")
+        };
+        let age = instant(&r.created_at)
+            .map(|t| ago(now, t))
+            .unwrap_or_default();
+        let name = r.name.as_deref().unwrap_or("");
+        let spans = vec![
+            Span::styled(marks, st(Role::Marker)),
+            Span::styled(pad(&r.run_ref, ref_w), st(Role::Text)),
+            Span::styled(" ", base),
+            Span::styled(pad(name, name_w), st(Role::Text)),
+            Span::styled(" ", base),
+            Span::styled(pad(&tool_label(r), tool_w), st(Role::Dim)),
+            Span::styled(" ", base),
+            Span::styled(pad(&state_text, state_w), st(state_role(r.state()))),
+            Span::styled(" ", base),
+            Span::styled(pad(&age, age_w), st(Role::Dim)),
+            Span::styled(" ", base),
+            Span::styled(
+                pad(if r.demo { "demo" } else { "" }, demo_w),
+                st(Role::Demo),
+            ),
+        ];
+        // Fill the row so the selection covers it.
+        for x in inner.x..inner.x + inner.width {
+            buf[(x, y)].set_style(base);
+        }
+        buf.set_line(inner.x, y, &Line::from(spans), inner.width);
+    }
+}
+
+/// Sanitised text cut into lines of at most `width - 1` columns, at spaces when possible.
+fn textwrap_lines(s: &str, width: u16) -> Vec<String> {
+    let w = usize::from(width.saturating_sub(1)).max(1);
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in text::one_line(s, usize::MAX).split(' ') {
+        if !line.is_empty() && line.width() + 1 + word.width() > w {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out.into_iter().map(|l| text::one_line(&l, w)).collect()
+}

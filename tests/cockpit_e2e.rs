@@ -1,0 +1,406 @@
+//! The cockpit end to end: the real binary in a real pseudo-terminal, its screen read
+//! through vt100, against a real server on a temporary home with the demo fakes on PATH.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{DemoServer, alive};
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use serde_json::json;
+
+const RUNS: &str = "/v1/m/sessions/runs";
+const WAIT: Duration = Duration::from_secs(20);
+
+fn nz(n: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(n).unwrap()
+}
+
+/// The cockpit running in a PTY of ours.
+struct Cockpit {
+    master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    screen: Arc<Mutex<vt100::Parser>>,
+    size: (u16, u16),
+}
+
+impl Cockpit {
+    fn open(s: &DemoServer, rows: u16, cols: u16, term: &str) -> Cockpit {
+        Cockpit::open_with(s, rows, cols, term, &[])
+    }
+
+    fn open_with(
+        s: &DemoServer,
+        rows: u16,
+        cols: u16,
+        term: &str,
+        env: &[(&str, &str)],
+    ) -> Cockpit {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_proctor"));
+        cmd.arg("--home");
+        cmd.arg(s.home.path());
+        cmd.env_remove("PROCTOR_HOME");
+        cmd.env_remove("PROCTOR_TOKEN");
+        cmd.env_remove("NO_COLOR");
+        cmd.env("TERM", term);
+        let mut path = s.shims.as_os_str().to_owned();
+        path.push(":/usr/local/bin:/usr/bin:/bin");
+        cmd.env("PATH", path);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 0)));
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let sink = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => sink.lock().unwrap().process(&buf[..n]),
+                }
+            }
+        });
+        let writer = pair.master.take_writer().unwrap();
+        Cockpit {
+            master: pair.master,
+            writer,
+            child,
+            screen,
+            size: (rows, cols),
+        }
+    }
+
+    fn text(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until the screen satisfies `pred`; panics with the screen after 20 s.
+    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let t = self.text();
+            if pred(&t) {
+                return t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the screen:\n{t}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    fn resize(&mut self, rows: u16, cols: u16) {
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        self.screen.lock().unwrap().set_size(nz(rows), nz(cols));
+        self.size = (rows, cols);
+    }
+
+    /// Waits for the process to end; returns its exit code.
+    fn exit_code(&mut self) -> u32 {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.exit_code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the cockpit did not exit; screen:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.process_id().unwrap() as i32
+    }
+
+    /// The terminal was given back: normal screen, cursor shown.
+    fn assert_restored(&self) {
+        let p = self.screen.lock().unwrap();
+        assert!(
+            !p.screen().alternate_screen(),
+            "still on the alternate screen"
+        );
+        assert!(!p.screen().hide_cursor(), "the cursor is still hidden");
+        assert!(!p.screen().bracketed_paste(), "bracketed paste is still on");
+    }
+}
+
+impl Drop for Cockpit {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn workspace(s: &DemoServer) -> String {
+    let w = s.home.path().join("ws");
+    std::fs::create_dir_all(&w).unwrap();
+    w.to_str().unwrap().to_string()
+}
+
+fn start(s: &DemoServer, body: serde_json::Value) -> String {
+    let v = s.expect(201, "POST", RUNS, Some(body));
+    v["ref"].as_str().unwrap().to_string()
+}
+
+/// The size the server's PTY of `run` has.
+fn pty_size(s: &DemoServer, run: &str) -> (u16, u16) {
+    let v = s.expect(200, "GET", &s.run_path(run, "/screen"), None);
+    (
+        v["size"]["rows"].as_u64().unwrap() as u16,
+        v["size"]["cols"].as_u64().unwrap() as u16,
+    )
+}
+
+fn wait_pty_size(s: &DemoServer, run: &str, want: (u16, u16)) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = pty_size(s, run);
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the PTY of {run} is {got:?}, not {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The live pane's inner size (rows, cols) for a screen, as the cockpit lays it out.
+fn live_inner(rows: u16, cols: u16, zoomed: bool) -> (u16, u16) {
+    use proctor::tui::ui::{inner, layout};
+    let a = layout(ratatui::layout::Rect::new(0, 0, cols, rows), zoomed);
+    let r = if zoomed { a.live } else { inner(a.live) };
+    (r.height, r.width)
+}
+
+#[test]
+fn refuses_without_a_terminal() {
+    let s = DemoServer::start(&[]);
+    let out = s
+        .home
+        .cmd()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("proctor session list"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn open_list_focus_zoom_and_resize() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let pty = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws, "name": "tests", "rows": 10, "cols": 40}),
+    );
+    let pipe = start(
+        &s,
+        json!({"tool": "codex", "workspace": ws, "prompt": "hello from e2e"}),
+    );
+    s.wait_run(&pipe, "the first turn", |v| v["state"] == "idle");
+    let mut c = Cockpit::open(&s, 30, 100, "xterm-256color");
+    // Open and list: both runs, their states with a source, the demo label.
+    let t = c.wait("the list", |t| {
+        t.contains(&pty) && t.contains(&pipe) && t.contains("idle · protocol")
+    });
+    assert!(t.contains("demo"), "{t}");
+    assert!(t.contains("role admin") || t.contains("admin"), "{t}");
+    // Focus: the newest run (the pipe one) is first; its decoded output shows.
+    c.wait("the pipe run's words", |t| {
+        t.contains("demo reply #1") && t.contains("hello from e2e")
+    });
+    c.send(b"j");
+    c.wait("the PTY run in the live pane", |t| {
+        t.contains("fake Claude Code") && t.contains(&format!("Live {pty}"))
+    });
+    // Focused, the PTY takes the pane's inner size.
+    wait_pty_size(&s, &pty, live_inner(30, 100, false));
+    // Zoom: the live pane takes the screen, the PTY follows; and back.
+    c.send(b"\r");
+    c.wait("zoomed", |t| {
+        t.contains("zoomed") && !t.contains("Sessions")
+    });
+    wait_pty_size(&s, &pty, live_inner(30, 100, true));
+    c.send(b"\r");
+    c.wait("unzoomed", |t| t.contains("Sessions"));
+    wait_pty_size(&s, &pty, live_inner(30, 100, false));
+    // Resize the operator's terminal: the layout and the PTY follow.
+    c.resize(48, 160);
+    c.wait("the wide layout", |t| t.contains("proctor · "));
+    wait_pty_size(&s, &pty, live_inner(48, 160, false));
+    c.send(b"q");
+    assert_eq!(c.exit_code(), 0);
+    c.assert_restored();
+}
+
+#[test]
+fn attach_type_and_come_back_with_the_prefix() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+    );
+    let mut c = Cockpit::open(&s, 30, 100, "xterm-256color");
+    c.wait("the session's screen", |t| t.contains("fake Claude Code"));
+    c.send(b"a");
+    c.wait("attached", |t| t.contains("ATTACHED"));
+    c.send(b"typed through the cockpit\r");
+    let t = c.wait("the echo and the reply", |t| {
+        t.contains("you said \"typed through the cockpit\"")
+    });
+    assert!(t.contains("ATTACHED"), "still attached: {t}");
+    // The default prefix, ctrl-\, returns; the session keeps running.
+    c.send(b"\x1c");
+    c.wait("back in the cockpit", |t| {
+        t.contains("back in the cockpit") && !t.contains("ATTACHED")
+    });
+    // Keys are the cockpit's again: `j`/`k` do not reach the session.
+    c.send(b"?");
+    c.wait("help", |t| t.contains("Keys"));
+    c.send(b"\x1b");
+    c.wait("help closed", |t| !t.contains("Keys"));
+    let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    assert_eq!(v["state"], "running", "{v}");
+    c.send(b"q");
+    assert_eq!(c.exit_code(), 0);
+    c.assert_restored();
+}
+
+#[test]
+fn quit_leaves_server_and_sessions_running_and_reopening_shows_the_same_screen() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+    );
+    let mut c = Cockpit::open(&s, 30, 100, "screen-256color");
+    c.wait("the session's screen", |t| t.contains("fake Claude Code"));
+    c.send(b"a");
+    c.wait("attached", |t| t.contains("ATTACHED"));
+    c.send(b"remember me\r");
+    c.wait("the reply", |t| t.contains("you said \"remember me\""));
+    c.send(b"\x1c");
+    c.wait("detached", |t| !t.contains("ATTACHED"));
+    let before = c.text();
+    c.send(b"q");
+    assert_eq!(c.exit_code(), 0);
+    c.assert_restored();
+    // The server and the session outlive the cockpit.
+    let pid = s.home.server_pid().unwrap();
+    assert!(alive(pid), "the server still runs");
+    let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    assert_eq!(v["state"], "running", "{v}");
+    // Reopen: the same session screen.
+    let c2 = Cockpit::open(&s, 30, 100, "tmux-256color");
+    let after = c2.wait("the same screen", |t| {
+        t.contains("you said \"remember me\"")
+    });
+    let live_rows = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.contains("fake Claude Code") || l.contains("you said"))
+            // The pane's border shows the focus, which a new cockpit does not keep.
+            .map(|l| {
+                let inner: String = l.chars().skip(1).collect();
+                inner
+                    .trim_end()
+                    .trim_end_matches(['│', '┃'])
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(live_rows(&before), live_rows(&after));
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal_and_leave_sessions_running() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+    );
+    for sig in [libc::SIGTERM, libc::SIGHUP] {
+        let mut c = Cockpit::open(&s, 24, 80, "xterm-256color");
+        c.wait("the session's screen", |t| t.contains("fake Claude Code"));
+        // SAFETY: plain kill(2) on our child.
+        unsafe { libc::kill(c.pid(), sig) };
+        c.exit_code();
+        c.assert_restored();
+        let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+        assert_eq!(v["state"], "running", "signal {sig}: {v}");
+    }
+}
+
+#[test]
+fn a_read_only_token_is_shown_and_never_writes() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws, "rows": 10, "cols": 40}),
+    );
+    let tok = s.expect(
+        201,
+        "POST",
+        "/v1/tokens",
+        Some(json!({"name": "viewer", "role": "read"})),
+    );
+    let secret = tok["secret"].as_str().unwrap().to_string();
+    let ledger_before = std::fs::read_to_string(s.home.ledger()).unwrap();
+    let mut c = Cockpit::open_with(&s, 30, 100, "xterm-256color", &[("PROCTOR_TOKEN", &secret)]);
+    c.wait("read-only", |t| {
+        t.contains("read-only") && t.contains("fake Claude Code")
+    });
+    for (key, action) in [("s", "stop"), ("a", "attach"), ("R", "rename")] {
+        c.send(key.as_bytes());
+        c.wait(action, |t| {
+            t.contains(&format!("{action} needs the write role"))
+        });
+    }
+    c.send(b"q");
+    assert_eq!(c.exit_code(), 0);
+    // Nothing was attempted: no resize (the PTY keeps its size), no write recorded.
+    assert_eq!(pty_size(&s, &run), (10, 40));
+    let ledger_after = std::fs::read_to_string(s.home.ledger()).unwrap();
+    let new: Vec<&str> = ledger_after[ledger_before.len()..].lines().collect();
+    assert!(
+        new.iter().all(|l| !l.contains("\"sessions.run.")),
+        "a read token changed a run: {new:?}"
+    );
+}
