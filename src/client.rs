@@ -185,6 +185,17 @@ impl Client {
         home: &Home,
         serve_args: &[String],
     ) -> Result<(Probe, bool), ClientError> {
+        self.ensure_server_env(home, serve_args, &[]).await
+    }
+
+    /// As [`Client::ensure_server_with`], with `env` set in a server this call starts
+    /// (`proctor demo` puts its provider fakes first on the server's PATH this way).
+    pub async fn ensure_server_env(
+        &self,
+        home: &Home,
+        serve_args: &[String],
+        env: &[(String, std::ffi::OsString)],
+    ) -> Result<(Probe, bool), ClientError> {
         if let Some(p) = self.probe().await? {
             return Ok((p, false));
         }
@@ -204,7 +215,7 @@ impl Client {
             drop(lock);
             return Ok((p, false));
         }
-        let mut child = spawn_detached_server(home, serve_args)?;
+        let mut child = spawn_detached_server(home, serve_args, env)?;
         let started = Instant::now();
         let log = home.server_log_path();
         loop {
@@ -529,6 +540,7 @@ impl EventStream {
 fn spawn_detached_server(
     home: &Home,
     serve_args: &[String],
+    env: &[(String, std::ffi::OsString)],
 ) -> Result<std::process::Child, ClientError> {
     let exe = std::env::current_exe().map_err(|err| ClientError::Io {
         op: "find",
@@ -553,6 +565,9 @@ fn spawn_detached_server(
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log2))
         .current_dir("/");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     // SAFETY: setsid is async-signal-safe; it gives the server its own session, so it has
     // no controlling terminal and the client's hang-up never reaches it.
     unsafe {

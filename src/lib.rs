@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
+pub mod demo;
 pub mod digest;
 pub mod files;
 pub mod home;

@@ -11,6 +11,7 @@ use crate::home::{Home, HomeError};
 use crate::text;
 
 mod cockpit;
+mod demo;
 mod demo_agent;
 mod digest;
 mod home;
@@ -56,6 +57,7 @@ pub enum Command {
     Home(home::HomeArgs),
     Ledger(ledger::LedgerArgs),
     Digest(digest::DigestArgs),
+    Demo(demo::DemoArgs),
     DemoAgent(demo_agent::DemoAgentArgs),
 }
 
@@ -112,6 +114,7 @@ pub fn main() -> ExitCode {
             Command::Server(args) => server::run(&ctx, args),
             Command::Token(args) => token::run(&ctx, args),
             Command::Profile(args) => profile::run(&ctx, args),
+            Command::Demo(args) => demo::run(&ctx, args),
             Command::DemoAgent(args) => demo_agent::run(args),
             Command::Ledger(args) => ledger::run(&ctx, args),
             Command::Session(args) => session::run(&ctx, args),

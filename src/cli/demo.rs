@@ -1,0 +1,102 @@
+//! `proctor demo`: the cockpit on a throwaway home, backed by the provider fakes.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{Ctx, print_json, show_path};
+use crate::demo;
+use crate::home::Home;
+use crate::text;
+
+/// Open the cockpit on a throwaway home whose sessions are run by the provider fakes.
+///
+/// The demo starts its own server (a fresh home under the temp folder unless --home is
+/// given) with proctor's fakes of claude, codex, gemini, grok and opencode first on its PATH,
+/// and five sessions: two narrating their work at a human pace in terminals, one idle after
+/// its turn, one stopped with exit code 0 and one failed with exit code 3. Every session is
+/// labelled demo: no model runs, nothing leaves the machine.
+///
+/// When the cockpit closes, the demo's server is stopped and the throwaway home removed,
+/// unless --keep. With --no-cockpit the demo is set up and left running, and the command
+/// prints how to open it.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the demo home and its server running after the cockpit closes.
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Set up the demo and leave it running without opening the cockpit.
+    #[arg(long)]
+    pub no_cockpit: bool,
+
+    /// With --no-cockpit: print the home and the runs as JSON.
+    #[arg(long, requires = "no_cockpit")]
+    pub json: bool,
+}
+
+pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let (home, throwaway) = match &ctx.home_flag {
+        Some(_) => (ctx.home()?, None),
+        None => {
+            let root = demo::throwaway_root()?;
+            (Home::resolve(Some(&root))?, Some(root))
+        }
+    };
+    let exe = std::env::current_exe()?;
+    eprintln!(
+        "proctor demo: starting the fakes' sessions in {}",
+        show_path(home.root.as_deref().unwrap_or(&home.data))
+    );
+    let runs = match demo::prepare(&home, &exe) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(root) = &throwaway {
+                let _ = demo::discard(&home, root);
+            }
+            return Err(e.into());
+        }
+    };
+    let root = home.root.clone().unwrap_or_else(|| home.data.clone());
+    if args.no_cockpit {
+        if args.json {
+            print_json(&serde_json::json!({"home": root, "runs": runs}))?;
+        } else {
+            for r in &runs {
+                let s = |k: &str| text::one_line(r[k].as_str().unwrap_or("-"), 40);
+                println!(
+                    "{}  {:<9} {:<8} {:<8} {}",
+                    s("ref"),
+                    s("tool"),
+                    s("state"),
+                    "demo",
+                    s("name")
+                );
+            }
+            let h = show_path(&root);
+            println!("\nopen it:  proctor --home {h}\nstop it:  proctor --home {h} server stop");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let result = crate::tui::run(&home, crate::tui::Options::default());
+    if !args.keep {
+        match &throwaway {
+            Some(root) => demo::discard(&home, root)?,
+            None => {
+                let client = crate::client::Client::new(&home)?.with_token(&home)?;
+                let _ = crate::client::block_on(client.call(
+                    hyper::Method::POST,
+                    "/v1/server/stop",
+                    None,
+                ));
+            }
+        }
+    } else {
+        let h = show_path(&root);
+        eprintln!(
+            "proctor demo: kept. open it: proctor --home {h}; stop it: proctor --home {h} server stop"
+        );
+    }
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
