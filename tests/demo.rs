@@ -1,0 +1,40 @@
+//! `proctor demo`: the fakes' sessions in every state, each labelled demo.
+
+mod common;
+use common::TestHome;
+
+#[test]
+fn demo_sets_up_every_state_and_labels_every_run() {
+    let h = TestHome::new();
+    let v = h.json(&["demo", "--no-cockpit", "--json"]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 5);
+    assert!(runs.iter().all(|r| r["demo"] == true), "{v}");
+    let state = |name: &str| {
+        runs.iter().find(|r| r["name"] == name).unwrap()["state"].as_str().unwrap().to_string()
+    };
+    assert_eq!(state("explain the failing test"), "idle");
+    assert_eq!(state("release notes"), "stopped");
+    assert_eq!(state("flaky network test"), "failed");
+    let failed = runs.iter().find(|r| r["name"] == "flaky network test").unwrap();
+    assert_eq!(failed["exit_code"], 3, "the exit code is the one observed");
+    let stopped = runs.iter().find(|r| r["name"] == "release notes").unwrap();
+    assert_eq!(stopped["exit_code"], 0);
+    // The narrating sessions produce output at a human pace, in a terminal.
+    let narrated = runs.iter().find(|r| r["tool"] == "claude").unwrap();
+    assert_eq!(narrated["transport"], "pty");
+    let r = narrated["ref"].as_str().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = h.ok(&["session", "tail", r]);
+        if out.contains("Reading src/parser.rs") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no narration yet: {out}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // A second demo in the same home is refused: it is for fresh homes only.
+    let again = h.run(&["demo", "--no-cockpit"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds proctor state"));
+}
