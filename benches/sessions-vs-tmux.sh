@@ -234,6 +234,7 @@ many) many ;;
 esac
 
 # --- Table -----------------------------------------------------------------------------------
+if grep -q '^tput ' "$RES"; then
 echo
 echo "== Throughput: $BYTES bytes through a ${TROWS}x${TCOLS} PTY, server ring $TPUT_RING_KIB KiB (median of $REPS; min-max) =="
 median() { sort -n | awk '{v[NR] = $1} END {if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -252,6 +253,8 @@ done
 echo "server lag: $(grep '^tput .* side=server ' "$RES" | field lag_events | awk '{s += $1} END {print s + 0}') lag events," \
     "$(grep '^tput .* side=server ' "$RES" | field lost_frames | paste -sd, ) frames lost per rep," \
     "of $(grep '^tput .* side=server ' "$RES" | field frames | paste -sd, ) frames received"
+fi
+if grep -q '^many ' "$RES"; then
 echo
 echo "== $RUNS concurrent runs (each rep) =="
 printf '%-7s %-4s %10s %14s %9s %9s %11s %9s %6s\n' side rep "idle CPU%" "idle KiB/run" "busy CPU%" "turns/s" "busy RSS MiB" "RSS1 MiB" load1
@@ -268,3 +271,4 @@ grep '^fill ' "$RES" | while read -r line; do
     echo "full: $(v side): $RUNS runs x $(v bytes_each) bytes in $(v secs) s; RSS $(awk -v a="$(v rss0_kib)" -v b="$(v rss_full_kib)" \
         -v n="$RUNS" 'BEGIN {printf "%.1f MiB -> %.1f MiB, %.0f KiB per run", a / 1024, b / 1024, (b - a) / n}') (load1 $(v load1))"
 done
+fi
