@@ -11,12 +11,18 @@ fn demo_sets_up_every_state_and_labels_every_run() {
     assert_eq!(runs.len(), 5);
     assert!(runs.iter().all(|r| r["demo"] == true), "{v}");
     let state = |name: &str| {
-        runs.iter().find(|r| r["name"] == name).unwrap()["state"].as_str().unwrap().to_string()
+        runs.iter().find(|r| r["name"] == name).unwrap()["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
     };
     assert_eq!(state("explain the failing test"), "idle");
     assert_eq!(state("release notes"), "stopped");
     assert_eq!(state("flaky network test"), "failed");
-    let failed = runs.iter().find(|r| r["name"] == "flaky network test").unwrap();
+    let failed = runs
+        .iter()
+        .find(|r| r["name"] == "flaky network test")
+        .unwrap();
     assert_eq!(failed["exit_code"], 3, "the exit code is the one observed");
     let stopped = runs.iter().find(|r| r["name"] == "release notes").unwrap();
     assert_eq!(stopped["exit_code"], 0);
@@ -30,7 +36,10 @@ fn demo_sets_up_every_state_and_labels_every_run() {
         if out.contains("Reading src/parser.rs") {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "no narration yet: {out}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no narration yet: {out}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     // A second demo in the same home is refused: it is for fresh homes only.
