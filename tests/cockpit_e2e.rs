@@ -405,15 +405,15 @@ fn a_read_only_token_is_shown_and_never_writes() {
     );
 }
 
-/// tmux on its own socket, killed when dropped.
+/// tmux on its own socket (inside the test's home), killed when dropped.
 struct Tmux {
-    socket: String,
+    socket: std::path::PathBuf,
 }
 
 impl Tmux {
     fn cmd(&self) -> std::process::Command {
         let mut c = std::process::Command::new("tmux");
-        c.args(["-L", &self.socket, "-f", "/dev/null"]);
+        c.arg("-S").arg(&self.socket).args(["-f", "/dev/null"]);
         c
     }
 
@@ -475,7 +475,7 @@ fn inside_tmux_as_a_person_would() {
         json!({"tool": "claude", "transport": "pty", "workspace": ws}),
     );
     let tmux = Tmux {
-        socket: format!("proctor-cockpit-{}", std::process::id()),
+        socket: s.home.path().join("tmux.sock"),
     };
     let script = format!(
         "'{}' --home '{}'; echo COCKPIT-EXIT=$?; sleep 60",

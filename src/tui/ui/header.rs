@@ -10,6 +10,9 @@ use crate::tui::app::App;
 use crate::tui::role::Role;
 
 pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
+    if area.is_empty() {
+        return;
+    }
     let c = app.counts;
     // Narrow screens drop the separators and the name.
     let wide = area.width >= 100;

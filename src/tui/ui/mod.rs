@@ -141,6 +141,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
 }
 
 fn draw_tabs(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
+    if area.is_empty() {
+        return;
+    }
     let mut spans = Vec::new();
     for t in Tab::ALL {
         let role = if t == app.tab { Role::Title } else { Role::Dim };

@@ -93,6 +93,9 @@ fn short(a: Action) -> &'static str {
 }
 
 pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
+    if area.is_empty() {
+        return;
+    }
     for x in area.x..area.x + area.width {
         buf[(x, area.y)].set_style(app.theme.style(Role::StatusBar));
     }

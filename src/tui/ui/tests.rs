@@ -575,3 +575,17 @@ fn the_mouse_selects_focuses_and_scrolls() {
     ));
     assert_eq!(app.focus, Pane::Live);
 }
+
+#[test]
+fn tiny_screens_do_not_break_anything() {
+    for w in [1u16, 2, 5, 10, 20, 40, 119, 120] {
+        for h in [1u16, 2, 3, 5, 8, 12] {
+            let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+            draw(&mut app, w, h);
+            app.on_key(key(KeyCode::Enter));
+            draw(&mut app, w, h);
+            app.on_key(ch('?'));
+            draw(&mut app, w, h);
+        }
+    }
+}
