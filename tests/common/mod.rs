@@ -116,14 +116,16 @@ pub fn http_status(socket: &Path, method: &str, path: &str, token: Option<&str>)
     } else {
         ""
     };
-    write!(
-        s,
+    let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: proctor\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )
-    .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
+    );
+    // One write; a server that answers (401) and closes before reading the body may make
+    // it fail with EPIPE, and the answer is still there to read.
+    let _ = s.write_all(req.as_bytes());
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let resp = String::from_utf8_lossy(&resp);
     resp.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
@@ -268,12 +270,13 @@ pub fn call_as(
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
-    write!(
-        s,
+    let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: proctor\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )
-    .unwrap();
+    );
+    // One write; a server that answers (401) and closes before reading the body may make
+    // it fail with EPIPE, and the answer is still there to read.
+    let _ = s.write_all(req.as_bytes());
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
