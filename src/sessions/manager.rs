@@ -343,15 +343,25 @@ impl Sessions {
         Ok(())
     }
 
+    /// A variable of the server's own environment (what it was started with).
+    fn parent_var(&self, name: &str) -> Option<OsString> {
+        self.parent_env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// The user's home folder, where the tools' default account homes live.
+    fn user_home(&self) -> PathBuf {
+        self.parent_var("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"))
+    }
+
     /// Starts a run.
     pub fn start(self: &Arc<Self>, req: StartRequest) -> Result<Value, SessionError> {
         let store = Store::new(&self.home.config);
-        let user_home = self
-            .parent_env
-            .iter()
-            .find(|(k, _)| k == "HOME")
-            .map(|(_, v)| PathBuf::from(v))
-            .unwrap_or_else(|| PathBuf::from("/"));
+        let user_home = self.user_home();
         let profile = match (&req.profile, &req.tool) {
             (Some(p), _) => store.find(p, &user_home).map_err(|e| match e {
                 ProfileError::NotFound { .. } => SessionError::Unprocessable(e.to_string()),
@@ -406,11 +416,7 @@ impl Sessions {
             rows: req.rows.unwrap_or(24).max(1),
             cols: req.cols.unwrap_or(80).max(1),
         };
-        let path_var = self
-            .parent_env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone());
+        let path_var = self.parent_var("PATH");
         let program =
             providers::resolve(profile.tool, path_var.as_deref()).map_err(|e| match e {
                 ProviderError::NotInstalled { .. } => SessionError::Unprocessable(e.to_string()),
@@ -1098,12 +1104,7 @@ impl Sessions {
             ))
         })?;
         let store = Store::new(&self.home.config);
-        let user_home = self
-            .parent_env
-            .iter()
-            .find(|(k, _)| k == "HOME")
-            .map(|(_, v)| PathBuf::from(v))
-            .unwrap_or_else(|| PathBuf::from("/"));
+        let user_home = self.user_home();
         let profile = store.find(&rec.profile, &user_home).map_err(|e| {
             SessionError::Conflict(format!("profile {} is no longer usable: {e}", rec.profile))
         })?;
@@ -1112,11 +1113,7 @@ impl Sessions {
         } else {
             Transport::Pipe
         };
-        let path_var = self
-            .parent_env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone());
+        let path_var = self.parent_var("PATH");
         let program = providers::resolve(profile.tool, path_var.as_deref())
             .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
         let generation = d.generation + 1;
