@@ -27,7 +27,6 @@ use tokio::time::Instant;
 
 use super::app::{App, AttachFrom, Effect, LiveEvent, Msg};
 use super::data::{self, RUNS};
-use super::sse;
 use crate::client::{Client, ClientError};
 
 /// How often the list is polled.
@@ -364,7 +363,7 @@ async fn live_task(
             }
         };
         let path = format!("{RUNS}/runs/{run}/attach?from={cursor}");
-        let mut stream = match sse::open(&client, &path).await {
+        let mut stream = match client.stream(&path).await {
             Ok(s) => s,
             Err(e) => {
                 if !send(LiveEvent::Error(show(&e))).await {

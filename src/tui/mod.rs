@@ -13,7 +13,6 @@ pub mod event_loop;
 pub mod keymap;
 pub mod keys;
 pub mod role;
-pub mod sse;
 pub mod term;
 pub mod theme;
 pub mod ui;
