@@ -47,3 +47,17 @@ fn demo_sets_up_every_state_and_labels_every_run() {
     assert_eq!(again.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds proctor state"));
 }
+
+#[test]
+fn demo_without_a_terminal_refuses_before_starting_anything() {
+    let h = TestHome::new();
+    let out = h
+        .cmd()
+        .arg("demo")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-cockpit"));
+    assert!(!h.path().join("data").exists(), "nothing was set up");
+}

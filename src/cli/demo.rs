@@ -36,6 +36,12 @@ pub struct DemoArgs {
 }
 
 pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
+    if !args.no_cockpit && !crate::tui::term::is_terminal() {
+        return Err(super::UsageError::new(
+            "the demo opens the cockpit, which needs a terminal on stdin and stdout; \
+             use `proctor demo --no-cockpit` to set it up and leave it running",
+        ));
+    }
     let (home, throwaway) = match &ctx.home_flag {
         Some(_) => (ctx.home()?, None),
         None => {
