@@ -27,8 +27,9 @@ mod token;
     name = "proctor",
     version,
     about = "A terminal cockpit for operators of autonomous coding agents",
-    long_about = "proctor runs provider CLIs (Claude Code, Codex, Gemini CLI, Grok, OpenCode) as \
-owned children, binds evidence to exact bytes, and keeps an append-only, verifiable ledger.\n\n\
+    long_about = "proctor's server runs provider CLIs (Claude Code, Codex, Gemini CLI, Grok, \
+OpenCode) as owned children under PTYs or pipes, its cockpit shows them live, and every fact it \
+observes goes to an append-only, verifiable ledger.\n\n\
 State lives in one home: --home DIR, else $PROCTOR_HOME, else the XDG folders. Every folder \
 proctor creates is 0700 and every file 0600.",
     after_help = "With no command, proctor opens the cockpit: the full-screen view of every \
