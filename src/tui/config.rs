@@ -24,7 +24,47 @@ pub const MIN_FPS: u32 = 1;
 pub const MAX_FPS: u32 = 120;
 
 /// The largest settings file read.
-const MAX_FILE_BYTES: u64 = 1 << 20;
+/// The largest settings, keymap or theme file read (they are a few kilobytes).
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Why a user's file could not be read.
+pub(crate) enum ReadFault {
+    Io(std::io::Error),
+    TooLarge,
+}
+
+/// Reads a user's settings file, keymap or theme, at most [`MAX_FILE_BYTES`]. `Ok(None)`
+/// when it does not exist.
+pub(crate) fn read_capped(path: &Path) -> Result<Option<String>, ReadFault> {
+    use std::io::Read as _;
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ReadFault::Io(e)),
+    };
+    let mut text = String::new();
+    f.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(ReadFault::Io)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(ReadFault::TooLarge);
+    }
+    Ok(Some(text))
+}
+
+/// A TOML value as it was written, for messages.
+pub(crate) fn show_value(v: &toml::Value) -> String {
+    match v {
+        toml::Value::Table(t) => {
+            let inner: Vec<String> = t
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", show_value(v)))
+                .collect();
+            format!("{{ {} }}", inner.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
 
 const SETTINGS: [&str; 3] = ["theme", "fps", "mouse"];
 
@@ -97,27 +137,14 @@ pub fn themes_dir(config_dir: &Path) -> PathBuf {
 impl CockpitConfig {
     /// Reads `<config_dir>/cockpit.toml`; an absent file gives the defaults.
     pub fn load(config_dir: &Path) -> Result<CockpitConfig, ConfigError> {
-        use std::io::Read as _;
         let path = config_path(config_dir);
         let file = path.display().to_string();
-        let f = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(CockpitConfig::default());
-            }
-            Err(err) => return Err(ConfigError::Read { file, err }),
-        };
-        let mut text = String::new();
-        f.take(MAX_FILE_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|err| ConfigError::Read {
-                file: file.clone(),
-                err,
-            })?;
-        if text.len() as u64 > MAX_FILE_BYTES {
-            return Err(ConfigError::TooLarge { file });
+        match read_capped(&path) {
+            Ok(None) => Ok(CockpitConfig::default()),
+            Ok(Some(text)) => CockpitConfig::parse(&text, &file),
+            Err(ReadFault::Io(err)) => Err(ConfigError::Read { file, err }),
+            Err(ReadFault::TooLarge) => Err(ConfigError::TooLarge { file }),
         }
-        CockpitConfig::parse(&text, &file)
     }
 
     /// Parses settings given as text (`file` names them in errors).

@@ -19,15 +19,13 @@ use std::path::Path;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::action::Action;
+use super::config::{MAX_FILE_BYTES, ReadFault, show_value};
 
 /// The built-in keymap, `assets/keymap.toml`.
 pub const DEFAULT_KEYMAP: &str = include_str!("../../assets/keymap.toml");
 
 /// Where the built-in keymap is named in messages.
 const BUILTIN_NAME: &str = "built-in keymap (assets/keymap.toml)";
-
-/// The largest keymap file read (a keymap is a few kilobytes).
-const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// A set of bindings that applies in one situation. The cockpit passes the focused ones,
 /// most specific first, to [`Keymap::resolve`].
@@ -378,38 +376,11 @@ impl Keymap {
 }
 
 fn read_user_file(path: &Path) -> Result<Option<String>, KeymapError> {
-    use std::io::Read as _;
     let file = path.display().to_string();
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(KeymapError::Read { file, err }),
-    };
-    let mut text = String::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|err| KeymapError::Read {
-            file: file.clone(),
-            err,
-        })?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(KeymapError::TooLarge { file });
-    }
-    Ok(Some(text))
-}
-
-/// A TOML value as it was written, for messages.
-fn show_value(v: &toml::Value) -> String {
-    match v {
-        toml::Value::Table(t) => {
-            let inner: Vec<String> = t
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", show_value(v)))
-                .collect();
-            format!("{{ {} }}", inner.join(", "))
-        }
-        other => other.to_string(),
-    }
+    super::config::read_capped(path).map_err(|fault| match fault {
+        ReadFault::Io(err) => KeymapError::Read { file, err },
+        ReadFault::TooLarge => KeymapError::TooLarge { file },
+    })
 }
 
 fn parse_layer(text: &str, file: &str) -> Result<Layer, KeymapError> {

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use ratatui::style::{Color, Modifier, Style};
 
+use super::config::{MAX_FILE_BYTES, ReadFault, show_value};
 use super::role::Role;
 
 /// The built-in themes: name and TOML text.
@@ -34,9 +35,6 @@ pub const BUILTIN: [(&str, &str); 4] = [
 
 /// The theme used when none is configured.
 pub const DEFAULT_THEME: &str = "default";
-
-/// The largest theme file read.
-const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// The longest theme name.
 const MAX_NAME_CHARS: usize = 64;
@@ -347,23 +345,16 @@ fn resolve(
 }
 
 fn read_file(path: &Path) -> Result<String, ThemeError> {
-    use std::io::Read as _;
     let file = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|err| ThemeError::Read {
-        file: file.clone(),
-        err,
-    })?;
-    let mut text = String::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|err| ThemeError::Read {
-            file: file.clone(),
-            err,
-        })?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(ThemeError::TooLarge { file });
+    match super::config::read_capped(path) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(ThemeError::Read {
+            file,
+            err: std::io::Error::from(std::io::ErrorKind::NotFound),
+        }),
+        Err(ReadFault::Io(err)) => Err(ThemeError::Read { file, err }),
+        Err(ReadFault::TooLarge) => Err(ThemeError::TooLarge { file }),
     }
-    Ok(text)
 }
 
 struct Parsed {
@@ -480,19 +471,6 @@ fn parse(text: &str, file: &str) -> Result<Parsed, ThemeError> {
         parsed.set[role as usize] = true;
     }
     Ok(parsed)
-}
-
-fn show_value(v: &toml::Value) -> String {
-    match v {
-        toml::Value::Table(t) => {
-            let inner: Vec<String> = t
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", show_value(v)))
-                .collect();
-            format!("{{ {} }}", inner.join(", "))
-        }
-        other => other.to_string(),
-    }
 }
 
 /// The 16 ANSI colour names, in SGR order (30–37, then 90–97).
