@@ -3,7 +3,8 @@
 //! - this loop owns the terminal and the [`App`]: it waits for a terminal event, a message
 //!   from a task, a frame deadline or a resize deadline — and nothing else, so an idle
 //!   cockpit sleeps;
-//! - the data task polls `GET /runs` every second (at once after an action) and the focused
+//! - the data task polls `GET /runs` every second while it changes, slowing to every 5 s when
+//!   nothing changes (at once after an action or a change of focus), and the focused
 //!   run's events;
 //! - the live task streams the focused session: its screen (`GET /screen`), then `attach`
 //!   from the next seq, refetching the screen after a `lag`;
@@ -16,7 +17,7 @@
 use std::time::Duration;
 
 use base64::Engine;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use hyper::Method;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
@@ -29,8 +30,10 @@ use super::app::{App, AttachFrom, Effect, LiveEvent, Msg};
 use super::data::{self, RUNS};
 use crate::client::{Client, ClientError};
 
-/// How often the list is polled.
+/// How often the list is polled while it changes.
 pub const POLL: Duration = Duration::from_secs(1);
+/// The slowest pace of a list that stopped changing (an idle cockpit).
+pub const QUIET_POLL_MAX: Duration = Duration::from_secs(5);
 /// How long the live pane's size must stay still before the PTY is resized.
 pub const RESIZE_DEBOUNCE: Duration = Duration::from_millis(150);
 /// Messages waiting for the loop; a full queue makes the streams wait (the server then
@@ -131,10 +134,6 @@ pub async fn run(
             ev = input.next() => match ev {
                 Some(Ok(ev)) => {
                     app.on_event(ev);
-                    // Take every key already typed before drawing.
-                    while let Some(Some(Ok(ev))) = input.next().now_or_never() {
-                        app.on_event(ev);
-                    }
                 }
                 Some(Err(e)) => return Err(e),
                 None => break Exit::InputClosed,
@@ -228,6 +227,10 @@ async fn data_task(
     poke: std::sync::Arc<Notify>,
     mut focus: watch::Receiver<Option<String>>,
 ) {
+    // How many polls in a row brought nothing new: a quiet list is polled less often (up to
+    // QUIET_POLL_MAX); an action or a change of focus polls at once and resets the pace.
+    let mut last: Option<(Result<data::RunsPage, String>, Option<Msg>)> = None;
+    let mut quiet: u32 = 0;
     loop {
         // Both answers are fetched before either is sent, so the cockpit takes them in one
         // batch and draws one frame for the poll.
@@ -242,6 +245,13 @@ async fn data_task(
             }
             None => None,
         };
+        let now = (page.clone(), events.clone());
+        if last.as_ref() == Some(&now) {
+            quiet = quiet.saturating_add(1);
+        } else {
+            quiet = 0;
+            last = Some(now);
+        }
         if tx.send(Msg::Runs(page)).await.is_err() {
             return;
         }
@@ -250,8 +260,9 @@ async fn data_task(
         {
             return;
         }
+        let pace = (POLL * (1 + quiet.min(4))).min(QUIET_POLL_MAX);
         tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
+            _ = tokio::time::sleep(pace) => {}
             _ = poke.notified() => {}
             r = focus.changed() => if r.is_err() { return },
         }
