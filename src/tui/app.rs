@@ -1256,7 +1256,12 @@ impl App {
             Action::Quit => self.quit = true,
             Action::Help => {
                 let contexts = self.contexts();
-                let h = Help::new(&self.keymap, &contexts);
+                let granted = match self.who.as_ref().map(|w| w.role) {
+                    Some(TokenRole::Read) => Needs::Read,
+                    Some(TokenRole::Write) => Needs::Write,
+                    _ => Needs::Admin,
+                };
+                let h = Help::with_granted(&self.keymap, &contexts, granted);
                 self.open(Modal::Help(h));
             }
             Action::Palette => {

@@ -23,7 +23,12 @@ const MAX_KEYS_WIDTH: usize = 24;
 #[derive(Debug, Clone)]
 enum Row {
     Heading(&'static str),
-    Binding { keys: String, description: String },
+    Binding {
+        keys: String,
+        description: String,
+        /// The role the action needs when this token lacks it.
+        unavailable: Option<&'static str>,
+    },
     Blank,
 }
 
@@ -41,6 +46,16 @@ impl Help {
     /// The keys of `contexts` (most specific first, as given to [`Keymap::resolve`]); keys
     /// an earlier context takes are not listed again under a later one.
     pub fn new(keymap: &Keymap, contexts: &[Context]) -> Help {
+        Help::with_granted(keymap, contexts, crate::tui::action::Needs::Admin)
+    }
+
+    /// As [`Help::new`], marking the actions that a token with `granted` cannot perform
+    /// (shown, with the role they need, and never attempted).
+    pub fn with_granted(
+        keymap: &Keymap,
+        contexts: &[Context],
+        granted: crate::tui::action::Needs,
+    ) -> Help {
         let mut contexts = contexts.to_vec();
         if !contexts.contains(&Context::Attach) {
             contexts.push(Context::Attach);
@@ -52,10 +67,22 @@ impl Help {
             }
             rows.push(Row::Heading(ctx.title()));
             for Binding {
-                keys, description, ..
+                keys,
+                description,
+                action,
+                ..
             } in bindings
             {
-                rows.push(Row::Binding { keys, description });
+                let unavailable = (action.needs() > granted).then(|| match action.needs() {
+                    crate::tui::action::Needs::Read => "read",
+                    crate::tui::action::Needs::Write => "write",
+                    crate::tui::action::Needs::Admin => "admin",
+                });
+                rows.push(Row::Binding {
+                    keys,
+                    description,
+                    unavailable,
+                });
             }
         }
         let keys_width = rows
@@ -131,17 +158,25 @@ impl Help {
             .map(|row| match row {
                 Row::Heading(t) => Line::from(Span::styled(*t, theme.style(Role::Title))),
                 Row::Blank => Line::default(),
-                Row::Binding { keys, description } => {
+                Row::Binding {
+                    keys,
+                    description,
+                    unavailable,
+                } => {
                     let keys = crate::text::one_line(keys, MAX_KEYS_WIDTH);
                     let pad = self.keys_width.saturating_sub(keys.width());
+                    let (text, role) = match unavailable {
+                        Some(need) => (
+                            format!("{description} (unavailable: needs {need})"),
+                            Role::Unavailable,
+                        ),
+                        None => (description.clone(), Role::Text),
+                    };
                     Line::from(vec![
                         Span::raw("  "),
                         Span::styled(keys, theme.style(Role::Key)),
                         Span::raw(" ".repeat(pad + 2)),
-                        Span::styled(
-                            crate::text::one_line(description, desc_width),
-                            theme.style(Role::Text),
-                        ),
+                        Span::styled(crate::text::one_line(&text, desc_width), theme.style(role)),
                     ])
                 }
             })
@@ -177,6 +212,39 @@ mod tests {
     const SESSIONS: &[Context] = &[Context::Sessions, Context::Global];
 
     #[test]
+    fn a_read_token_sees_write_and_admin_actions_marked_unavailable() {
+        let km = Keymap::defaults();
+        let h = Help::with_granted(&km, SESSIONS, crate::tui::action::Needs::Read);
+        let need = |d: &str| {
+            h.rows.iter().find_map(|r| match r {
+                Row::Binding {
+                    description,
+                    unavailable,
+                    ..
+                } if description == d => Some(*unavailable),
+                _ => None,
+            })
+        };
+        assert_eq!(need(Action::Stop.describe()), Some(Some("write")));
+        assert_eq!(need(Action::Delete.describe()), Some(Some("admin")));
+        assert_eq!(
+            need(Action::Pin.describe()),
+            Some(None),
+            "pins are the reader's own"
+        );
+        // Drawn in the Unavailable role, with the role it needs.
+        let theme = Theme::builtin("default").unwrap();
+        let t = draw(160, 48, |f| h.render(f, f.area(), &theme, &km));
+        let buf = t.backend().buffer();
+        let (x, y) = find(buf, "(unavailable: needs write)").expect("marked");
+        assert_eq!(buf[(x, y)].style().fg, theme.style(Role::Unavailable).fg);
+        // An admin token sees no mark.
+        let h = Help::new(&km, SESSIONS);
+        let t = draw(160, 48, |f| h.render(f, f.area(), &theme, &km));
+        assert!(find(t.backend().buffer(), "unavailable").is_none());
+    }
+
+    #[test]
     fn lists_the_keys_in_effect() {
         let km = Keymap::defaults();
         let h = Help::new(&km, SESSIONS);
@@ -191,7 +259,7 @@ mod tests {
         assert_eq!(headings, ["Sessions list", "Everywhere", "Attached"]);
         let has = |k: &str, d: &str| {
             h.rows.iter().any(|r| {
-                matches!(r, Row::Binding { keys, description } if keys == k && description == d)
+                matches!(r, Row::Binding { keys, description, .. } if keys == k && description == d)
             })
         };
         assert!(has("k, up", Action::Up.describe()));
@@ -203,7 +271,7 @@ mod tests {
         // In the live pane k scrolls instead.
         let h = Help::new(&km, &[Context::Live, Context::Global]);
         assert!(h.rows.iter().any(
-            |r| matches!(r, Row::Binding { keys, description } if keys == "k, up" && description == "scroll back one line")
+            |r| matches!(r, Row::Binding { keys, description, .. } if keys == "k, up" && description == "scroll back one line")
         ));
     }
 
