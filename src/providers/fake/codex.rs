@@ -129,17 +129,9 @@ impl Server {
         let inbox = super::spawn_reader();
         let mut deferred: VecDeque<Inbound> = VecDeque::new();
         loop {
-            let item = match deferred.pop_front() {
-                Some(i) => i,
-                None => inbox.recv().unwrap_or(Inbound::Eof),
+            let Some(line) = super::next_line(&inbox, &mut deferred) else {
+                return Ok(0);
             };
-            let line = match item {
-                Inbound::Eof => return Ok(0),
-                Inbound::Line(l) => l,
-            };
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
             let Ok(v) = serde_json::from_slice::<Value>(&line) else {
                 super::write_json(
                     &json!({"id": null, "error": {"code": -32700, "message": "Parse error"}}),

@@ -15,6 +15,7 @@
 //!   tool's own variable (or `$HOME`) designates ([`store`]); resume reads it back and an
 //!   unknown id is refused the way the tool refuses it.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
@@ -41,6 +42,22 @@ pub enum Inbound {
 }
 
 /// Reads stdin on a thread, line by line, into a channel.
+/// The next non-blank input line of a stdio fake: what a turn set aside first, then stdin.
+/// `None` at end of input.
+fn next_line(inbox: &Receiver<Inbound>, deferred: &mut VecDeque<Inbound>) -> Option<Vec<u8>> {
+    loop {
+        let item = match deferred.pop_front() {
+            Some(i) => i,
+            None => inbox.recv().unwrap_or(Inbound::Eof),
+        };
+        match item {
+            Inbound::Eof => return None,
+            Inbound::Line(l) if l.iter().all(u8::is_ascii_whitespace) => continue,
+            Inbound::Line(l) => return Some(l),
+        }
+    }
+}
+
 fn spawn_reader() -> Receiver<Inbound> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
