@@ -220,53 +220,33 @@ fn skip_escape<I: Iterator<Item = char>>(it: &mut Peekable<I>) {
     }
 }
 
-/// ESC intermediates (0x20–0x2F) final (0x30–0x7E). C0 controls other than ESC, CAN and SUB,
-/// and DEL, are ignored inside the sequence, as terminals do.
+/// ESC intermediates (0x20–0x2F) final (0x30–0x7E).
 fn skip_esc_sequence<I: Iterator<Item = char>>(it: &mut Peekable<I>) {
-    while let Some(&c) = it.peek() {
-        match c {
-            '\u{20}'..='\u{2f}' => {
-                it.next();
-            }
-            '\u{30}'..='\u{7e}' => {
-                it.next();
-                return;
-            }
-            CAN | SUB => {
-                it.next();
-                return;
-            }
-            ESC => return,
-            '\u{00}'..='\u{1f}' | '\u{7f}' => {
-                it.next();
-            }
-            _ => return,
-        }
-    }
+    skip_until_final(it, '\u{2f}');
 }
 
-/// CSI parameters (0x30–0x3F), intermediates (0x20–0x2F), one final (0x40–0x7E). C0 controls
-/// other than ESC, CAN and SUB, and DEL, are ignored inside the sequence, as terminals do; any
-/// other character ends it and is left for the caller.
+/// CSI parameters (0x30–0x3F), intermediates (0x20–0x2F), one final (0x40–0x7E).
 fn skip_csi<I: Iterator<Item = char>>(it: &mut Peekable<I>) {
+    skip_until_final(it, '\u{3f}');
+}
+
+/// Skips a sequence whose body is 0x20..=`body_max` and whose final is the next character
+/// up to 0x7E. C0 controls other than ESC, CAN and SUB, and DEL, are ignored inside the
+/// sequence, as terminals do; CAN and SUB cancel it; ESC or any other character ends it and
+/// is left for the caller.
+fn skip_until_final<I: Iterator<Item = char>>(it: &mut Peekable<I>, body_max: char) {
     while let Some(&c) = it.peek() {
-        match c {
-            '\u{20}'..='\u{3f}' => {
-                it.next();
-            }
-            '\u{40}'..='\u{7e}' => {
-                it.next();
-                return;
-            }
-            CAN | SUB => {
-                it.next();
-                return;
-            }
-            ESC => return,
-            '\u{00}'..='\u{1f}' | '\u{7f}' => {
-                it.next();
-            }
-            _ => return,
+        if ('\u{20}'..=body_max).contains(&c) {
+            it.next();
+        } else if (c > body_max && c <= '\u{7e}') || c == CAN || c == SUB {
+            it.next();
+            return;
+        } else if c == ESC {
+            return;
+        } else if c <= '\u{1f}' || c == '\u{7f}' {
+            it.next();
+        } else {
+            return;
         }
     }
 }
