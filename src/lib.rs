@@ -7,6 +7,7 @@ pub mod cli;
 pub mod client;
 pub mod demo;
 pub mod digest;
+pub mod evidence;
 pub mod files;
 pub mod home;
 pub mod ledger;

@@ -440,6 +440,7 @@ impl Sessions {
             created_at: now(),
             name,
             archived_at: None,
+            worktree: None,
             events: Vec::new(),
         };
         inner.records.insert(run_ref.clone(), rec);
@@ -792,6 +793,15 @@ impl Sessions {
             obj.insert("done".into(), json!(m.done));
         }
         v
+    }
+
+    /// The worktree a run works in, if it was started with one.
+    pub fn worktree_info(
+        &self,
+        run_ref: &str,
+    ) -> Result<Option<crate::sessions::record::WorktreeInfo>, SessionError> {
+        let inner = self.lock();
+        Ok(self.get_record(&inner, run_ref)?.worktree.clone())
     }
 
     pub fn get(&self, run_ref: &str, caller: &str) -> Result<Value, SessionError> {
