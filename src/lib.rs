@@ -9,6 +9,7 @@ pub mod demo;
 pub mod digest;
 pub mod evidence;
 pub mod files;
+pub mod git;
 pub mod home;
 pub mod ledger;
 pub mod providers;
