@@ -218,7 +218,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             String::from_utf8(blob).unwrap().trim(),
-            "587be6b4c3f93f93c489c0111bba5596147a26cb"
+            "c1b0730e0133447badcfd47fd144e254807b06e1"
         );
     }
 }
