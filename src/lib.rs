@@ -13,6 +13,7 @@ pub mod git;
 pub mod home;
 pub mod ledger;
 pub mod providers;
+pub mod publish;
 pub mod runs;
 pub mod server;
 pub mod sessions;
