@@ -3,6 +3,7 @@
 //! One module per concept; see `docs/architecture.md`.
 
 pub mod auth;
+pub mod authority;
 pub mod cli;
 pub mod client;
 pub mod demo;
