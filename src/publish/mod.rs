@@ -10,5 +10,6 @@
 //! See `docs/publish.md` for the flow and `docs/security.md` for its threat model.
 
 pub mod adapter;
+pub mod authorisation;
 pub mod forge;
 pub mod intent;
