@@ -13,3 +13,4 @@ pub mod adapter;
 pub mod authorisation;
 pub mod forge;
 pub mod intent;
+pub mod receipt;
