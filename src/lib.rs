@@ -18,3 +18,4 @@ pub mod server;
 pub mod sessions;
 pub mod text;
 pub mod tui;
+pub mod worktrees;
