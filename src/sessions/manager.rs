@@ -21,6 +21,7 @@ use crate::providers::protocol::{Event, StdioSession};
 use crate::providers::{self, ProviderError, Tool, Transport};
 use crate::runs::{self, ReadOutcome, Run, RunError, RunSpec, Stream, TermSize};
 use crate::text;
+use crate::worktrees::{self, WorktreeError};
 
 /// The environment variable that tags a run's processes as ours, so a later server can
 /// recognise its orphans (with the recorded pid and start time).
@@ -37,6 +38,9 @@ pub enum SessionError {
     BadRequest(String),
     #[error("{0}")]
     Unprocessable(String),
+    /// 503: the server cannot do it in its present state (e.g. no worktrees folder).
+    #[error("{0}")]
+    Unavailable(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -50,6 +54,19 @@ impl SessionError {
 impl From<MarksError> for SessionError {
     fn from(e: MarksError) -> Self {
         SessionError::internal(e)
+    }
+}
+
+impl From<WorktreeError> for SessionError {
+    fn from(e: WorktreeError) -> Self {
+        match e {
+            WorktreeError::Unprocessable(m) => SessionError::Unprocessable(m),
+            WorktreeError::Conflict(m) => SessionError::Conflict(m),
+            WorktreeError::NotFound(m) => SessionError::Conflict(m),
+            WorktreeError::TooLarge(m) => SessionError::Unprocessable(m),
+            WorktreeError::Unavailable(m) => SessionError::Unavailable(m),
+            WorktreeError::Internal(m) => SessionError::Internal(m),
+        }
     }
 }
 
@@ -78,6 +95,14 @@ pub struct StartRequest {
     pub prompt: Option<String>,
     pub rows: Option<u16>,
     pub cols: Option<u16>,
+    /// True: the run works in a new linked worktree on a new branch of the workspace's
+    /// repository (absent, null or false: in the workspace itself).
+    pub worktree: Option<bool>,
+    /// With `worktree`: the full commit id or the local branch the worktree starts at
+    /// (default: the workspace's current commit).
+    pub worktree_from: Option<String>,
+    /// With `worktree`: skip the workspace's setup command for this one start.
+    pub no_setup: Option<bool>,
 }
 
 /// What `POST /runs/{ref}/input` carries.
@@ -765,6 +790,19 @@ impl Sessions {
         if let Some(a) = &rec.archived_at {
             obj.insert("archived_at".into(), json!(a));
         }
+        obj.insert(
+            "worktree_branch".into(),
+            json!(rec.worktree.as_ref().map(|w| &w.branch)),
+        );
+        obj.insert(
+            "worktree".into(),
+            match &rec.worktree {
+                Some(w) => {
+                    json!({"path": w.path, "branch": w.branch, "base": w.base, "repo": w.repo})
+                }
+                None => Value::Null,
+            },
+        );
         if let Some(live) = inner.live.get(run_ref) {
             let st = live.run.ring().status();
             let mut output = json!({"first_seq": st.first_available, "next_seq": st.next_seq, "bytes": st.total_bytes});
@@ -1108,6 +1146,16 @@ impl Sessions {
                 "run {run_ref} was cleaned up"
             )));
         }
+        if let Some(w) = &rec.worktree
+            && !Path::new(&w.path).is_dir()
+        {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} works in the worktree {}, which is gone; a run resumes only in its \
+                 own worktree. Release it with `proctor session cleanup {run_ref} \
+                 --discard-worktree`",
+                text::one_line(&w.path, 300)
+            )));
+        }
         let conversation = d.conversation_id.clone().ok_or_else(|| {
             SessionError::Conflict(format!(
                 "run {run_ref} has no stored conversation: the tool never reported one, so resuming would start a new conversation"
@@ -1270,11 +1318,19 @@ impl Sessions {
         Ok(self.view(&inner, run_ref, Some(caller)))
     }
 
-    /// Releases a run that has no live process (no worktree runs yet): marks are dropped,
-    /// its output handle released. Cleaning a cleaned run changes nothing.
-    pub fn cleanup(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+    /// Releases a run that has no live process: marks are dropped, its output handle
+    /// released. A worktree run is released only when its worktree can go without losing
+    /// work (merged, on its branch, clean), or when `discard_worktree` confirms; see
+    /// [`worktrees::release`]. Cleaning a cleaned run changes nothing.
+    pub fn cleanup(
+        &self,
+        run_ref: &str,
+        by: &str,
+        discard_worktree: bool,
+    ) -> Result<Value, SessionError> {
         let mut inner = self.lock();
-        let state = self.get_record(&inner, run_ref)?.derive().state;
+        let rec = self.get_record(&inner, run_ref)?;
+        let state = rec.derive().state;
         if state == State::Cleaned {
             return Ok(self.view(&inner, run_ref, None));
         }
@@ -1284,15 +1340,27 @@ impl Sessions {
                 state.as_str()
             )));
         }
+        let fields = match rec.worktree.clone() {
+            None => json!({"worktree": "none", "by": by}),
+            Some(info) => {
+                let r = worktrees::release(&info, discard_worktree)?;
+                json!({
+                    "worktree": r.worktree,
+                    "path": r.path,
+                    "branch": r.branch,
+                    "branch_tip": r.branch_tip,
+                    "branch_deleted": r.branch_deleted,
+                    "discarded": r.discarded,
+                    "by": by,
+                })
+            }
+        };
         inner.live.remove(run_ref);
         inner.marks.forget_run(run_ref)?;
-        self.record(
-            &mut inner,
-            run_ref,
-            kinds::CLEANED,
-            json!({"worktree": "none", "by": by}),
-        )?;
-        Ok(self.view(&inner, run_ref, None))
+        self.record(&mut inner, run_ref, kinds::CLEANED, fields.clone())?;
+        let mut v = self.view(&inner, run_ref, None);
+        v["cleaned"] = fields;
+        Ok(v)
     }
 
     /// Deletes a cleaned run's record and its transcripts.
