@@ -21,6 +21,7 @@ use crate::providers::protocol::{Event, StdioSession};
 use crate::providers::{self, ProviderError, Tool, Transport};
 use crate::runs::{self, ReadOutcome, Run, RunError, RunSpec, Stream, TermSize};
 use crate::text;
+use crate::workspaces::{self, AdmitError};
 use crate::worktrees::{self, WorktreeError};
 
 /// The environment variable that tags a run's processes as ours, so a later server can
@@ -67,6 +68,15 @@ impl From<WorktreeError> for SessionError {
             WorktreeError::Unavailable(m) => SessionError::Unavailable(m),
             WorktreeError::Internal(m) => SessionError::Internal(m),
         }
+    }
+}
+
+/// A workspace admission refusal, as the session API answers it.
+fn admit_error(e: AdmitError) -> SessionError {
+    match e {
+        AdmitError::Unprocessable(m) => SessionError::Unprocessable(m),
+        AdmitError::Conflict(m) => SessionError::Conflict(m),
+        AdmitError::Internal(m) => SessionError::Internal(m),
     }
 }
 
@@ -422,15 +432,19 @@ impl Sessions {
                 )));
             }
         };
-        let workspace = PathBuf::from(req.workspace.clone().ok_or_else(|| {
-            SessionError::BadRequest("workspace is required: an absolute path to a folder".into())
-        })?);
-        if !workspace.is_absolute() || !workspace.is_dir() {
-            return Err(SessionError::Unprocessable(format!(
-                "workspace {} is not an absolute path to an existing folder",
-                text::one_line(&workspace.to_string_lossy(), 200)
-            )));
+        let worktree = req.worktree.unwrap_or(false);
+        if req.worktree_from.is_some() && !worktree {
+            return Err(SessionError::Unprocessable(
+                "worktree_from names where a new worktree starts, and this start has no \
+                 worktree: add \"worktree\": true (`--worktree`), or leave worktree_from out"
+                    .into(),
+            ));
         }
+        let workspace_arg = req.workspace.clone().ok_or_else(|| {
+            SessionError::BadRequest(
+                "workspace is required: an absolute path to a folder, or a workspace ref".into(),
+            )
+        })?;
         let name = match &req.name {
             Some(n) => {
                 text::validate_run_name(n).map_err(|e| SessionError::BadRequest(e.to_string()))?
@@ -449,9 +463,77 @@ impl Sessions {
             })?;
         let demo = is_demo_shim(&program);
 
+        // Admission and every check come before anything is created.
+        let admitted = workspaces::admit_start(
+            &self.home,
+            &workspace_arg,
+            worktree,
+            req.no_setup.unwrap_or(false),
+        )
+        .map_err(admit_error)?;
+        let ws_ref = admitted.workspace_ref.clone();
+        let plan = if worktree {
+            let repo = worktrees::validate_repo(&admitted.path)?;
+            let commit = worktrees::resolve_from(&repo, req.worktree_from.as_deref())?;
+            Some((repo, commit))
+        } else {
+            workspaces::admit_folder(&self.home, ws_ref.as_deref(), profile.tool, &admitted.path)
+                .map_err(admit_error)?;
+            None
+        };
+        let (number, run_ref) = self.reserve_ref();
+        let info = match plan {
+            None => None,
+            Some((repo, commit)) => {
+                let info =
+                    worktrees::create(&self.home, &repo, &run_ref, &commit, ws_ref.as_deref())
+                        .inspect_err(|_| self.give_back_ref(number))?;
+                // The new worktree may carry other agent configuration than the workspace.
+                if let Err(e) = workspaces::admit_folder(
+                    &self.home,
+                    ws_ref.as_deref(),
+                    profile.tool,
+                    Path::new(&info.path),
+                ) {
+                    let cleanup = match worktrees::remove(&info) {
+                        Ok(()) => {
+                            self.give_back_ref(number);
+                            "the new worktree and its branch were removed".to_string()
+                        }
+                        Err(r) => format!(
+                            "removing the new worktree and its branch failed too ({r}); remove \
+                             {} and branch {} by hand",
+                            text::one_line(&info.path, 300),
+                            info.branch
+                        ),
+                    };
+                    return Err(match admit_error(e) {
+                        SessionError::Conflict(m) => {
+                            SessionError::Conflict(format!("{m} ({cleanup})"))
+                        }
+                        SessionError::Unprocessable(m) => {
+                            SessionError::Unprocessable(format!("{m} ({cleanup})"))
+                        }
+                        other => SessionError::Internal(format!("{other} ({cleanup})")),
+                    });
+                }
+                Some(info)
+            }
+        };
+        let workspace = match &info {
+            Some(w) => PathBuf::from(&w.path),
+            None => admitted.path.clone(),
+        };
+        let mut created = json!({"tool": profile.tool.name(), "profile": profile.name, "transport": transport, "demo": demo});
+        if let Some(r) = &ws_ref {
+            created["workspace_ref"] = json!(r);
+        }
+        if let Some(w) = &info {
+            created["worktree_branch"] = json!(w.branch);
+            created["worktree_base"] = json!(w.base);
+        }
+
         let mut inner = self.lock();
-        let run_ref = format!("run-{:04}", inner.next_number);
-        inner.next_number += 1;
         let rec = RunRecord {
             run_ref: run_ref.clone(),
             tool: profile.tool.name().to_string(),
@@ -465,16 +547,11 @@ impl Sessions {
             created_at: now(),
             name,
             archived_at: None,
-            worktree: None,
+            worktree: info,
             events: Vec::new(),
         };
         inner.records.insert(run_ref.clone(), rec);
-        self.record(
-            &mut inner,
-            &run_ref,
-            kinds::CREATED,
-            json!({"tool": profile.tool.name(), "profile": profile.name, "transport": transport, "demo": demo}),
-        )?;
+        self.record(&mut inner, &run_ref, kinds::CREATED, created)?;
         let launch = self.spawn_generation(
             &mut inner, &run_ref, 1, &profile, transport, size, None, &program,
         );
@@ -498,6 +575,23 @@ impl Sessions {
             )?;
         }
         Ok(self.view(&inner, &run_ref, None))
+    }
+
+    /// The next run ref, taken now (refs are never reused once recorded).
+    fn reserve_ref(&self) -> (u64, String) {
+        let mut inner = self.lock();
+        let n = inner.next_number;
+        inner.next_number += 1;
+        (n, format!("run-{n:04}"))
+    }
+
+    /// Gives back a reserved ref that nothing recorded or left behind, when no later one
+    /// was taken meanwhile (so refused starts leave no gap).
+    fn give_back_ref(&self, n: u64) {
+        let mut inner = self.lock();
+        if inner.next_number == n + 1 {
+            inner.next_number = n;
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1166,6 +1260,20 @@ impl Sessions {
         let profile = store.find(&rec.profile, &user_home).map_err(|e| {
             SessionError::Conflict(format!("profile {} is no longer usable: {e}", rec.profile))
         })?;
+        // The project-config check again: the folder may have changed since the start.
+        let ws_ref = match &rec.worktree {
+            Some(w) => w.workspace_ref.clone(),
+            None => workspaces::find(&self.home, &rec.workspace)
+                .map_err(|e| SessionError::Internal(e.to_string()))?
+                .map(|w| w.ws_ref),
+        };
+        workspaces::admit_folder(
+            &self.home,
+            ws_ref.as_deref(),
+            profile.tool,
+            Path::new(&rec.workspace),
+        )
+        .map_err(admit_error)?;
         let transport = if rec.transport == "pty" {
             Transport::Pty
         } else {
