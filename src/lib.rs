@@ -23,3 +23,5 @@ pub mod server;
 pub mod sessions;
 pub mod text;
 pub mod tui;
+pub mod workspaces;
+pub mod worktrees;
