@@ -5,8 +5,9 @@
 //! `EncryptedPrivateKeyInfo` (RFC 5208/5958). The encryption is PBES2 (RFC 8018) with scrypt
 //! (RFC 7914) as the key derivation, N = 2^17, r = 8, p = 1, a random 16-byte salt, and
 //! AES-256-CBC with a random 16-byte IV. Inside is a version-2 `OneAsymmetricKey` (RFC 5958):
-//! the Ed25519 seed (RFC 8410) and the public key embedded. `openssl pkey -in publish.p8`
-//! reads it (with the passphrase).
+//! the Ed25519 seed (RFC 8410) and the public key embedded. `openssl asn1parse -in
+//! publish.p8` shows the structure and its parameters. (`openssl pkey` refuses to decrypt it
+//! by default: OpenSSL caps scrypt at 32 MiB, and N=2^17, r=8 needs 128 MiB.)
 //!
 //! The parameters are constants here. A file that names any other KDF, cipher or scrypt
 //! parameters is refused before anything is derived, so nothing can lower them (and a file
@@ -485,6 +486,103 @@ pub fn public_info(path: &Path) -> Result<PublicInfo, KeyError> {
         reason,
     })?;
     Ok(PublicInfo::of(&key))
+}
+
+/// The server's registry of publish keys it trusts: `data/keys.json` (0600, replaced
+/// atomically, written only by the server).
+pub fn registry_path(home: &Home) -> PathBuf {
+    home.data.join("keys.json")
+}
+
+/// One registered key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RegisteredKey {
+    pub key_id: String,
+    pub recipe: String,
+    pub public_key_b64: String,
+    pub openssh: String,
+    pub registered_at: String,
+    /// The token id that registered it.
+    pub by: String,
+}
+
+impl RegisteredKey {
+    pub fn verifying_key(&self) -> Result<VerifyingKey, KeyError> {
+        verifying_key_from_b64(&self.public_key_b64).map_err(|reason| KeyError::Malformed {
+            path: PathBuf::from("keys.json"),
+            reason,
+        })
+    }
+}
+
+#[derive(Debug, Default, Serialize, serde::Deserialize)]
+struct Registry {
+    items: Vec<RegisteredKey>,
+}
+
+/// Serialises the server's read-modify-write of the registry.
+static REGISTRY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn read_registry(home: &Home) -> Result<Registry, KeyError> {
+    let path = registry_path(home);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Registry::default()),
+        Err(err) => {
+            return Err(KeyError::Io {
+                op: "read",
+                path,
+                err,
+            });
+        }
+    };
+    serde_json::from_slice(&bytes).map_err(|e| KeyError::Malformed {
+        path,
+        reason: e.to_string(),
+    })
+}
+
+/// The registered keys (anyone may read them).
+pub fn registered(home: &Home) -> Result<Vec<RegisteredKey>, KeyError> {
+    Ok(read_registry(home)?.items)
+}
+
+/// The registered keys as verifying keys: the keys a receipt may be trusted under.
+pub fn trusted_keys(home: &Home) -> Result<Vec<VerifyingKey>, KeyError> {
+    registered(home)?
+        .iter()
+        .map(RegisteredKey::verifying_key)
+        .collect()
+}
+
+/// Registers `key` (server side). Returns the record and whether it is new; registering a
+/// known key changes nothing.
+pub fn register(
+    home: &Home,
+    key: &VerifyingKey,
+    by: &str,
+    at: &str,
+) -> Result<(RegisteredKey, bool), KeyError> {
+    let _g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let mut reg = read_registry(home)?;
+    let info = PublicInfo::of(key);
+    if let Some(existing) = reg.items.iter().find(|k| k.key_id == info.key_id) {
+        return Ok((existing.clone(), false));
+    }
+    let record = RegisteredKey {
+        key_id: info.key_id,
+        recipe: info.recipe.to_string(),
+        public_key_b64: info.public_key_b64,
+        openssh: info.openssh,
+        registered_at: at.to_string(),
+        by: by.to_string(),
+    };
+    reg.items.push(record.clone());
+    let path = registry_path(home);
+    files::ensure_private_dir(&files::parent_of(&path))?;
+    let bytes = serde_json::to_vec_pretty(&reg).map_err(|e| KeyError::Encode(e.to_string()))?;
+    files::write_atomic(&path, &bytes)?;
+    Ok((record, true))
 }
 
 #[cfg(test)]

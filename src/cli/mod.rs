@@ -15,6 +15,7 @@ mod demo;
 mod demo_agent;
 mod digest;
 mod home;
+mod key;
 mod ledger;
 mod profile;
 mod server;
@@ -54,6 +55,7 @@ pub enum Command {
     Serve(server::ServeArgs),
     Server(server::ServerArgs),
     Token(token::TokenArgs),
+    Key(key::KeyArgs),
     Profile(profile::ProfileArgs),
     Home(home::HomeArgs),
     Ledger(ledger::LedgerArgs),
@@ -114,6 +116,7 @@ pub fn main() -> ExitCode {
             Command::Serve(args) => server::serve(&ctx, args),
             Command::Server(args) => server::run(&ctx, args),
             Command::Token(args) => token::run(&ctx, args),
+            Command::Key(args) => key::run(&ctx, args),
             Command::Profile(args) => profile::run(&ctx, args),
             Command::Demo(args) => demo::run(&ctx, args),
             Command::DemoAgent(args) => demo_agent::run(args),

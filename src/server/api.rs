@@ -67,6 +67,9 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
         ("GET", "/v1/tokens") => Admin,
         ("POST", "/v1/tokens") => Admin,
         ("DELETE", "/v1/tokens/{id}") => Admin,
+        _ if route.starts_with(super::authority_api::BASE) => {
+            return super::authority_api::authority_role(m, route);
+        }
         _ => return runs_role(m, route.strip_prefix(super::runs_api::BASE)?),
     })
 }
@@ -108,6 +111,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{id}", delete(revoke_token))
         .nest(super::runs_api::BASE, super::runs_api::routes())
+        .nest(super::authority_api::BASE, super::authority_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route("/v1/version", get(version))

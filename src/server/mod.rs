@@ -16,6 +16,7 @@ use crate::home::{Home, HomeError};
 use crate::ledger::{Ledger, LedgerError};
 
 mod api;
+mod authority_api;
 mod runs_api;
 
 /// The wire protocol's version. A client refuses a server that speaks another one.
