@@ -10,6 +10,7 @@
 //! See `docs/publish.md` for the flow and `docs/security.md` for its threat model.
 
 pub mod adapter;
+pub mod approve;
 pub mod authorisation;
 pub mod forge;
 pub mod intent;

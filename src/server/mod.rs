@@ -17,6 +17,7 @@ use crate::ledger::{Ledger, LedgerError};
 
 mod api;
 mod authority_api;
+mod publish_api;
 mod runs_api;
 
 /// The wire protocol's version. A client refuses a server that speaks another one.
