@@ -118,7 +118,7 @@ impl TtyPrompter {
 
 impl Prompter for TtyPrompter {
     fn show(&mut self, text: &str) -> Result<(), PromptError> {
-        Ok(self.tty()?.write(text)?)
+        Ok(self.tty()?.write(&text.replace('\n', "\r\n"))?)
     }
     fn ask_revision(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError> {
         Ok(self.tty()?.read_line(prompt)?)
