@@ -291,7 +291,8 @@ pub struct Identity {
 impl Identity {
     /// The canonical bytes of the identity document (every field but `digest`).
     pub fn document(&self) -> Result<Vec<u8>, CandidateError> {
-        let mut v = serde_json::to_value(self).map_err(|e| CandidateError::Internal(e.to_string()))?;
+        let mut v =
+            serde_json::to_value(self).map_err(|e| CandidateError::Internal(e.to_string()))?;
         if let Value::Object(m) = &mut v {
             m.remove("digest");
         }
@@ -418,7 +419,12 @@ fn canonical(p: &Path) -> PathBuf {
 fn precheck(info: &WorktreeInfo, tmp: &Path) -> Result<Git, CandidateError> {
     if !info.clean_at_start {
         return Err(CandidateError::DirtyInput {
-            run: info.branch.rsplit('/').next().unwrap_or(&info.branch).to_string(),
+            run: info
+                .branch
+                .rsplit('/')
+                .next()
+                .unwrap_or(&info.branch)
+                .to_string(),
         });
     }
     let path = Path::new(&info.path);
@@ -484,7 +490,8 @@ fn precheck(info: &WorktreeInfo, tmp: &Path) -> Result<Git, CandidateError> {
     }
     // The index tree, read from a copy of the index so that nothing (not even the
     // cache-tree extension `write-tree` may add) is written to the real one.
-    let index = PathBuf::from(git.text(&["rev-parse", "--path-format=absolute", "--git-path", "index"])?);
+    let index =
+        PathBuf::from(git.text(&["rev-parse", "--path-format=absolute", "--git-path", "index"])?);
     let copy = tmp.join("index-copy");
     match std::fs::copy(&index, &copy) {
         Ok(_) => {}
@@ -496,7 +503,11 @@ fn precheck(info: &WorktreeInfo, tmp: &Path) -> Result<Git, CandidateError> {
         }
         Err(e) => return Err(FilesError::io("copy the index", &index, e).into()),
     }
-    let found = match git.clone().with_env("GIT_INDEX_FILE", &copy).text(&["write-tree"]) {
+    let found = match git
+        .clone()
+        .with_env("GIT_INDEX_FILE", &copy)
+        .text(&["write-tree"])
+    {
         Ok(t) => t,
         Err(e) => format!("(no tree: {e})"),
     };
@@ -615,9 +626,8 @@ fn compute(info: &WorktreeInfo, keep: Option<&Path>) -> Result<Identity, Candida
     args.push(OsStr::new(&output));
     args.extend([info.base.as_str(), "--"].map(OsStr::new));
     tgit.run_with_input(&args, None)?;
-    let (patch_bytes, patch_sha) = evidence::hash_file(&patch_path)?.ok_or_else(|| {
-        CandidateError::Internal("git diff wrote no patch file".into())
-    })?;
+    let (patch_bytes, patch_sha) = evidence::hash_file(&patch_path)?
+        .ok_or_else(|| CandidateError::Internal("git diff wrote no patch file".into()))?;
     let names = tgit.run(&[
         "diff",
         "--cached",
@@ -649,7 +659,9 @@ fn compute(info: &WorktreeInfo, keep: Option<&Path>) -> Result<Identity, Candida
                 'T' => "type_changed",
                 _ => "modified",
             };
-            let entry = (letter != 'D').then(|| by_path.get(path.as_str())).flatten();
+            let entry = (letter != 'D')
+                .then(|| by_path.get(path.as_str()))
+                .flatten();
             ChangedFile {
                 change: change.to_string(),
                 kind: entry.map(|e| kind_name(e.kind).to_string()),

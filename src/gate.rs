@@ -275,9 +275,9 @@ fn judge(
         }
     };
     let parsed = match &policy {
-        Some((ws, text, _)) => Some(
-            Policy::parse(text).map_err(|e| GateError::Policy(format!("{ws}: {e}")))?,
-        ),
+        Some((ws, text, _)) => {
+            Some(Policy::parse(text).map_err(|e| GateError::Policy(format!("{ws}: {e}")))?)
+        }
         None => None,
     };
     let policy_node = Node::new(
@@ -313,10 +313,8 @@ fn judge(
     let prereqs_ok = current && policy.is_some();
     let prereqs = Node {
         children: vec![cand_node, policy_node],
-        ..Node::new("prerequisites", "prerequisites", "prerequisites").state(
-            if prereqs_ok { "satisfied" } else { "unmet" },
-            None,
-        )
+        ..Node::new("prerequisites", "prerequisites", "prerequisites")
+            .state(if prereqs_ok { "satisfied" } else { "unmet" }, None)
     };
 
     // History: attempts on this run's candidates, or on these exact bytes.
@@ -374,13 +372,10 @@ fn judge(
     let latest_stale = history.iter().rev().find(|h| !h.fresh);
 
     // Task.
-    let running = checks::running(&cand.id);
+    let running = checks::running(home, &cand.id);
     let task = Node::new("task", "task", "run the policy's checks on these bytes");
     let task = if let Some(r) = &running {
-        let elapsed = r
-            .check_started
-            .map(|t| t.elapsed().as_secs())
-            .unwrap_or(0);
+        let elapsed = r.check_started.map(|t| t.elapsed().as_secs()).unwrap_or(0);
         task.state(
             "running",
             Some(match &r.check {
@@ -402,7 +397,10 @@ fn judge(
             evidence: Some(e.id.clone()),
             ..task.state(
                 "done",
-                Some(format!("attempt {} of {} ({}): {}", e.attempt, e.candidate, e.id, e.result)),
+                Some(format!(
+                    "attempt {} of {} ({}): {}",
+                    e.attempt, e.candidate, e.id, e.result
+                )),
             )
         }
     } else {
@@ -422,7 +420,8 @@ fn judge(
         for c in &p.checks {
             let mut node = Node::new(format!("check:{}", c.name), "evidence", c.name.clone());
             node.deadline_secs = Some(c.deadline_secs);
-            let rec = fresh.and_then(|e| e.checks.iter().find(|r| r.name == c.name).map(|r| (e, r)));
+            let rec =
+                fresh.and_then(|e| e.checks.iter().find(|r| r.name == c.name).map(|r| (e, r)));
             node = match rec {
                 Some((e, r)) if r.passed => Node {
                     evidence: Some(e.id.clone()),
@@ -514,7 +513,12 @@ fn judge(
         && ev_children.iter().all(|n| n.state == "passed");
     let ev_group = Node {
         children: ev_children,
-        ..Node::new("evidence", "expected_evidence", "expected evidence, one per check").state(
+        ..Node::new(
+            "evidence",
+            "expected_evidence",
+            "expected evidence, one per check",
+        )
+        .state(
             if evidence_ok {
                 "passed"
             } else if any_failed {

@@ -558,8 +558,7 @@ pub fn verify_plain(home: &Home, path: &Path, bytes: &[u8], r: &Receipt) -> Repo
             expected: "canonical JSON".into(),
             found: Some(file_sha),
             state: Holds::Differs,
-            detail: "the file is not in canonical form: it was edited after it was written"
-                .into(),
+            detail: "the file is not in canonical form: it was edited after it was written".into(),
         },
     });
     for b in &r.digests {
@@ -591,9 +590,19 @@ fn check(b: &Binding, found: Option<String>, state: Holds, detail: impl Into<Str
 
 fn compare(b: &Binding, found: String, what: &str) -> Check {
     if found == b.digest {
-        check(b, Some(found), Holds::Holds, format!("{what}: recomputed, equal"))
+        check(
+            b,
+            Some(found),
+            Holds::Holds,
+            format!("{what}: recomputed, equal"),
+        )
     } else {
-        check(b, Some(found), Holds::Differs, format!("{what}: recomputed, different"))
+        check(
+            b,
+            Some(found),
+            Holds::Differs,
+            format!("{what}: recomputed, different"),
+        )
     }
 }
 
@@ -602,8 +611,7 @@ fn compare(b: &Binding, found: String, what: &str) -> Check {
 fn data_path(home: &Home, rel: &str) -> Option<PathBuf> {
     let p = Path::new(rel);
     if p.is_absolute()
-        || p
-            .components()
+        || p.components()
             .any(|c| !matches!(c, std::path::Component::Normal(_)))
     {
         return None;
@@ -615,11 +623,21 @@ fn verify_binding(home: &Home, b: &Binding) -> Check {
     match &b.source {
         Source::File { path } => {
             let Some(full) = data_path(home, path) else {
-                return check(b, None, Holds::Unreachable, format!("{path}: not a path inside the home"));
+                return check(
+                    b,
+                    None,
+                    Holds::Unreachable,
+                    format!("{path}: not a path inside the home"),
+                );
             };
             match evidence::hash_file(&full) {
                 Ok(Some((_, sha))) => compare(b, sha, path),
-                Ok(None) => check(b, None, Holds::Unreachable, format!("{path}: no longer there")),
+                Ok(None) => check(
+                    b,
+                    None,
+                    Holds::Unreachable,
+                    format!("{path}: no longer there"),
+                ),
                 Err(e) => check(b, None, Holds::Unreachable, format!("{path}: {e}")),
             }
         }
@@ -628,7 +646,12 @@ fn verify_binding(home: &Home, b: &Binding) -> Check {
                 Ok(d) => compare(b, d, &format!("the identity document of {candidate}")),
                 Err(e) => check(b, None, Holds::Unreachable, e.to_string()),
             },
-            Ok(None) => check(b, None, Holds::Unreachable, format!("{candidate}: no such candidate file")),
+            Ok(None) => check(
+                b,
+                None,
+                Holds::Unreachable,
+                format!("{candidate}: no such candidate file"),
+            ),
             Err(e) => check(b, None, Holds::Unreachable, e.to_string()),
         },
         Source::Worktree { candidate } => match candidate::load(home, candidate) {
@@ -642,7 +665,12 @@ fn verify_binding(home: &Home, b: &Binding) -> Check {
                 ),
                 Err(e) => check(b, None, Holds::Unreachable, e.to_string()),
             },
-            Ok(None) => check(b, None, Holds::Unreachable, format!("{candidate}: no such candidate file")),
+            Ok(None) => check(
+                b,
+                None,
+                Holds::Unreachable,
+                format!("{candidate}: no such candidate file"),
+            ),
             Err(e) => check(b, None, Holds::Unreachable, e.to_string()),
         },
         Source::GitObject { repo, object_type } => {
@@ -660,7 +688,12 @@ fn verify_binding(home: &Home, b: &Binding) -> Check {
                     Holds::Differs,
                     format!("the object is a {t}, not a {object_type}"),
                 ),
-                Err(e) => check(b, None, Holds::Unreachable, format!("not found in {repo}: {e}")),
+                Err(e) => check(
+                    b,
+                    None,
+                    Holds::Unreachable,
+                    format!("not found in {repo}: {e}"),
+                ),
             }
         }
     }
@@ -735,3 +768,6 @@ fn verify_ledger(home: &Home, r: &Receipt) -> Check {
     }
     c
 }
+
+#[cfg(test)]
+mod tests;

@@ -52,7 +52,14 @@ impl Fixture {
         let wt = dir.path().join("wt");
         git(
             &repo,
-            &["worktree", "add", "-q", "-b", "proctor/run-0001", wt.to_str().unwrap()],
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "proctor/run-0001",
+                wt.to_str().unwrap(),
+            ],
         );
         let base = git(&wt, &["rev-parse", "HEAD"]);
         let index_tree = git(&wt, &["write-tree"]);
@@ -79,14 +86,25 @@ impl Fixture {
     }
 
     pub(crate) fn bind(&self) -> Result<Candidate, CandidateError> {
-        bind(&self.home, &self.ledger, "run-0001", Some(&self.info), &actor())
+        bind(
+            &self.home,
+            &self.ledger,
+            "run-0001",
+            Some(&self.info),
+            &actor(),
+        )
     }
 
     pub(crate) fn ledger_kinds(&self) -> Vec<String> {
         std::fs::read_to_string(self.home.ledger_path())
             .unwrap()
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["kind"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect()
     }
 }
@@ -104,19 +122,32 @@ fn a_clean_worktree_has_a_stable_identity_and_binds() {
     let base_tree = git(&f.wt, &["rev-parse", "HEAD^{tree}"]);
     assert_eq!(a.worktree_tree, base_tree);
     assert_eq!(a.recompute_digest().unwrap(), a.digest);
-    assert!(a.render().starts_with("format=candidate-identity/1 digest=candidate-identity-sha256/1 "));
+    assert!(
+        a.render()
+            .starts_with("format=candidate-identity/1 digest=candidate-identity-sha256/1 ")
+    );
 
     let c = f.bind().unwrap();
     assert_eq!(c.id, "cand-0001");
     assert_eq!(c.identity.digest, a.digest);
     assert_eq!(load(&f.home, "cand-0001").unwrap().unwrap(), c);
-    assert_eq!(latest_for_run(&f.home, "run-0001").unwrap().unwrap().id, "cand-0001");
+    assert_eq!(
+        latest_for_run(&f.home, "run-0001").unwrap().unwrap().id,
+        "cand-0001"
+    );
     let file = candidate_path(&f.home, "cand-0001").unwrap();
     assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
-    assert_eq!(std::fs::metadata(c.dir(&f.home)).unwrap().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(c.dir(&f.home)).unwrap().mode() & 0o777,
+        0o700
+    );
     assert!(f.ledger_kinds().contains(&BOUND_KIND.to_string()));
     let receipt = c.receipt.clone().unwrap();
-    assert!(crate::receipts::receipts_dir(&f.home).join(format!("{receipt}.json")).is_file());
+    assert!(
+        crate::receipts::receipts_dir(&f.home)
+            .join(format!("{receipt}.json"))
+            .is_file()
+    );
     assert_eq!(currency(&c), Currency::Current);
 }
 
@@ -136,7 +167,11 @@ fn the_identity_binds_status_patch_files_and_the_patch_rebuilds_the_tree() {
         .collect();
     assert_eq!(
         changes,
-        [("gone.txt", "deleted"), ("new/added.bin", "added"), ("src/lib.txt", "modified")]
+        [
+            ("gone.txt", "deleted"),
+            ("new/added.bin", "added"),
+            ("src/lib.txt", "modified")
+        ]
     );
     let added = &id.files[1];
     assert_eq!(added.bytes, Some(5));
@@ -144,14 +179,19 @@ fn the_identity_binds_status_patch_files_and_the_patch_rebuilds_the_tree() {
         added.sha256.as_deref(),
         Some(hex::encode(Sha256::digest([0u8, 159, 146, 150, 255])).as_str())
     );
-    assert_eq!(id.files[0].sha256, None, "a deleted file is named, not hashed");
+    assert_eq!(
+        id.files[0].sha256, None,
+        "a deleted file is named, not hashed"
+    );
 
     // The stored bytes are the ones bound.
     let status = std::fs::read(c.dir(&f.home).join("status.bin")).unwrap();
     assert_eq!(status.len() as u64, id.status.bytes);
     assert_eq!(hex::encode(Sha256::digest(&status)), id.status.sha256);
     assert!(
-        status.windows(b"! target/".len()).any(|w| w == b"! target/"),
+        status
+            .windows(b"! target/".len())
+            .any(|w| w == b"! target/"),
         "ignored paths are in the bound status"
     );
     let patch = c.dir(&f.home).join("patch.bin");
@@ -163,8 +203,21 @@ fn the_identity_binds_status_patch_files_and_the_patch_rebuilds_the_tree() {
 
     // The binary patch applied to the base reproduces exactly the bound tree.
     let check = f.dir.path().join("check");
-    git(&f.repo, &["worktree", "add", "-q", "--detach", check.to_str().unwrap(), &id.base]);
-    git(&check, &["apply", "--index", "--binary", patch.to_str().unwrap()]);
+    git(
+        &f.repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            check.to_str().unwrap(),
+            &id.base,
+        ],
+    );
+    git(
+        &check,
+        &["apply", "--index", "--binary", patch.to_str().unwrap()],
+    );
     assert_eq!(git(&check, &["write-tree"]), id.worktree_tree);
     assert_ne!(id.worktree_tree, git(&f.wt, &["rev-parse", "HEAD^{tree}"]));
 }
@@ -173,20 +226,40 @@ fn the_identity_binds_status_patch_files_and_the_patch_rebuilds_the_tree() {
 fn one_byte_anywhere_outside_git_changes_the_identity() {
     let f = Fixture::new();
     write(&f.wt.join("target/out.bin"), b"build");
-    write(&f.wt.join("node_modules/pkg/index.js"), b"module.exports = 1;\n");
+    write(
+        &f.wt.join("node_modules/pkg/index.js"),
+        b"module.exports = 1;\n",
+    );
     write(&f.wt.join("debug.log"), b"log");
     write(&f.wt.join("untracked.txt"), b"u");
     let mut seen = HashSet::new();
     let first = derive(&f.info).unwrap();
     seen.insert(first.digest.clone());
     let steps: Vec<(&str, Box<dyn Fn()>)> = vec![
-        ("tracked file", Box::new(|| write(&f.wt.join("README.md"), b"hellO\n"))),
-        ("untracked file", Box::new(|| write(&f.wt.join("untracked.txt"), b"v"))),
-        ("ignored file", Box::new(|| write(&f.wt.join("debug.log"), b"loG"))),
-        ("ignored folder", Box::new(|| write(&f.wt.join("target/out.bin"), b"builD"))),
+        (
+            "tracked file",
+            Box::new(|| write(&f.wt.join("README.md"), b"hellO\n")),
+        ),
+        (
+            "untracked file",
+            Box::new(|| write(&f.wt.join("untracked.txt"), b"v")),
+        ),
+        (
+            "ignored file",
+            Box::new(|| write(&f.wt.join("debug.log"), b"loG")),
+        ),
+        (
+            "ignored folder",
+            Box::new(|| write(&f.wt.join("target/out.bin"), b"builD")),
+        ),
         (
             "node_modules",
-            Box::new(|| write(&f.wt.join("node_modules/pkg/index.js"), b"module.exports = 2;\n")),
+            Box::new(|| {
+                write(
+                    &f.wt.join("node_modules/pkg/index.js"),
+                    b"module.exports = 2;\n",
+                )
+            }),
         ),
         (
             "execute bit",
@@ -221,7 +294,10 @@ fn one_byte_anywhere_outside_git_changes_the_identity() {
     for (what, step) in steps {
         step();
         let id = derive(&f.info).unwrap();
-        assert!(seen.insert(id.digest.clone()), "a change to {what} must change the identity");
+        assert!(
+            seen.insert(id.digest.clone()),
+            "a change to {what} must change the identity"
+        );
     }
 }
 
@@ -260,7 +336,10 @@ fn a_worker_that_committed_gets_a_typed_refusal_and_nothing_is_written() {
     assert_eq!(e.code(), "worker_committed");
     assert!(list(&f.home).unwrap().is_empty());
     assert!(!candidates_dir(&f.home).join("cand-0001").exists());
-    assert!(crate::receipts::list(&f.home).unwrap().is_empty(), "never a receipt");
+    assert!(
+        crate::receipts::list(&f.home).unwrap().is_empty(),
+        "never a receipt"
+    );
     assert!(!f.ledger_kinds().contains(&BOUND_KIND.to_string()));
 }
 
@@ -280,10 +359,19 @@ fn binding_never_touches_the_real_index() {
     let f = Fixture::new();
     write(&f.wt.join("README.md"), b"edited\n");
     write(&f.wt.join("fresh.txt"), b"new\n");
-    let index = PathBuf::from(git(&f.wt, &["rev-parse", "--path-format=absolute", "--git-path", "index"]));
-    let before = (std::fs::read(&index).unwrap(), std::fs::metadata(&index).unwrap().mtime_nsec());
+    let index = PathBuf::from(git(
+        &f.wt,
+        &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+    ));
+    let before = (
+        std::fs::read(&index).unwrap(),
+        std::fs::metadata(&index).unwrap().mtime_nsec(),
+    );
     f.bind().unwrap();
-    let after = (std::fs::read(&index).unwrap(), std::fs::metadata(&index).unwrap().mtime_nsec());
+    let after = (
+        std::fs::read(&index).unwrap(),
+        std::fs::metadata(&index).unwrap().mtime_nsec(),
+    );
     assert_eq!(before, after);
     assert_eq!(git(&f.wt, &["write-tree"]), f.info.index_tree);
 }
@@ -305,7 +393,15 @@ fn main_and_submodule_working_copies_runs_without_worktree_and_dirty_inputs_are_
     git(&sub_src, &["commit", "-q", "-m", "s"]);
     git(
         &f.repo,
-        &["-c", "protocol.file.allow=always", "submodule", "add", "-q", sub_src.to_str().unwrap(), "sub"],
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            sub_src.to_str().unwrap(),
+            "sub",
+        ],
     );
     let sub = f.repo.join("sub");
     let mut info = f.info.clone();
@@ -344,7 +440,10 @@ fn an_altered_candidate_file_no_longer_matches_its_digest() {
     let mut altered = c.identity.clone();
     altered.patch.bytes += 1;
     assert_ne!(altered.recompute_digest().unwrap(), c.identity.digest);
-    assert!(matches!(load(&f.home, "../x"), Err(CandidateError::BadId(_))));
+    assert!(matches!(
+        load(&f.home, "../x"),
+        Err(CandidateError::BadId(_))
+    ));
 }
 
 use std::collections::HashSet;

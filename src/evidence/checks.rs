@@ -149,20 +149,26 @@ fn in_progress() -> &'static Mutex<HashMap<String, Running>> {
     MAP.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// The key of a candidate in the in-progress map (one process may serve several homes in
+/// tests).
+fn key(home: &Home, candidate: &str) -> String {
+    format!("{}\0{candidate}", home.data.display())
+}
+
 /// The attempt running on `candidate` in this process, if any.
-pub fn running(candidate: &str) -> Option<Running> {
+pub fn running(home: &Home, candidate: &str) -> Option<Running> {
     in_progress()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .get(candidate)
+        .get(&key(home, candidate))
         .cloned()
 }
 
-fn set_running(candidate: &str, f: impl FnOnce(&mut Running)) {
+fn set_running(slot: &Slot, f: impl FnOnce(&mut Running)) {
     if let Some(r) = in_progress()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .get_mut(candidate)
+        .get_mut(&slot.0)
     {
         f(r);
     }
@@ -172,15 +178,16 @@ fn set_running(candidate: &str, f: impl FnOnce(&mut Running)) {
 struct Slot(String);
 
 impl Slot {
-    fn take(candidate: &str) -> Result<Slot, CheckError> {
+    fn take(home: &Home, candidate: &str) -> Result<Slot, CheckError> {
         let mut m = in_progress().lock().unwrap_or_else(|e| e.into_inner());
-        if m.contains_key(candidate) {
+        let k = key(home, candidate);
+        if m.contains_key(&k) {
             return Err(CheckError::InProgress {
                 candidate: candidate.to_string(),
             });
         }
         m.insert(
-            candidate.to_string(),
+            k.clone(),
             Running {
                 evidence: String::new(),
                 started_at: crate::ledger::now_at(),
@@ -191,7 +198,7 @@ impl Slot {
                 bound_secs: 0,
             },
         );
-        Ok(Slot(candidate.to_string()))
+        Ok(Slot(k))
     }
 }
 
@@ -220,7 +227,7 @@ pub fn run(
     checker: &Actor,
 ) -> Result<Entry, CheckError> {
     let cand = candidate::require(home, candidate_id)?;
-    let _slot = Slot::take(&cand.id)?;
+    let slot = Slot::take(home, &cand.id)?;
     let policy = policy.ok_or_else(|| CheckError::PolicyNotApproved {
         candidate: cand.id.clone(),
         workspace: cand.workspace_ref.clone(),
@@ -246,9 +253,11 @@ pub fn run(
             });
         }
     }
-    if let Some(prev) = store::list(home)?.into_iter().rev().find(|e| {
-        e.identity.digest == cand.identity.digest && e.policy.digest == policy.sha256
-    }) {
+    if let Some(prev) = store::list(home)?
+        .into_iter()
+        .rev()
+        .find(|e| e.identity.digest == cand.identity.digest && e.policy.digest == policy.sha256)
+    {
         return Err(CheckError::AlreadyJudged {
             candidate: cand.id.clone(),
             evidence: prev.id,
@@ -258,7 +267,9 @@ pub fn run(
     }
     let attempt = store::for_candidate(home, &cand.id)?.len() as u64 + 1;
     let (ev_id, ev_dir) = super::reserve_numbered(&store::evidence_dir(home), "ev-", "")?;
-    let result = attempt_in(home, ledger, &cand, &policy, &parsed, checker, attempt, &ev_id, &ev_dir);
+    let result = attempt_in(
+        home, ledger, &slot, &cand, &policy, &parsed, checker, attempt, &ev_id, &ev_dir,
+    );
     if result.is_err() && !store::entry_path(home, &ev_id).exists() {
         let _ = std::fs::remove_dir_all(&ev_dir);
     }
@@ -269,6 +280,7 @@ pub fn run(
 fn attempt_in(
     home: &Home,
     ledger: &Ledger,
+    slot: &Slot,
     cand: &Candidate,
     policy: &ApprovedPolicy,
     parsed: &Policy,
@@ -278,7 +290,7 @@ fn attempt_in(
     ev_dir: &Path,
 ) -> Result<Entry, CheckError> {
     let started_at = crate::ledger::now_at();
-    set_running(&cand.id, |r| {
+    set_running(slot, |r| {
         r.evidence = ev_id.to_string();
         r.total = parsed.checks.len();
         r.bound_secs = bound_secs(&parsed.checks);
@@ -310,7 +322,7 @@ fn attempt_in(
         let env = check_env(&co_root, &tmpdir);
         let mut records = Vec::with_capacity(parsed.checks.len());
         for (i, check) in parsed.checks.iter().enumerate() {
-            set_running(&cand.id, |r| {
+            set_running(slot, |r| {
                 r.index = i + 1;
                 r.check = Some(check.name.clone());
                 r.check_started = Some(Instant::now());
@@ -353,7 +365,10 @@ fn attempt_in(
             verified: true,
             removed,
         },
-        env: env.keys().map(|k| k.to_string_lossy().into_owned()).collect(),
+        env: env
+            .keys()
+            .map(|k| k.to_string_lossy().into_owned())
+            .collect(),
         checks: records,
         result: if passed { "passed" } else { "failed" }.to_string(),
         receipt: receipt_id.clone(),
@@ -553,7 +568,11 @@ impl Sink {
 
 /// The program a check's first word names: a bare name is looked up on the check's PATH;
 /// a relative path (`./scripts/test.sh`) is taken inside the copy; an absolute one as is.
-fn resolve(argv0: &str, cwd: &Path, env: &std::collections::BTreeMap<OsString, OsString>) -> Option<PathBuf> {
+fn resolve(
+    argv0: &str,
+    cwd: &Path,
+    env: &std::collections::BTreeMap<OsString, OsString>,
+) -> Option<PathBuf> {
     if argv0.contains('/') {
         let p = if Path::new(argv0).is_absolute() {
             PathBuf::from(argv0)
@@ -628,13 +647,24 @@ fn run_check(
                 " on the check's PATH"
             }
         ));
-        rec.cause = Some(format!("could not start: {}", rec.spawn_error.as_deref().unwrap_or("")));
+        rec.cause = Some(format!(
+            "could not start: {}",
+            rec.spawn_error.as_deref().unwrap_or("")
+        ));
         rec.artifacts = artifacts(check, cwd, ev_dir, before)?;
         return Ok(rec);
     };
     rec.program = Some(program.to_string_lossy().into_owned());
-    let mut out_sink = Sink::create(ev_dir, format!("{}.stdout", check.name), check.max_output_bytes)?;
-    let mut err_sink = Sink::create(ev_dir, format!("{}.stderr", check.name), check.max_output_bytes)?;
+    let mut out_sink = Sink::create(
+        ev_dir,
+        format!("{}.stdout", check.name),
+        check.max_output_bytes,
+    )?;
+    let mut err_sink = Sink::create(
+        ev_dir,
+        format!("{}.stderr", check.name),
+        check.max_output_bytes,
+    )?;
 
     let mut cmd = Command::new(&program);
     cmd.arg0(&check.argv[0])
@@ -675,9 +705,12 @@ fn run_check(
     let pgid = child.id();
     let mut out = child.stdout.take();
     let mut err = child.stderr.take();
-    for fd in [out.as_ref().map(|o| o.as_raw_fd()), err.as_ref().map(|e| e.as_raw_fd())]
-        .into_iter()
-        .flatten()
+    for fd in [
+        out.as_ref().map(|o| o.as_raw_fd()),
+        err.as_ref().map(|e| e.as_raw_fd()),
+    ]
+    .into_iter()
+    .flatten()
     {
         let _ = set_nonblocking(fd);
     }
@@ -720,21 +753,28 @@ fn run_check(
         if status.is_some() && (out.is_none() && err.is_none() || now >= ended + DRAIN_AFTER_EXIT) {
             break;
         }
-        let mut fds: Vec<libc::pollfd> = [out.as_ref().map(|o| o.as_raw_fd()), err.as_ref().map(|e| e.as_raw_fd())]
-            .into_iter()
-            .flatten()
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+        let mut fds: Vec<libc::pollfd> = [
+            out.as_ref().map(|o| o.as_raw_fd()),
+            err.as_ref().map(|e| e.as_raw_fd()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
         if fds.is_empty() {
             std::thread::sleep(TICK);
         } else {
             // SAFETY: a valid array of pollfd of the given length.
             unsafe {
-                libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, TICK.as_millis() as libc::c_int)
+                libc::poll(
+                    fds.as_mut_ptr(),
+                    fds.len() as libc::nfds_t,
+                    TICK.as_millis() as libc::c_int,
+                )
             };
         }
         if let Some(o) = out.as_mut()
@@ -785,7 +825,10 @@ fn run_check(
             rec.exit_code.map_or("?".into(), |c| c.to_string())
         ))
     } else if !missing.is_empty() {
-        Some(format!("required artifact missing or not a file: {}", missing.join(", ")))
+        Some(format!(
+            "required artifact missing or not a file: {}",
+            missing.join(", ")
+        ))
     } else if escaped {
         Some(
             "a process that left the check's process group still held its output open when \
@@ -841,12 +884,20 @@ fn artifacts(
         for seg in &segments[..segments.len().saturating_sub(1)] {
             parent.push(seg);
             if std::fs::symlink_metadata(&parent).is_ok_and(|m| !m.is_dir()) {
-                linked = Some(parent.strip_prefix(cwd).unwrap_or(&parent).to_string_lossy().into_owned());
+                linked = Some(
+                    parent
+                        .strip_prefix(cwd)
+                        .unwrap_or(&parent)
+                        .to_string_lossy()
+                        .into_owned(),
+                );
                 break;
             }
         }
         if let Some(l) = linked {
-            a.problem = Some(format!("{l} is not a folder of the copy (a link or a file)"));
+            a.problem = Some(format!(
+                "{l} is not a folder of the copy (a link or a file)"
+            ));
             out.push(a);
             continue;
         }
