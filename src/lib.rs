@@ -21,3 +21,5 @@ pub mod server;
 pub mod sessions;
 pub mod text;
 pub mod tui;
+pub mod workspaces;
+pub mod worktrees;

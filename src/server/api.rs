@@ -60,6 +60,9 @@ type ApiResult = Result<Response, ApiError>;
 pub fn required_role(method: &Method, route: &str) -> Option<Role> {
     use Role::*;
     let m = method.as_str();
+    if let Some(role) = super::workspaces_api::workspaces_role(m, route) {
+        return Some(role);
+    }
     Some(match (m, route) {
         ("GET", "/v1/server") => Read,
         ("GET", "/v1/whoami") => Read,
@@ -81,6 +84,7 @@ fn runs_role(method: &str, route: &str) -> Option<Role> {
             "/runs" | "/runs/{run}" | "/runs/{run}/events" | "/runs/{run}/attach"
             | "/runs/{run}/screen",
         ) => Read,
+        ("GET", "/runs/{run}/diff" | "/runs/{run}/diff/file") => Read,
         ("POST" | "DELETE", "/runs/{run}/pin" | "/runs/{run}/snooze" | "/runs/{run}/done") => Read,
         (
             "POST",
@@ -107,6 +111,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{id}", delete(revoke_token))
         .nest(super::runs_api::BASE, super::runs_api::routes())
+        .merge(super::workspaces_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route("/v1/version", get(version))
