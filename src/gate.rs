@@ -372,7 +372,7 @@ fn judge(
     let latest_stale = history.iter().rev().find(|h| !h.fresh);
 
     // Task.
-    let running = checks::running(&cand.id);
+    let running = checks::running(home, &cand.id);
     let task = Node::new("task", "task", "run the policy's checks on these bytes");
     let task = if let Some(r) = &running {
         let elapsed = r.check_started.map(|t| t.elapsed().as_secs()).unwrap_or(0);

@@ -768,3 +768,6 @@ fn verify_ledger(home: &Home, r: &Receipt) -> Check {
     }
     c
 }
+
+#[cfg(test)]
+mod tests;

@@ -235,7 +235,8 @@ fn one_byte_anywhere_outside_git_changes_the_identity() {
     let mut seen = HashSet::new();
     let first = derive(&f.info).unwrap();
     seen.insert(first.digest.clone());
-    let steps: Vec<(&str, Box<dyn Fn()>)> = vec![
+    type Step<'a> = (&'a str, Box<dyn Fn() + 'a>);
+    let steps: Vec<Step> = vec![
         (
             "tracked file",
             Box::new(|| write(&f.wt.join("README.md"), b"hellO\n")),

@@ -22,6 +22,7 @@ mod publish;
 mod server;
 mod session;
 mod token;
+mod workspace;
 
 /// Operator's terminal cockpit for autonomous coding agents.
 #[derive(Debug, Parser)]
@@ -53,6 +54,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Session(session::SessionArgs),
+    Workspace(workspace::WorkspaceArgs),
     Serve(server::ServeArgs),
     Server(server::ServerArgs),
     Token(token::TokenArgs),
@@ -125,6 +127,7 @@ pub fn main() -> ExitCode {
             Command::DemoAgent(args) => demo_agent::run(args),
             Command::Ledger(args) => ledger::run(&ctx, args),
             Command::Session(args) => session::run(&ctx, args),
+            Command::Workspace(args) => workspace::run(&ctx, args),
         },
     };
     match result {

@@ -149,20 +149,26 @@ fn in_progress() -> &'static Mutex<HashMap<String, Running>> {
     MAP.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// The key of a candidate in the in-progress map (one process may serve several homes in
+/// tests).
+fn key(home: &Home, candidate: &str) -> String {
+    format!("{}\0{candidate}", home.data.display())
+}
+
 /// The attempt running on `candidate` in this process, if any.
-pub fn running(candidate: &str) -> Option<Running> {
+pub fn running(home: &Home, candidate: &str) -> Option<Running> {
     in_progress()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .get(candidate)
+        .get(&key(home, candidate))
         .cloned()
 }
 
-fn set_running(candidate: &str, f: impl FnOnce(&mut Running)) {
+fn set_running(slot: &Slot, f: impl FnOnce(&mut Running)) {
     if let Some(r) = in_progress()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .get_mut(candidate)
+        .get_mut(&slot.0)
     {
         f(r);
     }
@@ -172,15 +178,16 @@ fn set_running(candidate: &str, f: impl FnOnce(&mut Running)) {
 struct Slot(String);
 
 impl Slot {
-    fn take(candidate: &str) -> Result<Slot, CheckError> {
+    fn take(home: &Home, candidate: &str) -> Result<Slot, CheckError> {
         let mut m = in_progress().lock().unwrap_or_else(|e| e.into_inner());
-        if m.contains_key(candidate) {
+        let k = key(home, candidate);
+        if m.contains_key(&k) {
             return Err(CheckError::InProgress {
                 candidate: candidate.to_string(),
             });
         }
         m.insert(
-            candidate.to_string(),
+            k.clone(),
             Running {
                 evidence: String::new(),
                 started_at: crate::ledger::now_at(),
@@ -191,7 +198,7 @@ impl Slot {
                 bound_secs: 0,
             },
         );
-        Ok(Slot(candidate.to_string()))
+        Ok(Slot(k))
     }
 }
 
@@ -220,7 +227,7 @@ pub fn run(
     checker: &Actor,
 ) -> Result<Entry, CheckError> {
     let cand = candidate::require(home, candidate_id)?;
-    let _slot = Slot::take(&cand.id)?;
+    let slot = Slot::take(home, &cand.id)?;
     let policy = policy.ok_or_else(|| CheckError::PolicyNotApproved {
         candidate: cand.id.clone(),
         workspace: cand.workspace_ref.clone(),
@@ -261,7 +268,7 @@ pub fn run(
     let attempt = store::for_candidate(home, &cand.id)?.len() as u64 + 1;
     let (ev_id, ev_dir) = super::reserve_numbered(&store::evidence_dir(home), "ev-", "")?;
     let result = attempt_in(
-        home, ledger, &cand, &policy, &parsed, checker, attempt, &ev_id, &ev_dir,
+        home, ledger, &slot, &cand, &policy, &parsed, checker, attempt, &ev_id, &ev_dir,
     );
     if result.is_err() && !store::entry_path(home, &ev_id).exists() {
         let _ = std::fs::remove_dir_all(&ev_dir);
@@ -273,6 +280,7 @@ pub fn run(
 fn attempt_in(
     home: &Home,
     ledger: &Ledger,
+    slot: &Slot,
     cand: &Candidate,
     policy: &ApprovedPolicy,
     parsed: &Policy,
@@ -282,7 +290,7 @@ fn attempt_in(
     ev_dir: &Path,
 ) -> Result<Entry, CheckError> {
     let started_at = crate::ledger::now_at();
-    set_running(&cand.id, |r| {
+    set_running(slot, |r| {
         r.evidence = ev_id.to_string();
         r.total = parsed.checks.len();
         r.bound_secs = bound_secs(&parsed.checks);
@@ -314,7 +322,7 @@ fn attempt_in(
         let env = check_env(&co_root, &tmpdir);
         let mut records = Vec::with_capacity(parsed.checks.len());
         for (i, check) in parsed.checks.iter().enumerate() {
-            set_running(&cand.id, |r| {
+            set_running(slot, |r| {
                 r.index = i + 1;
                 r.check = Some(check.name.clone());
                 r.check_started = Some(Instant::now());

@@ -19,6 +19,7 @@ mod api;
 mod authority_api;
 mod publish_api;
 mod runs_api;
+mod workspaces_api;
 
 /// The wire protocol's version. A client refuses a server that speaks another one.
 pub const PROTOCOL: u32 = 1;
@@ -176,6 +177,14 @@ pub fn run_foreground(
         log(&format!(
             "ledger: a torn final line was moved aside and recorded: {torn:?}"
         ));
+    }
+    // Workspace events the ledger holds but the registry lacks (a crash between the two).
+    match crate::workspaces::recover(&home, &home.ledger_path()) {
+        Ok(0) => {}
+        Ok(n) => log(&format!(
+            "workspaces: {n} ledger event(s) replayed into the registry"
+        )),
+        Err(e) => log(&format!("workspaces: cannot replay the ledger: {e}")),
     }
     let pid = std::process::id();
     let ledger = Arc::new(ledger);
