@@ -53,10 +53,40 @@ pub enum WorkspaceCommand {
     /// Show a workspace: its folder, setup command, policy and approvals.
     Show(WsArgs),
     Setup(SetupArgs),
+    /// Approve the setup command whose sha256 you reviewed (an admin token of a person).
+    ///
+    /// The hash must be the stored text's now; if it changed since you read it, the approval
+    /// is refused (exit 1, 409): review again with `setup`. Audited in the ledger. Prints the
+    /// hash and whether the command is approved now.
+    ///
+    /// Example: proctor workspace approve-setup ws-0001 --sha256 <hash printed by `setup`>
     ApproveSetup(ApproveArgs),
+    /// Review the agent configuration the workspace folder carries.
+    ///
+    /// Lists the files Claude Code, Codex and Gemini CLI read from the folder (.claude/,
+    /// .mcp.json, .codex/config.toml, .gemini/, .env), the flagged keys in them with their
+    /// values (URL passwords masked), the files flagged whole (unreadable, over 1 MiB, nested
+    /// deeper than 64 levels, links), the sha256 of the flagged part and whether the last
+    /// approval covers it. Nothing is executed. Starting or resuming a tool that reads a
+    /// flagged file is refused (409) until that sha256 is approved.
+    ///
+    /// Example: proctor workspace project-config ws-0001
     ProjectConfig(WsArgs),
+    /// Approve the flagged agent configuration whose sha256 you reviewed (admin, a person).
+    ///
+    /// The folder is scanned again: if the flagged part changed since your review, the
+    /// approval is refused (exit 1, 409). Changing an unflagged key later needs no new
+    /// approval; changing a flagged value, or adding or removing a flagged key, does.
+    ///
+    /// Example: proctor workspace approve-project-config ws-0001 --sha256 <hash>
     ApproveProjectConfig(ApproveArgs),
     Policy(PolicyArgs),
+    /// Approve the check policy whose sha256 you reviewed (an admin token of a person).
+    ///
+    /// Checks run only under an approved policy. 409 when the policy changed since you read
+    /// it.
+    ///
+    /// Example: proctor workspace approve-policy ws-0001 --sha256 <hash printed by `policy`>
     ApprovePolicy(ApproveArgs),
 }
 
