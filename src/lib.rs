@@ -20,3 +20,4 @@ pub mod sessions;
 pub mod text;
 pub mod tui;
 pub mod workspaces;
+pub mod worktrees;

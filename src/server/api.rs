@@ -87,6 +87,7 @@ fn runs_role(method: &str, route: &str) -> Option<Role> {
             "/runs" | "/runs/{run}" | "/runs/{run}/events" | "/runs/{run}/attach"
             | "/runs/{run}/screen",
         ) => Read,
+        ("GET", "/runs/{run}/diff" | "/runs/{run}/diff/file") => Read,
         ("POST" | "DELETE", "/runs/{run}/pin" | "/runs/{run}/snooze" | "/runs/{run}/done") => Read,
         (
             "POST",

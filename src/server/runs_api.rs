@@ -18,6 +18,7 @@ use super::api::{ApiError, Caller};
 use crate::runs::{Frame, ReadOutcome, Stream, TermSize};
 use crate::sessions::SessionError;
 use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
+use crate::worktrees::{self, WorktreeError};
 
 pub const BASE: &str = "/v1/m/sessions";
 
@@ -28,7 +29,22 @@ impl From<SessionError> for ApiError {
             SessionError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             SessionError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             SessionError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),
+            SessionError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             SessionError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl From<WorktreeError> for ApiError {
+    fn from(e: WorktreeError) -> Self {
+        let (status, code) = match &e {
+            WorktreeError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),
+            WorktreeError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            WorktreeError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            WorktreeError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            WorktreeError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            WorktreeError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         ApiError::new(status, code, e.to_string())
     }
@@ -91,6 +107,8 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route("/runs/{run}/name", put(rename))
         .route("/runs/{run}/archive", post(archive).delete(unarchive))
         .route("/runs/{run}/cleanup", post(cleanup))
+        .route("/runs/{run}/diff", get(diff))
+        .route("/runs/{run}/diff/file", get(diff_file))
 }
 
 async fn list(
@@ -426,12 +444,78 @@ async fn unarchive(
     ok(s.sessions.archive(&run, false, &c.token_id)?)
 }
 
+/// `POST /runs/{ref}/cleanup`: any body is accepted; only `{"discard_worktree": true}`
+/// (an explicit JSON true) confirms a discard.
 async fn cleanup(
     State(s): State<Arc<Shared>>,
     Extension(c): Extension<Caller>,
     Path(run): Path<String>,
+    body: axum::body::Bytes,
 ) -> ApiResult {
-    ok(s.sessions.cleanup(&run, &c.token_id)?)
+    let discard = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .is_some_and(|v| v.get("discard_worktree") == Some(&Value::Bool(true)));
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.cleanup(&run, &c.token_id, discard)).await?)
+}
+
+/// The worktree of a run; 404 for a run without one.
+fn worktree_of(s: &Shared, run: &str) -> Result<crate::sessions::record::WorktreeInfo, ApiError> {
+    s.sessions.worktree_info(run)?.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("run {run} has no worktree (it was not started with worktree: true)"),
+        )
+    })
+}
+
+/// Runs blocking git work off the async workers.
+async fn blocking_git<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, WorktreeError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+        .map_err(ApiError::from)
+}
+
+fn with_run(v: impl serde::Serialize, run: &str) -> ApiResult {
+    let mut v = serde_json::to_value(v)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    v["run_ref"] = json!(run);
+    ok(v)
+}
+
+/// `GET /runs/{ref}/diff`: the paths the run's branch changed since it left the
+/// workspace's current commit (committed objects only).
+async fn diff(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
+    let info = worktree_of(&s, &run)?;
+    let d = blocking_git(move || worktrees::diff(&info)).await?;
+    with_run(d, &run)
+}
+
+#[derive(Deserialize)]
+struct DiffFileQuery {
+    path: Option<String>,
+}
+
+/// `GET /runs/{ref}/diff/file?path=`: one changed path's text at base and at head.
+async fn diff_file(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(q): Query<DiffFileQuery>,
+) -> ApiResult {
+    let path = q.path.filter(|p| !p.is_empty()).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "give the path: GET …/diff/file?path=<a path GET …/diff lists>",
+        )
+    })?;
+    let info = worktree_of(&s, &run)?;
+    let f = blocking_git(move || worktrees::diff_file(&info, &path)).await?;
+    with_run(f, &run)
 }
 
 async fn delete_run(

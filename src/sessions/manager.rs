@@ -21,6 +21,8 @@ use crate::providers::protocol::{Event, StdioSession};
 use crate::providers::{self, ProviderError, Tool, Transport};
 use crate::runs::{self, ReadOutcome, Run, RunError, RunSpec, Stream, TermSize};
 use crate::text;
+use crate::workspaces::{self, AdmitError};
+use crate::worktrees::{self, WorktreeError};
 
 /// The environment variable that tags a run's processes as ours, so a later server can
 /// recognise its orphans (with the recorded pid and start time).
@@ -37,6 +39,9 @@ pub enum SessionError {
     BadRequest(String),
     #[error("{0}")]
     Unprocessable(String),
+    /// 503: the server cannot do it in its present state (e.g. no worktrees folder).
+    #[error("{0}")]
+    Unavailable(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -50,6 +55,28 @@ impl SessionError {
 impl From<MarksError> for SessionError {
     fn from(e: MarksError) -> Self {
         SessionError::internal(e)
+    }
+}
+
+impl From<WorktreeError> for SessionError {
+    fn from(e: WorktreeError) -> Self {
+        match e {
+            WorktreeError::Unprocessable(m) => SessionError::Unprocessable(m),
+            WorktreeError::Conflict(m) => SessionError::Conflict(m),
+            WorktreeError::NotFound(m) => SessionError::Conflict(m),
+            WorktreeError::TooLarge(m) => SessionError::Unprocessable(m),
+            WorktreeError::Unavailable(m) => SessionError::Unavailable(m),
+            WorktreeError::Internal(m) => SessionError::Internal(m),
+        }
+    }
+}
+
+/// A workspace admission refusal, as the session API answers it.
+fn admit_error(e: AdmitError) -> SessionError {
+    match e {
+        AdmitError::Unprocessable(m) => SessionError::Unprocessable(m),
+        AdmitError::Conflict(m) => SessionError::Conflict(m),
+        AdmitError::Internal(m) => SessionError::Internal(m),
     }
 }
 
@@ -78,6 +105,14 @@ pub struct StartRequest {
     pub prompt: Option<String>,
     pub rows: Option<u16>,
     pub cols: Option<u16>,
+    /// True: the run works in a new linked worktree on a new branch of the workspace's
+    /// repository (absent, null or false: in the workspace itself).
+    pub worktree: Option<bool>,
+    /// With `worktree`: the full commit id or the local branch the worktree starts at
+    /// (default: the workspace's current commit).
+    pub worktree_from: Option<String>,
+    /// With `worktree`: skip the workspace's setup command for this one start.
+    pub no_setup: Option<bool>,
 }
 
 /// What `POST /runs/{ref}/input` carries.
@@ -397,15 +432,19 @@ impl Sessions {
                 )));
             }
         };
-        let workspace = PathBuf::from(req.workspace.clone().ok_or_else(|| {
-            SessionError::BadRequest("workspace is required: an absolute path to a folder".into())
-        })?);
-        if !workspace.is_absolute() || !workspace.is_dir() {
-            return Err(SessionError::Unprocessable(format!(
-                "workspace {} is not an absolute path to an existing folder",
-                text::one_line(&workspace.to_string_lossy(), 200)
-            )));
+        let worktree = req.worktree.unwrap_or(false);
+        if req.worktree_from.is_some() && !worktree {
+            return Err(SessionError::Unprocessable(
+                "worktree_from names where a new worktree starts, and this start has no \
+                 worktree: add \"worktree\": true (`--worktree`), or leave worktree_from out"
+                    .into(),
+            ));
         }
+        let workspace_arg = req.workspace.clone().ok_or_else(|| {
+            SessionError::BadRequest(
+                "workspace is required: an absolute path to a folder, or a workspace ref".into(),
+            )
+        })?;
         let name = match &req.name {
             Some(n) => {
                 text::validate_run_name(n).map_err(|e| SessionError::BadRequest(e.to_string()))?
@@ -424,9 +463,77 @@ impl Sessions {
             })?;
         let demo = is_demo_shim(&program);
 
+        // Admission and every check come before anything is created.
+        let admitted = workspaces::admit_start(
+            &self.home,
+            &workspace_arg,
+            worktree,
+            req.no_setup.unwrap_or(false),
+        )
+        .map_err(admit_error)?;
+        let ws_ref = admitted.workspace_ref.clone();
+        let plan = if worktree {
+            let repo = worktrees::validate_repo(&admitted.path)?;
+            let commit = worktrees::resolve_from(&repo, req.worktree_from.as_deref())?;
+            Some((repo, commit))
+        } else {
+            workspaces::admit_folder(&self.home, ws_ref.as_deref(), profile.tool, &admitted.path)
+                .map_err(admit_error)?;
+            None
+        };
+        let (number, run_ref) = self.reserve_ref();
+        let info = match plan {
+            None => None,
+            Some((repo, commit)) => {
+                let info =
+                    worktrees::create(&self.home, &repo, &run_ref, &commit, ws_ref.as_deref())
+                        .inspect_err(|_| self.give_back_ref(number))?;
+                // The new worktree may carry other agent configuration than the workspace.
+                if let Err(e) = workspaces::admit_folder(
+                    &self.home,
+                    ws_ref.as_deref(),
+                    profile.tool,
+                    Path::new(&info.path),
+                ) {
+                    let cleanup = match worktrees::remove(&info) {
+                        Ok(()) => {
+                            self.give_back_ref(number);
+                            "the new worktree and its branch were removed".to_string()
+                        }
+                        Err(r) => format!(
+                            "removing the new worktree and its branch failed too ({r}); remove \
+                             {} and branch {} by hand",
+                            text::one_line(&info.path, 300),
+                            info.branch
+                        ),
+                    };
+                    return Err(match admit_error(e) {
+                        SessionError::Conflict(m) => {
+                            SessionError::Conflict(format!("{m} ({cleanup})"))
+                        }
+                        SessionError::Unprocessable(m) => {
+                            SessionError::Unprocessable(format!("{m} ({cleanup})"))
+                        }
+                        other => SessionError::Internal(format!("{other} ({cleanup})")),
+                    });
+                }
+                Some(info)
+            }
+        };
+        let workspace = match &info {
+            Some(w) => PathBuf::from(&w.path),
+            None => admitted.path.clone(),
+        };
+        let mut created = json!({"tool": profile.tool.name(), "profile": profile.name, "transport": transport, "demo": demo});
+        if let Some(r) = &ws_ref {
+            created["workspace_ref"] = json!(r);
+        }
+        if let Some(w) = &info {
+            created["worktree_branch"] = json!(w.branch);
+            created["worktree_base"] = json!(w.base);
+        }
+
         let mut inner = self.lock();
-        let run_ref = format!("run-{:04}", inner.next_number);
-        inner.next_number += 1;
         let rec = RunRecord {
             run_ref: run_ref.clone(),
             tool: profile.tool.name().to_string(),
@@ -440,16 +547,11 @@ impl Sessions {
             created_at: now(),
             name,
             archived_at: None,
-            worktree: None,
+            worktree: info,
             events: Vec::new(),
         };
         inner.records.insert(run_ref.clone(), rec);
-        self.record(
-            &mut inner,
-            &run_ref,
-            kinds::CREATED,
-            json!({"tool": profile.tool.name(), "profile": profile.name, "transport": transport, "demo": demo}),
-        )?;
+        self.record(&mut inner, &run_ref, kinds::CREATED, created)?;
         let launch = self.spawn_generation(
             &mut inner, &run_ref, 1, &profile, transport, size, None, &program,
         );
@@ -473,6 +575,23 @@ impl Sessions {
             )?;
         }
         Ok(self.view(&inner, &run_ref, None))
+    }
+
+    /// The next run ref, taken now (refs are never reused once recorded).
+    fn reserve_ref(&self) -> (u64, String) {
+        let mut inner = self.lock();
+        let n = inner.next_number;
+        inner.next_number += 1;
+        (n, format!("run-{n:04}"))
+    }
+
+    /// Gives back a reserved ref that nothing recorded or left behind, when no later one
+    /// was taken meanwhile (so refused starts leave no gap).
+    fn give_back_ref(&self, n: u64) {
+        let mut inner = self.lock();
+        if inner.next_number == n + 1 {
+            inner.next_number = n;
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -765,6 +884,19 @@ impl Sessions {
         if let Some(a) = &rec.archived_at {
             obj.insert("archived_at".into(), json!(a));
         }
+        obj.insert(
+            "worktree_branch".into(),
+            json!(rec.worktree.as_ref().map(|w| &w.branch)),
+        );
+        obj.insert(
+            "worktree".into(),
+            match &rec.worktree {
+                Some(w) => {
+                    json!({"path": w.path, "branch": w.branch, "base": w.base, "repo": w.repo})
+                }
+                None => Value::Null,
+            },
+        );
         if let Some(live) = inner.live.get(run_ref) {
             let st = live.run.ring().status();
             let mut output = json!({"first_seq": st.first_available, "next_seq": st.next_seq, "bytes": st.total_bytes});
@@ -1108,6 +1240,16 @@ impl Sessions {
                 "run {run_ref} was cleaned up"
             )));
         }
+        if let Some(w) = &rec.worktree
+            && !Path::new(&w.path).is_dir()
+        {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} works in the worktree {}, which is gone; a run resumes only in its \
+                 own worktree. Release it with `proctor session cleanup {run_ref} \
+                 --discard-worktree`",
+                text::one_line(&w.path, 300)
+            )));
+        }
         let conversation = d.conversation_id.clone().ok_or_else(|| {
             SessionError::Conflict(format!(
                 "run {run_ref} has no stored conversation: the tool never reported one, so resuming would start a new conversation"
@@ -1118,6 +1260,20 @@ impl Sessions {
         let profile = store.find(&rec.profile, &user_home).map_err(|e| {
             SessionError::Conflict(format!("profile {} is no longer usable: {e}", rec.profile))
         })?;
+        // The project-config check again: the folder may have changed since the start.
+        let ws_ref = match &rec.worktree {
+            Some(w) => w.workspace_ref.clone(),
+            None => workspaces::find(&self.home, &rec.workspace)
+                .map_err(|e| SessionError::Internal(e.to_string()))?
+                .map(|w| w.ws_ref),
+        };
+        workspaces::admit_folder(
+            &self.home,
+            ws_ref.as_deref(),
+            profile.tool,
+            Path::new(&rec.workspace),
+        )
+        .map_err(admit_error)?;
         let transport = if rec.transport == "pty" {
             Transport::Pty
         } else {
@@ -1270,11 +1426,19 @@ impl Sessions {
         Ok(self.view(&inner, run_ref, Some(caller)))
     }
 
-    /// Releases a run that has no live process (no worktree runs yet): marks are dropped,
-    /// its output handle released. Cleaning a cleaned run changes nothing.
-    pub fn cleanup(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+    /// Releases a run that has no live process: marks are dropped, its output handle
+    /// released. A worktree run is released only when its worktree can go without losing
+    /// work (merged, on its branch, clean), or when `discard_worktree` confirms; see
+    /// [`worktrees::release`]. Cleaning a cleaned run changes nothing.
+    pub fn cleanup(
+        &self,
+        run_ref: &str,
+        by: &str,
+        discard_worktree: bool,
+    ) -> Result<Value, SessionError> {
         let mut inner = self.lock();
-        let state = self.get_record(&inner, run_ref)?.derive().state;
+        let rec = self.get_record(&inner, run_ref)?;
+        let state = rec.derive().state;
         if state == State::Cleaned {
             return Ok(self.view(&inner, run_ref, None));
         }
@@ -1284,15 +1448,27 @@ impl Sessions {
                 state.as_str()
             )));
         }
+        let fields = match rec.worktree.clone() {
+            None => json!({"worktree": "none", "by": by}),
+            Some(info) => {
+                let r = worktrees::release(&info, discard_worktree)?;
+                json!({
+                    "worktree": r.worktree,
+                    "path": r.path,
+                    "branch": r.branch,
+                    "branch_tip": r.branch_tip,
+                    "branch_deleted": r.branch_deleted,
+                    "discarded": r.discarded,
+                    "by": by,
+                })
+            }
+        };
         inner.live.remove(run_ref);
         inner.marks.forget_run(run_ref)?;
-        self.record(
-            &mut inner,
-            run_ref,
-            kinds::CLEANED,
-            json!({"worktree": "none", "by": by}),
-        )?;
-        Ok(self.view(&inner, run_ref, None))
+        self.record(&mut inner, run_ref, kinds::CLEANED, fields.clone())?;
+        let mut v = self.view(&inner, run_ref, None);
+        v["cleaned"] = fields;
+        Ok(v)
     }
 
     /// Deletes a cleaned run's record and its transcripts.

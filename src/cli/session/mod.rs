@@ -86,11 +86,8 @@ pub enum SessionCommand {
     Archive(RefArgs),
     /// Unarchive the run. Idempotent.
     Unarchive(RefArgs),
-    /// Release a run that is not live; only delete remains afterwards.
-    ///
-    /// Its marks are dropped and the server lets go of its output. Exit 1 (409) on a live
-    /// run: stop it first.
-    Cleanup(RefArgs),
+    Diff(DiffArgs),
+    Cleanup(CleanupArgs),
     /// Delete a cleaned run's record and transcripts (needs an admin token).
     ///
     /// Exit 1 (409) when the run was not cleaned up first. The ledger keeps its history.
@@ -118,8 +115,19 @@ pub struct RefArgs {
 /// Words after `--` are the first prompt: a first turn on a pipe run; on a PTY run they are
 /// typed, followed by Enter.
 ///
-/// Prints the run's ref and state; exit 1 when the server refused or the tool failed to
-/// launch (with the reason).
+/// With --worktree the tool works in a new git worktree on a new branch
+/// (proctor/<run-ref>) of the workspace's repository, under the home's worktrees folder:
+/// the workspace must be a registered workspace (`proctor workspace add`) at the root of a
+/// git repository with a commit, writable, whose git config names no filter or include,
+/// and its setup command must be approved (or --no-setup). --from starts it at a local
+/// branch or a full commit id instead of the workspace's current commit; nothing else
+/// moves. See docs/worktrees.md.
+///
+/// Prints the run's ref and state; exit 1 when the server refused (422 for an unfit
+/// repository or --from value, 409 for an unapproved setup command or project config, 503
+/// when the home cannot hold worktrees) or the tool failed to launch (with the reason).
+///
+/// Example: proctor session start --tool claude --workspace ~/src/app --worktree --from main
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("what").required(true).args(["profile", "tool"])))]
 pub struct StartArgs {
@@ -129,9 +137,18 @@ pub struct StartArgs {
     /// A tool, with its default profile.
     #[arg(long, value_parser = ["claude", "codex", "gemini", "grok", "opencode"])]
     pub tool: Option<String>,
-    /// The folder the tool works in.
+    /// The folder the tool works in, or a registered workspace's ref (ws-0001).
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub workspace: std::path::PathBuf,
+    /// Work in a new git worktree and branch of the workspace's repository.
+    #[arg(long)]
+    pub worktree: bool,
+    /// With --worktree: start at this local branch or full commit id (40 or 64 hex digits).
+    #[arg(long, value_name = "REV", requires = "worktree")]
+    pub from: Option<String>,
+    /// With --worktree: skip the workspace's setup command for this one start.
+    #[arg(long, requires = "worktree")]
+    pub no_setup: bool,
     /// pipe: the tool's stdio protocol (turns, clean interrupts). pty: its interactive
     /// terminal form, for `attach`.
     #[arg(long, default_value = "pipe", value_parser = ["pipe", "pty"])]
@@ -145,6 +162,63 @@ pub struct StartArgs {
     /// The first prompt (after `--`).
     #[arg(last = true, value_name = "PROMPT")]
     pub prompt: Vec<String>,
+}
+
+/// What a worktree run's branch changed since it left the workspace's current commit.
+///
+/// Lists the changed paths (A added, D deleted, M modified, T type changed) between the
+/// merge base of the branch tip and the workspace's current commit (base) and the branch
+/// tip (head). Only committed work shows: uncommitted files in the worktree do not. At most
+/// 200 paths are listed; a footer says when there are more.
+///
+/// With --path P, prints P's text at base and at head instead (each cut at 64 KiB; a
+/// binary file shows no text). Everything from the repository is printed through the
+/// sanitiser.
+///
+/// Exit 1 when the server refuses: 404 for a run without a worktree or a path the branch
+/// did not change, 409 when the branch is gone or shares no history with the workspace,
+/// 413 for a file over 16 MiB.
+///
+/// Example: proctor session diff run-0003 --path src/main.rs
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// Show this path's text at base and at head.
+    #[arg(long, value_name = "P")]
+    pub path: Option<String>,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Release a run that is not live; only delete remains afterwards.
+///
+/// Its marks are dropped and the server lets go of its output. A worktree run is released
+/// only when nothing would be lost: its branch is merged into the workspace's current
+/// branch, the worktree is on that branch, and it has no uncommitted file. The worktree
+/// and its (merged) branch are then removed. Otherwise the server refuses (exit 1, 409)
+/// naming every reason, and the run stays.
+///
+/// --discard-worktree removes the worktree and its branch anyway (the branch's tip is
+/// recorded in the ledger), or, for a worktree this machine can no longer reach, releases
+/// the run and leaves it where it is.
+///
+/// Exit 1 (409) on a live run: stop it first.
+///
+/// Example: proctor session cleanup run-0003 --discard-worktree
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// Remove the worktree and its branch even with unmerged or uncommitted work.
+    #[arg(long)]
+    pub discard_worktree: bool,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// List runs, newest first, your pinned runs on top.
@@ -298,16 +372,8 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         }
         SessionCommand::Archive(a) => archive(&c, a, Method::POST),
         SessionCommand::Unarchive(a) => archive(&c, a, Method::DELETE),
-        SessionCommand::Cleanup(a) => {
-            let v = post(&c, &a.run, "cleanup", None)?;
-            report(a.json, &v, || {
-                format!(
-                    "{} cleaned up (state {}); only delete remains",
-                    s(&v, "ref", 32),
-                    s(&v, "state", 16)
-                )
-            })
-        }
+        SessionCommand::Diff(a) => diff(&c, a),
+        SessionCommand::Cleanup(a) => cleanup(&c, a),
         SessionCommand::Delete(a) => {
             let run_ref = normalise_ref(&a.run)?;
             let v = call(&c, Method::DELETE, &run_path(&run_ref, ""), None)?;
@@ -400,11 +466,40 @@ pub(crate) fn terminal_size() -> Option<(u16, u16)> {
 // Verbs
 // ---------------------------------------------------------------------------------------------
 
+/// True for a registered workspace's ref (`ws-` and digits).
+fn is_workspace_ref(p: &std::path::Path) -> bool {
+    p.to_str()
+        .and_then(|s| s.strip_prefix("ws-"))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
-    let workspace = std::fs::canonicalize(&a.workspace).map_err(|e| {
+    // `ws-0001` names a registered workspace, unless a folder of that name is here.
+    let workspace = if is_workspace_ref(&a.workspace) && !a.workspace.exists() {
+        a.workspace.to_string_lossy().into_owned()
+    } else {
+        workspace_path(&a.workspace)?
+    };
+    let pty = a.transport == "pty";
+    let mut body = json!({"transport": a.transport, "workspace": workspace});
+    if a.worktree {
+        body["worktree"] = json!(true);
+        if let Some(from) = &a.from {
+            body["worktree_from"] = json!(from);
+        }
+        if a.no_setup {
+            body["no_setup"] = json!(true);
+        }
+    }
+    start_with(c, a, body, pty)
+}
+
+/// The absolute, canonical path of the workspace folder, as UTF-8.
+fn workspace_path(raw: &std::path::Path) -> anyhow::Result<String> {
+    let workspace = std::fs::canonicalize(raw).map_err(|e| {
         UsageError::new(format!(
             "workspace {}: {e}; give an existing folder with --workspace DIR",
-            show_path(&a.workspace)
+            show_path(raw)
         ))
     })?;
     if !workspace.is_dir() {
@@ -419,8 +514,10 @@ fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
             show_path(&workspace)
         ))
     })?;
-    let pty = a.transport == "pty";
-    let mut body = json!({"transport": a.transport, "workspace": workspace});
+    Ok(workspace.to_string())
+}
+
+fn start_with(c: &Client, a: StartArgs, mut body: Value, pty: bool) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.profile {
         body["profile"] = json!(p);
     }
@@ -454,6 +551,15 @@ fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
             s(&v, "workspace", usize::MAX),
             s(&v, "state", 16)
         );
+        if let Some(w) = v["worktree"].as_object() {
+            let f = |k: &str| text::one_line(w.get(k).and_then(Value::as_str).unwrap_or("-"), 300);
+            println!(
+                "worktree: branch {} at {} (of {})",
+                f("branch"),
+                f("base"),
+                f("repo")
+            );
+        }
         if failed {
             println!("launch failed: {}", s(&v, "reason", usize::MAX));
         } else if pty {
@@ -586,6 +692,18 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
     line("profile", s(&v, "profile", usize::MAX));
     line("transport", s(&v, "transport", 8));
     line("workspace", s(&v, "workspace", usize::MAX));
+    if let Some(w) = v["worktree"].as_object() {
+        let f = |k: &str| text::one_line(w.get(k).and_then(Value::as_str).unwrap_or("-"), 300);
+        line(
+            "worktree",
+            format!(
+                "branch {} from {} (repository {})",
+                f("branch"),
+                f("base"),
+                f("repo")
+            ),
+        );
+    }
     let mut state = s(&v, "state", 16);
     if let Some(g) = v["generation"].as_u64() {
         state.push_str(&format!(" (generation {g}"));
@@ -781,6 +899,140 @@ fn resume(c: &Client, a: ResumeArgs) -> anyhow::Result<ExitCode> {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+fn diff(c: &Client, a: DiffArgs) -> anyhow::Result<ExitCode> {
+    let run_ref = normalise_ref(&a.run)?;
+    let Some(p) = &a.path else {
+        let v = call(c, Method::GET, &run_path(&run_ref, "diff"), None)?;
+        return report(a.json, &v, || diff_listing(&v));
+    };
+    let v = call(
+        c,
+        Method::GET,
+        &format!(
+            "{}?path={}",
+            run_path(&run_ref, "diff/file"),
+            percent_encode(p)
+        ),
+        None,
+    )?;
+    report(a.json, &v, || diff_texts(&v))
+}
+
+/// A query value: every byte but the unreserved ones (RFC 3986) as %XX.
+fn percent_encode(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The human form of `GET …/diff`.
+fn diff_listing(v: &Value) -> String {
+    let mut out = format!(
+        "{} branch {}\nbase {}\nhead {}\n",
+        s(v, "run_ref", 32),
+        s(v, "branch", 200),
+        s(v, "base", 64),
+        s(v, "head", 64)
+    );
+    let files = v["files"].as_array().cloned().unwrap_or_default();
+    if files.is_empty() {
+        out.push_str("no committed change since base\n");
+    }
+    for f in &files {
+        out.push_str(&format!(
+            "{:<2} {}\n",
+            s(f, "status", 2),
+            s(f, "path", usize::MAX)
+        ));
+    }
+    if v["truncated"].as_bool() == Some(true) {
+        out.push_str(&format!(
+            "({} of {} paths shown)\n",
+            files.len(),
+            v["total"].as_u64().unwrap_or(0)
+        ));
+    }
+    out.trim_end().to_string()
+}
+
+/// The human form of `GET …/diff/file`: each side's text, sanitised.
+fn diff_texts(v: &Value) -> String {
+    let side = |name: &str, at: &str| {
+        let size = v[format!("{name}_size")].as_u64();
+        let mut head = format!("=== {at} {} ", s(v, at, 64));
+        match size {
+            None => head.push_str("(absent)"),
+            Some(n) => head.push_str(&format!("({n} bytes")),
+        }
+        if size.is_some() {
+            if v[format!("{name}_binary")].as_bool() == Some(true) {
+                head.push_str(", binary: no text shown");
+            }
+            if v[format!("{name}_clipped")].as_bool() == Some(true) {
+                head.push_str(", cut at 64 KiB");
+            }
+            head.push(')');
+        }
+        let body = text::multi_line(v[name].as_str().unwrap_or(""));
+        if body.is_empty() {
+            head
+        } else {
+            format!("{head}\n{}", body.trim_end_matches('\n'))
+        }
+    };
+    format!(
+        "{} {} ({}) on branch {}\n{}\n{}",
+        s(v, "run_ref", 32),
+        s(v, "path", usize::MAX),
+        s(v, "status", 2),
+        s(v, "branch", 200),
+        side("original", "base"),
+        side("modified", "head")
+    )
+}
+
+fn cleanup(c: &Client, a: CleanupArgs) -> anyhow::Result<ExitCode> {
+    let body = a
+        .discard_worktree
+        .then(|| json!({"discard_worktree": true}));
+    let v = post(c, &a.run, "cleanup", body)?;
+    report(a.json, &v, || {
+        let mut line = format!(
+            "{} cleaned up (state {}); only delete remains",
+            s(&v, "ref", 32),
+            s(&v, "state", 16)
+        );
+        let done = &v["cleaned"];
+        match done["worktree"].as_str() {
+            Some("removed") => line.push_str(&format!(
+                "\nworktree {} removed; branch {} (tip {}) {}",
+                s(done, "path", usize::MAX),
+                s(done, "branch", 200),
+                s(done, "branch_tip", 64),
+                if done["branch_deleted"].as_bool() == Some(true) {
+                    "deleted"
+                } else {
+                    "was already gone"
+                }
+            )),
+            Some("left_inaccessible") => line.push_str(&format!(
+                "\nworktree {} was inaccessible and is left where it is; branch {} (tip {}) kept",
+                s(done, "path", usize::MAX),
+                s(done, "branch", 200),
+                s(done, "branch_tip", 64)
+            )),
+            _ => {}
+        }
+        line
     })
 }
 
