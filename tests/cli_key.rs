@@ -355,4 +355,18 @@ fn key_routes_have_roles_and_refuse_agents() {
     let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
     assert_eq!(ledger.matches("\"authority.key.registered\"").count(), 1);
     assert_eq!(mode(&s.home.path().join("data/keys.json")), 0o600);
+
+    // `key show` of a key the server does not know, then `key register`, then known.
+    let path = key_path(s.home.path());
+    let mine = proctor::authority::keys::generate(&path, PASSPHRASE.as_bytes()).unwrap();
+    assert_eq!(s.home.json(&["key", "show", "--json"])["registered"], false);
+    let text = s.home.ok(&["key", "show"]);
+    assert!(text.contains("NOT registered"), "{text}");
+    let out = s.home.ok(&["key", "register"]);
+    assert!(out.contains(&mine.key_id_line()), "{out}");
+    assert!(out.contains("registered with the server"), "{out}");
+    assert!(!out.contains("already"), "{out}");
+    assert_eq!(s.home.json(&["key", "show", "--json"])["registered"], true);
+    let out = s.home.ok(&["key", "register"]);
+    assert!(out.contains("already registered"), "{out}");
 }

@@ -256,7 +256,11 @@ pub fn check_passphrase(passphrase: &[u8]) -> Result<(), KeyError> {
 pub fn encrypt_pem(key: &SigningKey, passphrase: &[u8]) -> Result<Zeroizing<String>, KeyError> {
     let enc = |e: pkcs8::Error| KeyError::Encode(e.to_string());
     // KeypairBytes from a SigningKey carries the public key: a v2 OneAsymmetricKey.
-    let plain = KeypairBytes::from(key).to_pkcs8_der().map_err(enc)?;
+    let mut pair = KeypairBytes::from(key);
+    let plain = pair.to_pkcs8_der();
+    // KeypairBytes does not wipe itself (the ed25519 crate's zeroize feature is off).
+    zeroize::Zeroize::zeroize(&mut pair.secret_key);
+    let plain = plain.map_err(enc)?;
     let info = PrivateKeyInfo::try_from(plain.as_bytes()).map_err(enc)?;
     if info.public_key.is_none() {
         return Err(KeyError::Encode("the public key was not embedded".into()));
@@ -455,13 +459,14 @@ pub fn load(path: &Path, passphrase: &[u8]) -> Result<SigningKey, KeyError> {
         path: path.to_path_buf(),
     };
     let plain = info.decrypt(passphrase).map_err(|_| wrong())?;
-    let pair = KeypairBytes::from_pkcs8_der(plain.as_bytes()).map_err(|_| wrong())?;
+    let mut pair = KeypairBytes::from_pkcs8_der(plain.as_bytes()).map_err(|_| wrong())?;
+    let key = SigningKey::from_bytes(&pair.secret_key);
+    zeroize::Zeroize::zeroize(&mut pair.secret_key);
     let Some(embedded) = pair.public_key.as_ref() else {
         return Err(malformed(
             "no embedded public key (PKCS#8 v1); proctor writes v2".into(),
         ));
     };
-    let key = SigningKey::from_bytes(&pair.secret_key);
     if key.verifying_key().as_bytes() != embedded.as_ref() {
         return Err(KeyError::PublicKeyMismatch {
             path: path.to_path_buf(),

@@ -68,10 +68,15 @@ pub enum KeyCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Register the existing key's public half with the server (after a failed
-    /// registration at generation, or with a new home). Needs no passphrase.
+    /// Register the existing key's public half with the server.
+    ///
+    /// For when registration failed at generation, or the server's data was reset. Reads
+    /// publish.pub (no passphrase needed) and posts it to POST /v1/m/authority/keys (admin,
+    /// person). Prints the key id and whether it was new.
     ///
     /// Exit codes: 0 registered or already known; 1 refused or failed.
+    ///
+    /// Example: proctor key register
     Register,
 }
 

@@ -47,6 +47,7 @@ async fn list_keys(State(s): State<Arc<Shared>>) -> Result<Response, ApiError> {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RegisterKey {
     #[serde(default)]
     public_key_b64: Option<String>,
