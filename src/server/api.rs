@@ -63,6 +63,9 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
     if let Some(role) = super::workspaces_api::workspaces_role(m, route) {
         return Some(role);
     }
+    if let Some(role) = super::evidence_api::evidence_role(m, route) {
+        return Some(role);
+    }
     Some(match (m, route) {
         ("GET", "/v1/server") => Read,
         ("GET", "/v1/whoami") => Read,
@@ -112,6 +115,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .route("/v1/tokens/{id}", delete(revoke_token))
         .nest(super::runs_api::BASE, super::runs_api::routes())
         .merge(super::workspaces_api::routes())
+        .merge(super::evidence_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route("/v1/version", get(version))

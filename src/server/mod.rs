@@ -16,6 +16,7 @@ use crate::home::{Home, HomeError};
 use crate::ledger::{Ledger, LedgerError};
 
 mod api;
+mod evidence_api;
 mod runs_api;
 mod workspaces_api;
 
