@@ -198,7 +198,11 @@ fn wait_pty_size(s: &DemoServer, run: &str, want: (u16, u16)) {
 /// The live pane's inner size (rows, cols) for a screen, as the cockpit lays it out.
 fn live_inner(rows: u16, cols: u16, zoomed: bool) -> (u16, u16) {
     use proctor::tui::ui::{inner, layout};
-    let a = layout(ratatui::layout::Rect::new(0, 0, cols, rows), zoomed);
+    let a = layout(
+        ratatui::layout::Rect::new(0, 0, cols, rows),
+        zoomed,
+        proctor::tui::app::Tab::Sessions,
+    );
     let r = if zoomed { a.live } else { inner(a.live) };
     (r.height, r.width)
 }

@@ -53,6 +53,12 @@ pub enum TtyError {
          Remedy: run the command in the foreground (`fg`)"
     )]
     NotForeground { ours: i32, foreground: i32 },
+    #[error(
+        "the keys this program reads do not come from its controlling terminal (its input is \
+         another device, a file or a pipe); only the terminal a person is typing at can answer. \
+         Remedy: run it yourself in an interactive terminal, without redirecting its input"
+    )]
+    InputNotControlling,
     #[error("aborted at the prompt (Ctrl-C or Ctrl-D); nothing was done")]
     Aborted,
     #[error("the terminal hung up while reading the answer")]
@@ -286,6 +292,30 @@ impl Tty {
 const ESC: u8 = 0x1b;
 /// How long the bytes of one escape sequence may be apart (they arrive together).
 const ESC_FOLLOW_MS: i32 = 50;
+
+/// The checks [`Tty::open`] makes, for a program that reads the keys itself (the cockpit's
+/// publication-approval modal reads them through its own event loop): `/dev/tty` opens
+/// (ENXIO: no controlling terminal), is a terminal, and this process group is its foreground
+/// group; input typed ahead is discarded. In addition `input`, the descriptor the program
+/// reads its keys from, must be that same terminal (a character device with the same device
+/// number): keys then come from the controlling terminal and from nothing else.
+pub fn check_input_terminal(input: RawFd) -> Result<(), TtyError> {
+    let tty = Tty::open()?;
+    let device = |fd: RawFd| -> Option<libc::dev_t> {
+        // SAFETY: fstat writes into the zeroed struct we own; `fd` is only inspected.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return None;
+        }
+        ((st.st_mode & libc::S_IFMT) == libc::S_IFCHR).then_some(st.st_rdev)
+    };
+    // SAFETY: isatty only inspects the descriptor.
+    let is_tty = unsafe { libc::isatty(input) } == 1;
+    match (is_tty, device(input), device(tty.fd())) {
+        (true, Some(ours), Some(controlling)) if ours == controlling => Ok(()),
+        _ => Err(TtyError::InputNotControlling),
+    }
+}
 
 /// Puts the terminal in the prompt's mode and restores the saved mode on drop.
 struct RawMode {

@@ -19,6 +19,10 @@ pub enum Action {
     Top,
     Bottom,
     Zoom,
+    ViewSessions,
+    ViewGate,
+    ViewIntents,
+    ViewReceipts,
     Attach,
     NewSession,
     SendInput,
@@ -32,6 +36,7 @@ pub enum Action {
     Archive,
     Cleanup,
     Delete,
+    Approve,
     ToggleArchived,
     ToggleSnoozed,
     ScrollUp,
@@ -40,6 +45,7 @@ pub enum Action {
     ScrollBottom,
     Confirm,
     Refresh,
+    Verify,
 }
 
 /// What an action needs from the caller's token.
@@ -51,7 +57,7 @@ pub enum Needs {
 }
 
 impl Action {
-    pub const ALL: [Action; 35] = [
+    pub const ALL: [Action; 41] = [
         Action::Quit,
         Action::Help,
         Action::Palette,
@@ -66,6 +72,10 @@ impl Action {
         Action::Top,
         Action::Bottom,
         Action::Zoom,
+        Action::ViewSessions,
+        Action::ViewGate,
+        Action::ViewIntents,
+        Action::ViewReceipts,
         Action::Attach,
         Action::NewSession,
         Action::SendInput,
@@ -79,6 +89,7 @@ impl Action {
         Action::Archive,
         Action::Cleanup,
         Action::Delete,
+        Action::Approve,
         Action::ToggleArchived,
         Action::ToggleSnoozed,
         Action::ScrollUp,
@@ -87,6 +98,7 @@ impl Action {
         Action::ScrollBottom,
         Action::Confirm,
         Action::Refresh,
+        Action::Verify,
     ];
 
     /// The name used in keymap files and the palette (kebab-case).
@@ -106,6 +118,10 @@ impl Action {
             Action::Top => "top",
             Action::Bottom => "bottom",
             Action::Zoom => "zoom",
+            Action::ViewSessions => "view-sessions",
+            Action::ViewGate => "view-gate",
+            Action::ViewIntents => "view-intents",
+            Action::ViewReceipts => "view-receipts",
             Action::Attach => "attach",
             Action::NewSession => "new-session",
             Action::SendInput => "send-input",
@@ -119,6 +135,7 @@ impl Action {
             Action::Archive => "archive",
             Action::Cleanup => "cleanup",
             Action::Delete => "delete",
+            Action::Approve => "approve-publication",
             Action::ToggleArchived => "toggle-archived",
             Action::ToggleSnoozed => "toggle-snoozed",
             Action::ScrollUp => "scroll-up",
@@ -127,6 +144,7 @@ impl Action {
             Action::ScrollBottom => "scroll-bottom",
             Action::Confirm => "confirm",
             Action::Refresh => "refresh",
+            Action::Verify => "verify-receipts",
         }
     }
 
@@ -151,6 +169,12 @@ impl Action {
             Action::Top => "go to the first item",
             Action::Bottom => "go to the last item",
             Action::Zoom => "zoom the live terminal to the full screen, or back",
+            Action::ViewSessions => "show the sessions with the live terminal",
+            Action::ViewGate => {
+                "show the gate of the focused run's candidate: what blocks it, and why"
+            }
+            Action::ViewIntents => "show the publication intents",
+            Action::ViewReceipts => "show the receipts and whether they verify",
             Action::Attach => "type into the session (the prefix key comes back)",
             Action::NewSession => "start a new session",
             Action::SendInput => "send a line of input to the session",
@@ -164,6 +188,9 @@ impl Action {
             Action::Archive => "archive or unarchive the session (for everyone)",
             Action::Cleanup => "release a stopped session (admin)",
             Action::Delete => "delete a cleaned session (admin)",
+            Action::Approve => {
+                "authorise the selected intent: type its full revision, then your passphrase"
+            }
             Action::ToggleArchived => "show or hide archived sessions",
             Action::ToggleSnoozed => "show or hide snoozed sessions",
             Action::ScrollUp => "scroll the live terminal back",
@@ -172,6 +199,7 @@ impl Action {
             Action::ScrollBottom => "follow the live output again",
             Action::Confirm => "confirm",
             Action::Refresh => "reload from the server now",
+            Action::Verify => "verify every receipt again now",
         }
     }
 
@@ -186,7 +214,8 @@ impl Action {
             | Action::Stop
             | Action::Resume
             | Action::Rename
-            | Action::Archive => Needs::Write,
+            | Action::Archive
+            | Action::Approve => Needs::Write,
             Action::Cleanup | Action::Delete => Needs::Admin,
             _ => Needs::Read,
         }

@@ -3,7 +3,8 @@
 //! ([`super::event_loop`]) carries out, and every answer comes back as a [`Msg`]. That keeps
 //! the whole behaviour testable without a terminal or a server.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use hyper::Method;
@@ -12,12 +13,15 @@ use ratatui::layout::Rect;
 use serde_json::{Value, json};
 
 use super::action::{Action, Needs};
+use super::approval::ApprovalEvent;
 use super::data::{Counts, EventItem, RUNS, RunView, RunsPage, WhoAmI};
+use super::evidence::{self as ev, CandidateView, GateView, IntentView, ReceiptItem, Verification};
 use super::keymap::{Context, Keymap};
 use super::keys::{InputModes, encode_key, encode_paste};
 use super::theme::Theme;
 use super::vt::{PipeLog, VtTerm};
 use super::widgets::Outcome;
+use super::widgets::approval::{Approval, Step};
 use super::widgets::confirm::Confirm;
 use super::widgets::duration::SnoozePicker;
 use super::widgets::help::Help;
@@ -25,7 +29,7 @@ use super::widgets::input::TextInput;
 use super::widgets::new_session::{Field, NewSessionForm};
 use super::widgets::palette::Palette;
 use super::widgets::prompt::{Prompt, run_name_validator};
-use crate::auth::Role as TokenRole;
+use crate::auth::{Principal, Role as TokenRole};
 use crate::text;
 
 /// How many terminals of sessions focused earlier are kept (their history, and the seq to
@@ -38,24 +42,73 @@ pub enum Pane {
     Sessions,
     Live,
     Events,
+    /// The gate of the focused run's candidate (in the Gate view, where the live terminal
+    /// is in the Sessions view).
+    Gate,
+    Intents,
+    Receipts,
 }
 
-/// The top-level views. Only the ones that exist are shown as tabs; the tab bar appears
-/// once there is more than one (tribunal seats, receipts and rig locks come with the issues
-/// that build them).
+/// The top-level views. Only the ones that exist are shown as tabs (tribunal seats and rig
+/// locks come with the issues that build them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
+    /// The sessions list, the live terminal, the events.
     Sessions,
+    /// The sessions list, the gate of the focused run's candidate, the events.
+    Gate,
+    /// The publication intents.
+    Intents,
+    /// The receipts and whether they verify.
+    Receipts,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 1] = [Tab::Sessions];
+    pub const ALL: [Tab; 4] = [Tab::Sessions, Tab::Gate, Tab::Intents, Tab::Receipts];
 
     pub fn title(self) -> &'static str {
         match self {
             Tab::Sessions => "Sessions",
+            Tab::Gate => "Gate",
+            Tab::Intents => "Intents",
+            Tab::Receipts => "Receipts",
         }
     }
+
+    /// The action that shows it.
+    pub fn action(self) -> Action {
+        match self {
+            Tab::Sessions => Action::ViewSessions,
+            Tab::Gate => Action::ViewGate,
+            Tab::Intents => Action::ViewIntents,
+            Tab::Receipts => Action::ViewReceipts,
+        }
+    }
+
+    /// The panes Tab cycles through, the first one focused when the view opens.
+    pub fn panes(self) -> &'static [Pane] {
+        match self {
+            Tab::Sessions => &[Pane::Sessions, Pane::Live, Pane::Events],
+            Tab::Gate => &[Pane::Gate, Pane::Sessions, Pane::Events],
+            Tab::Intents => &[Pane::Intents],
+            Tab::Receipts => &[Pane::Receipts],
+        }
+    }
+}
+
+/// What the evidence task should fetch besides the lists: the receipts while their view is
+/// shown, and the gate of the candidate the Gate view shows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ViewWatch {
+    pub receipts: bool,
+    pub gate: Option<String>,
+}
+
+/// Where a receipt's verification stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyState {
+    Pending,
+    Done(Verification),
 }
 
 /// What a status line message is.
@@ -111,6 +164,9 @@ pub enum Modal {
         run: String,
         dialog: Confirm,
     },
+    /// The publication approval: the flow's text, the typed revision, the masked
+    /// passphrase, the outcome.
+    Approval(Box<Approval>),
 }
 
 /// Where keys go.
@@ -223,6 +279,14 @@ pub enum Effect {
     Refresh,
     /// The run whose events the data task fetches.
     WatchEvents(Option<String>),
+    /// What the evidence task fetches besides its lists.
+    WatchView(ViewWatch),
+    /// Verify these receipts (one after the other).
+    Verify(Vec<ReceiptItem>),
+    /// Start the approval flow of an intent (on its own thread).
+    Approve {
+        intent: String,
+    },
 }
 
 /// One event of a live stream.
@@ -262,6 +326,20 @@ pub enum Msg {
         result: Result<Value, String>,
     },
     TypeFailed(String),
+    /// Every bound candidate.
+    Candidates(Result<Vec<CandidateView>, String>),
+    /// One candidate's gate.
+    Gate {
+        candidate: String,
+        result: Result<GateView, String>,
+    },
+    Intents(Result<Vec<IntentView>, String>),
+    Receipts(Result<Vec<ReceiptItem>, String>),
+    Verified {
+        id: String,
+        verification: Verification,
+    },
+    Approval(ApprovalEvent),
 }
 
 /// The whole state.
@@ -310,6 +388,29 @@ pub struct App {
     pub profiles: Vec<String>,
     pub workspace: String,
 
+    /// The latest bound candidate of each run, and the gates heard of (by candidate).
+    pub candidates: BTreeMap<String, CandidateView>,
+    pub gates: HashMap<String, Result<GateView, String>>,
+    pub evidence_error: Option<String>,
+    /// The candidate the Gate view shows when chosen explicitly (from an intent); otherwise
+    /// it follows the focused run.
+    pub gate_for: Option<String>,
+    pub gate_scroll: usize,
+    pub gate_rows: usize,
+    /// Publication intents, newest first.
+    pub intents: Option<Result<Vec<IntentView>, String>>,
+    pub intent_selected: Option<String>,
+    pub intent_offset: usize,
+    /// Receipts, newest first, and what verifying them said.
+    pub receipts: Option<Result<Vec<ReceiptItem>, String>>,
+    pub receipt_selected: Option<String>,
+    pub receipt_offset: usize,
+    pub verifications: HashMap<String, VerifyState>,
+    pub page_rows: usize,
+    /// The operator's publish key (the approval dialog decrypts it).
+    pub key_path: Option<PathBuf>,
+    last_watch: Option<ViewWatch>,
+
     pub now: DateTime<Utc>,
     pub quit: bool,
     pub dirty: bool,
@@ -355,6 +456,22 @@ impl App {
                 .map(|t| t.name().to_string())
                 .collect(),
             workspace: String::new(),
+            candidates: BTreeMap::new(),
+            gates: HashMap::new(),
+            evidence_error: None,
+            gate_for: None,
+            gate_scroll: 0,
+            gate_rows: 10,
+            intents: None,
+            intent_selected: None,
+            intent_offset: 0,
+            receipts: None,
+            receipt_selected: None,
+            receipt_offset: 0,
+            verifications: HashMap::new(),
+            page_rows: 10,
+            key_path: None,
+            last_watch: None,
             now: Utc::now(),
             quit: false,
             dirty: true,
@@ -386,10 +503,47 @@ impl App {
             Needs::Write => TokenRole::Write,
             Needs::Admin => TokenRole::Admin,
         };
-        who.role >= need
+        who.role >= need && !(action == Action::Approve && who.principal == Principal::Agent)
+    }
+
+    /// Why the token cannot perform `action`, for the palette and the status line.
+    pub fn refusal(&self, action: Action) -> Option<String> {
+        if self.can(action) {
+            return None;
+        }
+        if action == Action::Approve
+            && self
+                .who
+                .as_ref()
+                .is_some_and(|w| w.principal == Principal::Agent)
+        {
+            return Some("an agent token cannot authorise a publication: a person's".into());
+        }
+        super::widgets::palette::token_refusal(action, self.granted())
+    }
+
+    /// The most a token of this role may do.
+    fn granted(&self) -> Needs {
+        match self.who.as_ref().map(|w| w.role) {
+            Some(TokenRole::Read) => Needs::Read,
+            Some(TokenRole::Write) => Needs::Write,
+            _ => Needs::Admin,
+        }
     }
 
     fn refuse(&mut self, action: Action) {
+        if action == Action::Approve
+            && self
+                .who
+                .as_ref()
+                .is_some_and(|w| w.principal == Principal::Agent)
+        {
+            self.error(
+                "approve-publication needs a person's token: an agent identity cannot authorise \
+                 a publication (set PROCTOR_TOKEN to a person's write token)",
+            );
+            return;
+        }
         let role = self.who.as_ref().map_or("?", |w| w.role.as_str());
         let need = match action.needs() {
             Needs::Read => "read",
@@ -505,6 +659,8 @@ impl App {
         if self.view.is_empty() {
             return;
         }
+        // Moving in the list: the Gate view follows the focused run again.
+        self.gate_for = None;
         let i = i.min(self.view.len() - 1);
         self.selected = Some(self.runs[self.view[i]].run_ref.clone());
         self.sync_focus();
@@ -528,6 +684,136 @@ impl App {
     /// from where it stopped when the server still holds that output), or opens a new one.
     /// A resume (new generation) or a run that became live reopens the stream.
     pub fn sync_focus(&mut self) {
+        self.sync_live();
+        self.watch_view();
+    }
+
+    /// The candidate the Gate view shows: the one chosen from an intent or a receipt, else
+    /// the focused run's latest.
+    pub fn gate_candidate(&self) -> Option<String> {
+        if let Some(c) = &self.gate_for {
+            return Some(c.clone());
+        }
+        let run = self.selected.as_deref()?;
+        self.candidates.get(run).map(|c| c.id.clone())
+    }
+
+    /// Tells the evidence task what the current view needs, when that changed.
+    fn watch_view(&mut self) {
+        let w = ViewWatch {
+            receipts: self.tab == Tab::Receipts,
+            gate: if self.tab == Tab::Gate {
+                self.gate_candidate()
+            } else {
+                None
+            },
+        };
+        if self.last_watch.as_ref() != Some(&w) {
+            self.last_watch = Some(w.clone());
+            self.push(Effect::WatchView(w));
+        }
+    }
+
+    /// Shows a view; its first pane takes the focus.
+    pub fn show_tab(&mut self, tab: Tab) {
+        self.dirty = true;
+        if self.tab != tab {
+            self.tab = tab;
+            self.zoomed = false;
+            self.gate_scroll = 0;
+        }
+        self.focus = tab.panes()[0];
+        self.watch_view();
+    }
+
+    /// The intents, newest first (empty before the first answer).
+    pub fn intent_list(&self) -> &[IntentView] {
+        match &self.intents {
+            Some(Ok(v)) => v,
+            _ => &[],
+        }
+    }
+
+    /// The selected intent: the one chosen, else the newest.
+    pub fn selected_intent(&self) -> Option<&IntentView> {
+        let list = self.intent_list();
+        self.intent_selected
+            .as_deref()
+            .and_then(|id| list.iter().find(|i| i.id == id))
+            .or_else(|| list.first())
+    }
+
+    /// How many intents await a person's authority.
+    pub fn awaiting_authority(&self) -> usize {
+        self.intent_list().iter().filter(|i| i.awaiting()).count()
+    }
+
+    /// The receipts, newest first.
+    pub fn receipt_list(&self) -> &[ReceiptItem] {
+        match &self.receipts {
+            Some(Ok(v)) => v,
+            _ => &[],
+        }
+    }
+
+    pub fn selected_receipt(&self) -> Option<&ReceiptItem> {
+        let list = self.receipt_list();
+        self.receipt_selected
+            .as_deref()
+            .and_then(|id| list.iter().find(|r| r.id == id))
+            .or_else(|| list.first())
+    }
+
+    /// The gate state of a run's latest candidate, as last heard: `None` without a
+    /// candidate; `Some(Err)` when it could not be evaluated; `Some(Ok(None))` before the
+    /// first answer.
+    pub fn run_gate(&self, run: &str) -> Option<Result<Option<ev::GateState>, String>> {
+        let c = self.candidates.get(run)?;
+        Some(match self.gates.get(&c.id) {
+            None => Ok(None),
+            Some(Ok(g)) => Ok(Some(g.gate_state())),
+            Some(Err(e)) => Err(e.clone()),
+        })
+    }
+
+    /// Verifies `items` (marked pending until their answer).
+    fn verify(&mut self, items: Vec<ReceiptItem>) {
+        if items.is_empty() {
+            return;
+        }
+        for r in &items {
+            self.verifications
+                .insert(r.id.clone(), VerifyState::Pending);
+        }
+        self.push(Effect::Verify(items));
+    }
+
+    fn move_in<T>(
+        list: &[T],
+        id_of: impl Fn(&T) -> &str,
+        current: Option<&str>,
+        action: Action,
+        page: usize,
+    ) -> Option<String> {
+        if list.is_empty() {
+            return None;
+        }
+        let cur = current
+            .and_then(|id| list.iter().position(|x| id_of(x) == id))
+            .unwrap_or(0);
+        let last = list.len() - 1;
+        let i = match action {
+            Action::Up => cur.saturating_sub(1),
+            Action::Down => (cur + 1).min(last),
+            Action::PageUp => cur.saturating_sub(page.max(1)),
+            Action::PageDown => (cur + page.max(1)).min(last),
+            Action::Top => 0,
+            _ => last,
+        };
+        Some(id_of(&list[i]).to_string())
+    }
+
+    fn sync_live(&mut self) {
         let want = self.selected_run().map(|r| {
             (
                 r.tool.clone(),
@@ -729,6 +1015,92 @@ impl App {
             Msg::TypeFailed(e) => {
                 self.error(format!("typing into the session failed: {e}"));
             }
+            Msg::Candidates(Ok(list)) => {
+                self.evidence_error = None;
+                self.candidates = ev::latest_by_run(&list);
+                let live: HashSet<&str> = list.iter().map(|c| c.id.as_str()).collect();
+                self.gates.retain(|id, _| live.contains(id.as_str()));
+                self.watch_view();
+            }
+            Msg::Candidates(Err(e)) => self.evidence_error = Some(text::one_line(&e, 300)),
+            Msg::Gate { candidate, result } => {
+                self.gates.insert(candidate, result);
+            }
+            Msg::Intents(result) => {
+                self.intents = Some(result.map(|mut v| {
+                    v.sort_by_key(|i| std::cmp::Reverse(ev::id_number(&i.id)));
+                    v
+                }));
+            }
+            Msg::Receipts(result) => {
+                let result = result.map(|mut v| {
+                    v.sort_by_key(|r| std::cmp::Reverse(ev::id_number(&r.id)));
+                    v
+                });
+                // New receipts (and ones written since they were reserved) are verified once;
+                // `v` verifies them all again.
+                let fresh: Vec<ReceiptItem> = match &result {
+                    Ok(items) => items
+                        .iter()
+                        .filter(|r| {
+                            let known = self.receipt_list().iter().find(|o| o.id == r.id);
+                            !self.verifications.contains_key(&r.id)
+                                || known.is_some_and(|o| o != *r)
+                        })
+                        .cloned()
+                        .collect(),
+                    Err(_) => Vec::new(),
+                };
+                self.receipts = Some(result);
+                self.verify(fresh);
+            }
+            Msg::Verified { id, verification } => {
+                self.verifications
+                    .insert(id, VerifyState::Done(verification));
+            }
+            Msg::Approval(event) => self.on_approval(event),
+        }
+    }
+
+    /// What the approval flow says, for its dialog.
+    fn on_approval(&mut self, event: ApprovalEvent) {
+        let dialog = match &mut self.mode {
+            Mode::Modal(m) => match &mut **m {
+                Modal::Approval(a) => Some(a),
+                _ => None,
+            },
+            _ => None,
+        };
+        match event {
+            ApprovalEvent::Show(t) => {
+                if let Some(a) = dialog {
+                    a.show(t);
+                }
+            }
+            ApprovalEvent::Ask {
+                field,
+                prompt,
+                reply,
+            } => match dialog {
+                Some(a) => a.ask(field, prompt, reply),
+                None => {
+                    reply.send(Err(crate::publish::approve::PromptError::Aborted));
+                }
+            },
+            ApprovalEvent::Done(outcome) => {
+                match dialog {
+                    Some(a) => a.done(outcome),
+                    None => match outcome {
+                        crate::publish::approve::Outcome::Published { intent, .. } => {
+                            self.success(format!("{} published", text::one_line(&intent, 20)))
+                        }
+                        crate::publish::approve::Outcome::Refused { code, message, .. } => {
+                            self.error(format!("approval refused ({code}): {message}"))
+                        }
+                    },
+                }
+                self.push(Effect::Refresh);
+            }
         }
     }
 
@@ -906,12 +1278,19 @@ impl App {
         use ratatui::crossterm::event::{MouseButton, MouseEventKind};
         let pos = ratatui::layout::Position::new(m.column, m.row);
         let a = self.areas;
+        let middle = if self.tab == Tab::Gate {
+            Pane::Gate
+        } else {
+            Pane::Live
+        };
         let pane = if a.zoomed {
             a.live.contains(pos).then_some(Pane::Live)
+        } else if a.main.contains(pos) {
+            Some(self.tab.panes()[0])
         } else if a.sessions.contains(pos) {
             Some(Pane::Sessions)
         } else if a.live.contains(pos) {
-            Some(Pane::Live)
+            Some(middle)
         } else if a.events.contains(pos) {
             Some(Pane::Events)
         } else {
@@ -958,6 +1337,8 @@ impl App {
                 Modal::Palette(p) => p.handle_paste(pasted),
                 Modal::Snooze { picker, .. } => picker.handle_paste(pasted),
                 Modal::NewSession { form, .. } => form.handle_paste(pasted),
+                // Never into the revision or the passphrase.
+                Modal::Approval(a) => a.handle_paste(),
                 Modal::Help(_) | Modal::Confirm { .. } => {}
             },
             Mode::Filter => {
@@ -1008,6 +1389,9 @@ impl App {
                     Pane::Sessions => Context::Sessions,
                     Pane::Live => Context::Live,
                     Pane::Events => Context::Events,
+                    Pane::Gate => Context::Gate,
+                    Pane::Intents => Context::Intents,
+                    Pane::Receipts => Context::Receipts,
                 };
                 vec![pane, Context::Global]
             }
@@ -1058,6 +1442,10 @@ impl App {
     /// back unless it closed).
     fn on_modal_key(&mut self, m: Modal, key: &KeyEvent, contexts: &[Context]) {
         match m {
+            Modal::Approval(mut a) => match a.handle_key(key) {
+                Step::Continue => self.open(Modal::Approval(a)),
+                Step::Close => {}
+            },
             Modal::Help(mut h) => {
                 if h.handle_key(key, &self.keymap) == Outcome::Continue {
                     self.open(Modal::Help(h));
@@ -1277,36 +1665,105 @@ impl App {
                         p.set_unavailable(a, "no session selected");
                     }
                 }
+                if let Some(why) = self.refusal(Action::Approve) {
+                    p.set_unavailable(Action::Approve, why);
+                } else if self.approve_target().is_err() {
+                    p.set_unavailable(Action::Approve, "no intent awaits authority here");
+                }
                 p.set_unavailable(Action::Palette, "the palette is open");
                 self.open(Modal::Palette(p));
             }
             Action::Filter => {
+                if !matches!(self.tab, Tab::Sessions | Tab::Gate) {
+                    self.show_tab(Tab::Sessions);
+                }
                 self.mode = Mode::Filter;
                 self.focus = Pane::Sessions;
             }
             Action::Escape => {
+                let first = self.tab.panes()[0];
                 if self.zoomed {
                     self.zoomed = false;
                 } else if !self.filter.is_empty() {
                     self.filter.set("");
                     self.refilter();
-                } else if self.focus != Pane::Sessions {
-                    self.focus = Pane::Sessions;
+                } else if self.focus != first {
+                    self.focus = first;
+                } else if self.tab != Tab::Sessions {
+                    self.show_tab(Tab::Sessions);
                 }
             }
             Action::FocusNext | Action::FocusPrev => {
                 if self.zoomed {
                     return;
                 }
-                let order = [Pane::Sessions, Pane::Live, Pane::Events];
+                // The Gate view of a narrow screen has no events pane.
+                let narrow_gate = self.tab == Tab::Gate && self.areas.events.is_empty();
+                let order: Vec<Pane> = self
+                    .tab
+                    .panes()
+                    .iter()
+                    .copied()
+                    .filter(|p| !(narrow_gate && *p == Pane::Events))
+                    .collect();
+                let n = order.len();
                 let i = order.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let j = if action == Action::FocusNext {
-                    (i + 1) % 3
+                    (i + 1) % n
                 } else {
-                    (i + 2) % 3
+                    (i + n - 1) % n
                 };
                 self.focus = order[j];
             }
+            Action::ViewSessions => self.show_tab(Tab::Sessions),
+            Action::ViewIntents => self.show_tab(Tab::Intents),
+            Action::ViewReceipts => self.show_tab(Tab::Receipts),
+            Action::ViewGate => {
+                // From an intent or a receipt: that candidate; else the focused run's.
+                let chosen = match self.tab {
+                    Tab::Intents => self.selected_intent().map(|i| i.candidate.id.clone()),
+                    Tab::Receipts => self
+                        .selected_receipt()
+                        .and_then(|r| r.subject.clone())
+                        .filter(|s| crate::evidence::valid_id(s, "cand-")),
+                    _ => None,
+                };
+                if chosen.is_some() {
+                    self.gate_for = chosen;
+                }
+                self.show_tab(Tab::Gate);
+            }
+            Action::Verify => {
+                let all = self.receipt_list().to_vec();
+                if all.is_empty() {
+                    self.info("no receipts to verify (4 shows them)");
+                } else {
+                    self.info(format!("verifying {} receipt(s)…", all.len()));
+                    self.verify(all);
+                }
+            }
+            Action::Approve => match self.approve_target() {
+                Err(why) => self.info(why),
+                Ok(intent) => {
+                    match &self.key_path {
+                        Some(p) if p.exists() => {}
+                        Some(p) => {
+                            self.error(format!(
+                                "no publish key at {}: create it with `proctor key generate`, then \
+                                 `proctor key register` (admin)",
+                                p.display()
+                            ));
+                            return;
+                        }
+                        None => {
+                            self.error("no publish key is configured for this home");
+                            return;
+                        }
+                    }
+                    self.open(Modal::Approval(Box::new(Approval::new(intent.clone()))));
+                    self.push(Effect::Approve { intent });
+                }
+            },
             Action::Up
             | Action::Down
             | Action::PageUp
@@ -1318,6 +1775,9 @@ impl App {
             Action::ScrollTop => self.scroll_live(VtTerm::scroll_top, PipeLog::scroll_top),
             Action::ScrollBottom => self.scroll_live(VtTerm::scroll_bottom, PipeLog::scroll_bottom),
             Action::Zoom => {
+                if self.tab != Tab::Sessions {
+                    self.show_tab(Tab::Sessions);
+                }
                 if need_run(self).is_some() {
                     self.zoomed = !self.zoomed;
                     if self.zoomed {
@@ -1450,6 +1910,42 @@ impl App {
         }
     }
 
+    /// The intent the approve action acts on: the selected one in the Intents view; elsewhere
+    /// the newest intent of the focused run that awaits authority. `Err` says why there is
+    /// none.
+    pub fn approve_target(&self) -> Result<String, String> {
+        let it = if self.tab == Tab::Intents {
+            self.selected_intent()
+                .ok_or_else(|| "no publication intent yet".to_string())?
+        } else {
+            let run = self
+                .selected
+                .as_deref()
+                .ok_or_else(|| "no session selected".to_string())?;
+            self.intent_list()
+                .iter()
+                .find(|i| i.run == run && i.awaiting())
+                .ok_or_else(|| {
+                    format!(
+                        "no publication intent of {} awaits authority (3 lists the intents)",
+                        text::one_line(run, 20)
+                    )
+                })?
+        };
+        if !it.awaiting() {
+            let why = it.causes.first().map_or_else(
+                || "only an intent AWAITING_AUTHORITY can be approved".to_string(),
+                |c| text::one_line(c, 200),
+            );
+            return Err(format!(
+                "{} is {}: {why}",
+                text::one_line(&it.id, 20),
+                it.label()
+            ));
+        }
+        Ok(it.id.clone())
+    }
+
     fn scroll_live(&mut self, t: impl FnOnce(&mut VtTerm), p: impl FnOnce(&mut PipeLog)) {
         match self.live.as_mut().map(|s| &mut s.buf) {
             Some(LiveBuf::Pty(term)) => t(term),
@@ -1484,6 +1980,41 @@ impl App {
                     }
                     Action::Top => self.scroll_live(VtTerm::scroll_top, PipeLog::scroll_top),
                     _ => self.scroll_live(VtTerm::scroll_bottom, PipeLog::scroll_bottom),
+                }
+            }
+            Pane::Gate => {
+                let page = self.gate_rows.max(1);
+                self.gate_scroll = match action {
+                    Action::Up => self.gate_scroll.saturating_sub(1),
+                    Action::Down => self.gate_scroll + 1,
+                    Action::PageUp => self.gate_scroll.saturating_sub(page),
+                    Action::PageDown => self.gate_scroll + page,
+                    Action::Top => 0,
+                    _ => usize::MAX / 2,
+                };
+            }
+            Pane::Intents => {
+                let cur = self.selected_intent().map(|i| i.id.clone());
+                if let Some(id) = Self::move_in(
+                    self.intent_list(),
+                    |i| i.id.as_str(),
+                    cur.as_deref(),
+                    action,
+                    self.page_rows,
+                ) {
+                    self.intent_selected = Some(id);
+                }
+            }
+            Pane::Receipts => {
+                let cur = self.selected_receipt().map(|r| r.id.clone());
+                if let Some(id) = Self::move_in(
+                    self.receipt_list(),
+                    |r| r.id.as_str(),
+                    cur.as_deref(),
+                    action,
+                    self.page_rows,
+                ) {
+                    self.receipt_selected = Some(id);
                 }
             }
             Pane::Events => {

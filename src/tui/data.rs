@@ -77,6 +77,9 @@ pub struct RunView {
     pub snoozed_until: Option<String>,
     #[serde(default)]
     pub done: bool,
+    /// The branch of the run's own worktree (`proctor/run-0003`), for a worktree run.
+    #[serde(default)]
+    pub worktree_branch: Option<String>,
 }
 
 /// The lifecycle states (see `docs/api.md`); `Unknown` for a state this client does not know.

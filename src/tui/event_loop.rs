@@ -8,7 +8,15 @@
 //!   run's events;
 //! - the live task streams the focused session: its screen (`GET /screen`), then `attach`
 //!   from the next seq, refetching the screen after a `lag`;
-//! - the typing task sends attached keys in order (keys queued meanwhile go in one request).
+//! - the typing task sends attached keys in order (keys queued meanwhile go in one request);
+//! - the evidence task polls the candidates and the publication intents at the quiet pace
+//!   (every 5 s, at once after an action or a change of view), the receipts while their view
+//!   is shown, the gate of the candidate the Gate view shows at each round, and the gates of
+//!   every run's latest candidate when the candidates change, after an action, and at least
+//!   every 30 s (a gate recomputes a worktree's identity: the server hashes it);
+//! - the verify task verifies receipts one after the other;
+//! - an approval runs the publish flow on a thread of its own (`super::approval`), its
+//!   prompts answered by the approval dialog.
 //!
 //! Messages are drained in batches; a frame is drawn only when something changed, at most
 //! `fps` times a second, inside a synchronized update (terminals that do not know it ignore
@@ -26,14 +34,22 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 
-use super::app::{App, AttachFrom, Effect, LiveEvent, Msg};
+use super::app::{App, AttachFrom, Effect, LiveEvent, Mode, Msg, ViewWatch};
 use super::data::{self, RUNS};
+use super::evidence::{self, ReceiptItem};
 use crate::client::{Client, ClientError};
 
 /// How often the list is polled while it changes.
 pub const POLL: Duration = Duration::from_secs(1);
 /// The slowest pace of a list that stopped changing (an idle cockpit).
 pub const QUIET_POLL_MAX: Duration = Duration::from_secs(5);
+/// How often the gates of every run's latest candidate are evaluated again when nothing asks
+/// sooner.
+pub const GATE_POLL: Duration = Duration::from_secs(30);
+/// The most candidates whose gates one round evaluates (the newest).
+const GATE_LIMIT: usize = 64;
+/// How long the cockpit, on its way out, waits for an approval flow to record its refusal.
+const APPROVAL_GRACE: Duration = Duration::from_secs(10);
 /// How long the live pane's size must stay still before the PTY is resized.
 pub const RESIZE_DEBOUNCE: Duration = Duration::from_millis(150);
 /// Messages waiting for the loop; a full queue makes the streams wait (the server then
@@ -97,6 +113,17 @@ pub async fn run(
     let (type_tx, type_rx) = mpsc::unbounded_channel::<(String, String)>();
     let typing = tokio::spawn(typing_task(client.clone(), tx.clone(), type_rx));
     let mut live: Option<tokio::task::JoinHandle<()>> = None;
+    let evidence_poke = std::sync::Arc::new(Notify::new());
+    let (view_tx, view_rx) = watch::channel::<ViewWatch>(ViewWatch::default());
+    let evidence = tokio::spawn(evidence_task(
+        client.clone(),
+        tx.clone(),
+        evidence_poke.clone(),
+        view_rx,
+    ));
+    let (verify_tx, verify_rx) = mpsc::unbounded_channel::<Vec<ReceiptItem>>();
+    let verifier = tokio::spawn(verify_task(client.clone(), tx.clone(), verify_rx));
+    let mut approving: Option<std::thread::JoinHandle<()>> = None;
 
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -203,9 +230,34 @@ pub async fn run(
                 Effect::Type { run, text } => {
                     let _ = type_tx.send((run, text));
                 }
-                Effect::Refresh => poke.notify_one(),
+                Effect::Refresh => {
+                    poke.notify_one();
+                    evidence_poke.notify_one();
+                }
                 Effect::WatchEvents(run) => {
                     let _ = focus_tx.send(run);
+                }
+                Effect::WatchView(w) => {
+                    let _ = view_tx.send(w);
+                }
+                Effect::Verify(items) => {
+                    let _ = verify_tx.send(items);
+                }
+                Effect::Approve { intent } => {
+                    let running = approving.as_ref().is_some_and(|h| !h.is_finished());
+                    match (&app.key_path, running) {
+                        (_, true) => app.error("an approval is already running"),
+                        (None, _) => app.error("no publish key is configured for this home"),
+                        (Some(key), false) => {
+                            approving = Some(super::approval::spawn(
+                                client.clone(),
+                                key.clone(),
+                                intent,
+                                tx.clone(),
+                                super::approval::terminal_check(libc::STDIN_FILENO),
+                            ));
+                        }
+                    }
                 }
             }
         }
@@ -215,10 +267,131 @@ pub async fn run(
     };
     data.abort();
     typing.abort();
+    evidence.abort();
+    verifier.abort();
     if let Some(h) = live {
         h.abort();
     }
+    // An approval still waiting for an answer: closing its dialog refuses it; the flow then
+    // records the refusal and its receipt. Wait a little for that (not for ever).
+    if let Some(h) = approving {
+        drop(rx);
+        if matches!(app.mode, Mode::Modal(_)) {
+            app.mode = Mode::Normal;
+        }
+        let since = std::time::Instant::now();
+        while !h.is_finished() && since.elapsed() < APPROVAL_GRACE {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     Ok(exit)
+}
+
+async fn evidence_task(
+    client: Client,
+    tx: mpsc::Sender<Msg>,
+    poke: std::sync::Arc<Notify>,
+    mut view: watch::Receiver<ViewWatch>,
+) {
+    // The candidates whose gates the last full round evaluated, and when.
+    let mut known: Vec<String> = Vec::new();
+    let mut last_full: Option<Instant> = None;
+    let mut forced = true;
+    loop {
+        let want = view.borrow_and_update().clone();
+        let cands = evidence::fetch_candidates(&client)
+            .await
+            .map_err(|e| show(&e));
+        let intents = evidence::fetch_intents(&client).await.map_err(|e| show(&e));
+        let receipts = if want.receipts {
+            Some(
+                evidence::fetch_receipts(&client)
+                    .await
+                    .map_err(|e| show(&e)),
+            )
+        } else {
+            None
+        };
+        let mut due: Vec<String> = Vec::new();
+        if let Ok(list) = &cands {
+            let mut latest: Vec<String> = evidence::latest_by_run(list)
+                .into_values()
+                .map(|c| c.id)
+                .collect();
+            latest.sort_by_key(|id| std::cmp::Reverse(evidence::id_number(id)));
+            latest.truncate(GATE_LIMIT);
+            if forced || latest != known || last_full.is_none_or(|t| t.elapsed() >= GATE_POLL) {
+                due.clone_from(&latest);
+                known = latest;
+                last_full = Some(Instant::now());
+            }
+        }
+        if let Some(g) = &want.gate
+            && !due.contains(g)
+        {
+            due.push(g.clone());
+        }
+        for m in [Some(Msg::Candidates(cands)), Some(Msg::Intents(intents))]
+            .into_iter()
+            .chain([receipts.map(Msg::Receipts)])
+            .flatten()
+        {
+            if tx.send(m).await.is_err() {
+                return;
+            }
+        }
+        for id in due {
+            let result = evidence::fetch_gate(&client, &id)
+                .await
+                .map_err(|e| show(&e));
+            if tx
+                .send(Msg::Gate {
+                    candidate: id,
+                    result,
+                })
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        forced = false;
+        tokio::select! {
+            _ = tokio::time::sleep(QUIET_POLL_MAX) => {}
+            _ = poke.notified() => forced = true,
+            r = view.changed() => if r.is_err() { return },
+        }
+    }
+}
+
+async fn verify_task(
+    client: Client,
+    tx: mpsc::Sender<Msg>,
+    mut rx: mpsc::UnboundedReceiver<Vec<ReceiptItem>>,
+) {
+    while let Some(mut items) = rx.recv().await {
+        // Whatever was asked meanwhile joins this batch (each receipt once).
+        while let Ok(more) = rx.try_recv() {
+            for m in more {
+                if !items.iter().any(|i| i.id == m.id) {
+                    items.push(m);
+                }
+            }
+        }
+        for item in items {
+            let verification = evidence::verify_receipt(&client, &item).await;
+            if tx
+                .send(Msg::Verified {
+                    id: item.id.clone(),
+                    verification,
+                })
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
 }
 
 async fn data_task(

@@ -39,6 +39,12 @@ pub enum Context {
     Live,
     /// The events pane has the focus.
     Events,
+    /// The gate view (what blocks the focused run's candidate) has the focus.
+    Gate,
+    /// The publication intents list has the focus.
+    Intents,
+    /// The receipts list has the focus.
+    Receipts,
     /// Attached: every key goes to the session except the prefix.
     Attach,
     /// Any dialog.
@@ -50,11 +56,14 @@ pub enum Context {
 }
 
 impl Context {
-    pub const ALL: [Context; 8] = [
+    pub const ALL: [Context; 11] = [
         Context::Global,
         Context::Sessions,
         Context::Live,
         Context::Events,
+        Context::Gate,
+        Context::Intents,
+        Context::Receipts,
         Context::Attach,
         Context::Modal,
         Context::Palette,
@@ -68,6 +77,9 @@ impl Context {
             Context::Sessions => "sessions",
             Context::Live => "live",
             Context::Events => "events",
+            Context::Gate => "gate",
+            Context::Intents => "intents",
+            Context::Receipts => "receipts",
             Context::Attach => "attach",
             Context::Modal => "modal",
             Context::Palette => "palette",
@@ -86,6 +98,9 @@ impl Context {
             Context::Sessions => "Sessions list",
             Context::Live => "Live terminal",
             Context::Events => "Events",
+            Context::Gate => "Gate",
+            Context::Intents => "Publication intents",
+            Context::Receipts => "Receipts",
             Context::Attach => "Attached",
             Context::Modal => "Dialogs",
             Context::Palette => "Command palette",
@@ -190,7 +205,7 @@ struct Entry {
 /// The loaded keymap: built-in defaults with the operator's file laid over them.
 #[derive(Debug, Clone)]
 pub struct Keymap {
-    contexts: [Vec<Entry>; 8],
+    contexts: [Vec<Entry>; Context::ALL.len()],
     prefix: Key,
 }
 
@@ -198,7 +213,7 @@ pub struct Keymap {
 #[derive(Debug, Default)]
 struct Layer {
     /// Per context: (key, Some(entry) to bind or None to unbind).
-    contexts: [Vec<(Key, Option<Entry>)>; 8],
+    contexts: [Vec<(Key, Option<Entry>)>; Context::ALL.len()],
     prefix: Option<Key>,
 }
 

@@ -46,10 +46,21 @@ pub enum Role {
     Input,
     /// A match of the filter.
     Highlight,
+    /// The gate of a candidate: nothing judged these bytes yet.
+    GateNotStarted,
+    /// A check failed on these bytes.
+    GateCheckFailed,
+    /// What was recorded names other bytes or another policy.
+    GateStale,
+    /// Every check passed; a person has not decided. Must never look like passed: themes
+    /// that style it like `gate_passed` are refused.
+    GateAwaitingHuman,
+    /// A person's publication authorisation for these bytes was spent.
+    GatePassed,
 }
 
 impl Role {
-    pub const ALL: [Role; 25] = [
+    pub const ALL: [Role; 30] = [
         Role::Text,
         Role::Dim,
         Role::Title,
@@ -75,6 +86,11 @@ impl Role {
         Role::Modal,
         Role::Input,
         Role::Highlight,
+        Role::GateNotStarted,
+        Role::GateCheckFailed,
+        Role::GateStale,
+        Role::GateAwaitingHuman,
+        Role::GatePassed,
     ];
 
     /// The key used in theme files (snake_case).
@@ -105,6 +121,11 @@ impl Role {
             Role::Modal => "modal",
             Role::Input => "input",
             Role::Highlight => "highlight",
+            Role::GateNotStarted => "gate_not_started",
+            Role::GateCheckFailed => "gate_check_failed",
+            Role::GateStale => "gate_stale",
+            Role::GateAwaitingHuman => "gate_awaiting_human",
+            Role::GatePassed => "gate_passed",
         }
     }
 

@@ -13,6 +13,9 @@
 //!
 //! `NO_COLOR` (non-empty) removes every colour whatever the theme; the modifiers stay, and
 //! the selected row is always reversed so the selection stays visible.
+//!
+//! Whatever the theme, `gate_awaiting_human` never looks like `gate_passed`: styled alike (or
+//! alike once `NO_COLOR` removed the colours), it is made bold and underlined.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -176,9 +179,11 @@ impl Theme {
         check_name(name, "the theme setting")?;
         let mut chain = Vec::new();
         let specs = resolve(name, config_dir, None, &mut chain)?;
+        let mut styles = specs.map(Spec::style);
+        keep_awaiting_apart(&mut styles);
         Ok(Theme {
             name: name.to_owned(),
-            styles: specs.map(Spec::style),
+            styles,
             colors: true,
         })
     }
@@ -208,8 +213,22 @@ impl Theme {
         let selected = &mut self.styles[Role::Selected as usize];
         selected.add_modifier |= Modifier::REVERSED;
         selected.sub_modifier -= Modifier::REVERSED;
+        // Without colours, awaiting a decision must still not look like passed.
+        keep_awaiting_apart(&mut self.styles);
         self.colors = false;
         self
+    }
+}
+
+/// Awaiting a person's decision never looks like passed: when a theme (or the loss of its
+/// colours under `NO_COLOR`) styles `gate_awaiting_human` exactly like `gate_passed`, the
+/// former is made bold and underlined.
+fn keep_awaiting_apart(styles: &mut [Style; ROLES]) {
+    let (awaiting, passed) = (Role::GateAwaitingHuman as usize, Role::GatePassed as usize);
+    if styles[awaiting] == styles[passed] {
+        let a = &mut styles[awaiting];
+        a.add_modifier |= Modifier::BOLD | Modifier::UNDERLINED;
+        a.sub_modifier -= Modifier::BOLD | Modifier::UNDERLINED;
     }
 }
 

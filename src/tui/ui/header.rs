@@ -1,4 +1,5 @@
-//! The header: where we are (host, home), what runs (counts by state), who we are (role).
+//! The header: where we are (host, home), what runs (counts by state), how many publication
+//! intents await a person's authority, who we are (role).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -43,6 +44,24 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         spans.push(span(app, Role::Dim, sep));
     }
     spans.pop();
+    // Publication intents that wait for a person: the one number that needs authority.
+    if let Some(Ok(_)) = &app.intents {
+        let n = app.awaiting_authority();
+        spans.push(span(app, Role::Dim, " │ "));
+        spans.push(span(
+            app,
+            if n > 0 {
+                Role::GateAwaitingHuman
+            } else {
+                Role::Dim
+            },
+            if wide {
+                format!("awaiting authority {n}")
+            } else {
+                format!("auth {n}")
+            },
+        ));
+    }
     if let Some(who) = &app.who {
         spans.push(span(app, Role::Dim, " │ "));
         if who.role == crate::auth::Role::Read {

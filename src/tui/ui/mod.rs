@@ -3,9 +3,12 @@
 //! last step before a widget; the live terminal draws cells (see [`super::vt`]).
 
 mod events;
+mod gate;
 mod header;
+mod intents;
 mod live;
 mod modal;
+mod receipts;
 mod sessions;
 mod status;
 #[cfg(test)]
@@ -18,6 +21,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 
 use super::app::{App, Pane, Tab};
+use super::keymap::Context;
 use super::role::Role;
 
 /// The screen areas of one frame.
@@ -27,8 +31,11 @@ pub struct Areas {
     /// Present only when there is more than one tab.
     pub tabs: Option<Rect>,
     pub sessions: Rect,
+    /// The live terminal (Sessions view) or the gate (Gate view).
     pub live: Rect,
     pub events: Rect,
+    /// The body of the Intents and Receipts views.
+    pub main: Rect,
     pub status: Rect,
     /// True when the live pane fills the screen (no border).
     pub zoomed: bool,
@@ -38,7 +45,7 @@ pub struct Areas {
 /// right; narrow ones stack list, live terminal and events.
 pub const WIDE: u16 = 120;
 
-pub fn layout(area: Rect, zoomed: bool) -> Areas {
+pub fn layout(area: Rect, zoomed: bool, tab: Tab) -> Areas {
     let [body, status] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
     if zoomed {
         return Areas {
@@ -55,6 +62,15 @@ pub fn layout(area: Rect, zoomed: bool) -> Areas {
     } else {
         (None, rest)
     };
+    if matches!(tab, Tab::Intents | Tab::Receipts) {
+        return Areas {
+            header,
+            tabs,
+            main,
+            status,
+            ..Areas::default()
+        };
+    }
     let (sessions, live, events) = if main.width >= WIDE {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
@@ -62,6 +78,11 @@ pub fn layout(area: Rect, zoomed: bool) -> Areas {
         let [s, e] =
             Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(left);
         (s, right, e)
+    } else if tab == Tab::Gate {
+        // The gate needs the room: a short list above it, no events.
+        let list_h = (main.height / 4).max(7).min(main.height.saturating_sub(3));
+        let [s, g] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(main);
+        (s, g, Rect::default())
     } else {
         let list_h = (main.height / 3).max(5);
         let events_h = if main.height >= 20 { 6 } else { 4 };
@@ -79,6 +100,7 @@ pub fn layout(area: Rect, zoomed: bool) -> Areas {
         sessions,
         live,
         events,
+        main: Rect::default(),
         status,
         zoomed: false,
     }
@@ -110,26 +132,46 @@ pub fn span<'a>(app: &App, role: Role, s: impl Into<std::borrow::Cow<'a, str>>) 
 /// Draws one frame and returns its areas. Records the live pane's inner size on the app
 /// (the size the PTY should have).
 pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
-    let areas = layout(frame.area(), app.zoomed);
-    let live_inner = if areas.zoomed {
-        areas.live
-    } else {
-        inner(areas.live)
-    };
-    app.live_inner = live_inner;
+    let zoomed = app.zoomed && app.tab == Tab::Sessions;
+    let areas = layout(frame.area(), zoomed, app.tab);
     app.areas = areas;
-    app.list_rows = usize::from(inner(areas.sessions).height.saturating_sub(1));
-    app.events_rows = usize::from(inner(areas.events).height);
+    // The PTY follows the live pane only while it is drawn.
+    if app.tab == Tab::Sessions {
+        app.live_inner = if areas.zoomed {
+            areas.live
+        } else {
+            inner(areas.live)
+        };
+    }
+    if matches!(app.tab, Tab::Sessions | Tab::Gate) {
+        app.list_rows = usize::from(inner(areas.sessions).height.saturating_sub(1));
+        app.events_rows = usize::from(inner(areas.events).height);
+    }
     let buf = frame.buffer_mut();
     if !areas.zoomed {
         header::draw(app, areas.header, buf);
         if let Some(t) = areas.tabs {
             draw_tabs(app, t, buf);
         }
-        sessions::draw(app, areas.sessions, buf);
-        events::draw(app, areas.events, buf);
     }
-    let cursor = live::draw(app, areas.live, areas.zoomed, buf);
+    let mut cursor = None;
+    match app.tab {
+        Tab::Sessions | Tab::Gate => {
+            if !areas.zoomed {
+                sessions::draw(app, areas.sessions, buf);
+                if !areas.events.is_empty() {
+                    events::draw(app, areas.events, buf);
+                }
+            }
+            if app.tab == Tab::Gate {
+                gate::draw(app, areas.live, buf);
+            } else {
+                cursor = live::draw(app, areas.live, areas.zoomed, buf);
+            }
+        }
+        Tab::Intents => intents::draw(app, areas.main, buf),
+        Tab::Receipts => receipts::draw(app, areas.main, buf),
+    }
     status::draw(app, areas.status, buf);
     if app.mode.is_attach()
         && let Some(c) = cursor
@@ -146,9 +188,22 @@ fn draw_tabs(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
     }
     let mut spans = Vec::new();
     for t in Tab::ALL {
-        let role = if t == app.tab { Role::Title } else { Role::Dim };
-        spans.push(span(app, role, format!(" {} ", t.title())));
+        let on = t == app.tab;
+        if let Some(k) = app.keymap.key_for(&[Context::Global], t.action()) {
+            spans.push(span(app, Role::Key, format!(" {k}")));
+        }
+        let title = if on {
+            format!(" {} ", t.title())
+        } else {
+            format!(" {}  ", t.title())
+        };
+        let role = if on { Role::Selected } else { Role::Dim };
+        spans.push(span(app, role, title));
+        if on {
+            spans.push(span(app, Role::Dim, " "));
+        }
     }
+
     buf.set_line(area.x, area.y, &Line::from(spans), area.width);
 }
 
@@ -160,4 +215,47 @@ pub fn focused(app: &App, pane: Pane) -> bool {
 /// A style with the role's look applied on top of `base`.
 pub fn patch(app: &App, base: Style, role: Role) -> Style {
     base.patch(app.theme.style(role))
+}
+
+/// `s` through the sanitiser, cut into rows of at most `width` columns: at spaces when it
+/// can, inside a word too long for a row otherwise (nothing is dropped); rows after the
+/// first start with `indent` spaces.
+pub fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    let width = width.max(2);
+    let indent = indent.min(width / 2);
+    let clean = crate::text::one_line(s, usize::MAX);
+    let mut out: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut used = 0usize;
+    // Where the current row's text starts (its indent), and whether it holds a word yet.
+    let mut base = 0usize;
+    let mut fresh = true;
+    for word in clean.split(' ') {
+        if !fresh {
+            if used + 1 + word.width() <= width {
+                line.push(' ');
+                used += 1;
+            } else {
+                out.push(std::mem::take(&mut line));
+                line.push_str(&" ".repeat(indent));
+                used = indent;
+                base = indent;
+            }
+        }
+        for c in word.chars() {
+            let cw = c.width().unwrap_or(0);
+            if used + cw > width && used > base {
+                out.push(std::mem::take(&mut line));
+                line.push_str(&" ".repeat(indent));
+                used = indent;
+                base = indent;
+            }
+            line.push(c);
+            used += cw;
+        }
+        fresh = false;
+    }
+    out.push(line);
+    out
 }

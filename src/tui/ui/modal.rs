@@ -18,5 +18,6 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         Modal::Palette(p) => p.render(frame, screen, theme, keymap),
         Modal::Snooze { picker, .. } => picker.render(frame, screen, theme, keymap),
         Modal::NewSession { form, .. } => form.render(frame, screen, theme, keymap),
+        Modal::Approval(a) => a.render(frame, screen, theme),
     }
 }

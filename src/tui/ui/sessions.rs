@@ -1,4 +1,5 @@
-//! The sessions list: ref, marks, name, tool/profile, state with its source, age, demo.
+//! The sessions list: ref, marks, name (and a worktree run's branch), tool/profile, state
+//! with its source, the gate of the run's latest candidate, age, demo.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -10,7 +11,20 @@ use super::{focused, pane_block, span};
 use crate::text;
 use crate::tui::app::{App, Pane};
 use crate::tui::data::{RunState, RunView, ago, instant};
+use crate::tui::evidence::GateState;
 use crate::tui::role::Role;
+
+/// The role that colours a gate state. Awaiting a person never shares passed's look.
+pub fn gate_role(s: GateState) -> Role {
+    match s {
+        GateState::NotStarted => Role::GateNotStarted,
+        GateState::CheckFailed => Role::GateCheckFailed,
+        GateState::EvidenceStale => Role::GateStale,
+        GateState::AwaitingHuman => Role::GateAwaitingHuman,
+        GateState::Passed => Role::GatePassed,
+        GateState::Unknown => Role::Dim,
+    }
+}
 
 /// The role that colours a state.
 pub fn state_role(s: RunState) -> Role {
@@ -116,33 +130,54 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         .max()
         .unwrap_or(8)
         .min(14);
+    // The gate column appears once a listed run is a worktree run or has a candidate; the
+    // tool and the state then give it room.
+    let show_gate = app.view.iter().any(|&i| {
+        let r = &app.runs[i];
+        r.worktree_branch.is_some() || app.candidates.contains_key(&r.run_ref)
+    });
     let tool_w = app
         .view
         .iter()
         .map(|&i| tool_label(&app.runs[i]).width())
         .max()
         .unwrap_or(6)
-        .clamp(4, 12);
+        .clamp(4, if show_gate { 8 } else { 12 });
+    // Short gate words on a narrow list.
+    let long_gate = w >= 100;
+    let gate_w = match (show_gate, long_gate) {
+        (false, _) => 0,
+        (true, false) => 8,
+        (true, true) => 14,
+    };
     let age_w = 4;
     let demo_w = 4;
     let marks_w = 5;
-    let fixed = marks_w + ref_w + 1 + tool_w + 1 + 1 + age_w + 1 + demo_w;
+    let col = |width: usize| if width == 0 { 0 } else { width + 1 };
+    let fixed = marks_w + ref_w + 1 + tool_w + 1 + 1 + col(gate_w) + age_w + 1 + demo_w;
     let rest = w.saturating_sub(fixed + 1);
     // The state and its source matter most: `running · output 12s ago` fits in 24.
-    let state_w = rest.saturating_sub(8).clamp(9.min(rest), 24);
+    let state_w = rest
+        .saturating_sub(8)
+        .clamp(9.min(rest), if show_gate { 23 } else { 24 });
     let name_w = rest.saturating_sub(state_w + 1);
 
     // Header row.
-    let head = format!(
-        "{}{} {} {} {} {} {}",
+    let mut head = format!(
+        "{}{} {} {} {} ",
         " ".repeat(marks_w),
         pad("REF", ref_w),
         pad("NAME", name_w),
         pad("TOOL", tool_w),
         pad("STATE", state_w),
-        pad("AGE", age_w),
-        pad("", demo_w)
     );
+    if gate_w > 0 {
+        head.push_str(&pad("GATE", gate_w));
+        head.push(' ');
+    }
+    head.push_str(&pad("AGE", age_w));
+    head.push(' ');
+    head.push_str(&pad("", demo_w));
     buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
     let rows = usize::from(inner.height) - 1;
     if rows == 0 {
@@ -194,23 +229,43 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
             .map(|t| ago(now, t))
             .unwrap_or_default();
         let name = r.name.as_deref().unwrap_or("");
-        let spans = vec![
+        // A worktree run's branch follows its name (sanitised with it).
+        let name = match r.worktree_branch.as_deref() {
+            Some(b) if name.is_empty() => format!("⎇ {b}"),
+            Some(b) => format!("{name} ⎇ {b}"),
+            None => name.to_string(),
+        };
+        let mut spans = vec![
             Span::styled(marks, st(Role::Marker)),
             Span::styled(pad(&r.run_ref, ref_w), st(Role::Text)),
             Span::styled(" ", base),
-            Span::styled(pad(name, name_w), st(Role::Text)),
+            Span::styled(pad(&name, name_w), st(Role::Text)),
             Span::styled(" ", base),
             Span::styled(pad(&tool_label(r), tool_w), st(Role::Dim)),
             Span::styled(" ", base),
             Span::styled(pad(&state_text, state_w), st(state_role(r.state()))),
             Span::styled(" ", base),
-            Span::styled(pad(&age, age_w), st(Role::Dim)),
-            Span::styled(" ", base),
-            Span::styled(
-                pad(if r.demo { "demo" } else { "" }, demo_w),
-                st(Role::Demo),
-            ),
         ];
+        if gate_w > 0 {
+            let (label, role) = match app.run_gate(&r.run_ref) {
+                None if r.worktree_branch.is_some() => ("unbound".to_string(), Role::Dim),
+                None => (String::new(), Role::Dim),
+                Some(Ok(None)) => ("…".to_string(), Role::Dim),
+                Some(Ok(Some(g))) => (
+                    if long_gate { g.label() } else { g.short() }.to_string(),
+                    gate_role(g),
+                ),
+                Some(Err(_)) => ("?".to_string(), Role::Error),
+            };
+            spans.push(Span::styled(pad(&label, gate_w), st(role)));
+            spans.push(Span::styled(" ", base));
+        }
+        spans.push(Span::styled(pad(&age, age_w), st(Role::Dim)));
+        spans.push(Span::styled(" ", base));
+        spans.push(Span::styled(
+            pad(if r.demo { "demo" } else { "" }, demo_w),
+            st(Role::Demo),
+        ));
         // Fill the row so the selection covers it.
         for x in inner.x..inner.x + inner.width {
             buf[(x, y)].set_style(base);

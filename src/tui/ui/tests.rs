@@ -13,6 +13,9 @@ use crate::auth::{Principal, Role as TokenRole};
 use crate::tui::action::Action;
 use crate::tui::app::{App, Effect, LiveEvent, Msg, Pane};
 use crate::tui::data::{Counts, EventItem, RunView, RunsPage, WhoAmI, instant};
+use crate::tui::evidence::{
+    CandidateView, GateView, IntentView, ReceiptItem, Verdict, Verification, VerifyCheck,
+};
 use crate::tui::keymap::Keymap;
 use crate::tui::theme::Theme;
 
@@ -52,26 +55,29 @@ pub fn fixture_runs() -> Vec<RunView> {
             "run-0002",
             json!({"tool": "codex", "profile": "codex", "transport": "pipe", "state": "idle",
                 "name": "review the diff", "output": {"first_seq": 1, "next_seq": 9, "bytes": 300,
-                "last_at": "2026-11-30T11:50:00.000Z"}}),
+                "last_at": "2026-11-30T11:50:00.000Z"}, "worktree_branch": "proctor/run-0002"}),
         ),
         run(
             "run-0003",
             json!({"tool": "gemini", "profile": "gemini-work", "state": "stopped", "exit_code": 0,
-                "ended_at": "2026-11-30T11:30:00.000Z", "done": true}),
+                "ended_at": "2026-11-30T11:30:00.000Z", "done": true,
+                "worktree_branch": "proctor/run-0003"}),
         ),
         run(
             "run-0004",
-            json!({"state": "failed", "exit_code": 3, "ended_at": "2026-11-30T11:40:00.000Z"}),
+            json!({"state": "failed", "exit_code": 3, "ended_at": "2026-11-30T11:40:00.000Z",
+                "worktree_branch": "proctor/run-0004"}),
         ),
         run(
             "run-0005",
             json!({"tool": "grok", "profile": "grok", "state": "failed", "signal": "SIGKILL",
-                "ended_at": "2026-11-30T11:20:00.000Z", "demo": false}),
+                "ended_at": "2026-11-30T11:20:00.000Z", "demo": false,
+                "worktree_branch": "proctor/run-0005"}),
         ),
         run(
             "run-0006",
             json!({"tool": "opencode", "profile": "opencode", "state": "lost",
-                "ended_at": "2026-11-30T10:00:00.000Z"}),
+                "ended_at": "2026-11-30T10:00:00.000Z", "worktree_branch": HOSTILE_NAME}),
         ),
         run(
             "run-0007",
@@ -158,8 +164,350 @@ pub fn fixture_app(role: TokenRole, theme: Theme) -> App {
         run: "run-0001".into(),
         result: Ok(events()),
     });
+    fixture_evidence(&mut app);
     app.take_effects();
     app
+}
+
+const DIGEST: &str = "3f2a9c0d1e4b5a6978877665544332211000ffeeddccbbaa9988776655443322";
+const REVISION: &str = "9d4c2b1a0f9e8d7c6b5a49382716a5b4c3d2e1f0";
+
+fn node(id: &str, kind: &str, label: &str, state: &str, cause: Option<&str>) -> Value {
+    json!({"id": id, "kind": kind, "label": label, "state": state, "cause": cause,
+        "evidence": null, "children": []})
+}
+
+/// A gate as the server answers it, in `state`.
+pub fn fixture_gate(cand: &str, run: &str, state: &str) -> GateView {
+    let (check, task, decision, causes): (&str, &str, &str, Vec<String>) = match state {
+        "awaiting_human" => (
+            "passed",
+            "done",
+            "awaiting",
+            vec![
+                "awaiting a person: passing checks is not approval; publication needs a \
+                 person's authorisation for this exact identity"
+                    .into(),
+            ],
+        ),
+        "passed" => ("passed", "done", "satisfied", vec![]),
+        "check_failed" => (
+            "failed",
+            "done",
+            "blocked",
+            vec![format!("check test failed: ev-0003 attempt 1: exit 1 {HOSTILE_NAME}")],
+        ),
+        "evidence_stale" => (
+            "stale",
+            "not_started",
+            "blocked",
+            vec!["the recorded evidence is stale (ev-0002: it judged identity 1a2b3c4d5e6f (cand-0001), not these bytes); it stays in history and is never reused. Remedy: run the checks on the current candidate".into()],
+        ),
+        _ => (
+            "not_started",
+            "not_started",
+            "blocked",
+            vec![format!("no check ran on these bytes under this policy. Remedy: `proctor check run --candidate {cand}`")],
+        ),
+    };
+    let mut ev_group = node(
+        "evidence",
+        "expected_evidence",
+        "expected evidence, one per check",
+        check,
+        None,
+    );
+    ev_group["children"] = json!([
+        node(
+            "check:test",
+            "evidence",
+            "test",
+            check,
+            Some("ev-0001 attempt 1: exit 0 in 212 ms, 1 artifact(s) present")
+        ),
+        node(
+            "check:lint",
+            "evidence",
+            "lint",
+            check,
+            Some(&format!("ev-0001 attempt 1: exit 0 in 9 ms {HOSTILE_NAME}"))
+        ),
+    ]);
+    let mut prereq = node(
+        "prerequisites",
+        "prerequisites",
+        "prerequisites",
+        "satisfied",
+        None,
+    );
+    prereq["children"] = json!([
+        node(
+            "candidate",
+            "prerequisite",
+            &format!("{cand} bound and still current"),
+            "satisfied",
+            Some(
+                "the worktree still holds the bound bytes (candidate-identity-sha256/1 3f2a9c0d1e4b)"
+            )
+        ),
+        node(
+            "policy",
+            "prerequisite",
+            "the check policy of ws-0001 approved",
+            "satisfied",
+            Some("policy-text-sha256/1 9c1b2a3d4e5f")
+        ),
+    ]);
+    let v = json!({
+        "candidate": cand, "run": run, "state": state, "evidence_ok": check == "passed",
+        "identity": {"bound": format!("format=candidate-identity/1 digest=candidate-identity-sha256/1 {DIGEST}"),
+            "now": "current"},
+        "policy": {"workspace": "ws-0001", "digest": format!("policy-text-sha256/1 {DIGEST}")},
+        "nodes": [prereq,
+            node("task", "task", "run the policy's checks on these bytes", task,
+                Some(&format!("attempt 1 of {cand} (ev-0001): {check}"))),
+            ev_group,
+            node("decision", "human_decision", "a person authorises publication of these exact bytes",
+                decision, causes.first().map(String::as_str))],
+        "causes": causes,
+        "history": [],
+        "evaluated_at": "2026-11-30T11:59:00.000Z",
+    });
+    serde_json::from_value(v).unwrap()
+}
+
+fn intent(id: &str, run: &str, cand: &str, state: &str, extra: Value) -> Value {
+    let mut v = json!({
+        "format": "proctor-publish-intent/1", "id": id, "created_at": "2026-11-30T11:58:00.000Z",
+        "proposed_by": "tok-1", "run": run,
+        "candidate": {"id": cand, "digest": DIGEST, "recipe": "candidate-identity-sha256/1",
+            "base": "1".repeat(40), "index_tree": "2".repeat(40), "worktree_tree": "3".repeat(40)},
+        "repo": "/home/op/src/app", "worktree": format!("/home/op/.proctor/worktrees/{run}"),
+        "remote": {"name": "origin", "url": "git@github.com:acme/widget.git"},
+        "branch": "fix/parser", "expected_tip": null, "title": "Fix the parser",
+        "body": "", "commit": {"tree": "3".repeat(40), "parent": "1".repeat(40),
+            "message": "Fix the parser\n", "author_name": "Ada", "author_email": "ada@example.invalid",
+            "date": "1798632000 +0000"},
+        "revision": REVISION,
+        "forge": {"api_base": "https://api.github.com", "owner": "acme", "repo": "widget", "base": "main"},
+        "state": state, "causes": [], "gate": {},
+    });
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+/// The intents the server lists: one awaiting authority, one blocked (hostile title, branch
+/// and cause), one published.
+pub fn fixture_intents() -> Vec<IntentView> {
+    let v = json!([
+        intent(
+            "int-0001",
+            "run-0002",
+            "cand-0001",
+            "published",
+            json!({
+            "outcome": {"effects": {"pull_request": {"number": 7,
+                "html_url": "https://github.com/acme/widget/pull/7"}}}})
+        ),
+        intent(
+            "int-0002",
+            "run-0004",
+            "cand-0003",
+            "blocked",
+            json!({
+            "title": format!("Refactor {HOSTILE_NAME}"),
+            "branch": format!("feat/{HOSTILE_NAME}"),
+            "causes": [format!("check test failed: ev-0003 attempt 1: exit 1 {HOSTILE_NAME}")]})
+        ),
+        intent(
+            "int-0003",
+            "run-0003",
+            "cand-0002",
+            "awaiting_authority",
+            json!({
+            "title": "Fix the lexer's escaped quotes", "branch": "fix/lexer-escapes"})
+        ),
+    ]);
+    serde_json::from_value(v).unwrap()
+}
+
+pub fn fixture_receipts() -> Vec<ReceiptItem> {
+    let r = |id: &str, kind: Option<&str>, subject: Option<&str>, at: Option<&str>| ReceiptItem {
+        id: id.into(),
+        kind: kind.map(Into::into),
+        subject: subject.map(Into::into),
+        at: at.map(Into::into),
+        file: format!("/home/op/.proctor/data/receipts/{id}.json"),
+        problem: None,
+    };
+    let mut v = vec![
+        r(
+            "rcpt-0001",
+            Some("candidate.bound"),
+            Some("cand-0001"),
+            Some("2026-11-30T11:20:00.000Z"),
+        ),
+        r(
+            "rcpt-0002",
+            Some("evidence.attempt"),
+            Some("ev-0001"),
+            Some("2026-11-30T11:21:00.000Z"),
+        ),
+        r(
+            "rcpt-0003",
+            Some("candidate.bound"),
+            Some(HOSTILE_NAME),
+            Some("2026-11-30T11:30:00.000Z"),
+        ),
+        r(
+            "rcpt-0004",
+            Some("evidence.attempt"),
+            Some("ev-0002"),
+            Some("2026-11-30T11:31:00.000Z"),
+        ),
+        r("rcpt-0005", Some("signed"), None, None),
+        r("rcpt-0006", None, None, None),
+    ];
+    v[4].problem = Some("DSSE envelope (application/vnd.in-toto+json)".into());
+    v[5].problem = Some("empty: reserved, never written".into());
+    v
+}
+
+fn verification(by: &'static str, verdict: Verdict, checks: &[(&str, &str, &str)]) -> Verification {
+    Verification {
+        by,
+        result: Ok((
+            verdict,
+            checks
+                .iter()
+                .map(|(n, o, d)| VerifyCheck {
+                    name: (*n).into(),
+                    outcome: (*o).into(),
+                    detail: (*d).into(),
+                })
+                .collect(),
+        )),
+    }
+}
+
+/// Candidates, gates in every state, intents, receipts and their verdicts.
+pub fn fixture_evidence(app: &mut App) {
+    let cand = |id: &str, run: &str| CandidateView {
+        id: id.into(),
+        run_ref: run.into(),
+        branch: format!("proctor/{run}"),
+        bound_at: "2026-11-30T11:20:00.000Z".into(),
+        identity_digest: format!(
+            "format=candidate-identity/1 digest=candidate-identity-sha256/1 {DIGEST}"
+        ),
+    };
+    app.on_msg(Msg::Candidates(Ok(vec![
+        cand("cand-0001", "run-0002"),
+        cand("cand-0002", "run-0003"),
+        cand("cand-0003", "run-0004"),
+        cand("cand-0004", "run-0005"),
+        cand("cand-0005", "run-0006"),
+    ])));
+    for (c, r, st) in [
+        ("cand-0001", "run-0002", "passed"),
+        ("cand-0002", "run-0003", "awaiting_human"),
+        ("cand-0003", "run-0004", "check_failed"),
+        ("cand-0004", "run-0005", "not_started"),
+        ("cand-0005", "run-0006", "evidence_stale"),
+    ] {
+        app.on_msg(Msg::Gate {
+            candidate: c.into(),
+            result: Ok(fixture_gate(c, r, st)),
+        });
+    }
+    app.on_msg(Msg::Intents(Ok(fixture_intents())));
+    app.on_msg(Msg::Receipts(Ok(fixture_receipts())));
+    let holds = verification(
+        "server",
+        Verdict::Holds,
+        &[
+            (
+                "receipt",
+                "holds",
+                "the file is the canonical form of its content",
+            ),
+            (
+                "identity",
+                "holds",
+                "the candidate's identity document: recomputed, equal",
+            ),
+            (
+                "ledger",
+                "holds",
+                "the ledger's first 4096 bytes: recomputed, equal",
+            ),
+        ],
+    );
+    for (id, v) in [
+        ("rcpt-0001", holds.clone()),
+        ("rcpt-0002", holds),
+        (
+            "rcpt-0003",
+            verification(
+                "server",
+                Verdict::Unreachable,
+                &[
+                    (
+                        "receipt",
+                        "holds",
+                        "the file is the canonical form of its content",
+                    ),
+                    (
+                        "worktree",
+                        "unreachable",
+                        &format!("the worktree is gone: {HOSTILE_NAME}"),
+                    ),
+                ],
+            ),
+        ),
+        (
+            "rcpt-0004",
+            verification(
+                "server",
+                Verdict::Fails,
+                &[(
+                    "worktree",
+                    "differs",
+                    "the worktree's identity: recomputed, different",
+                )],
+            ),
+        ),
+        (
+            "rcpt-0005",
+            verification(
+                "local",
+                Verdict::Holds,
+                &[
+                    ("envelope", "holds", "a DSSE envelope"),
+                    (
+                        "signature",
+                        "holds",
+                        "Ed25519 over the PAE by keyid=sha256-spki-der/1 ab12",
+                    ),
+                    ("sshsig", "holds", "namespace proctor-receipt"),
+                ],
+            ),
+        ),
+        (
+            "rcpt-0006",
+            Verification {
+                by: "server",
+                result: Err("empty: reserved, never written".into()),
+            },
+        ),
+    ] {
+        app.on_msg(Msg::Verified {
+            id: id.into(),
+            verification: v,
+        });
+    }
 }
 
 fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
@@ -588,4 +936,568 @@ fn tiny_screens_do_not_break_anything() {
             draw(&mut app, w, h);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Candidates, gates, intents, receipts, and the publication approval dialog.
+// ---------------------------------------------------------------------------------------------
+
+use crate::publish::approve::{self, CheckView, Outcome as FlowOutcome, PromptError, ReceiptRef};
+use crate::tui::app::{Modal, Mode, Tab};
+use crate::tui::approval::ApprovalEvent;
+use crate::tui::widgets::approval::{Answer, Field, Reply, Stage};
+
+fn find_in(buf: &Buffer, area: ratatui::layout::Rect, needle: &str) -> Option<(u16, u16)> {
+    for y in area.y..area.bottom() {
+        let mut text = String::new();
+        let mut xs = Vec::new();
+        for x in area.x..area.right() {
+            let s = buf[(x, y)].symbol();
+            for _ in s.chars() {
+                xs.push(x);
+            }
+            text.push_str(s);
+        }
+        if let Some(byte) = text.find(needle) {
+            return Some((xs[text[..byte].chars().count()], y));
+        }
+    }
+    None
+}
+
+fn fg(theme: &Theme, role: crate::tui::role::Role) -> Color {
+    theme.style(role).fg.unwrap_or(Color::Reset)
+}
+
+#[test]
+fn gate_intents_and_receipts_views_at_both_sizes() {
+    for (w, h) in SIZES {
+        let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+        // The gate of the focused run's candidate: awaiting a person, never accepted.
+        app.selected = Some("run-0003".into());
+        app.sync_focus();
+        app.take_effects();
+        app.on_key(ch('2'));
+        assert_eq!(app.tab, Tab::Gate);
+        assert!(
+            app.take_effects().iter().any(|e| matches!(e,
+                Effect::WatchView(v) if v.gate.as_deref() == Some("cand-0002") && !v.receipts)),
+            "the evidence task is told which gate the view shows"
+        );
+        let t = draw(&mut app, w, h);
+        let buf = t.backend().buffer();
+        crate::tui::widgets::testing::assert_no_controls(buf);
+        let s = text(&t);
+        assert!(
+            s.contains("AWAITING HUMAN") && s.contains("not acceptance"),
+            "{s}"
+        );
+        assert!(!s.contains("cm0gLXJmIH4"), "no OSC payload: {s}");
+        insta::assert_snapshot!(format!("gate_awaiting_{w}x{h}"), s);
+        // A failed check, with a hostile cause.
+        app.selected = Some("run-0004".into());
+        app.sync_focus();
+        let t = draw(&mut app, w, h);
+        crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+        let s = text(&t);
+        assert!(s.contains("CHECK FAILED") && s.contains("⟨U+202E⟩"), "{s}");
+        insta::assert_snapshot!(format!("gate_failed_{w}x{h}"), s);
+
+        // The intents: hostile title and branch drawn as markers; the blocked one's causes.
+        app.on_key(ch('3'));
+        assert_eq!((app.tab, app.focus), (Tab::Intents, Pane::Intents));
+        let t = draw(&mut app, w, h);
+        crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+        let s = text(&t);
+        assert!(
+            s.contains("AWAITING_AUTHORITY") && s.contains("BLOCKED"),
+            "{s}"
+        );
+        insta::assert_snapshot!(format!("intents_{w}x{h}"), s);
+        app.on_key(ch('j'));
+        assert_eq!(app.selected_intent().unwrap().id, "int-0002");
+        let t = draw(&mut app, w, h);
+        crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+        let s = text(&t);
+        assert!(
+            s.contains("blocked because") && s.contains("feat/evil"),
+            "{s}"
+        );
+        assert!(!s.contains("cm0gLXJmIH4"));
+        insta::assert_snapshot!(format!("intents_blocked_{w}x{h}"), s);
+        // Enter on an intent: the gate of its candidate.
+        app.on_key(key(KeyCode::Enter));
+        assert_eq!(app.tab, Tab::Gate);
+        assert_eq!(app.gate_candidate().as_deref(), Some("cand-0003"));
+
+        // The receipts: every verdict, the hostile subject as markers.
+        app.on_key(ch('4'));
+        assert_eq!((app.tab, app.focus), (Tab::Receipts, Pane::Receipts));
+        for _ in 0..3 {
+            app.on_key(ch('j'));
+        }
+        assert_eq!(app.selected_receipt().unwrap().id, "rcpt-0003");
+        let t = draw(&mut app, w, h);
+        crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+        let s = text(&t);
+        for word in ["holds", "fails", "unreachable", "unverified"] {
+            assert!(s.contains(word), "{word}: {s}");
+        }
+        insta::assert_snapshot!(format!("receipts_{w}x{h}"), s);
+        // `v` verifies them all again.
+        app.take_effects();
+        app.on_key(ch('v'));
+        let eff = app.take_effects();
+        assert!(
+            matches!(&eff[..], [Effect::Verify(items)] if items.len() == 6),
+            "{eff:?}"
+        );
+        // Esc goes back to the sessions.
+        app.on_key(key(KeyCode::Esc));
+        assert_eq!(app.tab, Tab::Sessions);
+    }
+}
+
+#[test]
+fn gate_states_are_coloured_by_role_and_awaiting_never_looks_passed() {
+    use crate::tui::role::Role;
+    let theme = Theme::default_theme();
+    let mut app = fixture_app(TokenRole::Admin, theme.clone());
+    let t = draw(&mut app, 160, 48);
+    let buf = t.backend().buffer();
+    let list = app.areas.sessions;
+    for (word, role) in [
+        ("awaiting", Role::GateAwaitingHuman),
+        ("passed", Role::GatePassed),
+        ("failed ", Role::GateCheckFailed),
+        ("stale", Role::GateStale),
+        ("not run", Role::GateNotStarted),
+    ] {
+        // The gate column is right of the state column: search from there.
+        let gate_col = find_in(buf, list, "GATE").unwrap().0;
+        let area = ratatui::layout::Rect::new(gate_col, list.y, 9, list.height);
+        let (x, y) = find_in(buf, area, word).unwrap_or_else(|| panic!("{word}"));
+        assert_eq!(buf[(x, y)].fg, fg(&theme, role), "{word}");
+        assert_eq!(
+            buf[(x, y)].modifier,
+            theme.style(role).add_modifier,
+            "{word}"
+        );
+    }
+    assert_ne!(
+        theme.style(Role::GateAwaitingHuman),
+        theme.style(Role::GatePassed)
+    );
+    // The header counts the intents awaiting a person, in the awaiting role.
+    let (x, y) = find(buf, "awaiting authority 1").unwrap();
+    assert_eq!(y, 0);
+    assert_eq!(buf[(x, y)].fg, fg(&theme, Role::GateAwaitingHuman));
+
+    // The gate view: the state and the decision node in the awaiting role.
+    app.selected = Some("run-0003".into());
+    app.sync_focus();
+    app.show_tab(Tab::Gate);
+    let t = draw(&mut app, 160, 48);
+    let buf = t.backend().buffer();
+    let (x, y) = find_in(buf, app.areas.live, "AWAITING HUMAN").unwrap();
+    assert_eq!(buf[(x, y)].fg, fg(&theme, Role::GateAwaitingHuman));
+    let (x, y) = find_in(buf, app.areas.live, "bytes  awaiting").unwrap();
+    assert_eq!(buf[(x + 7, y)].fg, fg(&theme, Role::GateAwaitingHuman));
+    let (x, y) = find_in(buf, app.areas.live, "  passed").unwrap();
+    assert_eq!(buf[(x + 2, y)].fg, fg(&theme, Role::GatePassed));
+
+    // Without colours the two still differ (by their modifiers), in every built-in theme.
+    for (name, _) in crate::tui::theme::BUILTIN {
+        let t = Theme::builtin(name).unwrap().no_color();
+        assert_ne!(
+            t.style(Role::GateAwaitingHuman),
+            t.style(Role::GatePassed),
+            "{name} under NO_COLOR"
+        );
+    }
+    let mut app = fixture_app(TokenRole::Admin, Theme::default_theme().no_color());
+    let t = draw(&mut app, 160, 48);
+    let buf = t.backend().buffer();
+    let gate_col = find_in(buf, app.areas.sessions, "GATE").unwrap().0;
+    let area = ratatui::layout::Rect::new(gate_col, app.areas.sessions.y, 9, 20);
+    let a = find_in(buf, area, "awaiting").unwrap();
+    let p = find_in(buf, area, "passed").unwrap();
+    assert_ne!(buf[a].modifier, buf[p].modifier);
+}
+
+/// What the approval flow shows for the awaiting intent, with hostile fields from the agent,
+/// the remote and the forge.
+fn check_view() -> CheckView {
+    let mut it = intent(
+        "int-0003",
+        "run-0003",
+        "cand-0002",
+        "awaiting_authority",
+        json!({
+            "title": format!("Fix the lexer {HOSTILE_NAME}"),
+            "branch": format!("fix/{HOSTILE_NAME}"),
+            "body": format!("Line one\nclipboard \u{1b}]52;c;cm0gLXJmIH4=\u{7} and \u{202e}bidi\n{}",
+                (3..=20).map(|n| format!("line {n}")).collect::<Vec<_>>().join("\n")),
+        }),
+    );
+    it["remote"]["url"] = json!(format!(
+        "https://forge.test/acme/widget.git\u{1b}[2J{HOSTILE_NAME}"
+    ));
+    serde_json::from_value(json!({
+        "approval": "apr-1",
+        "intent": it,
+        "remote_tip": null,
+        "ledger_head": {"seq": 42, "line_sha256": "a".repeat(64)},
+        "gate_state": "awaiting_human",
+        "evidence": [{"check": "test"}],
+        "key_ids": ["k"],
+    }))
+    .unwrap()
+}
+
+/// A cockpit with the approval dialog open on int-0003 (as `P` opens it) and the flow's
+/// text shown; returns the key file that must outlive it.
+fn approving(role: TokenRole) -> (App, tempfile::NamedTempFile) {
+    let mut app = fixture_app(role, Theme::default_theme());
+    let key_file = tempfile::NamedTempFile::new().unwrap();
+    app.key_path = Some(key_file.path().to_path_buf());
+    app.on_key(ch('3'));
+    app.take_effects();
+    app.on_key(ch('P'));
+    (app, key_file)
+}
+
+fn ask(app: &mut App, field: Field) -> std::sync::mpsc::Receiver<Answer> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    app.on_msg(Msg::Approval(ApprovalEvent::Ask {
+        field,
+        prompt: match field {
+            Field::Revision => "Revision: ".into(),
+            Field::Passphrase => "Passphrase for the publish key: ".into(),
+        },
+        reply: Reply::new(tx),
+    }));
+    rx
+}
+
+fn dialog(app: &App) -> &crate::tui::widgets::approval::Approval {
+    match &app.mode {
+        Mode::Modal(m) => match &**m {
+            Modal::Approval(a) => a,
+            _ => panic!("another dialog"),
+        },
+        _ => panic!("no dialog"),
+    }
+}
+
+#[test]
+fn the_approval_dialog_shows_every_field_sanitised_at_both_sizes() {
+    for (w, h) in SIZES {
+        let (mut app, _key) = approving(TokenRole::Write);
+        let eff = app.take_effects();
+        assert!(
+            matches!(&eff[..], [Effect::Approve { intent }] if intent == "int-0003"),
+            "{eff:?}"
+        );
+        let t = draw(&mut app, w, h);
+        insta::assert_snapshot!(format!("approval_checking_{w}x{h}"), text(&t));
+        app.on_msg(Msg::Approval(ApprovalEvent::Show(approve::display(
+            &check_view(),
+        ))));
+        let rx = ask(&mut app, Field::Revision);
+        let t = draw(&mut app, w, h);
+        let buf = t.backend().buffer();
+        crate::tui::widgets::testing::assert_no_controls(buf);
+        let s = text(&t);
+        assert!(!s.contains("cm0gLXJmIH4"), "no OSC 52 payload: {s}");
+        assert!(s.contains("⟨U+202E⟩"), "bidi shown as a marker: {s}");
+        assert!(s.contains(REVISION), "the revision is on every page: {s}");
+        insta::assert_snapshot!(format!("approval_revision_{w}x{h}"), s);
+        // On a small screen the text takes pages: what is typed before the last page is
+        // ignored; Enter shows the next page.
+        let mut pages = 1;
+        let mut last = None;
+        while !dialog(&app).seen_all() {
+            app.on_key(ch('9'));
+            assert_eq!(dialog(&app).typed(), "", "typed before the last page");
+            app.on_key(key(KeyCode::Enter));
+            let t = draw(&mut app, w, h);
+            crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+            last = Some(text(&t));
+            pages += 1;
+        }
+        assert_eq!(
+            pages > 1,
+            (w, h) == (80, 24),
+            "pages only on the small screen"
+        );
+        if let Some(s) = last {
+            assert!(
+                s.contains(REVISION) && s.contains("Type the full revision"),
+                "{s}"
+            );
+            insta::assert_snapshot!(format!("approval_revision_last_page_{w}x{h}"), s);
+        }
+        assert!(rx.try_recv().is_err(), "nothing answered yet");
+        for c in REVISION.chars() {
+            app.on_key(ch(c));
+        }
+        let t = draw(&mut app, w, h);
+        assert!(text(&t).contains(&format!("Revision: {REVISION}")));
+        app.on_key(key(KeyCode::Enter));
+        assert_eq!(rx.try_recv().unwrap().unwrap().as_str(), REVISION);
+
+        // The passphrase: masked, nothing shows its length.
+        let rx = ask(&mut app, Field::Passphrase);
+        for c in "hunter2".chars() {
+            app.on_key(ch(c));
+        }
+        let t = draw(&mut app, w, h);
+        let s = text(&t);
+        assert!(!s.contains("hunter2") && !s.contains("*******") && !s.contains("•"));
+        insta::assert_snapshot!(format!("approval_passphrase_{w}x{h}"), s);
+        app.on_key(key(KeyCode::Enter));
+        assert_eq!(rx.try_recv().unwrap().unwrap().as_str(), "hunter2");
+        assert!(matches!(
+            dialog(&app).stage(),
+            Stage::Working(Field::Passphrase)
+        ));
+
+        // The outcome, with the forge's hostile answer drawn harmlessly.
+        app.on_msg(Msg::Approval(ApprovalEvent::Done(FlowOutcome::Published {
+            intent: "int-0003".into(),
+            revision: REVISION.into(),
+            branch: format!("fix/{HOSTILE_NAME}"),
+            pull_request: crate::publish::forge::PullRequest {
+                number: 12,
+                html_url: format!("https://forge.test/acme/widget/pull/12{HOSTILE_NAME}"),
+            },
+            receipt: ReceiptRef {
+                id: "rcpt-0009".into(),
+                path: "/home/op/.proctor/data/receipts/rcpt-0009.json".into(),
+                signed: true,
+            },
+        })));
+        let t = draw(&mut app, w, h);
+        crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+        let s = text(&t);
+        assert!(
+            s.contains("PUBLISHED int-0003") && !s.contains("cm0gLXJmIH4"),
+            "{s}"
+        );
+        insta::assert_snapshot!(format!("approval_published_{w}x{h}"), s);
+        assert!(
+            app.take_effects()
+                .iter()
+                .any(|e| matches!(e, Effect::Refresh)),
+            "the lists are reloaded"
+        );
+        app.on_key(key(KeyCode::Enter));
+        assert!(app.mode.is_normal(), "Enter closes it once done");
+    }
+}
+
+#[test]
+fn paste_and_non_character_keys_never_reach_the_revision_or_the_passphrase() {
+    let (mut app, _key) = approving(TokenRole::Write);
+    app.on_msg(Msg::Approval(ApprovalEvent::Show(approve::display(
+        &check_view(),
+    ))));
+    let rx = ask(&mut app, Field::Revision);
+    draw(&mut app, 160, 48);
+    assert!(dialog(&app).seen_all(), "one page at 160×48");
+    let ignored = [
+        key(KeyCode::Left),
+        key(KeyCode::Right),
+        key(KeyCode::Up),
+        key(KeyCode::Down),
+        key(KeyCode::Home),
+        key(KeyCode::End),
+        key(KeyCode::PageUp),
+        key(KeyCode::PageDown),
+        key(KeyCode::Tab),
+        key(KeyCode::BackTab),
+        key(KeyCode::Delete),
+        key(KeyCode::Insert),
+        key(KeyCode::F(1)),
+        KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL),
+        KeyEvent::new(KeyCode::Char('a'), KeyModifiers::CONTROL),
+        KeyEvent::new(KeyCode::Char('w'), KeyModifiers::CONTROL),
+        KeyEvent::new(KeyCode::Char('v'), KeyModifiers::CONTROL),
+        KeyEvent::new(KeyCode::Char('b'), KeyModifiers::ALT),
+        KeyEvent::new(KeyCode::Backspace, KeyModifiers::ALT),
+        KeyEvent::new(KeyCode::Char('\u{202e}'), KeyModifiers::NONE),
+    ];
+    for c in "9d4c".chars() {
+        app.on_key(ch(c));
+    }
+    for k in &ignored {
+        app.on_key(*k);
+        assert_eq!(dialog(&app).typed(), "9d4c", "{k:?} reached the field");
+    }
+    app.on_paste("2b1a0f9e8d7c6b5a49382716a5b4c3d2e1f0");
+    assert_eq!(dialog(&app).typed(), "9d4c", "a paste reached the field");
+    app.on_event(ratatui::crossterm::event::Event::Paste("x".into()));
+    assert_eq!(dialog(&app).typed(), "9d4c");
+    // Backspace erases; the rest typed by hand; Enter sends exactly what was typed.
+    app.on_key(key(KeyCode::Backspace));
+    assert_eq!(dialog(&app).typed(), "9d4");
+    for c in REVISION[3..].chars() {
+        app.on_key(ch(c));
+    }
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(rx.try_recv().unwrap().unwrap().as_str(), REVISION);
+
+    let rx = ask(&mut app, Field::Passphrase);
+    assert_eq!(
+        dialog(&app).typed(),
+        "",
+        "the passphrase field starts empty"
+    );
+    for c in "pass".chars() {
+        app.on_key(ch(c));
+    }
+    for k in &ignored {
+        app.on_key(*k);
+        assert_eq!(dialog(&app).typed(), "pass", "{k:?} reached the passphrase");
+    }
+    app.on_paste("word");
+    assert_eq!(
+        dialog(&app).typed(),
+        "pass",
+        "a paste reached the passphrase"
+    );
+    // The keymap does not apply: `q` is a character here, not quit.
+    app.on_key(ch('q'));
+    assert!(!app.quit);
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(rx.try_recv().unwrap().unwrap().as_str(), "passq");
+}
+
+#[test]
+fn esc_and_ctrl_c_refuse_at_each_prompt() {
+    for abort in [
+        key(KeyCode::Esc),
+        KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+    ] {
+        let (mut app, _key) = approving(TokenRole::Admin);
+        // Esc before the first question: the question is refused as soon as it comes.
+        app.on_key(abort);
+        assert!(app.mode.is_modal(), "the dialog waits for the flow's end");
+        let rx = ask(&mut app, Field::Revision);
+        assert!(matches!(rx.try_recv().unwrap(), Err(PromptError::Aborted)));
+
+        let (mut app, _key) = approving(TokenRole::Admin);
+        app.on_msg(Msg::Approval(ApprovalEvent::Show(approve::display(
+            &check_view(),
+        ))));
+        let rx = ask(&mut app, Field::Revision);
+        draw(&mut app, 160, 48);
+        app.on_key(ch('9'));
+        app.on_key(abort);
+        assert!(matches!(rx.try_recv().unwrap(), Err(PromptError::Aborted)));
+        assert!(!app.quit, "ctrl-c in the dialog refuses, it does not quit");
+        app.on_msg(Msg::Approval(ApprovalEvent::Done(FlowOutcome::Refused {
+            code: "aborted".into(),
+            message: "aborted at the prompt (Ctrl-C)".into(),
+            receipt: Some(ReceiptRef {
+                id: "rcpt-0010".into(),
+                path: "/home/op/.proctor/data/receipts/rcpt-0010.json".into(),
+                signed: false,
+            }),
+        })));
+        let t = draw(&mut app, 80, 24);
+        let s = text(&t);
+        assert!(
+            s.contains("REFUSED (aborted)") && s.contains("rcpt-0010"),
+            "{s}"
+        );
+        insta::assert_snapshot!("approval_refused_80x24", s);
+        app.on_key(abort);
+        assert!(app.mode.is_normal());
+
+        // The dialog dropped while a question waits (the cockpit ending): a refusal.
+        let (mut app, _key) = approving(TokenRole::Admin);
+        let rx = ask(&mut app, Field::Revision);
+        app.mode = Mode::Normal;
+        assert!(rx.recv().is_err(), "the flow sees its question unanswered");
+    }
+}
+
+#[test]
+fn approving_needs_a_persons_write_token_and_an_intent_awaiting_authority() {
+    // Read-only: unavailable with the role it needs; nothing opens or is sent.
+    let (mut app, _key) = approving(TokenRole::Read);
+    assert!(app.mode.is_normal());
+    assert!(
+        !app.take_effects()
+            .iter()
+            .any(|e| matches!(e, Effect::Approve { .. }))
+    );
+    assert!(
+        app.status
+            .as_ref()
+            .is_some_and(|s| s.text.contains("needs the write role"))
+    );
+    let t = draw(&mut app, 160, 48);
+    let buf = t.backend().buffer();
+    let unavailable = Theme::default_theme().style(crate::tui::role::Role::Unavailable);
+    let (x, y) = find(buf, "approving needs a person's write token").unwrap();
+    assert_eq!(buf[(x, y)].fg, unavailable.fg.unwrap_or(Color::Reset));
+    app.status = None;
+    let t = draw(&mut app, 160, 48);
+    let buf = t.backend().buffer();
+    let bar = app.areas.status;
+    let (x, y) = find_in(buf, bar, "P approve").unwrap();
+    assert_eq!(buf[(x, y)].fg, unavailable.fg.unwrap_or(Color::Reset));
+    app.on_key(ch(':'));
+    let Mode::Modal(m) = &app.mode else { panic!() };
+    let Modal::Palette(p) = &**m else { panic!() };
+    assert!(
+        p.listed()
+            .iter()
+            .any(|(a, ok)| *a == Action::Approve && !ok)
+    );
+
+    // An agent's write token: refused by name.
+    let mut app = fixture_app(TokenRole::Write, Theme::default_theme());
+    app.who.as_mut().unwrap().principal = Principal::Agent;
+    let key_file = tempfile::NamedTempFile::new().unwrap();
+    app.key_path = Some(key_file.path().to_path_buf());
+    app.on_key(ch('3'));
+    app.on_key(ch('P'));
+    assert!(app.mode.is_normal());
+    assert!(app.status.as_ref().unwrap().text.contains("agent identity"));
+    assert!(app.refusal(Action::Approve).is_some());
+
+    // A blocked intent is not approvable: its cause is said instead.
+    let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+    app.key_path = Some(key_file.path().to_path_buf());
+    app.on_key(ch('3'));
+    app.on_key(ch('j'));
+    app.take_effects();
+    app.on_key(ch('P'));
+    assert!(app.mode.is_normal());
+    assert!(app.take_effects().is_empty());
+    let st = app.status.as_ref().unwrap().text.clone();
+    assert!(
+        st.contains("int-0002 is BLOCKED") && st.contains("check test failed"),
+        "{st}"
+    );
+    // From the sessions list, P approves the focused run's awaiting intent.
+    app.on_key(ch('1'));
+    app.selected = Some("run-0003".into());
+    app.sync_focus();
+    assert_eq!(app.approve_target().as_deref(), Ok("int-0003"));
+    // Without a key file, nothing opens and the remedy is named.
+    app.key_path = Some(std::path::PathBuf::from("/nonexistent/publish.p8"));
+    app.on_key(ch('P'));
+    assert!(app.mode.is_normal());
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("proctor key generate")
+    );
 }

@@ -18,6 +18,7 @@ use ratatui::widgets::{Block, BorderType, Borders, Clear};
 use super::role::Role;
 use super::theme::Theme;
 
+pub mod approval;
 pub mod confirm;
 pub mod duration;
 pub mod help;
