@@ -515,3 +515,110 @@ fn inside_tmux_as_a_person_would() {
     let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
     assert_eq!(v["state"], "running", "{v}");
 }
+
+/// A git repository with one commit, registered as a workspace whose check policy (one
+/// trivial check) is approved; a worktree run of it, stopped, with a change; its candidate
+/// bound and checked. Returns (run, candidate, the repository's tempdir).
+fn bound_worktree_run(s: &DemoServer) -> (String, String, tempfile::TempDir) {
+    const WS: &str = "/v1/m/sessions/workspaces";
+    const EV: &str = "/v1/m/evidence";
+    let repo = tempfile::Builder::new()
+        .prefix("cockpit-repo")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let git = proctor::git::Git::new(repo.path())
+        .with_env("GIT_AUTHOR_NAME", "t")
+        .with_env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .with_env("GIT_COMMITTER_NAME", "t")
+        .with_env("GIT_COMMITTER_EMAIL", "t@example.invalid");
+    git.run(&["init", "-q", "-b", "main"]).unwrap();
+    std::fs::write(repo.path().join("lexer.txt"), "escaped quotes: broken\n").unwrap();
+    git.run(&["add", "-A"]).unwrap();
+    git.run(&["commit", "-q", "-m", "base"]).unwrap();
+    let path = std::fs::canonicalize(repo.path()).unwrap();
+    let (code, v) = s.call("POST", WS, Some(json!({"path": path.to_str().unwrap()})));
+    assert!(code == 200 || code == 201, "{code} {v}");
+    let ws = v["ref"].as_str().unwrap().to_string();
+    let policy =
+        "[[check]]\nname = \"fixed\"\nargv = [\"grep\", \"-q\", \"fixed\", \"lexer.txt\"]\n";
+    s.expect(
+        200,
+        "PUT",
+        &format!("{WS}/{ws}/policy"),
+        Some(json!({"policy": policy})),
+    );
+    s.expect(
+        200,
+        "POST",
+        &format!("{WS}/{ws}/policy/approve"),
+        Some(json!({"sha256": proctor::evidence::policy::digest(policy)})),
+    );
+    let v = s.expect(
+        201,
+        "POST",
+        RUNS,
+        Some(json!({"tool": "gemini", "workspace": ws, "worktree": true, "name": "lexer fix"})),
+    );
+    let run = v["ref"].as_str().unwrap().to_string();
+    let worktree = std::path::PathBuf::from(v["workspace"].as_str().unwrap());
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+    std::fs::write(worktree.join("lexer.txt"), "escaped quotes: fixed\n").unwrap();
+    let v = s.expect(
+        201,
+        "POST",
+        &format!("{EV}/candidates"),
+        Some(json!({"run": run})),
+    );
+    let cand = v["id"].as_str().unwrap().to_string();
+    s.expect(201, "POST", &format!("{EV}/candidates/{cand}/checks"), None);
+    (run, cand, repo)
+}
+
+#[test]
+fn gate_view_and_receipts_pane_of_a_worktree_run_with_a_bound_candidate() {
+    let s = DemoServer::start(&[]);
+    let (run, cand, _repo) = bound_worktree_run(&s);
+    let branch = format!("proctor/{run}");
+    let mut c = Cockpit::open(&s, 40, 160, "xterm-256color");
+    // The list: the run's worktree branch and its candidate's gate, awaiting a person.
+    c.wait("the worktree run, its branch and its gate", |t| {
+        t.contains(&run) && t.contains(&format!("⎇ {branch}")) && t.contains("awaiting")
+    });
+    // The gate view: prerequisites → task → expected evidence → human decision.
+    c.send(b"2");
+    let t = c.wait("the gate view", |t| {
+        t.contains(&format!("Gate {cand} · {run} ⎇ {branch}")) && t.contains("AWAITING HUMAN")
+    });
+    for node in [
+        "prerequisites",
+        "run the policy's checks on these bytes",
+        "expected evidence, one per check",
+        "a person authorises publication of these exact bytes",
+        "not acceptance",
+    ] {
+        assert!(t.contains(node), "{node}: {t}");
+    }
+    // The receipts: the binding and the evidence attempt, each verified by the server.
+    c.send(b"4");
+    let t = c.wait("both receipts, verified", |t| {
+        t.contains("candidate.bound")
+            && t.contains("evidence.attempt")
+            && t.matches("holds").count() >= 2
+            && !t.contains("verifying…")
+    });
+    assert!(t.contains(&cand), "{t}");
+    // The selected (newest) receipt's checks, one by one.
+    assert!(t.contains("the server's verifier"), "{t}");
+    // The worktree moves on: the receipt of the binding no longer holds; `v` says so.
+    let wt = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    let path = wt["worktree"]["path"].as_str().unwrap().to_string();
+    std::fs::write(std::path::Path::new(&path).join("lexer.txt"), "changed\n").unwrap();
+    c.send(b"v");
+    c.wait("a receipt that fails now", |t| t.contains("fails"));
+    // And the gate says the evidence is stale.
+    c.send(b"2");
+    c.wait("the stale gate", |t| t.contains("EVIDENCE STALE"));
+    c.send(b"q");
+    assert_eq!(c.exit_code(), 0);
+    c.assert_restored();
+}

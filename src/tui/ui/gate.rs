@@ -189,7 +189,16 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
     let mut title = vec![span(app, Role::Title, " Gate ")];
     if let Some(c) = &cand {
         let run = match gate {
-            Some(Ok(g)) => format!(" · {}", text::one_line(&g.run, 20)),
+            Some(Ok(g)) => {
+                let branch = app
+                    .runs
+                    .iter()
+                    .find(|r| r.run_ref == g.run)
+                    .and_then(|r| r.worktree_branch.as_deref())
+                    .map(|b| format!(" ⎇ {}", text::one_line(b, 40)))
+                    .unwrap_or_default();
+                format!(" · {}{branch}", text::one_line(&g.run, 20))
+            }
             _ => String::new(),
         };
         title.push(span(

@@ -14,9 +14,24 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     if area.is_empty() {
         return;
     }
-    let c = app.counts;
-    // Narrow screens drop the separators and the name.
+    // The longest form that fits: narrower screens drop the separators, the name and the
+    // long words, never the role.
+    // (A server error at the end is cut as it must be: it does not count.)
     let wide = area.width >= 100;
+    let w = usize::from(area.width);
+    let mut line = build(app, wide, wide);
+    if line.1 > w && wide {
+        line = build(app, true, false);
+        if line.1 > w {
+            line = build(app, false, false);
+        }
+    }
+    buf.set_line(area.x, area.y, &line.0, area.width);
+}
+
+/// The header line, and the width of what must fit (all but a trailing server error).
+fn build(app: &App, wide: bool, long_auth: bool) -> (Line<'static>, usize) {
+    let c = app.counts;
     let sep = if wide { " · " } else { " " };
     let mut spans = Vec::new();
     if wide {
@@ -55,7 +70,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
             } else {
                 Role::Dim
             },
-            if wide {
+            if long_auth {
                 format!("awaiting authority {n}")
             } else {
                 format!("auth {n}")
@@ -79,6 +94,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
             ));
         }
     }
+    let core: usize = spans.iter().map(|s| s.width()).sum();
     if let Some(e) = &app.server_error {
         spans.push(span(app, Role::Dim, " │ "));
         spans.push(span(app, Role::Error, format!("server unreachable: {e}")));
@@ -86,5 +102,5 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         spans.push(span(app, Role::Dim, " │ "));
         spans.push(span(app, Role::Dim, "loading…"));
     }
-    buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+    (Line::from(spans), core)
 }

@@ -23,6 +23,13 @@ pub fn draw(app: &mut App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option
             if let Some(n) = &r.name {
                 title.push(span(app, Role::Text, format!("{} ", text::one_line(n, 30))));
             }
+            if let Some(b) = &r.worktree_branch {
+                title.push(span(
+                    app,
+                    Role::Marker,
+                    format!("⎇ {} ", text::one_line(b, 40)),
+                ));
+            }
             title.push(span(app, Role::Dim, format!("{} ", r.transport)));
         }
         title.extend(state_note(app));
