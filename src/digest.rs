@@ -47,6 +47,51 @@ pub const RECIPE: &str = "ordinal-path-bytes-sha256/1";
 /// not listed. Compared exactly (case-sensitive, byte for byte).
 pub const SKIPPED_NAMES: [&str; 2] = [".git", "node_modules"];
 
+/// What a walk skips and which entry types it records. [`Rules::INVENTORY`] is the seed's
+/// recipe (this module's contract); other recipes built on the same walk (the candidate
+/// inventory of `crate::candidate`) define their own rules and their own document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// Names skipped at any depth, whatever the entry is: not descended, not listed.
+    pub skip_any_depth: &'static [&'static str],
+    /// Names skipped only directly under the root.
+    pub skip_at_root: &'static [&'static str],
+    /// Record a symbolic link as an entry (its target's bytes are hashed, the link is not
+    /// followed) instead of refusing it.
+    pub symlinks: bool,
+    /// Record every folder as an entry, so that an empty folder is visible.
+    pub folders: bool,
+}
+
+impl Rules {
+    /// `inventory-digest/1`: regular files only, `.git` and `node_modules` skipped at any
+    /// depth, symbolic links refused.
+    pub const INVENTORY: Rules = Rules {
+        skip_any_depth: &SKIPPED_NAMES,
+        skip_at_root: &[],
+        symlinks: false,
+        folders: false,
+    };
+
+    fn skips(&self, prefix: &str, name: &[u8]) -> bool {
+        self.skip_any_depth.iter().any(|s| s.as_bytes() == name)
+            || (prefix.is_empty() && self.skip_at_root.iter().any(|s| s.as_bytes() == name))
+    }
+}
+
+/// The type of a listed entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file without the owner's execute bit.
+    File,
+    /// A regular file with the owner's execute bit.
+    Executable,
+    /// A symbolic link (only under rules that record links).
+    Symlink,
+    /// A folder (only under rules that record folders).
+    Folder,
+}
+
 /// Bytes read per `read` call when streaming a file into SHA-256. 64 KiB keeps the buffer
 /// in the core's L2 cache between the kernel's copy and the hash; 256 KiB and 1 MiB cost
 /// about 40% more CPU time on the benchmark tree (docs/performance.md).
@@ -263,10 +308,11 @@ fn stat_time(secs: libc::time_t, nsecs: libc::c_long) -> (i64, i64) {
     (secs as i64, nsecs as i64)
 }
 
-/// A regular file as listed by the walk.
+/// An entry as listed by the walk.
 #[derive(Debug, Clone)]
 struct Listed {
     path: String,
+    kind: EntryKind,
     size: u64,
     id: FileId,
     mtime: (i64, i64),
@@ -281,13 +327,19 @@ pub struct Listing {
     root_id: FileId,
     folders: HashSet<FileId>,
     files: Vec<Listed>,
+    rules: Rules,
 }
 
 impl Listing {
     pub fn root(&self) -> &Path {
         &self.root
     }
-    /// Number of regular files listed.
+    /// The rules the tree was walked with.
+    pub fn rules(&self) -> Rules {
+        self.rules
+    }
+    /// Number of entries listed (regular files, and links and folders when the rules
+    /// record them).
     pub fn count(&self) -> u64 {
         self.files.len() as u64
     }
@@ -334,6 +386,12 @@ fn root_error(root: &Path, e: io::Error) -> DigestError {
 /// Walks the tree under `root` and lists its regular files in recipe order. Fails with
 /// every entry the recipe cannot represent, named.
 pub fn list(root: &Path) -> Result<Listing, DigestError> {
+    list_with(root, Rules::INVENTORY)
+}
+
+/// Walks the tree under `root` under `rules` and lists its entries in ordinal path order.
+/// Fails with every entry the rules cannot represent, named.
+pub fn list_with(root: &Path, rules: Rules) -> Result<Listing, DigestError> {
     let mut dir = Dir::open_root(root).map_err(|e| root_error(root, e))?;
     let st = dir.stat_self().map_err(|e| DigestError::Io {
         op: "inspect",
@@ -343,6 +401,7 @@ pub fn list(root: &Path) -> Result<Listing, DigestError> {
     let root_id = stat_id(&st);
     let mut walk = Walk {
         root,
+        rules,
         folders: HashSet::from([root_id]),
         files: Vec::new(),
         refusals: Vec::new(),
@@ -363,11 +422,13 @@ pub fn list(root: &Path) -> Result<Listing, DigestError> {
         root_id,
         folders: walk.folders,
         files,
+        rules,
     })
 }
 
 struct Walk<'a> {
     root: &'a Path,
+    rules: Rules,
     folders: HashSet<FileId>,
     files: Vec<Listed>,
     refusals: Vec<Refusal>,
@@ -404,7 +465,7 @@ impl Walk<'_> {
             .map_err(|e| self.io("read the folder", prefix.as_bytes(), e))?;
         for name in names {
             let bytes = name.to_bytes();
-            if SKIPPED_NAMES.iter().any(|s| s.as_bytes() == bytes) {
+            if self.rules.skips(prefix, bytes) {
                 // Not descended, not listed. A skipped folder's identity still counts as
                 // inside the root for the manifest rule.
                 if let Ok(st) = dir.stat_at(&name)
@@ -429,6 +490,19 @@ impl Walk<'_> {
             match st.st_mode & libc::S_IFMT {
                 libc::S_IFREG => self.files.push(Listed {
                     path: rel,
+                    kind: if st.st_mode & libc::S_IXUSR != 0 {
+                        EntryKind::Executable
+                    } else {
+                        EntryKind::File
+                    },
+                    size: u64::try_from(st.st_size).unwrap_or(0),
+                    id: stat_id(&st),
+                    mtime: stat_time(st.st_mtime, st.st_mtime_nsec),
+                    ctime: stat_time(st.st_ctime, st.st_ctime_nsec),
+                }),
+                libc::S_IFLNK if self.rules.symlinks => self.files.push(Listed {
+                    path: rel,
+                    kind: EntryKind::Symlink,
                     size: u64::try_from(st.st_size).unwrap_or(0),
                     id: stat_id(&st),
                     mtime: stat_time(st.st_mtime, st.st_mtime_nsec),
@@ -458,6 +532,16 @@ impl Walk<'_> {
                         });
                     }
                     self.folders.insert(id);
+                    if self.rules.folders {
+                        self.files.push(Listed {
+                            path: rel.clone(),
+                            kind: EntryKind::Folder,
+                            size: 0,
+                            id,
+                            mtime: stat_time(cst.st_mtime, cst.st_mtime_nsec),
+                            ctime: stat_time(cst.st_ctime, cst.st_ctime_nsec),
+                        });
+                    }
                     self.visit(&mut child, &format!("{rel}/"))?;
                 }
                 libc::S_IFLNK => self.refuse(prefix, bytes, RefusalKind::SymbolicLink),
@@ -702,27 +786,135 @@ thread_local! {
 
 /// Hashes every listed file in parallel (rayon's pool, one worker per core) and builds the
 /// inventory. Fails naming a file that changed, vanished or cannot be read.
+///
+/// For a listing made by [`list`] (regular files only). A listing made under other rules is
+/// hashed with [`hash_entries`], whose caller defines its own document.
 pub fn hash(listing: &Listing, progress: Option<&Progress>) -> Result<Inventory, DigestError> {
+    let files = hash_entries(listing, progress)?
+        .into_iter()
+        .map(|e| FileDigest {
+            path: e.path,
+            bytes: e.bytes,
+            sha256: e.sha256,
+        })
+        .collect();
+    // The listing is already in recipe order; from_files re-sorts an ordered vector cheaply.
+    Ok(Inventory::from_files(listing.root.clone(), files))
+}
+
+/// One hashed entry of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Relative path with `/`.
+    pub path: String,
+    pub kind: EntryKind,
+    /// A file's size; a link's target length; 0 for a folder.
+    pub bytes: u64,
+    /// SHA-256 of a file's bytes, of a link's target bytes, of the empty string for a
+    /// folder.
+    pub sha256: [u8; 32],
+}
+
+/// Hashes every listed entry in parallel and returns them in the listing's (ordinal path)
+/// order. A file is streamed and must still be the one listed afterwards; a symbolic link's
+/// target is read without following it and the link must still be the one listed; a folder
+/// is not read. Fails naming an entry that changed, vanished or cannot be read.
+pub fn hash_entries(
+    listing: &Listing,
+    progress: Option<&Progress>,
+) -> Result<Vec<Entry>, DigestError> {
     if let Some(p) = progress {
         p.files_total
             .store(listing.count(), AtomicOrdering::Relaxed);
         p.bytes_total
             .store(listing.bytes(), AtomicOrdering::Relaxed);
     }
-    let files = listing
+    listing
         .files
         .par_iter()
-        .map(|f| {
-            BUFFER.with_borrow_mut(|buf| {
+        .map(|f| match f.kind {
+            EntryKind::File | EntryKind::Executable => BUFFER.with_borrow_mut(|buf| {
                 if buf.len() < CHUNK {
                     buf.resize(CHUNK, 0);
                 }
-                hash_one(&listing.root, f, buf, progress)
-            })
+                hash_one(&listing.root, f, buf, progress).map(|d| Entry {
+                    path: d.path,
+                    kind: f.kind,
+                    bytes: d.bytes,
+                    sha256: d.sha256,
+                })
+            }),
+            EntryKind::Symlink => hash_link(&listing.root, f, progress),
+            EntryKind::Folder => {
+                if let Some(p) = progress {
+                    p.files_done.fetch_add(1, AtomicOrdering::Relaxed);
+                }
+                Ok(Entry {
+                    path: f.path.clone(),
+                    kind: EntryKind::Folder,
+                    bytes: 0,
+                    sha256: Sha256::digest(b"").into(),
+                })
+            }
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    // The listing is already in recipe order; from_files re-sorts an ordered vector cheaply.
-    Ok(Inventory::from_files(listing.root.clone(), files))
+        .collect()
+}
+
+/// Reads a symbolic link's target (never following it) and checks that the link is still
+/// the one listed.
+fn hash_link(root: &Path, f: &Listed, progress: Option<&Progress>) -> Result<Entry, DigestError> {
+    let path = root.join(&f.path);
+    let shown = || escape_bytes(f.path.as_bytes());
+    let target = match fs::read_link(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(DigestError::Changed {
+                path: shown(),
+                detail: "listed, then gone".into(),
+            });
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            return Err(DigestError::Changed {
+                path: shown(),
+                detail: "a symbolic link when listed, something else when read".into(),
+            });
+        }
+        Err(e) => {
+            return Err(DigestError::Io {
+                op: "read the link",
+                path: escape_path(&path),
+                err: e,
+            });
+        }
+    };
+    let after = fs::symlink_metadata(&path).map_err(|e| DigestError::Io {
+        op: "inspect",
+        path: escape_path(&path),
+        err: e,
+    })?;
+    let bytes = target.as_os_str().as_bytes();
+    let same = after.file_type().is_symlink()
+        && (after.dev(), after.ino()) == f.id
+        && after.size() == f.size
+        && bytes.len() as u64 == f.size
+        && (after.mtime(), after.mtime_nsec()) == f.mtime
+        && (after.ctime(), after.ctime_nsec()) == f.ctime;
+    if !same {
+        return Err(DigestError::Changed {
+            path: shown(),
+            detail: "the symbolic link was replaced or changed after it was listed".into(),
+        });
+    }
+    if let Some(p) = progress {
+        p.files_done.fetch_add(1, AtomicOrdering::Relaxed);
+        p.bytes_done.fetch_add(f.size, AtomicOrdering::Relaxed);
+    }
+    Ok(Entry {
+        path: f.path.clone(),
+        kind: EntryKind::Symlink,
+        bytes: f.size,
+        sha256: Sha256::digest(bytes).into(),
+    })
 }
 
 fn hash_one(

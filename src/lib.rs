@@ -4,16 +4,19 @@
 
 pub mod auth;
 pub mod authority;
+pub mod candidate;
 pub mod cli;
 pub mod client;
 pub mod demo;
 pub mod digest;
 pub mod evidence;
 pub mod files;
+pub mod gate;
 pub mod git;
 pub mod home;
 pub mod ledger;
 pub mod providers;
+pub mod receipts;
 pub mod runs;
 pub mod server;
 pub mod sessions;

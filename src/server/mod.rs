@@ -17,6 +17,7 @@ use crate::ledger::{Ledger, LedgerError};
 
 mod api;
 mod authority_api;
+mod evidence_api;
 mod runs_api;
 mod workspaces_api;
 
