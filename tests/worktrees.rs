@@ -71,7 +71,11 @@ fn commit_all(git: &Git, msg: &str) -> String {
 /// Registers `path` as a workspace; returns its ref.
 fn register(s: &DemoServer, path: &Path) -> String {
     let (code, v) = s.call("POST", WS, Some(json!({"path": path.to_str().unwrap()})));
-    assert!(code == 200 || code == 201, "register {}: {code} {v}", path.display());
+    assert!(
+        code == 200 || code == 201,
+        "register {}: {code} {v}",
+        path.display()
+    );
     v["ref"].as_str().unwrap().to_string()
 }
 
@@ -241,7 +245,13 @@ fn every_refused_worktree_start_creates_nothing() {
         ("includeIf.gitdir:/x/.path", "/tmp/other.cfg"),
     ] {
         repo.git.run(&["config", key, value]).unwrap();
-        refused(&s, &repo, wt(json!({})), 422, "names a filter or an include");
+        refused(
+            &s,
+            &repo,
+            wt(json!({})),
+            422,
+            "names a filter or an include",
+        );
         repo.git.run(&["config", "--unset", key]).unwrap();
     }
     // Read-only folders (mode bits: the tests run as root, for whom access() always passes).
@@ -277,7 +287,14 @@ fn every_refused_worktree_start_creates_nothing() {
     let linked_parent = tempfile::tempdir_in("/tmp").unwrap();
     let linked = linked_parent.path().join("linked");
     repo.git
-        .run(&["worktree", "add", "-q", "-b", "side", linked.to_str().unwrap()])
+        .run(&[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            linked.to_str().unwrap(),
+        ])
         .unwrap();
     let ws_linked = register(&s, &linked);
     refused(
@@ -288,7 +305,9 @@ fn every_refused_worktree_start_creates_nothing() {
         "linked worktree",
     );
     let bare = tempfile::tempdir_in("/tmp").unwrap();
-    Git::new(bare.path()).run(&["init", "-q", "--bare"]).unwrap();
+    Git::new(bare.path())
+        .run(&["init", "-q", "--bare"])
+        .unwrap();
     let ws_bare = register(&s, bare.path());
     refused(
         &s,
@@ -369,7 +388,10 @@ fn a_worktree_run_starts_where_asked_resumes_there_and_moves_nothing() {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
     }
-    assert_eq!(std::fs::read_to_string(path.join("a.txt")).unwrap(), "one\n");
+    assert_eq!(
+        std::fs::read_to_string(path.join("a.txt")).unwrap(),
+        "one\n"
+    );
     // The named branch and the workspace's checkout did not move.
     assert_eq!(repo.git.text(&["rev-parse", "feature"]).unwrap(), first);
     assert_eq!(repo.head(), second);
@@ -389,7 +411,9 @@ fn a_worktree_run_starts_where_asked_resumes_there_and_moves_nothing() {
     let conversation = v["conversation_id"].clone();
     stop(&s, &run);
     s.expect(200, "POST", &s.run_path(&run, "/resume"), None);
-    let v = s.wait_run(&run, "resumed", |v| v["state"] == "idle" || v["state"] == "running");
+    let v = s.wait_run(&run, "resumed", |v| {
+        v["state"] == "idle" || v["state"] == "running"
+    });
     assert_eq!(v["generation"], 2);
     assert_eq!(v["conversation_id"], conversation);
     assert_eq!(cwd_of(v["pid"].as_u64().unwrap()), path);
@@ -406,7 +430,10 @@ fn a_worktree_run_starts_where_asked_resumes_there_and_moves_nothing() {
     let by_id = v["ref"].as_str().unwrap().to_string();
     stop(&s, &by_id);
     // Without worktree_from: the workspace's current commit.
-    let (code, v) = start(&s, json!({"tool": "gemini", "workspace": ws, "worktree": true}));
+    let (code, v) = start(
+        &s,
+        json!({"tool": "gemini", "workspace": ws, "worktree": true}),
+    );
     assert_eq!(code, 201, "{v}");
     assert_eq!(v["worktree"]["base"], second);
     let at_head = v["ref"].as_str().unwrap().to_string();
@@ -472,7 +499,10 @@ fn diff_and_diff_file_read_committed_objects_only() {
     let s = DemoServer::start(&[]);
     let repo = Repo::new();
     let ws = workspace(&s, &repo);
-    let (code, v) = start(&s, json!({"tool": "gemini", "workspace": ws, "worktree": true}));
+    let (code, v) = start(
+        &s,
+        json!({"tool": "gemini", "workspace": ws, "worktree": true}),
+    );
     assert_eq!(code, 201, "{v}");
     let run = v["ref"].as_str().unwrap().to_string();
     let base = v["worktree"]["base"].as_str().unwrap().to_string();
@@ -503,17 +533,32 @@ fn diff_and_diff_file_read_committed_objects_only() {
             {"path": "sub/b.txt", "status": "D"},
         ])
     );
-    let file = |p: &str| s.call("GET", &s.run_path(&run, &format!("/diff/file?path={p}")), None);
+    let file = |p: &str| {
+        s.call(
+            "GET",
+            &s.run_path(&run, &format!("/diff/file?path={p}")),
+            None,
+        )
+    };
     let (code, f) = file("a.txt");
     assert_eq!(code, 200, "{f}");
-    assert_eq!((f["original"].as_str(), f["modified"].as_str()), (Some("one\n"), Some("changed\n")));
+    assert_eq!(
+        (f["original"].as_str(), f["modified"].as_str()),
+        (Some("one\n"), Some("changed\n"))
+    );
     let (_, f) = file("sub%2Fb.txt");
-    assert_eq!((f["modified"].as_str(), f["modified_size"].clone()), (Some(""), Value::Null));
+    assert_eq!(
+        (f["modified"].as_str(), f["modified_size"].clone()),
+        (Some(""), Value::Null)
+    );
     let (_, f) = file("big.txt");
     assert_eq!(f["modified_clipped"], true);
     assert_eq!(f["modified"].as_str().unwrap().len(), 64 * 1024);
     assert_eq!(f["modified_size"], 70_000);
-    assert_eq!((f["original"].as_str(), f["original_size"].clone()), (Some(""), Value::Null));
+    assert_eq!(
+        (f["original"].as_str(), f["original_size"].clone()),
+        (Some(""), Value::Null)
+    );
     let (code, f) = file("huge.bin");
     assert_eq!(code, 413, "{f}");
     for p in ["uncommitted.txt", "nope", "sub"] {
@@ -547,7 +592,9 @@ fn diff_and_diff_file_read_committed_objects_only() {
     stop(&s, &other);
 
     // No common history (the workspace moved to an orphan branch) and a branch gone: 409.
-    repo.git.run(&["checkout", "-q", "--orphan", "alone"]).unwrap();
+    repo.git
+        .run(&["checkout", "-q", "--orphan", "alone"])
+        .unwrap();
     commit_all(&repo.git, "alone");
     let (code, v) = s.call("GET", &s.run_path(&run, "/diff"), None);
     assert_eq!(code, 409, "{v}");
@@ -566,7 +613,10 @@ fn diff_and_diff_file_read_committed_objects_only() {
 
 /// Starts a stopped worktree run; returns its ref and worktree path.
 fn stopped_run(s: &DemoServer, ws: &str) -> (String, PathBuf) {
-    let (code, v) = start(s, json!({"tool": "gemini", "workspace": ws, "worktree": true}));
+    let (code, v) = start(
+        s,
+        json!({"tool": "gemini", "workspace": ws, "worktree": true}),
+    );
     assert_eq!(code, 201, "{v}");
     let run = v["ref"].as_str().unwrap().to_string();
     stop(s, &run);
@@ -578,7 +628,8 @@ fn cleanup_releases_only_what_loses_nothing_unless_discarded() {
     let s = DemoServer::start(&[]);
     let repo = Repo::new();
     let ws = workspace(&s, &repo);
-    let cleanup = |run: &str, body: Option<Value>| s.call("POST", &s.run_path(run, "/cleanup"), body);
+    let cleanup =
+        |run: &str, body: Option<Value>| s.call("POST", &s.run_path(run, "/cleanup"), body);
     let state = |run: &str| s.expect(200, "GET", &s.run_path(run, ""), None)["state"].clone();
 
     // Unmerged, dirty, detached: each refused with its reason; the run stays.
@@ -591,7 +642,11 @@ fn cleanup_releases_only_what_loses_nothing_unless_discarded() {
     assert!(message(&v).contains("unmerged work"), "{v}");
     assert_eq!(state(&run), "stopped");
     // Anything but an explicit true confirms nothing.
-    for body in [json!({"discard_worktree": "true"}), json!({"discard_worktree": 1}), json!([true])] {
+    for body in [
+        json!({"discard_worktree": "true"}),
+        json!({"discard_worktree": 1}),
+        json!([true]),
+    ] {
         let (code, v) = cleanup(&run, Some(body.clone()));
         assert_eq!(code, 409, "{body}: {v}");
     }
@@ -608,7 +663,8 @@ fn cleanup_releases_only_what_loses_nothing_unless_discarded() {
     assert_eq!(code, 409, "{v}");
     assert!(message(&v).contains("detached HEAD"), "{v}");
     assert_eq!(state(&run), "stopped");
-    wt.run(&["checkout", "-q", &format!("proctor/{run}")]).unwrap();
+    wt.run(&["checkout", "-q", &format!("proctor/{run}")])
+        .unwrap();
     // Merged, on its branch, clean: released; the worktree and the merged branch go.
     let (code, v) = cleanup(&run, None);
     assert_eq!(code, 200, "{v}");
@@ -642,7 +698,10 @@ fn cleanup_releases_only_what_loses_nothing_unless_discarded() {
     let (code, v) = cleanup(&run3, Some(json!({"discard_worktree": true})));
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["cleaned"]["worktree"], "left_inaccessible");
-    assert_eq!(repo.proctor_branches(), format!("refs/heads/proctor/{run3}"));
+    assert_eq!(
+        repo.proctor_branches(),
+        format!("refs/heads/proctor/{run3}")
+    );
 
     // The ledger says what happened to each worktree and its branch tip.
     let cleaned = ledger_events(&s, "sessions.run.cleaned");
@@ -671,22 +730,46 @@ fn the_cli_starts_diffs_and_cleans_up_worktree_runs() {
     let h = &s.home;
 
     // Refused without --no-setup: exit 1 and the server's reason.
-    let out = h.run(&["session", "start", "--tool", "gemini", "--workspace", &ws, "--worktree"]);
+    let out = h.run(&[
+        "session",
+        "start",
+        "--tool",
+        "gemini",
+        "--workspace",
+        &ws,
+        "--worktree",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("approve-setup"));
     // --from without --worktree is a usage error.
     let out = h.run(&["session", "start", "--tool", "gemini", "--from", "feature"]);
     assert_eq!(out.status.code(), Some(2));
     let out = h.run(&[
-        "session", "start", "--tool", "gemini", "--workspace", &ws, "--worktree", "--from",
-        "HEAD~1", "--no-setup",
+        "session",
+        "start",
+        "--tool",
+        "gemini",
+        "--workspace",
+        &ws,
+        "--worktree",
+        "--from",
+        "HEAD~1",
+        "--no-setup",
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("revision expression"));
 
     let text = h.ok(&[
-        "session", "start", "--tool", "gemini", "--workspace", &ws, "--worktree", "--from",
-        "feature", "--no-setup",
+        "session",
+        "start",
+        "--tool",
+        "gemini",
+        "--workspace",
+        &ws,
+        "--worktree",
+        "--from",
+        "feature",
+        "--no-setup",
     ]);
     assert!(text.contains("worktree: branch proctor/run-0001"), "{text}");
     let wp = worktrees_dir(&s).join("run-0001");
@@ -701,7 +784,10 @@ fn the_cli_starts_diffs_and_cleans_up_worktree_runs() {
     let text = h.ok(&["session", "diff", "1", "--path", "a.txt"]);
     assert!(text.contains("one"), "{text}");
     assert!(text.contains("changed"), "{text}");
-    assert!(!text.contains('\u{1b}'), "repository text goes through the sanitiser: {text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "repository text goes through the sanitiser: {text:?}"
+    );
     let out = h.run(&["session", "diff", "1", "--path", "missing"]);
     assert_eq!(out.status.code(), Some(1));
 
