@@ -214,6 +214,14 @@ pub fn authorisation_spent(home: &Home, identity: &str) -> Result<Option<u64>, G
     Ok(found)
 }
 
+/// Evaluates the gate of `candidate_id` now: recomputes the candidate's identity and reads
+/// its workspace's approved policy (`workspaces::approved_policy`). Call it before any
+/// transition that relies on the candidate's evidence.
+pub fn evaluate(home: &Home, candidate_id: &str) -> Result<Gate, GateError> {
+    let lookup = |ws: &str| crate::workspaces::approved_policy(home, ws).map_err(|e| e.to_string());
+    evaluate_with(home, candidate_id, &lookup)
+}
+
 /// Evaluates the gate of `candidate_id` now, reading the approved policy through `lookup`.
 pub fn evaluate_with(
     home: &Home,

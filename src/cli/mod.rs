@@ -14,6 +14,7 @@ mod cockpit;
 mod demo;
 mod demo_agent;
 mod digest;
+mod evidence;
 mod home;
 mod key;
 mod ledger;
@@ -55,6 +56,10 @@ pub struct Cli {
 pub enum Command {
     Session(session::SessionArgs),
     Workspace(workspace::WorkspaceArgs),
+    Candidate(evidence::CandidateArgs),
+    Check(evidence::CheckArgs),
+    Gate(evidence::GateArgs),
+    Receipt(evidence::ReceiptArgs),
     Serve(server::ServeArgs),
     Server(server::ServerArgs),
     Token(token::TokenArgs),
@@ -128,6 +133,10 @@ pub fn main() -> ExitCode {
             Command::Ledger(args) => ledger::run(&ctx, args),
             Command::Session(args) => session::run(&ctx, args),
             Command::Workspace(args) => workspace::run(&ctx, args),
+            Command::Candidate(args) => evidence::candidate(&ctx, args),
+            Command::Check(args) => evidence::check(&ctx, args),
+            Command::Gate(args) => evidence::gate(&ctx, args),
+            Command::Receipt(args) => evidence::receipt(&ctx, args),
         },
     };
     match result {

@@ -101,6 +101,8 @@ pub enum CheckError {
          changed while it was copied. Remedy: stop whatever writes there, bind again"
     )]
     CopyDiffers { candidate: String, detail: String },
+    #[error("cannot read the workspace registry: {0}")]
+    Workspace(String),
     #[error(transparent)]
     Candidate(#[from] CandidateError),
     #[error(transparent)]
@@ -216,10 +218,41 @@ pub fn checkouts_dir(home: &Home) -> PathBuf {
     home.data.join("checkouts")
 }
 
+/// The approved policy of the candidate's workspace now (`workspaces::approved_policy`);
+/// `None` when the run has no workspace or the policy is not approved.
+pub fn approved_policy(
+    home: &Home,
+    cand: &Candidate,
+) -> Result<Option<ApprovedPolicy>, CheckError> {
+    let Some(ws) = &cand.workspace_ref else {
+        return Ok(None);
+    };
+    Ok(crate::workspaces::approved_policy(home, ws)
+        .map_err(|e| CheckError::Workspace(e.to_string()))?
+        .map(|(text, sha256)| ApprovedPolicy {
+            workspace: ws.clone(),
+            text,
+            sha256,
+        }))
+}
+
+/// Runs the approved policy of the candidate's workspace (read now) on the candidate: see
+/// [`run_with`].
+pub fn run(
+    home: &Home,
+    ledger: &Ledger,
+    candidate_id: &str,
+    checker: &Actor,
+) -> Result<Entry, CheckError> {
+    let cand = candidate::require(home, candidate_id)?;
+    let policy = approved_policy(home, &cand)?;
+    run_with(home, ledger, candidate_id, policy, checker)
+}
+
 /// Runs the policy's checks on a candidate and records one evidence entry (with its
 /// receipt and the ledger event `evidence.recorded`). `policy` is the workspace's approved
 /// policy now (`None` when there is none).
-pub fn run(
+pub fn run_with(
     home: &Home,
     ledger: &Ledger,
     candidate_id: &str,

@@ -20,7 +20,7 @@ fn none(_ws: &str) -> Result<Option<(String, String)>, String> {
 }
 
 fn check(f: &Fixture, cand: &str, text: &str) -> crate::evidence::store::Entry {
-    checks::run(
+    checks::run_with(
         &f.home,
         &f.ledger,
         cand,
@@ -87,7 +87,7 @@ fn v1_green_then_one_byte_then_v2_judged_afresh() {
     assert_eq!(state_of(&g, "candidate"), "unmet");
     assert_eq!(state_of(&g, "check:test"), "stale");
     assert_eq!(state_of(&g, "decision"), "blocked");
-    let e = checks::run(
+    let e = checks::run_with(
         &f.home,
         &f.ledger,
         &v1.id,

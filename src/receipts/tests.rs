@@ -22,7 +22,7 @@ fn receipts_bind_every_digest_with_its_recipe_and_verify() {
     write(&f.wt.join("src/lib.txt"), b"ok\n");
     let c = f.bind().unwrap();
     let text = "[[check]]\nname = \"t\"\nargv = [\"sh\", \"-c\", \"mkdir -p out; echo r > out/r.txt; echo hi\"]\nartifacts = [\"out/r.txt\"]\n";
-    let e = checks::run(
+    let e = checks::run_with(
         &f.home,
         &f.ledger,
         &c.id,

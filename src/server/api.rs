@@ -63,6 +63,9 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
     if let Some(role) = super::workspaces_api::workspaces_role(m, route) {
         return Some(role);
     }
+    if let Some(role) = super::evidence_api::evidence_role(m, route) {
+        return Some(role);
+    }
     Some(match (m, route) {
         ("GET", "/v1/server") => Read,
         ("GET", "/v1/whoami") => Read,
@@ -120,6 +123,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .nest(super::authority_api::BASE, super::authority_api::routes())
         .nest(super::publish_api::BASE, super::publish_api::routes())
         .merge(super::workspaces_api::routes())
+        .merge(super::evidence_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route("/v1/version", get(version))

@@ -12,7 +12,7 @@ fn policy(text: &str) -> Option<ApprovedPolicy> {
 }
 
 fn run_policy(f: &Fixture, cand: &str, text: &str) -> Result<Entry, CheckError> {
-    run(&f.home, &f.ledger, cand, policy(text), &actor())
+    run_with(&f.home, &f.ledger, cand, policy(text), &actor())
 }
 
 fn read(f: &Fixture, e: &Entry, out: &Output) -> Vec<u8> {
@@ -185,7 +185,7 @@ argv = ["sh", "-c", "sleep 300 & echo started"]
 fn refusals_policy_staleness_already_judged_and_concurrency() {
     let f = Fixture::new();
     let c = f.bind().unwrap();
-    let e = run(&f.home, &f.ledger, &c.id, None, &actor()).unwrap_err();
+    let e = run_with(&f.home, &f.ledger, &c.id, None, &actor()).unwrap_err();
     assert_eq!(e.code(), "policy_not_approved");
     assert!(
         e.to_string().contains("proctor workspace approve-policy"),

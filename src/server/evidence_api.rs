@@ -1,0 +1,310 @@
+//! Routes under `/v1/m/evidence`: candidates bound to a worktree run's exact bytes, the
+//! checks that judge them, the gate that says what still blocks, and the receipts.
+//! Binding and running checks need `write`; everything else `read`. Running checks is
+//! synchronous and may take as long as the policy's deadlines (the client waits: it has no
+//! request timeout).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::api::{ApiError, Caller};
+use crate::candidate::{self, Candidate, CandidateError};
+use crate::evidence::checks::{self, CheckError};
+use crate::evidence::store::{self, StoreError};
+use crate::evidence::{self as ev, Actor};
+use crate::gate::{self, GateError};
+use crate::receipts::{self, ReceiptError};
+
+/// The API base of the evidence routes.
+pub const BASE: &str = "/v1/m/evidence";
+
+/// The role each evidence route needs (`route` is the full matched path).
+pub fn evidence_role(method: &str, route: &str) -> Option<crate::auth::Role> {
+    use crate::auth::Role::*;
+    Some(match (method, route.strip_prefix(BASE)?) {
+        ("POST", "/candidates" | "/candidates/{id}/checks") => Write,
+        (
+            "GET",
+            "/candidates"
+            | "/candidates/{id}"
+            | "/candidates/{id}/gate"
+            | "/candidates/{id}/checks"
+            | "/evidence/{id}"
+            | "/receipts"
+            | "/receipts/{id}",
+        ) => Read,
+        _ => return None,
+    })
+}
+
+/// The routes, with their full paths.
+pub fn routes() -> Router<Arc<Shared>> {
+    let p = |tail: &str| format!("{BASE}{tail}");
+    Router::new()
+        .route(&p("/candidates"), get(list).post(bind))
+        .route(&p("/candidates/{id}"), get(show))
+        .route(
+            &p("/candidates/{id}/checks"),
+            get(checks_progress).post(run_checks),
+        )
+        .route(&p("/candidates/{id}/gate"), get(gate_of))
+        .route(&p("/evidence/{id}"), get(evidence_entry))
+        .route(&p("/receipts"), get(receipt_list))
+        .route(&p("/receipts/{id}"), get(receipt_show))
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+fn status_for(code: &str, refusal: bool) -> StatusCode {
+    match code {
+        "not_found" => StatusCode::NOT_FOUND,
+        "bad_request" => StatusCode::BAD_REQUEST,
+        "internal" => StatusCode::INTERNAL_SERVER_ERROR,
+        _ if refusal => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<CandidateError> for ApiError {
+    fn from(e: CandidateError) -> Self {
+        let code = e.code();
+        ApiError::new(status_for(code, e.is_refusal()), code, e.to_string())
+    }
+}
+
+impl From<CheckError> for ApiError {
+    fn from(e: CheckError) -> Self {
+        match e {
+            CheckError::Candidate(c) => c.into(),
+            other => {
+                let code = other.code();
+                ApiError::new(
+                    status_for(code, code != "internal"),
+                    code,
+                    other.to_string(),
+                )
+            }
+        }
+    }
+}
+
+impl From<GateError> for ApiError {
+    fn from(e: GateError) -> Self {
+        match e {
+            GateError::Candidate(c) => c.into(),
+            other => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                other.to_string(),
+            ),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        let status = match e {
+            StoreError::BadId(_) => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let code = if status == StatusCode::BAD_REQUEST {
+            "bad_request"
+        } else {
+            "internal"
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl From<ReceiptError> for ApiError {
+    fn from(e: ReceiptError) -> Self {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+    }
+}
+
+/// Runs blocking work (git, hashing, child processes) off the async workers.
+async fn blocking<T: Send + 'static, E: Into<ApiError> + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+        .map_err(Into::into)
+}
+
+fn actor(c: &Caller) -> Actor {
+    Actor {
+        token_id: c.token_id.clone(),
+        name: c.name.clone(),
+        principal: match c.principal {
+            crate::auth::Principal::Person => "person".into(),
+            crate::auth::Principal::Agent => "agent".into(),
+        },
+    }
+}
+
+/// A candidate as the API shows it: the stored record, and its identity digest rendered
+/// with its format and recipe.
+pub fn candidate_view(c: &Candidate) -> Value {
+    let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
+    v["identity_digest"] = json!(c.identity.render());
+    v
+}
+
+fn bad_id(id: &str, prefix: &str, example: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+        format!(
+            "{} is not a {prefix} id: give {example}",
+            crate::text::one_line(id, 60)
+        ),
+    )
+}
+
+#[derive(Deserialize)]
+struct BindBody {
+    run: String,
+}
+
+async fn bind(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    let b: BindBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("this route needs a JSON body {{\"run\": \"run-0001\"}}: {e}"),
+        )
+    })?;
+    if !ev::valid_id(&b.run, "run-") {
+        return Err(bad_id(&b.run, "run", "run-0001"));
+    }
+    let info = s.sessions.worktree_info(&b.run)?;
+    let (home, ledger, by) = (s.home.clone(), s.ledger.clone(), actor(&c));
+    let cand =
+        blocking(move || candidate::bind(&home, &ledger, &b.run, info.as_ref(), &by)).await?;
+    Ok((StatusCode::CREATED, axum::Json(candidate_view(&cand))).into_response())
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    run: Option<String>,
+}
+
+async fn list(State(s): State<Arc<Shared>>, Query(q): Query<ListQuery>) -> ApiResult {
+    let home = s.home.clone();
+    let all = blocking(move || candidate::list(&home)).await?;
+    let items: Vec<Value> = all
+        .iter()
+        .filter(|c| q.run.as_deref().is_none_or(|r| c.run_ref == r))
+        .map(candidate_view)
+        .collect();
+    Ok(axum::Json(json!({"items": items})).into_response())
+}
+
+async fn show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+    let home = s.home.clone();
+    let cand = blocking(move || candidate::require(&home, &id)).await?;
+    Ok(axum::Json(candidate_view(&cand)).into_response())
+}
+
+async fn run_checks(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let (home, ledger, by) = (s.home.clone(), s.ledger.clone(), actor(&c));
+    let entry = blocking(move || checks::run(&home, &ledger, &id, &by)).await?;
+    Ok((StatusCode::CREATED, axum::Json(entry)).into_response())
+}
+
+/// Whether an attempt runs on the candidate now, and where it is (cheap: no hashing), for
+/// a progress line while `POST …/checks` is outstanding.
+async fn checks_progress(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+    if !ev::valid_id(&id, "cand-") {
+        return Err(bad_id(&id, "candidate", "cand-0001"));
+    }
+    Ok(axum::Json(match checks::running(&s.home, &id) {
+        None => json!({"candidate": id, "running": false}),
+        Some(r) => {
+            let elapsed = r.check_started.map(|t| t.elapsed().as_secs()).unwrap_or(0);
+            json!({
+                "candidate": id,
+                "running": true,
+                "evidence": r.evidence,
+                "started_at": r.started_at,
+                "index": r.index,
+                "total": r.total,
+                "check": r.check,
+                "check_elapsed_secs": elapsed,
+                "bound_secs": r.bound_secs.saturating_sub(elapsed),
+            })
+        }
+    })
+    .into_response())
+}
+
+async fn gate_of(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+    let home = s.home.clone();
+    let g = blocking(move || gate::evaluate(&home, &id)).await?;
+    Ok(axum::Json(g).into_response())
+}
+
+async fn evidence_entry(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+    let home = s.home.clone();
+    let id2 = id.clone();
+    let e = blocking(move || store::load(&home, &id2)).await?;
+    match e {
+        Some(e) => Ok(axum::Json(e).into_response()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no evidence {id}; `proctor gate <candidate>` lists a candidate's attempts"),
+        )),
+    }
+}
+
+async fn receipt_list(State(s): State<Arc<Shared>>) -> ApiResult {
+    let home = s.home.clone();
+    let items = blocking(move || receipts::list(&home)).await?;
+    Ok(axum::Json(json!({"items": items})).into_response())
+}
+
+/// One receipt and what verifying it against the home's files says now.
+async fn receipt_show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+    if !ev::valid_id(&id, "rcpt-") {
+        return Err(bad_id(&id, "receipt", "rcpt-0001"));
+    }
+    let home = s.home.clone();
+    let path = receipts::receipts_dir(&home).join(format!("{id}.json"));
+    if !path.is_file() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no receipt {id}; `proctor receipt list` shows them"),
+        ));
+    }
+    let v = blocking(move || -> Result<Value, ReceiptError> {
+        let bytes =
+            std::fs::read(&path).map_err(|e| crate::files::FilesError::io("read", &path, e))?;
+        let receipt: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let verify = match receipts::verify_file(&home, &path) {
+            Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        Ok(json!({"receipt": receipt, "verify": verify}))
+    })
+    .await?;
+    Ok(axum::Json(v).into_response())
+}
