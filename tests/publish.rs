@@ -263,7 +263,6 @@ impl World {
         );
         let run = v["ref"].as_str().unwrap().to_string();
         let worktree = PathBuf::from(v["workspace"].as_str().unwrap());
-        s.wait_run(&run, "idle", |v| v["state"] == "idle");
         s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
         // The "agent's" work: one file changed, one added.
         std::fs::write(worktree.join("a.txt"), "two\n").unwrap();
@@ -305,7 +304,9 @@ impl World {
 
     /// `proctor publish propose …` for `branch`; returns the intent.
     fn propose(&self, branch: &str, body: &str) -> Value {
-        let body_file = self.home().join(format!("body-{branch}.md"));
+        let body_file = self
+            .home()
+            .join(format!("body-{}.md", branch.replace('/', "-")));
         std::fs::write(&body_file, body).unwrap();
         self.s.home.json(&[
             "publish",
@@ -723,7 +724,7 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
     assert_eq!(reqs[0].body["head"], "feature/change-a");
     assert_eq!(reqs[0].body["base"], "main");
     assert_eq!(reqs[0].body["title"], "Change a, add b");
-    assert_eq!(reqs[0].body["body"], hostile_body.trim_end());
+    assert_eq!(reqs[0].body["body"], hostile_body);
 
     // The receipt: signed, verified by proctor's verifier and by ssh-keygen.
     let path = w.receipts().pop().unwrap();

@@ -525,3 +525,31 @@ mod tests {
         assert_eq!(run(&p).error.unwrap().code(), "revision_missing");
     }
 }
+
+#[cfg(test)]
+mod absence {
+    /// The publish path's sources hold no way to merge: no git merge, no forge merge call.
+    /// (Absence over checks: this test fails if one is ever added.)
+    #[test]
+    fn no_merge_capability_in_the_publish_path() {
+        let sources = [
+            ("adapter.rs", include_str!("adapter.rs")),
+            ("forge.rs", include_str!("forge.rs")),
+            ("approve.rs", include_str!("approve.rs")),
+            ("intent.rs", include_str!("intent.rs")),
+            ("publish_api.rs", include_str!("../server/publish_api.rs")),
+        ];
+        for (name, text) in sources {
+            let code = text.split("mod absence").next().unwrap_or(text);
+            for needle in [
+                "\"merge\"",
+                "/merge",
+                "merge-base",
+                "\"rebase\"",
+                "\"reviews\"",
+            ] {
+                assert!(!code.contains(needle), "{name} contains {needle}");
+            }
+        }
+    }
+}

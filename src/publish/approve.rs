@@ -207,9 +207,13 @@ pub fn display(v: &CheckView) -> String {
     ));
     s.push_str(&field("run", &i.run));
     s.push_str(&field("candidate", &i.candidate.id));
-    s.push_str(&field(
-        "identity",
-        &crate::candidate::render_digest(&i.candidate.digest),
+    // Ids and digests are proctor's own hex: shown whole, never cut.
+    s.push_str(&format!(
+        "  identity   {}\n",
+        text::one_line(
+            &crate::candidate::render_digest(&i.candidate.digest),
+            usize::MAX
+        )
     ));
     s.push_str(&field(
         "gate",
@@ -219,16 +223,20 @@ pub fn display(v: &CheckView) -> String {
             v.evidence.len()
         ),
     ));
-    s.push_str(&field("revision", &i.revision));
+    s.push_str(&format!(
+        "  revision   {}\n",
+        text::one_line(&i.revision, usize::MAX)
+    ));
+    s.push_str(&format!(
+        "  commit     tree {} on {}\n",
+        text::one_line(&i.commit.tree, usize::MAX),
+        text::one_line(&i.commit.parent, usize::MAX)
+    ));
     s.push_str(&field(
-        "commit",
+        "author",
         &format!(
-            "tree {} on {}, by {} <{}> at {}",
-            i.commit.tree,
-            i.commit.parent,
-            i.commit.author_name,
-            i.commit.author_email,
-            i.commit.date
+            "{} <{}> at {}",
+            i.commit.author_name, i.commit.author_email, i.commit.date
         ),
     ));
     s.push_str(&field("title", &i.title));

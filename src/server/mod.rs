@@ -17,8 +17,8 @@ use crate::ledger::{Ledger, LedgerError};
 
 mod api;
 mod authority_api;
-mod publish_api;
 mod evidence_api;
+mod publish_api;
 mod runs_api;
 mod workspaces_api;
 

@@ -348,10 +348,7 @@ fn judge(
     s: &Shared,
     cand: &candidate::Candidate,
 ) -> Result<(IntentState, Vec<String>, Value), ApiError> {
-    let home = s.home.clone();
-    let lookup =
-        move |ws: &str| crate::workspaces::approved_policy(&home, ws).map_err(|e| e.to_string());
-    let g = gate::evaluate_with(&s.home, &cand.id, &lookup).map_err(internal)?;
+    let g = gate::evaluate(&s.home, &cand.id).map_err(internal)?;
     let mut causes = g.causes.clone();
     // `passed` means an authorisation for these bytes was spent before (an earlier intent,
     // perhaps one whose push failed); a new intent still needs its own authorisation.
