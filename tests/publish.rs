@@ -989,6 +989,59 @@ fn a_moved_lease_is_refused_and_a_replayed_authorisation_is_refused() {
     assert_eq!(w.ledger("publish.authorisation.replay_refused").len(), 1);
     assert_eq!(w.ledger("publish.authorisation.spent").len(), 1);
     assert_eq!(w.forge.requests().len(), 1, "no second pull request");
+
+    // The same bytes, proposed again for another branch, need (and get) their own
+    // authorisation. The forge now refuses the token: the push happened, the pull request
+    // did not, and the outcome says so — a failure, never a silent success.
+    let it2 = w.propose("second-branch", "");
+    assert_eq!(it2["state"], "awaiting_authority", "{it2}");
+    let id2 = it2["id"].as_str().unwrap().to_string();
+    std::fs::write(w.home().join("config/forge.token"), "ghp_revoked\n").unwrap();
+    let (apr, _) = approval(&w, &id2);
+    let view =
+        w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
+    let grant = Grant {
+        approval: apr.clone(),
+        intent: id2.clone(),
+        revision: it2["revision"].as_str().unwrap().to_string(),
+        identity: it2["candidate"]["digest"].as_str().unwrap().to_string(),
+        ledger_head: serde_json::from_value(view["ledger_head"].clone()).unwrap(),
+    };
+    let (_, env) = authorisation::mint(&grant, &signing).unwrap();
+    w.s.expect(
+        201,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/authorisation"),
+        Some(json!({"envelope": env})),
+    );
+    let spent = w.s.expect(
+        200,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/spend"),
+        Some(json!({"envelope": env})),
+    );
+    assert_eq!(spent["outcome"], "failed", "{spent}");
+    assert_eq!(spent["error"]["code"], "pull_request_failed");
+    assert!(
+        spent["error"]["message"].as_str().unwrap().contains("401"),
+        "{spent}"
+    );
+    assert!(
+        !spent.to_string().contains("ghp_revoked"),
+        "the token never comes back"
+    );
+    assert_eq!(
+        w.remote_tip("second-branch").as_deref(),
+        it2["revision"].as_str()
+    );
+    assert_eq!(spent["effects"]["pull_request"], Value::Null);
+    let st = World::statement(&PathBuf::from(spent["receipt"]["path"].as_str().unwrap()));
+    assert_eq!(st["predicate"]["outcome"], "failed");
+    assert_eq!(st["predicate"]["refusal"]["code"], "pull_request_failed");
+    assert_eq!(st["predicate"]["done"]["push"]["observed"], it2["revision"]);
+    let it2 =
+        w.s.expect(200, "GET", &format!("{PUB}/intents/{id2}"), None);
+    assert_eq!(it2["state"], "failed");
 }
 
 /// Every publish route needs a token and its role; approval routes refuse agents.
