@@ -994,8 +994,14 @@ pub fn release(info: &WorktreeInfo, discard: bool) -> Result<Released, WorktreeE
             reasons.join("; ")
         )));
     }
-    git.run(&["worktree", "remove", &info.path])
-        .map_err(|e| internal("git worktree remove", e))?;
+    git.run(&["worktree", "remove", &info.path]).map_err(|e| {
+        WorktreeError::Conflict(format!(
+            "git refused to remove the worktree {} ({}); the run stays. A locked worktree is \
+             unlocked with `git worktree unlock`; or repeat with discard_worktree",
+            text::one_line(&info.path, 300),
+            git_reason(&e)
+        ))
+    })?;
     git.run(&["branch", "-D", &info.branch])
         .map_err(|e| internal("git branch -D", e))?;
     out.branch_deleted = true;
@@ -1488,6 +1494,12 @@ mod tests {
         let m = conflict(release(&info, false));
         assert!(m.contains("detached HEAD"), "{m}");
         wt.run(&["checkout", "-q", &info.branch]).unwrap();
+
+        git.run(&["worktree", "lock", &info.path]).unwrap();
+        let m = conflict(release(&info, false));
+        assert!(m.contains("git worktree unlock"), "{m}");
+        assert!(wp.exists());
+        git.run(&["worktree", "unlock", &info.path]).unwrap();
 
         let r = release(&info, false).unwrap();
         assert_eq!(r.worktree, "removed");
