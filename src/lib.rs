@@ -16,6 +16,7 @@ pub mod git;
 pub mod home;
 pub mod ledger;
 pub mod providers;
+pub mod publish;
 pub mod receipts;
 pub mod runs;
 pub mod server;

@@ -19,6 +19,7 @@ mod home;
 mod key;
 mod ledger;
 mod profile;
+mod publish;
 mod server;
 mod session;
 mod token;
@@ -63,6 +64,7 @@ pub enum Command {
     Server(server::ServerArgs),
     Token(token::TokenArgs),
     Key(key::KeyArgs),
+    Publish(publish::PublishArgs),
     Profile(profile::ProfileArgs),
     Home(home::HomeArgs),
     Ledger(ledger::LedgerArgs),
@@ -124,6 +126,7 @@ pub fn main() -> ExitCode {
             Command::Server(args) => server::run(&ctx, args),
             Command::Token(args) => token::run(&ctx, args),
             Command::Key(args) => key::run(&ctx, args),
+            Command::Publish(args) => publish::run(&ctx, args),
             Command::Profile(args) => profile::run(&ctx, args),
             Command::Demo(args) => demo::run(&ctx, args),
             Command::DemoAgent(args) => demo_agent::run(args),

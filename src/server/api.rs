@@ -76,6 +76,9 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
         _ if route.starts_with(super::authority_api::BASE) => {
             return super::authority_api::authority_role(m, route);
         }
+        _ if route.starts_with(super::publish_api::BASE) => {
+            return super::publish_api::publish_role(m, route);
+        }
         _ => return runs_role(m, route.strip_prefix(super::runs_api::BASE)?),
     })
 }
@@ -117,8 +120,9 @@ pub fn router(state: Arc<Shared>) -> Router {
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{id}", delete(revoke_token))
         .nest(super::runs_api::BASE, super::runs_api::routes())
-        .merge(super::workspaces_api::routes())
         .nest(super::authority_api::BASE, super::authority_api::routes())
+        .nest(super::publish_api::BASE, super::publish_api::routes())
+        .merge(super::workspaces_api::routes())
         .merge(super::evidence_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()

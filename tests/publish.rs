@@ -1,0 +1,1112 @@
+//! Publication end to end, with real git (a workspace repository, a worktree run, a local
+//! bare remote), a real server, a loopback fake forge, and the approval typed through a real
+//! pseudo-terminal the way a person types it.
+//!
+//! - approve through a PTY: the branch is pushed to the bare remote, the pull request is
+//!   opened on the fake forge (its hostile answer is shown sanitised), the receipt verifies
+//!   (proctor's verifier and `ssh-keygen -Y verify`), the gate passes;
+//! - refused with exit 1, a redacted receipt and nothing pushed: a pipe under setsid (no
+//!   controlling terminal), the passphrase in an environment variable or in a file on stdin,
+//!   a wrong revision, Ctrl-C at the prompt, a wrong passphrase, a stale candidate; a stray
+//!   argv value is rejected as bad usage before anything is reserved;
+//! - a lease that moved, and a replayed authorisation (the spend route called twice).
+//!
+//! One key per test binary (scrypt N=2^17 is slow on purpose).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::{DemoServer, call_as, http_status};
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use proctor::authority::keys;
+use proctor::authority::statement::verify_receipt_file;
+use proctor::git::Git;
+use serde_json::{Value, json};
+
+const PASSPHRASE: &str = "correct horse battery staple";
+const WS: &str = "/v1/m/sessions/workspaces";
+const RUNS: &str = "/v1/m/sessions/runs";
+const EV: &str = "/v1/m/evidence";
+const PUB: &str = "/v1/m/publish";
+const FORGE_TOKEN: &str = "ghp_fake_forge_token_0123456789";
+const WAIT: Duration = Duration::from_secs(60);
+/// What the fake forge answers in `html_url`: an OSC title change and a bidi override.
+const HOSTILE_URL: &str = "https://forge.test/acme/widget/pull/1\u{1b}]0;pwned\u{7}\u{202e}gpj.exe";
+
+// ---------------------------------------------------------------------------------------------
+// The key: generated once for the whole binary.
+// ---------------------------------------------------------------------------------------------
+
+struct Key {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn key() -> &'static Key {
+    static KEY: OnceLock<Key> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let keys_dir = dir.path().join("keys");
+        let path = keys_dir.join("publish.p8");
+        keys::generate(&path, PASSPHRASE.as_bytes()).unwrap();
+        Key { _dir: dir, path }
+    })
+}
+
+/// Copies the key into a home (0700 folder, 0600 files) and registers it with the server.
+fn install_key(s: &DemoServer) {
+    let dir = s.home.path().join("config/keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let k = key();
+    for (from, name) in [
+        (k.path.clone(), "publish.p8"),
+        (keys::public_path(&k.path), "publish.pub"),
+    ] {
+        let to = dir.join(name);
+        std::fs::copy(&from, &to).unwrap();
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let info = keys::public_info(&k.path).unwrap();
+    let (code, v) = s.call(
+        "POST",
+        "/v1/m/authority/keys",
+        Some(json!({"public_key_b64": info.public_key_b64})),
+    );
+    assert!(code == 201 || code == 200, "{code} {v}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fake forge: a loopback HTTP server that records requests.
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct ForgeRequest {
+    line: String,
+    authorization: Option<String>,
+    body: Value,
+}
+
+struct Forge {
+    base: String,
+    requests: Arc<Mutex<Vec<ForgeRequest>>>,
+}
+
+impl Forge {
+    fn start() -> Forge {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://127.0.0.1:{}/api/v3", l.local_addr().unwrap().port());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        std::thread::spawn(move || {
+            for stream in l.incoming() {
+                let Ok(stream) = stream else { return };
+                let seen = seen.clone();
+                std::thread::spawn(move || serve_one(stream, &seen));
+            }
+        });
+        Forge { base, requests }
+    }
+
+    fn requests(&self) -> Vec<ForgeRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve_one(stream: std::net::TcpStream, seen: &Mutex<Vec<ForgeRequest>>) {
+    let mut r = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if r.read_line(&mut line).is_err() || line.is_empty() {
+        return;
+    }
+    let (mut len, mut authorization) = (0usize, None);
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).unwrap();
+        if h == "\r\n" || h.is_empty() {
+            break;
+        }
+        let (name, value) = h.split_once(':').unwrap();
+        match name.to_ascii_lowercase().as_str() {
+            "content-length" => len = value.trim().parse().unwrap(),
+            "authorization" => authorization = Some(value.trim().to_string()),
+            _ => {}
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).unwrap();
+    let n = {
+        let mut all = seen.lock().unwrap();
+        all.push(ForgeRequest {
+            line: line.trim_end().to_string(),
+            authorization: authorization.clone(),
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        });
+        all.len()
+    };
+    let (status, answer) = if authorization.as_deref() != Some(&format!("Bearer {FORGE_TOKEN}")) {
+        ("401 Unauthorized", json!({"message": "Bad credentials"}))
+    } else {
+        (
+            "201 Created",
+            json!({"number": n, "html_url": HOSTILE_URL.replace("/1", &format!("/{n}"))}),
+        )
+    };
+    let answer = answer.to_string();
+    let mut s = stream;
+    let _ = write!(
+        s,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{answer}",
+        answer.len()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The world: a server, a workspace repository with a bare remote, a worktree run whose
+// candidate passed its checks.
+// ---------------------------------------------------------------------------------------------
+
+struct World {
+    s: DemoServer,
+    repo: tempfile::TempDir,
+    remote: tempfile::TempDir,
+    forge: Forge,
+    run: String,
+    worktree: PathBuf,
+    candidate: String,
+}
+
+fn git(dir: &Path) -> Git {
+    Git::new(dir)
+}
+
+impl World {
+    fn new() -> World {
+        let s = DemoServer::start(&[]);
+        install_key(&s);
+        let forge = Forge::start();
+
+        let repo = tempfile::Builder::new()
+            .prefix("pubrepo")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let remote = tempfile::Builder::new()
+            .prefix("pubremote")
+            .tempdir_in("/tmp")
+            .unwrap();
+        git(remote.path()).run(&["init", "-q", "--bare"]).unwrap();
+        let g = git(repo.path());
+        g.run(&["init", "-q", "-b", "main"]).unwrap();
+        g.run(&["config", "user.name", "Ada Operator"]).unwrap();
+        g.run(&["config", "user.email", "ada@example.invalid"])
+            .unwrap();
+        std::fs::write(repo.path().join("a.txt"), "one\n").unwrap();
+        g.run(&["add", "-A"]).unwrap();
+        g.run(&["commit", "-q", "-m", "first"]).unwrap();
+        g.run(&["remote", "add", "origin", remote.path().to_str().unwrap()])
+            .unwrap();
+        g.run(&["push", "-q", "origin", "main"]).unwrap();
+
+        // The forge's configuration and the token file (0600).
+        let token = s.home.path().join("config/forge.token");
+        std::fs::write(&token, format!("{FORGE_TOKEN}\n")).unwrap();
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let cfg = s.home.path().join("config/forge.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "api_base = \"{}\"\nrepo = \"acme/widget\"\nbase = \"main\"\ntoken_file = \"{}\"\n",
+                forge.base,
+                token.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+        // A workspace with an approved policy, a worktree run, a change, a bound candidate
+        // and its passing checks.
+        let path = std::fs::canonicalize(repo.path()).unwrap();
+        let (code, v) = s.call("POST", WS, Some(json!({"path": path.to_str().unwrap()})));
+        assert!(code == 200 || code == 201, "{code} {v}");
+        let ws = v["ref"].as_str().unwrap().to_string();
+        let policy = "[[check]]\nname = \"present\"\nargv = [\"test\", \"-f\", \"b.txt\"]\n";
+        let v = s.expect(
+            200,
+            "PUT",
+            &format!("{WS}/{ws}/policy"),
+            Some(json!({"policy": policy})),
+        );
+        let sha = v["policy_sha256"]
+            .as_str()
+            .or_else(|| v["policy"]["sha256"].as_str())
+            .map(str::to_string)
+            .unwrap_or_else(|| proctor::evidence::policy::digest(policy));
+        s.expect(
+            200,
+            "POST",
+            &format!("{WS}/{ws}/policy/approve"),
+            Some(json!({"sha256": sha})),
+        );
+        let v = s.expect(
+            201,
+            "POST",
+            RUNS,
+            Some(json!({"tool": "gemini", "workspace": ws, "worktree": true})),
+        );
+        let run = v["ref"].as_str().unwrap().to_string();
+        let worktree = PathBuf::from(v["workspace"].as_str().unwrap());
+        s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+        // The "agent's" work: one file changed, one added.
+        std::fs::write(worktree.join("a.txt"), "two\n").unwrap();
+        std::fs::write(worktree.join("b.txt"), "bee\n").unwrap();
+        let v = s.expect(
+            201,
+            "POST",
+            &format!("{EV}/candidates"),
+            Some(json!({"run": run})),
+        );
+        let candidate = v["id"].as_str().unwrap().to_string();
+        s.expect(
+            201,
+            "POST",
+            &format!("{EV}/candidates/{candidate}/checks"),
+            None,
+        );
+        let g = s.expect(
+            200,
+            "GET",
+            &format!("{EV}/candidates/{candidate}/gate"),
+            None,
+        );
+        assert_eq!(g["state"], "awaiting_human", "{g}");
+        World {
+            s,
+            repo,
+            remote,
+            forge,
+            run,
+            worktree,
+            candidate,
+        }
+    }
+
+    fn home(&self) -> &Path {
+        self.s.home.path()
+    }
+
+    /// `proctor publish propose …` for `branch`; returns the intent.
+    fn propose(&self, branch: &str, body: &str) -> Value {
+        let body_file = self
+            .home()
+            .join(format!("body-{}.md", branch.replace('/', "-")));
+        std::fs::write(&body_file, body).unwrap();
+        self.s.home.json(&[
+            "publish",
+            "propose",
+            "--run",
+            &self.run,
+            "--remote",
+            "origin",
+            "--branch",
+            branch,
+            "--title",
+            "Change a, add b",
+            "--body-file",
+            body_file.to_str().unwrap(),
+            "--json",
+        ])
+    }
+
+    /// The remote branch's tip (None when absent).
+    fn remote_tip(&self, branch: &str) -> Option<String> {
+        let out = git(self.remote.path())
+            .text(&[
+                "for-each-ref",
+                "--format=%(objectname)",
+                &format!("refs/heads/{branch}"),
+            ])
+            .unwrap();
+        (!out.is_empty()).then_some(out)
+    }
+
+    fn receipts(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.home().join("data/receipts"))
+            .map(|d| {
+                d.map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// The statement inside a receipt file (signed or not).
+    fn statement(path: &Path) -> Value {
+        let env: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        use base64::Engine;
+        let payload = base64::engine::general_purpose::STANDARD
+            .decode(env["payload"].as_str().unwrap())
+            .unwrap();
+        serde_json::from_slice(&payload).unwrap()
+    }
+
+    fn ledger(&self, kind: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.s.home.ledger())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["kind"] == kind)
+            .collect()
+    }
+
+    /// Asserts the newest receipt is a redacted refusal naming `code`, with no secret.
+    fn assert_refused_receipt(&self, code: &str) {
+        let path = self.receipts().pop().unwrap();
+        let raw = std::fs::read_to_string(&path).unwrap();
+        assert!(!raw.contains(PASSPHRASE), "no passphrase in a receipt");
+        assert!(!raw.contains(FORGE_TOKEN), "no token in a receipt");
+        let st = World::statement(&path);
+        let p = &st["predicate"];
+        assert_eq!(p["outcome"], "refused", "{p}");
+        assert_eq!(p["redacted"], true);
+        assert_eq!(p["refusal"]["code"], code, "{p}");
+        assert_eq!(
+            p["intent"]["body"],
+            Value::Null,
+            "a redacted receipt keeps no body"
+        );
+        assert!(p["not_proven"].as_array().unwrap().len() >= 4);
+        assert!(!raw.contains("\"nonce\""), "never the nonce itself");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A program in a PTY of ours.
+// ---------------------------------------------------------------------------------------------
+
+struct Term {
+    _master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    out: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Term {
+    fn proctor(home: &Path, args: &[&str]) -> Term {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 50,
+                cols: 160,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_proctor"));
+        cmd.arg("--home");
+        cmd.arg(home);
+        cmd.args(args);
+        cmd.env_remove("PROCTOR_HOME");
+        cmd.env_remove("PROCTOR_TOKEN");
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let sink = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => sink.lock().unwrap().extend_from_slice(&buf[..n]),
+                }
+            }
+        });
+        let writer = pair.master.take_writer().unwrap();
+        Term {
+            _master: pair.master,
+            writer,
+            child,
+            out,
+        }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let t = self.text();
+            if t.contains(needle) {
+                return t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {needle:?}; output:\n{t}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Types like a person: one key at a time.
+    fn type_keys(&mut self, text: &str) {
+        for b in text.bytes() {
+            self.writer.write_all(&[b]).unwrap();
+            self.writer.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn exit_code(&mut self) -> u32 {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                // Let the reader drain what is left.
+                std::thread::sleep(Duration::from_millis(100));
+                return st.exit_code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "did not exit; output:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Runs `proctor publish approve ID` in a new session (no controlling terminal), with pipes.
+fn approve_without_tty(
+    w: &World,
+    id: &str,
+    env: &[(&str, &str)],
+    stdin: Stdio,
+) -> std::process::Output {
+    let mut cmd = w.s.home.cmd();
+    cmd.args(["publish", "approve", id])
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    // SAFETY: setsid in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap().wait_with_output().unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------------
+
+/// Every refusal at the terminal, then the publication through a real PTY.
+#[test]
+fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
+    let w = World::new();
+    let hostile_body = "Why:\n\u{1b}[2J\u{1b}]0;owned\u{7}cleared your screen\n\u{202e}txt.exe\n";
+    let it = w.propose("feature/change-a", hostile_body);
+    assert_eq!(it["state"], "awaiting_authority", "{it}");
+    let id = it["id"].as_str().unwrap().to_string();
+    let revision = it["revision"].as_str().unwrap().to_string();
+    assert_eq!(revision.len(), 40);
+    assert_eq!(it["expected_tip"], Value::Null);
+    // The revision is reproducible from what the intent stores, and no ref moved.
+    let c = &it["commit"];
+    let rebuilt = Git::new(w.repo.path())
+        .with_env("GIT_AUTHOR_NAME", c["author_name"].as_str().unwrap())
+        .with_env("GIT_AUTHOR_EMAIL", c["author_email"].as_str().unwrap())
+        .with_env("GIT_AUTHOR_DATE", c["date"].as_str().unwrap())
+        .with_env("GIT_COMMITTER_NAME", c["author_name"].as_str().unwrap())
+        .with_env("GIT_COMMITTER_EMAIL", c["author_email"].as_str().unwrap())
+        .with_env("GIT_COMMITTER_DATE", c["date"].as_str().unwrap())
+        .run_with_input(
+            &[
+                "commit-tree".as_ref(),
+                c["tree"].as_str().unwrap().as_ref(),
+                "-p".as_ref(),
+                c["parent"].as_str().unwrap().as_ref(),
+            ],
+            Some(c["message"].as_str().unwrap().as_bytes()),
+        )
+        .unwrap();
+    assert_eq!(String::from_utf8(rebuilt).unwrap().trim(), revision);
+    assert!(
+        Git::new(w.repo.path())
+            .run(&["rev-parse", "--verify", "-q", "refs/heads/feature/change-a"])
+            .is_err(),
+        "propose moves no ref"
+    );
+    let list = w.s.home.ok(&["publish", "list"]);
+    assert!(
+        list.contains("AWAITING_AUTHORITY") && list.contains("1 awaiting authority"),
+        "{list}"
+    );
+
+    // A stray argv value: bad usage, nothing reserved.
+    let before = w.receipts().len();
+    let out =
+        w.s.home
+            .run(&["publish", "approve", &id, "--passphrase", PASSPHRASE]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(w.receipts().len(), before, "nothing reserved");
+
+    // Through a pipe under setsid: no controlling terminal.
+    let out = approve_without_tty(&w, &id, &[], Stdio::piped());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no_terminal") && err.contains("redacted"),
+        "{err}"
+    );
+    w.assert_refused_receipt("no_terminal");
+
+    // The passphrase in the environment (and the answers on stdin): still no terminal.
+    let out = approve_without_tty(
+        &w,
+        &id,
+        &[
+            ("PROCTOR_PASSPHRASE", PASSPHRASE),
+            ("PASSPHRASE", PASSPHRASE),
+        ],
+        Stdio::piped(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    w.assert_refused_receipt("no_terminal");
+
+    // The revision and passphrase in a file on stdin: ignored, the prompt reads /dev/tty.
+    let answers = w.home().join("answers.txt");
+    std::fs::write(&answers, format!("{revision}\n{PASSPHRASE}\n")).unwrap();
+    let out = approve_without_tty(
+        &w,
+        &id,
+        &[],
+        Stdio::from(std::fs::File::open(&answers).unwrap()),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    w.assert_refused_receipt("no_terminal");
+
+    // At a real terminal: a wrong revision (one character off).
+    let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+    t.wait_for("Revision: ");
+    let mut wrong = revision.clone();
+    wrong.replace_range(39.., if revision.ends_with('0') { "1" } else { "0" });
+    t.type_keys(&format!("{wrong}\r"));
+    assert_eq!(t.exit_code(), 1);
+    assert!(t.text().contains("wrong_revision"), "{}", t.text());
+    w.assert_refused_receipt("wrong_revision");
+
+    // Ctrl-C at the revision prompt.
+    let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+    t.wait_for("Revision: ");
+    t.type_keys("\u{3}");
+    assert_eq!(t.exit_code(), 1);
+    assert!(t.text().contains("aborted"), "{}", t.text());
+    w.assert_refused_receipt("aborted");
+
+    // Ctrl-C at the passphrase prompt.
+    let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+    t.wait_for("Revision: ");
+    t.type_keys(&format!("{revision}\r"));
+    t.wait_for("Passphrase for the publish key: ");
+    t.type_keys("\u{3}");
+    assert_eq!(t.exit_code(), 1);
+    w.assert_refused_receipt("aborted");
+
+    // A wrong passphrase.
+    let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+    t.wait_for("Revision: ");
+    t.type_keys(&format!("{revision}\r"));
+    t.wait_for("Passphrase for the publish key: ");
+    t.type_keys("not the passphrase\r");
+    assert_eq!(t.exit_code(), 1);
+    assert!(t.text().contains("wrong_passphrase"), "{}", t.text());
+    w.assert_refused_receipt("wrong_passphrase");
+
+    // Nothing of the above pushed, opened a pull request or spent anything.
+    assert_eq!(w.remote_tip("feature/change-a"), None);
+    assert!(w.forge.requests().is_empty());
+    assert!(w.ledger("publish.authorisation.spent").is_empty());
+    let refusals = w.ledger("publish.approval.refused");
+    let codes: Vec<&str> = refusals
+        .iter()
+        .map(|e| e["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "no_terminal",
+            "no_terminal",
+            "no_terminal",
+            "wrong_revision",
+            "aborted",
+            "aborted",
+            "wrong_passphrase"
+        ]
+    );
+
+    // The person, at the terminal: the fields shown sanitised, the revision and passphrase
+    // typed.
+    let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+    let shown = t.wait_for("Revision: ");
+    assert!(
+        shown.contains("AWAITING_AUTHORITY") && shown.contains(&revision),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("\u{27e8}U+202E\u{27e9}txt.exe"),
+        "bidi shown as a marker: {shown}"
+    );
+    assert!(
+        !shown.contains("\u{1b}[2J") && !shown.contains("\u{1b}]0;owned"),
+        "{shown:?}"
+    );
+    assert!(shown.contains("cannot merge"), "{shown}");
+    t.type_keys(&format!("{revision}\r"));
+    t.wait_for("Passphrase for the publish key: ");
+    t.type_keys(&format!("{PASSPHRASE}\r"));
+    let code = t.exit_code();
+    let out = t.text();
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains(PASSPHRASE), "the passphrase is never echoed");
+    // The forge's hostile answer is shown sanitised.
+    assert!(out.contains("pull request #1 "), "{out}");
+    assert!(!out.contains("\u{1b}]0;pwned"), "{out:?}");
+    assert!(out.contains("\u{27e8}U+202E\u{27e9}gpj.exe"), "{out}");
+
+    // Pushed exactly the revision; the local branch moved; main untouched (no merge).
+    assert_eq!(
+        w.remote_tip("feature/change-a").as_deref(),
+        Some(revision.as_str())
+    );
+    assert_eq!(
+        Git::new(w.repo.path())
+            .text(&["rev-parse", "refs/heads/feature/change-a"])
+            .unwrap(),
+        revision
+    );
+    let main_tip = Git::new(w.repo.path())
+        .text(&["rev-parse", "main"])
+        .unwrap();
+    assert_eq!(w.remote_tip("main").as_deref(), Some(main_tip.as_str()));
+    // One pull request, with the token in the header only and the intent's fields.
+    let reqs = w.forge.requests();
+    assert_eq!(reqs.len(), 1, "{reqs:?}");
+    assert_eq!(
+        reqs[0].line,
+        "POST /api/v3/repos/acme/widget/pulls HTTP/1.1"
+    );
+    assert_eq!(
+        reqs[0].authorization.as_deref(),
+        Some(&*format!("Bearer {FORGE_TOKEN}"))
+    );
+    assert_eq!(reqs[0].body["head"], "feature/change-a");
+    assert_eq!(reqs[0].body["base"], "main");
+    assert_eq!(reqs[0].body["title"], "Change a, add b");
+    assert_eq!(reqs[0].body["body"], hostile_body);
+
+    // The receipt: signed, verified by proctor's verifier and by ssh-keygen.
+    let path = w.receipts().pop().unwrap();
+    assert!(out.contains(&path.display().to_string()), "{out}");
+    let vk = keys::public_info(&key().path)
+        .unwrap()
+        .verifying_key()
+        .unwrap();
+    let report = verify_receipt_file(&path, &[vk]).unwrap();
+    assert!(report.ok(), "{report:#?}");
+    let st = report.statement.unwrap();
+    let p = &st["predicate"];
+    assert_eq!(p["outcome"], "published");
+    assert_eq!(p["done"]["push"]["observed"], revision.as_str());
+    assert_eq!(p["done"]["pull_request"]["number"], 1);
+    assert_eq!(p["candidate"]["id"], w.candidate.as_str());
+    assert_eq!(
+        p["authorisation"]["nonce_sha256"].as_str().unwrap().len(),
+        64
+    );
+    assert!(p["authorisation"]["spent_at"].is_string());
+    assert_eq!(p["ledger"]["format"], "proctor-ledger-fixed-point/1");
+    assert!(p["not_proven"][0].as_str().unwrap().contains("host user"));
+    let subjects = st["subject"].as_array().unwrap();
+    assert_eq!(subjects[0]["digest"]["gitCommit"], revision.as_str());
+    let names: Vec<&str> = subjects
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"a.txt") && names.contains(&"b.txt"),
+        "{names:?}"
+    );
+    for check in &report.checks {
+        assert_ne!(
+            check.outcome,
+            proctor::authority::statement::Outcome::Fails,
+            "{check:?}"
+        );
+    }
+    ssh_keygen_verifies(&path);
+
+    // The gate passed; the intent is published; the ledger tells the story in order.
+    let g = w.s.expect(
+        200,
+        "GET",
+        &format!("{EV}/candidates/{}/gate", w.candidate),
+        None,
+    );
+    assert_eq!(g["state"], "passed", "{g}");
+    let it = w.s.expect(200, "GET", &format!("{PUB}/intents/{id}"), None);
+    assert_eq!(it["state"], "published");
+    let kinds: Vec<String> = std::fs::read_to_string(w.s.home.ledger())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .filter(|k| k.starts_with("publish.") && !k.starts_with("publish.receipt"))
+        .collect();
+    let tail = &kinds[kinds.len() - 5..];
+    assert_eq!(
+        tail,
+        [
+            "publish.approval.opened",
+            "publish.approval.checked",
+            "publish.authorisation.minted",
+            "publish.authorisation.spent",
+            "publish.adapter.finished"
+        ]
+    );
+    // A published intent cannot be approved again.
+    let out = approve_without_tty(&w, &id, &[], Stdio::null());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PUBLISHED"));
+}
+
+fn ssh_keygen_verifies(receipt: &Path) {
+    let info = keys::public_info(&key().path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let allowed = dir.path().join("allowed_signers");
+    std::fs::write(&allowed, format!("proctor {}\n", info.openssh)).unwrap();
+    let sig = proctor::authority::statement::sig_path(receipt);
+    let out = Command::new("ssh-keygen")
+        .args(["-Y", "verify", "-f"])
+        .arg(&allowed)
+        .args(["-I", "proctor", "-n", "proctor-receipt", "-s"])
+        .arg(&sig)
+        .stdin(std::fs::File::open(receipt).unwrap())
+        .output()
+        .expect("ssh-keygen (openssh-client) must be installed");
+    assert!(
+        out.status.success(),
+        "ssh-keygen -Y verify: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The candidate changed after the proposal: the approval refuses before any prompt.
+#[test]
+fn a_candidate_changed_after_propose_is_stale() {
+    let w = World::new();
+    let it = w.propose("stale-branch", "");
+    let id = it["id"].as_str().unwrap().to_string();
+    std::fs::write(w.worktree.join("b.txt"), "bee, edited later\n").unwrap();
+    let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+    assert_eq!(t.exit_code(), 1);
+    let out = t.text();
+    assert!(
+        out.contains("stale") && out.contains("changed after the proposal"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("Revision: "),
+        "no prompt for a stale candidate: {out}"
+    );
+    w.assert_refused_receipt("stale");
+    assert_eq!(w.remote_tip("stale-branch"), None);
+    assert!(w.forge.requests().is_empty());
+}
+
+fn approval(w: &World, id: &str) -> (String, Value) {
+    let v =
+        w.s.expect(201, "POST", &format!("{PUB}/intents/{id}/approvals"), None);
+    (v["approval"].as_str().unwrap().to_string(), v)
+}
+
+/// A lease that moved is refused naming the tip; once the remote is back, the same intent
+/// publishes through the API, and the spend route called twice is a replay.
+#[test]
+fn a_moved_lease_is_refused_and_a_replayed_authorisation_is_refused() {
+    use proctor::publish::authorisation::{self, Grant, LedgerHead};
+    let w = World::new();
+    let it = w.propose("lease-branch", "Body.\n");
+    let id = it["id"].as_str().unwrap().to_string();
+    let revision = it["revision"].as_str().unwrap().to_string();
+
+    // Someone pushes the branch after the proposal.
+    let base = Git::new(w.repo.path())
+        .text(&["rev-parse", "main"])
+        .unwrap();
+    Git::new(w.repo.path())
+        .run(&[
+            "push",
+            "-q",
+            "origin",
+            &format!("{base}:refs/heads/lease-branch"),
+        ])
+        .unwrap();
+    let (apr, _) = approval(&w, &id);
+    let (code, v) =
+        w.s.call("POST", &format!("{PUB}/approvals/{apr}/check"), None);
+    assert_eq!(code, 409, "{v}");
+    assert_eq!(v["error"]["code"], "lease_moved");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains(&base),
+        "{v}"
+    );
+    w.assert_refused_receipt("lease_moved");
+    assert_eq!(w.remote_tip("lease-branch").as_deref(), Some(base.as_str()));
+    // The closed approval cannot go on.
+    let (code, _) =
+        w.s.call("POST", &format!("{PUB}/approvals/{apr}/check"), None);
+    assert_eq!(code, 409);
+
+    // The remote branch is gone again: the lease holds. The test plays the terminal's part
+    // with the key, through the API.
+    Git::new(w.repo.path())
+        .run(&["push", "-q", "origin", ":refs/heads/lease-branch"])
+        .unwrap();
+    let (apr, opened) = approval(&w, &id);
+    let receipt = PathBuf::from(opened["receipt"]["path"].as_str().unwrap());
+    let st = World::statement(&receipt);
+    assert_eq!(
+        st["predicate"]["outcome"], "incomplete",
+        "reserved and filled at once"
+    );
+    let view =
+        w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
+    let head: LedgerHead = serde_json::from_value(view["ledger_head"].clone()).unwrap();
+    let signing = keys::load(&key().path, PASSPHRASE.as_bytes()).unwrap();
+    let grant = Grant {
+        approval: apr.clone(),
+        intent: id.clone(),
+        revision: revision.clone(),
+        identity: it["candidate"]["digest"].as_str().unwrap().to_string(),
+        ledger_head: head.clone(),
+    };
+    // An authorisation bound to another revision is refused (and closes the approval).
+    let mut other = grant.clone();
+    other.revision = "0".repeat(40);
+    let (_, bad) = authorisation::mint(&other, &signing).unwrap();
+    let (code, v) = w.s.call(
+        "POST",
+        &format!("{PUB}/approvals/{apr}/authorisation"),
+        Some(json!({"envelope": bad})),
+    );
+    assert_eq!(code, 422, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("revision"),
+        "{v}"
+    );
+
+    let (apr, _) = approval(&w, &id);
+    let view =
+        w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
+    let grant = Grant {
+        approval: apr.clone(),
+        ledger_head: serde_json::from_value(view["ledger_head"].clone()).unwrap(),
+        ..grant
+    };
+    let (payload, env) = authorisation::mint(&grant, &signing).unwrap();
+    // Spending before appending is refused.
+    let (code, _) = w.s.call(
+        "POST",
+        &format!("{PUB}/approvals/{apr}/spend"),
+        Some(json!({"envelope": env})),
+    );
+    assert_eq!(code, 409);
+    w.s.expect(
+        201,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/authorisation"),
+        Some(json!({"envelope": env})),
+    );
+    let minted = w.ledger("publish.authorisation.minted");
+    assert_eq!(
+        minted.last().unwrap()["nonce_sha256"],
+        payload.nonce_sha256()
+    );
+    assert!(
+        !std::fs::read_to_string(w.s.home.ledger())
+            .unwrap()
+            .contains(&payload.nonce),
+        "the ledger keeps the nonce's digest, never the nonce"
+    );
+    let spent = w.s.expect(
+        200,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/spend"),
+        Some(json!({"envelope": env})),
+    );
+    assert_eq!(spent["outcome"], "published", "{spent}");
+    assert_eq!(
+        w.remote_tip("lease-branch").as_deref(),
+        Some(revision.as_str())
+    );
+    assert_eq!(w.forge.requests().len(), 1);
+
+    // The same authorisation, spent again: a replay, refused and recorded; nothing happens.
+    let (code, v) = w.s.call(
+        "POST",
+        &format!("{PUB}/approvals/{apr}/spend"),
+        Some(json!({"envelope": env})),
+    );
+    assert_eq!(code, 409, "{v}");
+    assert_eq!(v["error"]["code"], "replay");
+    assert_eq!(w.ledger("publish.authorisation.replay_refused").len(), 1);
+    assert_eq!(w.ledger("publish.authorisation.spent").len(), 1);
+    assert_eq!(w.forge.requests().len(), 1, "no second pull request");
+
+    // The same bytes, proposed again for another branch, need (and get) their own
+    // authorisation. The forge now refuses the token: the push happened, the pull request
+    // did not, and the outcome says so — a failure, never a silent success.
+    let it2 = w.propose("second-branch", "");
+    assert_eq!(it2["state"], "awaiting_authority", "{it2}");
+    let id2 = it2["id"].as_str().unwrap().to_string();
+    std::fs::write(w.home().join("config/forge.token"), "ghp_revoked\n").unwrap();
+    let (apr, _) = approval(&w, &id2);
+    let view =
+        w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
+    let grant = Grant {
+        approval: apr.clone(),
+        intent: id2.clone(),
+        revision: it2["revision"].as_str().unwrap().to_string(),
+        identity: it2["candidate"]["digest"].as_str().unwrap().to_string(),
+        ledger_head: serde_json::from_value(view["ledger_head"].clone()).unwrap(),
+    };
+    let (_, env) = authorisation::mint(&grant, &signing).unwrap();
+    w.s.expect(
+        201,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/authorisation"),
+        Some(json!({"envelope": env})),
+    );
+    let spent = w.s.expect(
+        200,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/spend"),
+        Some(json!({"envelope": env})),
+    );
+    assert_eq!(spent["outcome"], "failed", "{spent}");
+    assert_eq!(spent["error"]["code"], "pull_request_failed");
+    assert!(
+        spent["error"]["message"].as_str().unwrap().contains("401"),
+        "{spent}"
+    );
+    assert!(
+        !spent.to_string().contains("ghp_revoked"),
+        "the token never comes back"
+    );
+    assert_eq!(
+        w.remote_tip("second-branch").as_deref(),
+        it2["revision"].as_str()
+    );
+    assert_eq!(spent["effects"]["pull_request"], Value::Null);
+    let st = World::statement(&PathBuf::from(spent["receipt"]["path"].as_str().unwrap()));
+    assert_eq!(st["predicate"]["outcome"], "failed");
+    assert_eq!(st["predicate"]["refusal"]["code"], "pull_request_failed");
+    assert_eq!(st["predicate"]["done"]["push"]["observed"], it2["revision"]);
+    let it2 =
+        w.s.expect(200, "GET", &format!("{PUB}/intents/{id2}"), None);
+    assert_eq!(it2["state"], "failed");
+}
+
+/// Every publish route needs a token and its role; approval routes refuse agents.
+#[test]
+fn publish_routes_need_their_role_and_a_person() {
+    let s = DemoServer::start(&[]);
+    let sock = s.home.socket();
+    let read = s.json_token("read", "viewer");
+    let agent = s.home.json(&[
+        "token",
+        "create",
+        "--role",
+        "write",
+        "--name",
+        "bot",
+        "--principal",
+        "agent",
+        "--json",
+    ])["secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let routes = [
+        ("GET", format!("{PUB}/intents")),
+        ("GET", format!("{PUB}/intents/int-0001")),
+        ("POST", format!("{PUB}/intents")),
+        ("POST", format!("{PUB}/intents/int-0001/approvals")),
+        ("POST", format!("{PUB}/approvals/apr-x/check")),
+        ("POST", format!("{PUB}/approvals/apr-x/refusal")),
+        ("POST", format!("{PUB}/approvals/apr-x/authorisation")),
+        ("POST", format!("{PUB}/approvals/apr-x/spend")),
+        ("POST", format!("{PUB}/approvals/apr-x/receipt")),
+    ];
+    for (m, p) in &routes {
+        assert_eq!(http_status(&sock, m, p, None), 401, "{m} {p}");
+        if *m == "POST" {
+            assert_eq!(http_status(&sock, m, p, Some(&read)), 403, "{m} {p}");
+        }
+    }
+    for (m, p) in &routes[3..] {
+        let (code, v) = call_as(&sock, Some(&agent), m, p, Some(json!({})));
+        assert_eq!(code, 403, "{m} {p}: {v}");
+        assert_eq!(v["error"]["code"], "agent_refused", "{m} {p}");
+    }
+    // Anything else under the base is refused by default.
+    assert_eq!(
+        http_status(
+            &sock,
+            "DELETE",
+            &format!("{PUB}/intents/int-0001"),
+            Some(&s.token)
+        ),
+        403
+    );
+    // Proposing without a bound candidate says what to do.
+    let (code, v) = s.call(
+        "POST",
+        &format!("{PUB}/intents"),
+        Some(json!({"run": "run-0001", "remote": "origin", "branch": "b", "title": "t"})),
+    );
+    assert_eq!(code, 422, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no bound candidate")
+    );
+}
