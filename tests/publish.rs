@@ -7,8 +7,8 @@
 //!   (proctor's verifier and `ssh-keygen -Y verify`), the gate passes;
 //! - refused with exit 1, a redacted receipt and nothing pushed: a pipe under setsid (no
 //!   controlling terminal), the passphrase in an environment variable or in a file on stdin,
-//!   a wrong revision, Ctrl-C at the prompt, a wrong passphrase, a stale candidate; a stray
-//!   argv value is rejected as bad usage before anything is reserved;
+//!   a wrong revision, Ctrl-C at the prompt, a wrong passphrase, a stale candidate, the
+//!   passphrase offered in argv (the words are never read);
 //! - a lease that moved, and a replayed authorisation (the spend route called twice).
 //!
 //! One key per test binary (scrypt N=2^17 is slow on purpose).
@@ -559,13 +559,16 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
         "{list}"
     );
 
-    // A stray argv value: bad usage, nothing reserved.
-    let before = w.receipts().len();
+    // The passphrase offered in argv: refused, exit 1, a redacted receipt that never holds
+    // the offered words.
     let out =
         w.s.home
             .run(&["publish", "approve", &id, "--passphrase", PASSPHRASE]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(w.receipts().len(), before, "nothing reserved");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("answer_offered_outside_the_terminal"), "{err}");
+    assert!(!err.contains(PASSPHRASE), "{err}");
+    w.assert_refused_receipt("answer_offered_outside_the_terminal");
 
     // Through a pipe under setsid: no controlling terminal.
     let out = approve_without_tty(&w, &id, &[], Stdio::piped());
@@ -656,6 +659,7 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
     assert_eq!(
         codes,
         [
+            "answer_offered_outside_the_terminal",
             "no_terminal",
             "no_terminal",
             "no_terminal",

@@ -780,8 +780,9 @@ async fn check(
 }
 
 /// The refusals a terminal may report.
-const TERMINAL_REFUSALS: [&str; 9] = [
+const TERMINAL_REFUSALS: [&str; 10] = [
     "no_terminal",
+    "answer_offered_outside_the_terminal",
     "aborted",
     "prompt_failed",
     "wrong_revision",
