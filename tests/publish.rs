@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use common::{DemoServer, call_as, http_status};
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use proctor::authority::keys;
-use proctor::authority::statement::verify_receipt_file;
+use proctor::authority::statement::{sig_path as statement_sig, verify_receipt_file};
 use proctor::git::Git;
 use serde_json::{Value, json};
 
@@ -770,6 +770,36 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
         );
     }
     ssh_keygen_verifies(&path);
+    // `proctor receipt verify` checks it with the keys the home trusts, and the ledger prefix.
+    let out =
+        w.s.home
+            .run(&["receipt", "verify", &path.display().to_string()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("publication.published"), "{text}");
+    for name in ["signature", "sshsig", "ledger"] {
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with("holds") && l.contains(name)),
+            "{name}: {text}"
+        );
+    }
+    // One byte of the envelope changed: the signatures no longer hold, exit 1.
+    let tampered = w.home().join("tampered.json");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let i = bytes.iter().position(|&b| b == b'"').unwrap() + 1;
+    bytes[i] ^= 0x20;
+    std::fs::write(&tampered, &bytes).unwrap();
+    std::fs::copy(statement_sig(&path), statement_sig(&tampered)).unwrap();
+    let out =
+        w.s.home
+            .run(&["receipt", "verify", &tampered.display().to_string()]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 
     // The gate passed; the intent is published; the ledger tells the story in order.
     let g = w.s.expect(
