@@ -42,11 +42,6 @@ pub enum ReceiptError {
     Ledger(#[from] ledger::LedgerError),
     #[error("{path} is not a receipt: {detail}")]
     NotAReceipt { path: String, detail: String },
-    #[error(
-        "{path} is a signed receipt (a DSSE envelope); it is verified with its signer's key \
-         by the publish-authority verifier, not by this plain-receipt check"
-    )]
-    Envelope { path: String },
     #[error("{0}")]
     Internal(String),
 }
@@ -380,23 +375,7 @@ pub struct Listed {
 /// Every receipt file, oldest first.
 pub fn list(home: &Home) -> Result<Vec<Listed>, ReceiptError> {
     let dir = receipts_dir(home);
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(FilesError::io("read the folder", &dir, e).into()),
-    };
-    let mut ids: Vec<(u64, String)> = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| FilesError::io("read the folder", &dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(id) = name.strip_suffix(".json")
-            && let Some(n) = id.strip_prefix("rcpt-").and_then(evidence::parse_number)
-        {
-            ids.push((n, id.to_string()));
-        }
-    }
-    ids.sort();
+    let ids = evidence::numbered(&dir, "rcpt-", ".json")?;
     Ok(ids
         .into_iter()
         .map(|(_, id)| {
