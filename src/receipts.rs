@@ -42,11 +42,6 @@ pub enum ReceiptError {
     Ledger(#[from] ledger::LedgerError),
     #[error("{path} is not a receipt: {detail}")]
     NotAReceipt { path: String, detail: String },
-    #[error(
-        "{path} is a signed receipt (a DSSE envelope); it is verified with its signer's key \
-         by the publish-authority verifier, not by this plain-receipt check"
-    )]
-    Envelope { path: String },
     #[error("{0}")]
     Internal(String),
 }
@@ -380,23 +375,7 @@ pub struct Listed {
 /// Every receipt file, oldest first.
 pub fn list(home: &Home) -> Result<Vec<Listed>, ReceiptError> {
     let dir = receipts_dir(home);
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(FilesError::io("read the folder", &dir, e).into()),
-    };
-    let mut ids: Vec<(u64, String)> = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| FilesError::io("read the folder", &dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(id) = name.strip_suffix(".json")
-            && let Some(n) = id.strip_prefix("rcpt-").and_then(evidence::parse_number)
-        {
-            ids.push((n, id.to_string()));
-        }
-    }
-    ids.sort();
+    let ids = evidence::numbered(&dir, "rcpt-", ".json")?;
     Ok(ids
         .into_iter()
         .map(|(_, id)| {
@@ -525,10 +504,154 @@ pub fn verify_file(home: &Home, path: &Path) -> Result<Report, ReceiptError> {
     let bytes = read_bytes(path)?;
     match classify(path, &bytes)? {
         Form::Plain(r) => Ok(verify_plain(home, path, &bytes, &r)),
-        Form::Envelope(_) => Err(ReceiptError::Envelope {
-            path: path.to_string_lossy().into_owned(),
-        }),
+        Form::Envelope(_) => Ok(verify_envelope(home, path)),
     }
+}
+
+/// Verifies a signed receipt (a DSSE envelope and its detached SSHSIG, issue 6) with the
+/// keys this home's server trusts, then the ledger prefix its statement binds.
+pub fn verify_envelope(home: &Home, path: &Path) -> Report {
+    use crate::authority::statement::{self, Outcome};
+    let mut checks = Vec::new();
+    let trusted = match crate::authority::keys::trusted_keys(home) {
+        Ok(k) => k,
+        Err(e) => {
+            checks.push(Check {
+                name: "trusted keys".into(),
+                recipe: String::new(),
+                expected: "the publish keys registered with this home".into(),
+                found: None,
+                state: Holds::Unreachable,
+                detail: e.to_string(),
+            });
+            Vec::new()
+        }
+    };
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut report = Report {
+        file: path.to_string_lossy().into_owned(),
+        id: stem,
+        kind: "publication".into(),
+        subject: String::new(),
+        at: String::new(),
+        checks: Vec::new(),
+        ok: false,
+    };
+    let k = match statement::verify_receipt_file(path, &trusted) {
+        Ok(k) => k,
+        Err(e) => {
+            checks.push(Check {
+                name: "envelope".into(),
+                recipe: String::new(),
+                expected: "a readable DSSE envelope".into(),
+                found: None,
+                state: Holds::Differs,
+                detail: e.to_string(),
+            });
+            report.checks = checks;
+            return report;
+        }
+    };
+    let signed_ok = k.ok();
+    for c in &k.checks {
+        let recipe = match c.check.as_str() {
+            "signature" => "dsse-v1-pae-ed25519",
+            "sshsig" => "sshsig-ed25519-sha512",
+            "payload_type" => "dsse-payload-type",
+            _ if c.check.starts_with("subject") => "sha256 | gitCommit",
+            _ => "",
+        };
+        checks.push(Check {
+            name: c.check.clone(),
+            recipe: recipe.into(),
+            expected: match c.check.as_str() {
+                "signature" | "sshsig" => k
+                    .key_id
+                    .as_ref()
+                    .map(|id| format!("keyid=sha256-spki-der/1 {id}"))
+                    .unwrap_or_else(|| "a key this home trusts".into()),
+                _ => String::new(),
+            },
+            found: None,
+            state: match c.outcome {
+                Outcome::Holds => Holds::Holds,
+                Outcome::Fails => Holds::Differs,
+                Outcome::Unreachable => Holds::Unreachable,
+            },
+            detail: c.detail.clone(),
+        });
+    }
+    // The statement is believed only once the signature holds.
+    if let Some(st) = k.statement.as_ref().filter(|_| signed_ok) {
+        let p = &st["predicate"];
+        report.kind = format!("publication.{}", p["outcome"].as_str().unwrap_or("unknown"));
+        report.subject = p["intent"]["id"].as_str().unwrap_or_default().to_string();
+        report.at = p["written_at"].as_str().unwrap_or_default().to_string();
+        if let Some(id) = p["receipt"].as_str() {
+            report.id = id.to_string();
+        }
+        checks.push(verify_ledger_point(home, &p["ledger"]));
+    }
+    report.ok = signed_ok && checks.iter().all(|c| c.state != Holds::Differs);
+    report.checks = checks;
+    report
+}
+
+/// Recomputes the ledger prefix a signed receipt's statement names (`{recipe, bytes, events,
+/// sha256}`).
+fn verify_ledger_point(home: &Home, l: &Value) -> Check {
+    let (Some(bytes), Some(events), Some(sha)) = (
+        l["bytes"].as_u64(),
+        l["events"].as_u64(),
+        l["sha256"].as_str(),
+    ) else {
+        return Check {
+            name: "ledger".into(),
+            recipe: LEDGER_PREFIX_RECIPE.into(),
+            expected: String::new(),
+            found: None,
+            state: Holds::Differs,
+            detail: "the statement names no ledger fixed point".into(),
+        };
+    };
+    let mut c = Check {
+        name: "ledger".into(),
+        recipe: LEDGER_PREFIX_RECIPE.into(),
+        expected: sha.to_string(),
+        found: None,
+        state: Holds::Unreachable,
+        detail: String::new(),
+    };
+    let path = home.ledger_path();
+    let mut prefix = Vec::new();
+    match files::open_private_read(&path) {
+        Ok(f) => {
+            if let Err(e) = f.take(bytes).read_to_end(&mut prefix) {
+                c.detail = e.to_string();
+                return c;
+            }
+        }
+        Err(e) => {
+            c.detail = e.to_string();
+            return c;
+        }
+    }
+    let found = hex::encode(Sha256::digest(&prefix));
+    let n = prefix.iter().filter(|&&b| b == b'\n').count() as u64;
+    c.found = Some(found.clone());
+    if (prefix.len() as u64) == bytes && found == sha && n == events {
+        c.state = Holds::Holds;
+        c.detail = format!("the ledger's first {events} events are unchanged");
+    } else {
+        c.state = Holds::Differs;
+        c.detail = format!(
+            "the ledger's first {bytes} bytes differ from those the receipt saw ({events} events then)"
+        );
+    }
+    c
 }
 
 /// Recomputes every digest of a plain receipt.

@@ -147,7 +147,20 @@ fn node<'a>(gate: &'a Value, id: &str) -> &'a Value {
 #[test]
 fn v1_green_then_one_byte_makes_it_stale_and_v2_is_judged_afresh() {
     let w = World::new(Some(POLICY), true);
-    let (run, wt) = w.worktree_run();
+    // The worktree run, started as an operator would.
+    let started = w.cli_json(&[
+        "session",
+        "start",
+        "--tool",
+        "gemini",
+        "--workspace",
+        &w.ws,
+        "--worktree",
+        "--json",
+    ]);
+    let run = started["ref"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(started["worktree"]["path"].as_str().unwrap());
+    assert_eq!(code(&w.cli(&["session", "stop", &run])), 0);
     write(&wt.join("src/lib.txt"), b"ok v1\n");
 
     // V1: bound, checked green, awaiting a person (never shown as accepted).

@@ -7,8 +7,8 @@
 //!   (proctor's verifier and `ssh-keygen -Y verify`), the gate passes;
 //! - refused with exit 1, a redacted receipt and nothing pushed: a pipe under setsid (no
 //!   controlling terminal), the passphrase in an environment variable or in a file on stdin,
-//!   a wrong revision, Ctrl-C at the prompt, a wrong passphrase, a stale candidate; a stray
-//!   argv value is rejected as bad usage before anything is reserved;
+//!   a wrong revision, Ctrl-C at the prompt, a wrong passphrase, a stale candidate, the
+//!   passphrase offered in argv (the words are never read);
 //! - a lease that moved, and a replayed authorisation (the spend route called twice).
 //!
 //! One key per test binary (scrypt N=2^17 is slow on purpose).
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use common::{DemoServer, call_as, http_status};
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use proctor::authority::keys;
-use proctor::authority::statement::verify_receipt_file;
+use proctor::authority::statement::{sig_path as statement_sig, verify_receipt_file};
 use proctor::git::Git;
 use serde_json::{Value, json};
 
@@ -263,7 +263,6 @@ impl World {
         );
         let run = v["ref"].as_str().unwrap().to_string();
         let worktree = PathBuf::from(v["workspace"].as_str().unwrap());
-        s.wait_run(&run, "idle", |v| v["state"] == "idle");
         s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
         // The "agent's" work: one file changed, one added.
         std::fs::write(worktree.join("a.txt"), "two\n").unwrap();
@@ -305,7 +304,9 @@ impl World {
 
     /// `proctor publish propose …` for `branch`; returns the intent.
     fn propose(&self, branch: &str, body: &str) -> Value {
-        let body_file = self.home().join(format!("body-{branch}.md"));
+        let body_file = self
+            .home()
+            .join(format!("body-{}.md", branch.replace('/', "-")));
         std::fs::write(&body_file, body).unwrap();
         self.s.home.json(&[
             "publish",
@@ -558,13 +559,16 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
         "{list}"
     );
 
-    // A stray argv value: bad usage, nothing reserved.
-    let before = w.receipts().len();
+    // The passphrase offered in argv: refused, exit 1, a redacted receipt that never holds
+    // the offered words.
     let out =
         w.s.home
             .run(&["publish", "approve", &id, "--passphrase", PASSPHRASE]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(w.receipts().len(), before, "nothing reserved");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("answer_offered_outside_the_terminal"), "{err}");
+    assert!(!err.contains(PASSPHRASE), "{err}");
+    w.assert_refused_receipt("answer_offered_outside_the_terminal");
 
     // Through a pipe under setsid: no controlling terminal.
     let out = approve_without_tty(&w, &id, &[], Stdio::piped());
@@ -655,6 +659,7 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
     assert_eq!(
         codes,
         [
+            "answer_offered_outside_the_terminal",
             "no_terminal",
             "no_terminal",
             "no_terminal",
@@ -723,7 +728,7 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
     assert_eq!(reqs[0].body["head"], "feature/change-a");
     assert_eq!(reqs[0].body["base"], "main");
     assert_eq!(reqs[0].body["title"], "Change a, add b");
-    assert_eq!(reqs[0].body["body"], hostile_body.trim_end());
+    assert_eq!(reqs[0].body["body"], hostile_body);
 
     // The receipt: signed, verified by proctor's verifier and by ssh-keygen.
     let path = w.receipts().pop().unwrap();
@@ -765,6 +770,36 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
         );
     }
     ssh_keygen_verifies(&path);
+    // `proctor receipt verify` checks it with the keys the home trusts, and the ledger prefix.
+    let out =
+        w.s.home
+            .run(&["receipt", "verify", &path.display().to_string()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("publication.published"), "{text}");
+    for name in ["signature", "sshsig", "ledger"] {
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with("holds") && l.contains(name)),
+            "{name}: {text}"
+        );
+    }
+    // One byte of the envelope changed: the signatures no longer hold, exit 1.
+    let tampered = w.home().join("tampered.json");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let i = bytes.iter().position(|&b| b == b'"').unwrap() + 1;
+    bytes[i] ^= 0x20;
+    std::fs::write(&tampered, &bytes).unwrap();
+    std::fs::copy(statement_sig(&path), statement_sig(&tampered)).unwrap();
+    let out =
+        w.s.home
+            .run(&["receipt", "verify", &tampered.display().to_string()]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 
     // The gate passed; the intent is published; the ledger tells the story in order.
     let g = w.s.expect(
@@ -988,6 +1023,59 @@ fn a_moved_lease_is_refused_and_a_replayed_authorisation_is_refused() {
     assert_eq!(w.ledger("publish.authorisation.replay_refused").len(), 1);
     assert_eq!(w.ledger("publish.authorisation.spent").len(), 1);
     assert_eq!(w.forge.requests().len(), 1, "no second pull request");
+
+    // The same bytes, proposed again for another branch, need (and get) their own
+    // authorisation. The forge now refuses the token: the push happened, the pull request
+    // did not, and the outcome says so — a failure, never a silent success.
+    let it2 = w.propose("second-branch", "");
+    assert_eq!(it2["state"], "awaiting_authority", "{it2}");
+    let id2 = it2["id"].as_str().unwrap().to_string();
+    std::fs::write(w.home().join("config/forge.token"), "ghp_revoked\n").unwrap();
+    let (apr, _) = approval(&w, &id2);
+    let view =
+        w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
+    let grant = Grant {
+        approval: apr.clone(),
+        intent: id2.clone(),
+        revision: it2["revision"].as_str().unwrap().to_string(),
+        identity: it2["candidate"]["digest"].as_str().unwrap().to_string(),
+        ledger_head: serde_json::from_value(view["ledger_head"].clone()).unwrap(),
+    };
+    let (_, env) = authorisation::mint(&grant, &signing).unwrap();
+    w.s.expect(
+        201,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/authorisation"),
+        Some(json!({"envelope": env})),
+    );
+    let spent = w.s.expect(
+        200,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/spend"),
+        Some(json!({"envelope": env})),
+    );
+    assert_eq!(spent["outcome"], "failed", "{spent}");
+    assert_eq!(spent["error"]["code"], "pull_request_failed");
+    assert!(
+        spent["error"]["message"].as_str().unwrap().contains("401"),
+        "{spent}"
+    );
+    assert!(
+        !spent.to_string().contains("ghp_revoked"),
+        "the token never comes back"
+    );
+    assert_eq!(
+        w.remote_tip("second-branch").as_deref(),
+        it2["revision"].as_str()
+    );
+    assert_eq!(spent["effects"]["pull_request"], Value::Null);
+    let st = World::statement(&PathBuf::from(spent["receipt"]["path"].as_str().unwrap()));
+    assert_eq!(st["predicate"]["outcome"], "failed");
+    assert_eq!(st["predicate"]["refusal"]["code"], "pull_request_failed");
+    assert_eq!(st["predicate"]["done"]["push"]["observed"], it2["revision"]);
+    let it2 =
+        w.s.expect(200, "GET", &format!("{PUB}/intents/{id2}"), None);
+    assert_eq!(it2["state"], "failed");
 }
 
 /// Every publish route needs a token and its role; approval routes refuse agents.

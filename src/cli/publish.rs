@@ -129,6 +129,15 @@ pub struct ApproveArgs {
     /// The intent: int-0001 (or 1).
     #[arg(value_name = "INTENT")]
     pub intent: String,
+    /// Nothing else is accepted: any further word (`--passphrase x`, a revision, …) makes the
+    /// approval refuse itself with a redacted receipt. The words are never read or recorded.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        hide = true,
+        value_name = "NOTHING"
+    )]
+    pub offered: Vec<String>,
 }
 
 pub fn run(ctx: &Ctx, args: PublishArgs) -> anyhow::Result<ExitCode> {
@@ -153,8 +162,16 @@ pub fn run(ctx: &Ctx, args: PublishArgs) -> anyhow::Result<ExitCode> {
         PublishCommand::Approve(a) => {
             let id = intent::normalize_id(&a.intent).map_err(|e| UsageError::new(e.to_string()))?;
             let key = keys::default_key_path(&home);
-            let mut prompter = TtyPrompter::new();
-            let outcome = approve::run(&c, &key, &id, &mut prompter);
+            let offered = a.offered.len();
+            // Dropped at once, never read: zeroed in place first.
+            for mut w in a.offered {
+                zeroize::Zeroize::zeroize(&mut w);
+            }
+            let outcome = if offered > 0 {
+                approve::run(&c, &key, &id, &mut approve::OfferedPrompter::new(offered))
+            } else {
+                approve::run(&c, &key, &id, &mut TtyPrompter::new())
+            };
             report(&outcome);
             Ok(ExitCode::from(outcome.exit_code()))
         }

@@ -28,27 +28,39 @@ pub struct Actor {
     pub principal: String,
 }
 
-/// Highest number used by entries `<prefix>NNNN<suffix>` in `dir` (0 when none).
-fn highest(dir: &Path, prefix: &str, suffix: &str) -> Result<u64, FilesError> {
+/// The entries `<prefix>NNNN<suffix>` of `dir` as (number, id), in number order (an absent
+/// folder has none). Every numbered store (candidates, evidence, receipts, intents) lists
+/// itself through this.
+pub(crate) fn numbered(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+) -> Result<Vec<(u64, String)>, FilesError> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(FilesError::io("read the folder", dir, e)),
     };
-    let mut max = 0;
+    let mut out = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| FilesError::io("read the folder", dir, e))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some(n) = name
+        if let Some(body) = name
             .strip_prefix(prefix)
             .and_then(|r| r.strip_suffix(suffix))
-            .and_then(parse_number)
+            && let Some(n) = parse_number(body)
         {
-            max = max.max(n);
+            out.push((n, format!("{prefix}{body}")));
         }
     }
-    Ok(max)
+    out.sort();
+    Ok(out)
+}
+
+/// Highest number used by entries `<prefix>NNNN<suffix>` in `dir` (0 when none).
+fn highest(dir: &Path, prefix: &str, suffix: &str) -> Result<u64, FilesError> {
+    Ok(numbered(dir, prefix, suffix)?.last().map_or(0, |(n, _)| *n))
 }
 
 /// The number of an id body such as `0001` (at least four digits, no sign).

@@ -82,8 +82,11 @@ pub fn digest(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
+/// A check name is also a file name under the evidence folder (`<name>.stdout`,
+/// `artifacts/<name>/`), so it may not start with a dot (`.`, `..`).
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
+        && !name.starts_with('.')
         && name.len() <= 64
         && name
             .bytes()
@@ -122,7 +125,7 @@ impl Policy {
             let bad = |problem: String| PolicyError::Check { index, problem };
             if !valid_name(&c.name) {
                 return Err(bad(format!(
-                    "name {:?} must be 1–64 bytes of a-z, 0-9, '.', '_' or '-'",
+                    "name {:?} must be 1–64 bytes of a-z, 0-9, '.', '_' or '-', not starting with '.'",
                     c.name
                 )));
             }
@@ -207,6 +210,10 @@ mod tests {
                 .to_string()
                 .contains("used twice")
         );
+        for name in [".", "..", ".hidden"] {
+            let text = format!("[[check]]\nname = \"{name}\"\nargv = [\"x\"]\n");
+            assert!(Policy::parse(&text).is_err(), "{name}");
+        }
         let escape = "[[check]]\nname = \"a\"\nargv = [\"x\"]\nartifacts = [\"../etc/passwd\"]\n";
         assert!(
             Policy::parse(escape)

@@ -208,23 +208,7 @@ pub fn load(home: &Home, id: &str) -> Result<Option<Entry>, StoreError> {
 /// Every entry, oldest first.
 pub fn list(home: &Home) -> Result<Vec<Entry>, StoreError> {
     let dir = evidence_dir(home);
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(FilesError::io("read the folder", &dir, e).into()),
-    };
-    let mut ids: Vec<(u64, String)> = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| FilesError::io("read the folder", &dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(id) = name.strip_suffix(".json")
-            && let Some(n) = id.strip_prefix("ev-").and_then(super::parse_number)
-        {
-            ids.push((n, id.to_string()));
-        }
-    }
-    ids.sort();
+    let ids = super::numbered(&dir, "ev-", ".json")?;
     let mut out = Vec::with_capacity(ids.len());
     for (_, id) in ids {
         if let Some(e) = load(home, &id)? {

@@ -28,6 +28,12 @@ pub enum AdapterError {
     #[error("the remote URL {0:?} starts with '-'; proctor refuses it")]
     BadRemoteUrl(String),
     #[error(
+        "the remote URL carries a credential (user information before '@'); proctor records \
+         the URL in the intent, the ledger and the receipt. Remedy: remove it from the URL \
+         and use a git credential helper or an SSH key"
+    )]
+    CredentialInUrl,
+    #[error(
         "the branch {branch} is checked out in the worktree {worktree}; moving its ref would \
          change that worktree's files underneath it. Remedy: choose another branch"
     )]
@@ -74,6 +80,7 @@ impl AdapterError {
             AdapterError::Token(_) => "token_unavailable",
             AdapterError::BadBranch(_) => "bad_branch",
             AdapterError::BadRemoteUrl(_) => "bad_remote",
+            AdapterError::CredentialInUrl => "credential_in_url",
             AdapterError::BranchCheckedOut { .. } => "branch_checked_out",
             AdapterError::RevisionMissing { .. } => "revision_missing",
             AdapterError::LeaseMoved { .. } => "lease_moved",
@@ -154,10 +161,23 @@ pub fn check_branch(git: &Git, branch: &str) -> Result<(), AdapterError> {
     }
 }
 
-/// Refuses a remote URL that git could read as an option.
+/// Refuses a remote URL that git could read as an option, or that carries a credential
+/// (`https://user:token@host/…`, `https://token@host/…`): the URL is recorded in the intent,
+/// the ledger and the receipt, and shown to the operator.
 pub fn check_remote_url(url: &str) -> Result<(), AdapterError> {
     if url.starts_with('-') || url.is_empty() {
         return Err(AdapterError::BadRemoteUrl(url.to_string()));
+    }
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let authority = rest.split('/').next().unwrap_or("");
+        if let Some((userinfo, _host)) = authority.rsplit_once('@') {
+            // Over HTTP any user information is a credential (a token as the user name);
+            // elsewhere (ssh://git@host) a user name is not, a password is.
+            let http = matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https");
+            if http || userinfo.contains(':') {
+                return Err(AdapterError::CredentialInUrl);
+            }
+        }
     }
     Ok(())
 }
@@ -519,9 +539,55 @@ mod tests {
             assert_eq!(run(&p).error.unwrap().code(), "bad_branch", "{b:?}");
         }
         assert_eq!(local_tip(&git, "feature").unwrap(), None);
+        // URLs that carry a credential are refused (they would be recorded and shown).
+        for url in [
+            "https://x-access-token:ghp_x@github.com/acme/widget.git",
+            "https://ghp_x@github.com/acme/widget.git",
+            "ssh://git:secret@host/acme/widget.git",
+        ] {
+            assert!(
+                matches!(check_remote_url(url), Err(AdapterError::CredentialInUrl)),
+                "{url}"
+            );
+        }
+        for url in [
+            "ssh://git@host/acme/widget.git",
+            "git@github.com:acme/widget.git",
+            "/srv/r.git",
+        ] {
+            assert!(check_remote_url(url).is_ok(), "{url}");
+        }
         // A revision that is not a commit here.
         let mut p = plan(&w, "http://127.0.0.1:9", None);
         p.revision = w.base.replace(|c: char| c.is_ascii_digit(), "0");
         assert_eq!(run(&p).error.unwrap().code(), "revision_missing");
+    }
+}
+
+#[cfg(test)]
+mod absence {
+    /// The publish path's sources hold no way to merge: no git merge, no forge merge call.
+    /// (Absence over checks: this test fails if one is ever added.)
+    #[test]
+    fn no_merge_capability_in_the_publish_path() {
+        let sources = [
+            ("adapter.rs", include_str!("adapter.rs")),
+            ("forge.rs", include_str!("forge.rs")),
+            ("approve.rs", include_str!("approve.rs")),
+            ("intent.rs", include_str!("intent.rs")),
+            ("publish_api.rs", include_str!("../server/publish_api.rs")),
+        ];
+        for (name, text) in sources {
+            let code = text.split("mod absence").next().unwrap_or(text);
+            for needle in [
+                "\"merge\"",
+                "/merge",
+                "merge-base",
+                "\"rebase\"",
+                "\"reviews\"",
+            ] {
+                assert!(!code.contains(needle), "{name} contains {needle}");
+            }
+        }
     }
 }

@@ -58,6 +58,15 @@ pub enum PromptError {
     Aborted,
     #[error("the prompt failed: {0}")]
     Failed(String),
+    /// Something tried to supply an answer another way (words on the command line). The
+    /// offered words are never read, shown or recorded.
+    #[error(
+        "{0} extra command-line word(s) were given to approve and ignored: the revision and \
+         the passphrase are read only from a person at the controlling terminal; no option, \
+         argument, variable, file or pipe can supply them. Run `proctor publish approve \
+         INTENT` alone, at a terminal"
+    )]
+    Offered(usize),
 }
 
 impl PromptError {
@@ -66,6 +75,7 @@ impl PromptError {
             PromptError::NoTerminal(_) => "no_terminal",
             PromptError::Aborted => "aborted",
             PromptError::Failed(_) => "prompt_failed",
+            PromptError::Offered(_) => "answer_offered_outside_the_terminal",
         }
     }
 }
@@ -125,6 +135,31 @@ impl Prompter for TtyPrompter {
     }
     fn ask_passphrase(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError> {
         Ok(self.tty()?.read_secret(prompt)?)
+    }
+}
+
+/// The prompter of an approval that was offered answers on its command line: it refuses at
+/// its first use (after the receipt was reserved, so the refusal is recorded in it).
+#[derive(Debug)]
+pub struct OfferedPrompter {
+    words: usize,
+}
+
+impl OfferedPrompter {
+    pub fn new(words: usize) -> OfferedPrompter {
+        OfferedPrompter { words }
+    }
+}
+
+impl Prompter for OfferedPrompter {
+    fn show(&mut self, _text: &str) -> Result<(), PromptError> {
+        Err(PromptError::Offered(self.words))
+    }
+    fn ask_revision(&mut self, _prompt: &str) -> Result<Zeroizing<String>, PromptError> {
+        Err(PromptError::Offered(self.words))
+    }
+    fn ask_passphrase(&mut self, _prompt: &str) -> Result<Zeroizing<String>, PromptError> {
+        Err(PromptError::Offered(self.words))
     }
 }
 
@@ -207,9 +242,13 @@ pub fn display(v: &CheckView) -> String {
     ));
     s.push_str(&field("run", &i.run));
     s.push_str(&field("candidate", &i.candidate.id));
-    s.push_str(&field(
-        "identity",
-        &crate::candidate::render_digest(&i.candidate.digest),
+    // Ids and digests are proctor's own hex: shown whole, never cut.
+    s.push_str(&format!(
+        "  identity   {}\n",
+        text::one_line(
+            &crate::candidate::render_digest(&i.candidate.digest),
+            usize::MAX
+        )
     ));
     s.push_str(&field(
         "gate",
@@ -219,16 +258,20 @@ pub fn display(v: &CheckView) -> String {
             v.evidence.len()
         ),
     ));
-    s.push_str(&field("revision", &i.revision));
+    s.push_str(&format!(
+        "  revision   {}\n",
+        text::one_line(&i.revision, usize::MAX)
+    ));
+    s.push_str(&format!(
+        "  commit     tree {} on {}\n",
+        text::one_line(&i.commit.tree, usize::MAX),
+        text::one_line(&i.commit.parent, usize::MAX)
+    ));
     s.push_str(&field(
-        "commit",
+        "author",
         &format!(
-            "tree {} on {}, by {} <{}> at {}",
-            i.commit.tree,
-            i.commit.parent,
-            i.commit.author_name,
-            i.commit.author_email,
-            i.commit.date
+            "{} <{}> at {}",
+            i.commit.author_name, i.commit.author_email, i.commit.date
         ),
     ));
     s.push_str(&field("title", &i.title));

@@ -739,6 +739,38 @@ mod tests {
     }
 
     #[test]
+    fn https_speaks_tls_and_never_sends_the_token_in_clear() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let h = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = s.read(&mut buf).unwrap_or(0);
+            // Answer in plain HTTP: a TLS client must refuse it.
+            let _ = s.write_all(b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}");
+            buf.truncate(n);
+            buf
+        });
+        let src = TokenSource::File("/x".into());
+        let tok = Token::from_bytes(b"ghp_never_in_clear", &src).unwrap();
+        let e =
+            open_pull_request(&ask(format!("https://127.0.0.1:{port}/api/v3")), &tok).unwrap_err();
+        assert!(matches!(e, ForgeError::Transport { .. }), "{e}");
+        let first = h.join().unwrap();
+        assert_eq!(
+            first.first(),
+            Some(&0x16),
+            "a TLS handshake record comes first"
+        );
+        assert!(
+            !first.windows(8).any(|w| w == b"ghp_neve"),
+            "the token is not in what was sent"
+        );
+    }
+
+    #[test]
     fn a_refusal_carries_the_forge_message_and_never_the_token() {
         let (base, h) = fake(
             "422 Unprocessable Entity",

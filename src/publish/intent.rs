@@ -249,18 +249,10 @@ pub fn load(home: &Home, id: &str) -> Result<Intent, IntentError> {
 /// Every intent, oldest first.
 pub fn list(home: &Home) -> Result<Vec<Intent>, IntentError> {
     let dir = intents_dir(home);
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(FilesError::io("list", &dir, e).into()),
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with("int-") && n.ends_with(".json"))
-        .collect();
-    names.sort();
-    names.iter().map(|n| read(&dir.join(n))).collect()
+    let ids = crate::evidence::numbered(&dir, "int-", ".json")?;
+    ids.iter()
+        .map(|(_, id)| read(&dir.join(format!("{id}.json"))))
+        .collect()
 }
 
 /// Stores a new intent under the next free id (its `id` field is set here).

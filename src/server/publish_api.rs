@@ -348,15 +348,11 @@ fn judge(
     s: &Shared,
     cand: &candidate::Candidate,
 ) -> Result<(IntentState, Vec<String>, Value), ApiError> {
-    let home = s.home.clone();
-    let lookup =
-        move |ws: &str| crate::workspaces::approved_policy(&home, ws).map_err(|e| e.to_string());
-    let g = gate::evaluate_with(&s.home, &cand.id, &lookup).map_err(internal)?;
+    let g = gate::evaluate(&s.home, &cand.id).map_err(internal)?;
     let mut causes = g.causes.clone();
-    let ok = g.state == GateState::AwaitingHuman && g.evidence_ok;
-    if g.state == GateState::Passed {
-        causes.push("a publication authorisation for this identity was already spent".to_string());
-    }
+    // `passed` means an authorisation for these bytes was spent before (an earlier intent,
+    // perhaps one whose push failed); a new intent still needs its own authorisation.
+    let ok = matches!(g.state, GateState::AwaitingHuman | GateState::Passed) && g.evidence_ok;
     if !ok && causes.is_empty() {
         causes.push(format!("the gate is {}", g.state.as_str()));
     }
@@ -784,8 +780,9 @@ async fn check(
 }
 
 /// The refusals a terminal may report.
-const TERMINAL_REFUSALS: [&str; 9] = [
+const TERMINAL_REFUSALS: [&str; 10] = [
     "no_terminal",
+    "answer_offered_outside_the_terminal",
     "aborted",
     "prompt_failed",
     "wrong_revision",
