@@ -255,6 +255,10 @@ pub struct Verification {
     /// `server` or `local`.
     pub by: &'static str,
     pub result: Result<(Verdict, Vec<VerifyCheck>), String>,
+    /// What the verified content says it is (for a signed receipt, which the list cannot
+    /// read: `publication.published` of `int-0003`), once its signature held.
+    pub kind: Option<String>,
+    pub subject: Option<String>,
 }
 
 impl Verification {
@@ -353,34 +357,42 @@ pub fn plain_verdict(report: &Value) -> Result<(Verdict, Vec<VerifyCheck>), Stri
     Ok((verdict, checks))
 }
 
-/// Verifies one receipt: the server's report (`GET /receipts/{id}`) for a plain receipt; for a
-/// signed one (which that route does not verify), this machine's verifier
-/// ([`crate::authority::statement::verify_receipt_file`]) on the listed file with the keys
-/// the server trusts (`GET /v1/m/authority/keys`). A file this machine cannot read is
-/// unreachable, never "holds".
+/// Verifies one receipt: the server's report (`GET /receipts/{id}`, plain and signed
+/// receipts alike). Only when the server says it cannot verify a signed receipt (an older
+/// server), this machine's verifier ([`crate::authority::statement::verify_receipt_file`])
+/// checks the listed file with the keys the server trusts (`GET /v1/m/authority/keys`). A
+/// file this machine cannot read is unreachable, never "holds".
 pub async fn verify_receipt(client: &Client, item: &ReceiptItem) -> Verification {
-    if !item.is_signed() {
-        let result = match client
-            .call(
-                Method::GET,
-                &format!("{EVIDENCE}/receipts/{}", item.id),
-                None,
-            )
-            .await
-        {
-            Ok(v) => plain_verdict(&v["verify"]),
-            Err(ClientError::Api { message, .. }) => Err(message),
-            Err(e) => Err(e.to_string()),
-        };
-        // A signed receipt the list did not call signed (an older server): the local verifier.
-        let envelope = matches!(&result, Err(m) if m.contains("signed receipt"));
-        if !envelope {
-            return Verification {
-                by: "server",
-                result,
-            };
+    let (result, kind, subject) = match client
+        .call(
+            Method::GET,
+            &format!("{EVIDENCE}/receipts/{}", item.id),
+            None,
+        )
+        .await
+    {
+        Ok(v) => {
+            let r = &v["verify"];
+            let text = |k: &str| r[k].as_str().filter(|s| !s.is_empty()).map(str::to_string);
+            (plain_verdict(r), text("kind"), text("subject"))
         }
+        Err(ClientError::Api { message, .. }) => (Err(message), None, None),
+        Err(e) => (Err(e.to_string()), None, None),
+    };
+    let envelope = matches!(&result, Err(m) if m.contains("signed receipt"));
+    if !envelope {
+        return Verification {
+            by: "server",
+            result,
+            kind,
+            subject,
+        };
     }
+    local_verify(client, item).await
+}
+
+/// This machine's verifier for a signed receipt.
+async fn local_verify(client: &Client, item: &ReceiptItem) -> Verification {
     let keys = match client
         .call(Method::GET, &format!("{AUTHORITY}/keys"), None)
         .await
@@ -390,12 +402,16 @@ pub async fn verify_receipt(client: &Client, item: &ReceiptItem) -> Verification
             return Verification {
                 by: "local",
                 result: Err(format!("the trusted keys: {message}")),
+                kind: None,
+                subject: None,
             };
         }
         Err(e) => {
             return Verification {
                 by: "local",
                 result: Err(format!("the trusted keys: {e}")),
+                kind: None,
+                subject: None,
             };
         }
     };
@@ -417,8 +433,16 @@ pub async fn verify_receipt(client: &Client, item: &ReceiptItem) -> Verification
         crate::authority::statement::verify_receipt_file(&path, &trusted)
     })
     .await;
+    let mut subject = None;
     let result = match result {
         Ok(Ok(report)) => {
+            if report.ok() {
+                subject = report
+                    .statement
+                    .as_ref()
+                    .and_then(|st| st["predicate"]["intent"]["id"].as_str())
+                    .map(str::to_string);
+            }
             use crate::authority::statement::Outcome;
             let checks: Vec<VerifyCheck> = report
                 .checks
@@ -449,6 +473,8 @@ pub async fn verify_receipt(client: &Client, item: &ReceiptItem) -> Verification
     Verification {
         by: "local",
         result,
+        kind: None,
+        subject,
     }
 }
 

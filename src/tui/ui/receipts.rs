@@ -120,7 +120,7 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let id_w = 9;
-    let kind_w = 16;
+    let kind_w = if w >= 100 { 21 } else { 16 };
     let time_w = if w >= 100 { 19 } else { 8 };
     let verify_w = 11;
     let subject_w = w.saturating_sub(2 + id_w + 1 + kind_w + 1 + time_w + 1 + verify_w + 1);
@@ -172,17 +172,31 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
             buf[(x, y)].set_style(base);
         }
         let (verify, vrole) = verify_cell(app, r);
-        let kind = r.kind.as_deref().unwrap_or("(unwritten)");
-        let subject = match (&r.subject, &r.problem) {
-            (Some(s), _) => s.clone(),
-            (None, Some(p)) => p.clone(),
-            (None, None) => String::new(),
+        // A signed receipt says what it is once verified (its statement is then believed).
+        let verified = match app.verifications.get(&r.id) {
+            Some(VerifyState::Done(v)) => Some(v),
+            _ => None,
+        };
+        let kind = match (verified.and_then(|v| v.kind.as_deref()), &r.kind) {
+            (Some(k), Some(listed)) if listed == "signed" => k.to_string(),
+            (_, Some(listed)) => listed.clone(),
+            (_, None) => "(unwritten)".to_string(),
+        };
+        let subject = match (
+            &r.subject,
+            verified.and_then(|v| v.subject.as_ref()),
+            &r.problem,
+        ) {
+            (Some(s), _, _) => s.clone(),
+            (None, Some(s), _) => s.clone(),
+            (None, None, Some(p)) => p.clone(),
+            (None, None, None) => String::new(),
         };
         let line = Line::from(vec![
             Span::styled(if is_sel { "› " } else { "  " }, st(Role::Marker)),
             Span::styled(pad(&r.id, id_w), st(Role::Text)),
             Span::styled(" ", base),
-            Span::styled(pad(kind, kind_w), st(Role::Dim)),
+            Span::styled(pad(&kind, kind_w), st(Role::Dim)),
             Span::styled(" ", base),
             Span::styled(pad(&subject, subject_w), st(Role::Text)),
             Span::styled(" ", base),

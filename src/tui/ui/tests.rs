@@ -378,6 +378,8 @@ pub fn fixture_receipts() -> Vec<ReceiptItem> {
 fn verification(by: &'static str, verdict: Verdict, checks: &[(&str, &str, &str)]) -> Verification {
     Verification {
         by,
+        kind: None,
+        subject: None,
         result: Ok((
             verdict,
             checks
@@ -481,25 +483,31 @@ pub fn fixture_evidence(app: &mut App) {
         ),
         (
             "rcpt-0005",
-            verification(
-                "local",
-                Verdict::Holds,
-                &[
-                    ("envelope", "holds", "a DSSE envelope"),
-                    (
-                        "signature",
-                        "holds",
-                        "Ed25519 over the PAE by keyid=sha256-spki-der/1 ab12",
-                    ),
-                    ("sshsig", "holds", "namespace proctor-receipt"),
-                ],
-            ),
+            Verification {
+                kind: Some("publication.published".into()),
+                subject: Some("int-0001".into()),
+                ..verification(
+                    "server",
+                    Verdict::Holds,
+                    &[
+                        ("envelope", "holds", "a DSSE envelope"),
+                        (
+                            "signature",
+                            "holds",
+                            "Ed25519 over the PAE by keyid=sha256-spki-der/1 ab12",
+                        ),
+                        ("sshsig", "holds", "namespace proctor-receipt"),
+                    ],
+                )
+            },
         ),
         (
             "rcpt-0006",
             Verification {
                 by: "server",
                 result: Err("empty: reserved, never written".into()),
+                kind: None,
+                subject: None,
             },
         ),
     ] {
