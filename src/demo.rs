@@ -1,6 +1,15 @@
 //! `proctor demo`: a throwaway home whose server runs the provider fakes, with sessions in
 //! every state an operator meets: narrating at a human pace, idle, stopped with its exit
 //! code, failed. Every run is labelled demo by the server, because a fake backs it.
+//!
+//! One more session works in a worktree of a small throwaway git repository registered as a
+//! workspace with an approved check policy: its agent (a fake) writes a fix, the demo binds
+//! the candidate, runs the policy's check, and proposes a publication. So the cockpit's gate
+//! view (awaiting a person), its receipts and its intents have something real to show. The
+//! demo's forge has no credential (its token command is `false`) and nothing listens at its
+//! address: approving the intent (with a publish key: `proctor key generate`) goes through
+//! the whole dialog and spends the authorisation, then the adapter refuses before any effect
+//! (`token_unavailable`), and the receipt says so.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -32,6 +41,8 @@ pub enum DemoError {
         want: &'static str,
         got: String,
     },
+    #[error("the demo's git repository: {0}")]
+    Git(#[from] crate::git::GitError),
 }
 
 /// One demo session: how it is started and what it is meant to show.
@@ -141,6 +152,9 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
         }
         refs.push((scene, r));
     }
+    // The worktree scene starts now, so that its agent works while the others settle.
+    let repo = demo_repository(home)?;
+    let worktree_run = start_worktree_scene(&client, &repo)?;
     let mut out = Vec::new();
     for (scene, r) in refs {
         let path = format!("/v1/m/sessions/runs/{r}");
@@ -162,7 +176,148 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    out.push(finish_worktree_scene(&client, &worktree_run)?);
     Ok(out)
+}
+
+/// The worktree scene's name.
+pub const WORKTREE_SCENE: &str = "lexer escapes (worktree)";
+
+/// The demo repository's check policy: one trivial, real check.
+pub const DEMO_POLICY: &str = "[[check]]\nname = \"escapes\"\nargv = [\"grep\", \"-q\", \"skip the character after a backslash\", \"src/lexer.txt\"]\ndeadline_secs = 10\n";
+
+/// A small git repository (one commit, a bare remote beside it as `origin`) under the
+/// demo's state folder, and the demo's forge configuration.
+fn demo_repository(home: &Home) -> Result<PathBuf, DemoError> {
+    let root = home.state.join("demo-git");
+    files::ensure_private_dir(&root)?;
+    let repo = root.join("lexer");
+    let remote = root.join("lexer-remote.git");
+    files::ensure_private_dir(&repo)?;
+    files::ensure_private_dir(&remote)?;
+    crate::git::Git::new(&remote).run(&["init", "-q", "--bare"])?;
+    let git = crate::git::Git::new(&repo);
+    git.run(&["init", "-q", "-b", "main"])?;
+    git.run(&["config", "user.name", "Demo Operator"])?;
+    git.run(&["config", "user.email", "operator@demo.invalid"])?;
+    files::ensure_private_dir(&repo.join("src"))?;
+    files::write_atomic(
+        &repo.join("src/lexer.txt"),
+        b"lex_string: stops at the first quote, escaped or not\n",
+    )?;
+    files::write_atomic(
+        &repo.join("README.md"),
+        b"# lexer\n\nA throwaway repository made by `proctor demo`.\n",
+    )?;
+    files::write_atomic(&repo.join(".gitignore"), b"target/\n")?;
+    git.run(&["add", "-A"])?;
+    git.run(&["commit", "-q", "-m", "lexer: the first version"])?;
+    let url = remote.to_string_lossy().into_owned();
+    git.run(&["remote", "add", "origin", &url])?;
+    git.run(&["push", "-q", "origin", "main"])?;
+    // The forge of the demo's intent: nothing listens there (see the module doc).
+    let forge = "# proctor demo: no forge runs here; opening a pull request fails, and says so.\n\
+                 api_base = \"http://127.0.0.1:9/api/v3\"\nrepo = \"demo/lexer\"\nbase = \"main\"\n\
+                 token_command = [\"false\"]\n";
+    files::ensure_private_dir(&home.config)?;
+    files::write_atomic(&crate::publish::forge::config_path(home), forge.as_bytes())?;
+    Ok(std::fs::canonicalize(&repo).map_err(|e| files::FilesError::io("resolve", &repo, e))?)
+}
+
+fn call(
+    client: &Client,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value, DemoError> {
+    Ok(client::block_on(client.call(method, path, body))??)
+}
+
+/// Registers the repository with an approved policy and starts a worktree run whose agent
+/// writes the fix. Returns the run's ref.
+fn start_worktree_scene(client: &Client, repo: &Path) -> Result<String, DemoError> {
+    const WS: &str = "/v1/m/sessions/workspaces";
+    let v = call(client, Method::POST, WS, Some(json!({"path": repo})))?;
+    let ws = v["ref"].as_str().unwrap_or_default().to_string();
+    call(
+        client,
+        Method::PUT,
+        &format!("{WS}/{ws}/policy"),
+        Some(json!({"policy": DEMO_POLICY})),
+    )?;
+    call(
+        client,
+        Method::POST,
+        &format!("{WS}/{ws}/policy/approve"),
+        Some(json!({"sha256": crate::evidence::policy::digest(DEMO_POLICY)})),
+    )?;
+    let script = "!say Reading src/lexer.txt\n\
+                  !write src/lexer.txt lex_string: skip the character after a backslash, then stop at the closing quote\n\
+                  !say Fixed: an escaped quote no longer ends the string\n\
+                  fix the lexer's escaped quotes";
+    let run = call(
+        client,
+        Method::POST,
+        "/v1/m/sessions/runs",
+        Some(json!({
+            "tool": "codex",
+            "transport": "pipe",
+            "workspace": ws,
+            "worktree": true,
+            "name": WORKTREE_SCENE,
+            "prompt": script,
+        })),
+    )?;
+    Ok(run["ref"].as_str().unwrap_or_default().to_string())
+}
+
+/// Once the agent's turn is over: binds the candidate, runs the policy's check, proposes the
+/// publication. Returns the run as the server shows it.
+fn finish_worktree_scene(client: &Client, run: &str) -> Result<Value, DemoError> {
+    let path = format!("/v1/m/sessions/runs/{run}");
+    let started = Instant::now();
+    loop {
+        let v = call(client, Method::GET, &path, None)?;
+        let state = v["state"].as_str().unwrap_or("").to_string();
+        if state == "idle" {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            return Err(DemoError::Stuck {
+                name: WORKTREE_SCENE,
+                want: "idle",
+                got: state,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    const EV: &str = "/v1/m/evidence";
+    let cand = call(
+        client,
+        Method::POST,
+        &format!("{EV}/candidates"),
+        Some(json!({"run": run})),
+    )?;
+    let id = cand["id"].as_str().unwrap_or_default().to_string();
+    call(
+        client,
+        Method::POST,
+        &format!("{EV}/candidates/{id}/checks"),
+        None,
+    )?;
+    call(
+        client,
+        Method::POST,
+        "/v1/m/publish/intents",
+        Some(json!({
+            "run": run,
+            "remote": "origin",
+            "branch": "fix/lexer-escapes",
+            "title": "lexer: skip the character after a backslash",
+            "body": "An escaped quote no longer ends a string.\n\nProposed by `proctor demo`.",
+        })),
+    )?;
+    call(client, Method::GET, &path, None)
 }
 
 /// Stops the demo's server (its sessions end with it) and removes the throwaway folder.

@@ -622,3 +622,77 @@ fn gate_view_and_receipts_pane_of_a_worktree_run_with_a_bound_candidate() {
     assert_eq!(c.exit_code(), 0);
     c.assert_restored();
 }
+
+/// The approval dialog in a real terminal, on `proctor demo`'s home (a worktree run, its
+/// candidate checked, an intent awaiting authority) with a publish key: the terminal rules
+/// pass, a paste and an arrow key are ignored, the typed revision and the passphrase go to the
+/// shared flow, which mints and spends the authorisation; the demo's forge has no credential,
+/// so the flow's refusal (named) and its receipt are shown.
+#[test]
+fn the_approval_dialog_in_a_real_terminal_on_the_demo() {
+    const PASS: &str = "correct horse battery staple";
+    let h = common::TestHome::new();
+    let out = h.run(&["demo", "--no-cockpit"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let home = proctor::home::Home::resolve(Some(h.path())).unwrap();
+    proctor::authority::keys::generate(
+        &proctor::authority::keys::default_key_path(&home),
+        PASS.as_bytes(),
+    )
+    .unwrap();
+    h.ok(&["key", "register"]);
+    let s = DemoServer {
+        shims: h.path().join("state/demo-shims"),
+        token: h.owner_token(),
+        home: h,
+    };
+    let v = s.expect(200, "GET", "/v1/m/publish/intents", None);
+    let intent = &v["items"][0];
+    assert_eq!(intent["state"], "awaiting_authority", "{v}");
+    let rev = intent["revision"].as_str().unwrap().to_string();
+    let mut c = Cockpit::open(&s, 40, 160, "xterm-256color");
+    c.wait("the awaiting count", |t| t.contains("awaiting authority 1"));
+    c.send(b"3");
+    c.wait("the intent", |t| t.contains("AWAITING_AUTHORITY"));
+    c.send(b"P");
+    c.wait("the revision prompt", |t| {
+        t.contains("Authorise publication int-0001") && t.contains("Revision: ▏")
+    });
+    // A bracketed paste of the very revision, and an arrow key: ignored.
+    c.send(format!("\x1b[200~{rev}\x1b[201~").as_bytes());
+    c.wait("the paste ignored", |t| {
+        t.contains("paste is ignored here") && t.contains("Revision: ▏")
+    });
+    c.send(b"\x1b[D");
+    c.send(rev.as_bytes());
+    c.wait("the typed revision", |t| {
+        t.contains(&format!("Revision: {rev}▏"))
+    });
+    c.send(b"\r");
+    c.wait("the passphrase prompt", |t| {
+        t.contains("Passphrase for the publish key: ▏")
+    });
+    c.send(PASS.as_bytes());
+    let t = c.wait("the masked passphrase", |t| t.contains("(hidden)▏"));
+    assert!(!t.contains(PASS) && !t.contains("correct"), "{t}");
+    c.send(b"\r");
+    let t = c.wait("the flow's end", |t| t.contains("REFUSED ("));
+    assert!(t.contains("REFUSED (token_unavailable)"), "{t}");
+    assert!(t.contains("receipt ") && t.contains("rcpt-"), "{t}");
+    // The authorisation was minted and spent exactly once, by the shared flow.
+    let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
+    assert_eq!(
+        ledger.matches("\"publish.authorisation.minted\"").count(),
+        1
+    );
+    assert_eq!(ledger.matches("\"publish.authorisation.spent\"").count(), 1);
+    c.send(b"\r");
+    c.wait("back in the list", |t| t.contains("Publication intents"));
+    c.send(b"q");
+    assert_eq!(c.exit_code(), 0);
+    c.assert_restored();
+}

@@ -8,7 +8,7 @@ fn demo_sets_up_every_state_and_labels_every_run() {
     let h = TestHome::new();
     let v = h.json(&["demo", "--no-cockpit", "--json"]);
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 5);
+    assert_eq!(runs.len(), 6);
     assert!(runs.iter().all(|r| r["demo"] == true), "{v}");
     let state = |name: &str| {
         runs.iter().find(|r| r["name"] == name).unwrap()["state"]
@@ -42,6 +42,43 @@ fn demo_sets_up_every_state_and_labels_every_run() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    // One session works in a worktree: its candidate is bound and checked, the gate awaits a
+    // person (never accepted), the receipts exist, and an intent awaits authority.
+    let wt = runs
+        .iter()
+        .find(|r| r["name"] == proctor::demo::WORKTREE_SCENE)
+        .unwrap();
+    let r = wt["ref"].as_str().unwrap();
+    assert_eq!(wt["worktree_branch"], format!("proctor/{r}"));
+    let cands = h.json(&["candidate", "list", "--json"]);
+    let cand = cands["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["run_ref"] == r)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let gate = h.json(&["gate", &cand, "--json"]);
+    assert_eq!(gate["state"], "awaiting_human", "{gate}");
+    let receipts = h.json(&["receipt", "list", "--json"]);
+    let kinds: Vec<&str> = receipts["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"candidate.bound") && kinds.contains(&"evidence.attempt"),
+        "{receipts}"
+    );
+    let intents = h.json(&["publish", "list", "--json"]);
+    assert_eq!(
+        intents["items"][0]["state"], "awaiting_authority",
+        "{intents}"
+    );
+    assert_eq!(intents["items"][0]["run"], r);
     // A second demo in the same home is refused: it is for fresh homes only.
     let again = h.run(&["demo", "--no-cockpit"]);
     assert_eq!(again.status.code(), Some(1));

@@ -297,23 +297,23 @@ const ESC_FOLLOW_MS: i32 = 50;
 /// publication-approval modal reads them through its own event loop): `/dev/tty` opens
 /// (ENXIO: no controlling terminal), is a terminal, and this process group is its foreground
 /// group; input typed ahead is discarded. In addition `input`, the descriptor the program
-/// reads its keys from, must be that same terminal (a character device with the same device
-/// number): keys then come from the controlling terminal and from nothing else.
+/// reads its keys from, must be that same terminal (`tcgetsid` names our session): keys then
+/// come from the controlling terminal and from nothing else.
 pub fn check_input_terminal(input: RawFd) -> Result<(), TtyError> {
-    let tty = Tty::open()?;
-    let device = |fd: RawFd| -> Option<libc::dev_t> {
-        // SAFETY: fstat writes into the zeroed struct we own; `fd` is only inspected.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstat(fd, &mut st) } != 0 {
-            return None;
+    let _tty = Tty::open()?;
+    // tcgetsid answers only for the caller's controlling terminal (ENOTTY otherwise): `input`
+    // is that terminal when it names our own session.
+    // SAFETY: isatty, tcgetsid and getsid only read process and terminal state.
+    let ours = unsafe {
+        libc::isatty(input) == 1 && {
+            let sid = libc::tcgetsid(input);
+            sid >= 0 && sid == libc::getsid(0)
         }
-        ((st.st_mode & libc::S_IFMT) == libc::S_IFCHR).then_some(st.st_rdev)
     };
-    // SAFETY: isatty only inspects the descriptor.
-    let is_tty = unsafe { libc::isatty(input) } == 1;
-    match (is_tty, device(input), device(tty.fd())) {
-        (true, Some(ours), Some(controlling)) if ours == controlling => Ok(()),
-        _ => Err(TtyError::InputNotControlling),
+    if ours {
+        Ok(())
+    } else {
+        Err(TtyError::InputNotControlling)
     }
 }
 

@@ -13,9 +13,13 @@ use crate::text;
 ///
 /// The demo starts its own server (a fresh home under the temp folder unless --home is
 /// given) with proctor's fakes of claude, codex, gemini, grok and opencode first on its PATH,
-/// and five sessions: two narrating their work at a human pace in terminals, one idle after
-/// its turn, one stopped with exit code 0 and one failed with exit code 3. Every session is
-/// labelled demo: no model runs, nothing leaves the machine.
+/// and six sessions: two narrating their work at a human pace in terminals, one idle after
+/// its turn, one stopped with exit code 0, one failed with exit code 3, and one that works in
+/// a worktree of a small throwaway git repository: its change is bound as a candidate, the
+/// repository's approved check ran on it (the gate awaits a person), and a publication intent
+/// awaits authority. Every session is labelled demo: no model runs, nothing leaves the
+/// machine (the demo's forge has no credential: an approval there is refused before any
+/// effect, and says so).
 ///
 /// When the cockpit closes, the demo's server is stopped and the throwaway home removed,
 /// unless --keep. With --no-cockpit the demo is set up and left running, and the command
