@@ -225,7 +225,9 @@ impl Theme {
 /// former is made bold and underlined.
 fn keep_awaiting_apart(styles: &mut [Style; ROLES]) {
     let (awaiting, passed) = (Role::GateAwaitingHuman as usize, Role::GatePassed as usize);
-    if styles[awaiting] == styles[passed] {
+    // What shows on the screen (a modifier removed is simply not shown).
+    let look = |s: &Style| (s.fg, s.bg, s.add_modifier);
+    if look(&styles[awaiting]) == look(&styles[passed]) {
         let a = &mut styles[awaiting];
         a.add_modifier |= Modifier::BOLD | Modifier::UNDERLINED;
         a.sub_modifier -= Modifier::BOLD | Modifier::UNDERLINED;

@@ -388,3 +388,36 @@ fn docs_list_every_role() {
         );
     }
 }
+
+#[test]
+fn awaiting_a_person_never_looks_like_passed() {
+    // A theme that styles them alike, and one that styles nothing: awaiting is made bold and
+    // underlined; passed keeps its look.
+    let dir = user_dir(&[
+        (
+            "alike",
+            "[gate_awaiting_human]\nfg = \"green\"\nbold = false\nunderline = false\n\
+             [gate_passed]\nfg = \"green\"\n",
+        ),
+        ("plain", "inherits = \"none\"\n"),
+    ]);
+    for name in ["alike", "plain"] {
+        let t = Theme::load(name, dir.path()).unwrap();
+        let (a, p) = (t.style(Role::GateAwaitingHuman), t.style(Role::GatePassed));
+        assert_ne!((a.fg, a.add_modifier), (p.fg, p.add_modifier), "{name}");
+        assert!(
+            a.add_modifier
+                .contains(Modifier::BOLD | Modifier::UNDERLINED),
+            "{name}"
+        );
+    }
+    let t = Theme::load("alike", dir.path()).unwrap();
+    assert_eq!(t.style(Role::GatePassed).fg, Some(Color::Green));
+    // The built-ins differ by colour and by modifiers, so NO_COLOR keeps them apart too.
+    for (name, _) in BUILTIN {
+        let t = Theme::builtin(name).unwrap();
+        let (a, p) = (t.style(Role::GateAwaitingHuman), t.style(Role::GatePassed));
+        assert_ne!(a.fg, p.fg, "{name}");
+        assert_ne!(a.add_modifier, p.add_modifier, "{name}");
+    }
+}

@@ -75,18 +75,24 @@ fn node_rows(app: &App, n: &GateNode, depth: usize, width: usize, out: &mut Vec<
     let bullet = if depth == 0 { "▸ " } else { "• " };
     let state = text::one_line(&n.state.replace('_', " "), 16);
     let label_w = width.saturating_sub(pad.len() + 2 + state.len() + 2).max(8);
-    let head = vec![
-        Span::raw(pad.clone()),
-        styled(app, Role::Dim, bullet.to_string()),
-        styled(
-            app,
-            if depth == 0 { Role::Title } else { Role::Text },
-            text::one_line(&n.label, label_w),
-        ),
-        Span::raw("  "),
-        styled(app, node_role(&n.state), state),
-    ];
-    out.push(head);
+    let label_role = if depth == 0 { Role::Title } else { Role::Text };
+    // The label wraps (never cut); the state follows its first row.
+    for (k, part) in wrap(&n.label, label_w, 0).into_iter().enumerate() {
+        if k == 0 {
+            out.push(vec![
+                Span::raw(pad.clone()),
+                styled(app, Role::Dim, bullet.to_string()),
+                styled(app, label_role, part),
+                Span::raw("  "),
+                styled(app, node_role(&n.state), state.clone()),
+            ]);
+        } else {
+            out.push(vec![
+                Span::raw(format!("{pad}  ")),
+                styled(app, label_role, part),
+            ]);
+        }
+    }
     if let Some(c) = &n.cause {
         let indent = pad.len() + 2;
         out.extend(text_rows(

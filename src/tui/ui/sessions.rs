@@ -150,11 +150,12 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         (true, false) => 8,
         (true, true) => 14,
     };
-    let age_w = 4;
+    // On a narrow list the gate takes the age's place.
+    let age_w = if show_gate && w < 70 { 0 } else { 4 };
     let demo_w = 4;
     let marks_w = 5;
     let col = |width: usize| if width == 0 { 0 } else { width + 1 };
-    let fixed = marks_w + ref_w + 1 + tool_w + 1 + 1 + col(gate_w) + age_w + 1 + demo_w;
+    let fixed = marks_w + ref_w + 1 + tool_w + 1 + 1 + col(gate_w) + col(age_w) + demo_w;
     let rest = w.saturating_sub(fixed + 1);
     // The state and its source matter most: `running · output 12s ago` fits in 24.
     let state_w = rest
@@ -175,8 +176,10 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         head.push_str(&pad("GATE", gate_w));
         head.push(' ');
     }
-    head.push_str(&pad("AGE", age_w));
-    head.push(' ');
+    if age_w > 0 {
+        head.push_str(&pad("AGE", age_w));
+        head.push(' ');
+    }
     head.push_str(&pad("", demo_w));
     buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
     let rows = usize::from(inner.height) - 1;
@@ -260,8 +263,10 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
             spans.push(Span::styled(pad(&label, gate_w), st(role)));
             spans.push(Span::styled(" ", base));
         }
-        spans.push(Span::styled(pad(&age, age_w), st(Role::Dim)));
-        spans.push(Span::styled(" ", base));
+        if age_w > 0 {
+            spans.push(Span::styled(pad(&age, age_w), st(Role::Dim)));
+            spans.push(Span::styled(" ", base));
+        }
         spans.push(Span::styled(
             pad(if r.demo { "demo" } else { "" }, demo_w),
             st(Role::Demo),
