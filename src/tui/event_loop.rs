@@ -246,8 +246,14 @@ pub async fn run(
                 Effect::Approve { intent } => {
                     let running = approving.as_ref().is_some_and(|h| !h.is_finished());
                     match (&app.key_path, running) {
-                        (_, true) => app.error("an approval is already running"),
-                        (None, _) => app.error("no publish key is configured for this home"),
+                        (_, true) => {
+                            app.mode = Mode::Normal;
+                            app.error("an approval is already running");
+                        }
+                        (None, _) => {
+                            app.mode = Mode::Normal;
+                            app.error("no publish key is configured for this home");
+                        }
                         (Some(key), false) => {
                             approving = Some(super::approval::spawn(
                                 client.clone(),

@@ -1424,6 +1424,27 @@ fn esc_and_ctrl_c_refuse_at_each_prompt() {
         app.on_key(abort);
         assert!(app.mode.is_normal());
 
+        // Esc twice before the first question closes the dialog; the question that comes is
+        // refused, and the flow's end goes to the status line.
+        let (mut app, _key) = approving(TokenRole::Admin);
+        app.on_key(abort);
+        app.on_key(abort);
+        assert!(app.mode.is_normal());
+        let rx = ask(&mut app, Field::Revision);
+        assert!(matches!(rx.try_recv().unwrap(), Err(PromptError::Aborted)));
+        app.on_msg(Msg::Approval(ApprovalEvent::Done(FlowOutcome::Refused {
+            code: "aborted".into(),
+            message: "aborted at the prompt".into(),
+            receipt: None,
+        })));
+        assert!(
+            app.status
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("approval refused (aborted)")
+        );
+
         // The dialog dropped while a question waits (the cockpit ending): a refusal.
         let (mut app, _key) = approving(TokenRole::Admin);
         let rx = ask(&mut app, Field::Revision);

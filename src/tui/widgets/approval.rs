@@ -144,6 +144,8 @@ pub struct Approval {
     stage: Stage,
     value: Zeroizing<String>,
     abort_requested: bool,
+    /// Set by a second Esc before the first question: close now.
+    closing: bool,
     note: Option<String>,
     page: usize,
     /// Set while drawing: how many pages the text takes, and whether every line has been on
@@ -170,6 +172,7 @@ impl Approval {
             stage: Stage::Checking,
             value: Zeroizing::new(String::new()),
             abort_requested: false,
+            closing: false,
             note: None,
             page: 0,
             pages: Cell::new(1),
@@ -239,7 +242,12 @@ impl Approval {
             };
         }
         match k {
-            FieldKey::Abort => self.abort(),
+            FieldKey::Abort => {
+                self.abort();
+                if self.closing {
+                    return Step::Close;
+                }
+            }
             FieldKey::Ignored => {
                 if key.kind != KeyEventKind::Release {
                     self.note = Some(
@@ -280,10 +288,18 @@ impl Approval {
                 self.note = Some("refused: the refusal and its receipt are being recorded".into());
                 self.stage = Stage::Working(field);
             }
+            Stage::Checking if self.abort_requested => {
+                // A second Esc while the server is still asked: the dialog closes; the flow's
+                // questions are then refused and its end goes to the status line.
+                self.closing = true;
+            }
             Stage::Checking => {
                 self.abort_requested = true;
-                self.note =
-                    Some("refusing once the server answers (the refusal is recorded)".into());
+                self.note = Some(
+                    "refusing once the server answers (the refusal is recorded); Esc again \
+                     closes this dialog"
+                        .into(),
+                );
             }
             Stage::Working(Field::Revision) => {
                 self.abort_requested = true;
