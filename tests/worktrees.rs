@@ -1,7 +1,8 @@
 //! Worktree runs against a real server (the provider fakes on PATH) and real git
 //! repositories: every refusal of a worktree start (422/409/503) with nothing created, a run
 //! that starts at a branch and resumes in the same worktree, the diff routes, cleanup with
-//! and without `discard_worktree`, and the CLI verbs.
+//! and without `discard_worktree`, the CLI verbs, and the review and approval (`--from`) of
+//! the agent configuration a branch carries.
 
 mod common;
 
@@ -492,6 +493,187 @@ fn a_flagged_project_config_in_the_new_worktree_removes_it() {
     assert_eq!(code, 201, "{v}");
     assert_eq!(v["ref"], "run-0001");
     stop(&s, "run-0001");
+}
+
+/// Seed 002: "un worktree démarré depuis un autre commit peut porter d'autres fichiers
+/// suivis, et son refus nomme son propre hash" — and that hash can be reviewed and approved
+/// with `--from`, from the commit, without checking anything out.
+#[test]
+fn a_worktree_from_another_commit_is_reviewed_and_approved_with_from() {
+    let s = DemoServer::start(&[]);
+    let repo = Repo::new();
+    let mcp = |command: &str| {
+        repo.git.run(&["checkout", "-q", "feature"]).unwrap();
+        std::fs::write(
+            repo.dir.path().join(".mcp.json"),
+            format!(r#"{{"mcpServers": {{"x": {{"command": "{command}"}}}}}}"#),
+        )
+        .unwrap();
+        let c = commit_all(&repo.git, "mcp");
+        repo.git.run(&["checkout", "-q", "main"]).unwrap();
+        c
+    };
+    repo.git.run(&["branch", "feature"]).unwrap();
+    let feature = mcp("/bin/run-me");
+    let ws = workspace(&s, &repo);
+    let h = &s.home;
+    let start = [
+        "session",
+        "start",
+        "--tool",
+        "claude",
+        "--workspace",
+        &ws,
+        "--worktree",
+        "--from",
+        "feature",
+    ];
+
+    // The workspace folder carries nothing; the branch does: the start is refused, the new
+    // worktree removed, and the refusal names that tree's hash and the commands.
+    let folder = h.json(&["workspace", "project-config", &ws, "--json"]);
+    assert_eq!(folder["flagged"], false, "{folder}");
+    assert_eq!(folder["from"], Value::Null);
+    let out = h.run(&start);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("409"), "{err}");
+    assert!(err.contains("removed"), "{err}");
+    assert_eq!(worktree_folders(&s), Vec::<String>::new());
+    let v = h.json(&[
+        "workspace",
+        "project-config",
+        &ws,
+        "--from",
+        "feature",
+        "--json",
+    ]);
+    assert_eq!(v["from"], json!(feature), "{v}");
+    assert_eq!(v["folder"], json!(repo.path()), "{v}");
+    assert_eq!(v["flagged"], true, "{v}");
+    assert_eq!(v["approved"], false, "{v}");
+    assert_eq!(v["files"][0]["path"], ".mcp.json", "{v}");
+    assert_eq!(v["files"][0]["keys"][0]["key"], "mcpServers", "{v}");
+    let sha = v["sha256"].as_str().unwrap().to_string();
+    assert_ne!(sha, folder["sha256"].as_str().unwrap());
+    assert!(
+        err.contains(&format!("{} {sha}", "project-config-flagged-sha256/1")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "`proctor workspace project-config {ws} --from {feature}`"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "`proctor workspace approve-project-config {ws} --from {feature} --sha256 {sha}`"
+        )),
+        "{err}"
+    );
+    // The human review names the commit and the approve command.
+    let text = h.ok(&["workspace", "project-config", &ws, "--from", "feature"]);
+    assert!(text.contains(&format!("committed at {feature}")), "{text}");
+    assert!(text.contains("/bin/run-me"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "proctor workspace approve-project-config {ws} --from {feature} --sha256 {sha}"
+        )),
+        "{text}"
+    );
+
+    // `from` is resolved as worktree_from is (422), and nothing else is taken.
+    let pc = format!("{WS}/{ws}/project-config");
+    for bad in ["HEAD~1", "nope", &feature[..12]] {
+        let (code, v) = s.call("GET", &format!("{pc}?from={bad}"), None);
+        assert_eq!(code, 422, "{bad}: {v}");
+        let (code, v) = s.call(
+            "POST",
+            &format!("{pc}/approve"),
+            Some(json!({"sha256": sha, "from": bad})),
+        );
+        assert_eq!(code, 422, "{bad}: {v}");
+    }
+    let (code, v) = s.call(
+        "POST",
+        &format!("{pc}/approve"),
+        Some(json!({"sha256": sha, "from": "feature", "extra": 1})),
+    );
+    assert_eq!(code, 400, "{v}");
+    let out = h.run(&["workspace", "project-config", &ws, "--from", ""]);
+    assert_eq!(out.status.code(), Some(2));
+    // The tree's hash does not approve the folder, nor the folder's hash the tree.
+    let out = h.run(&["workspace", "approve-project-config", &ws, "--sha256", &sha]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = h.run(&[
+        "workspace",
+        "approve-project-config",
+        &ws,
+        "--from",
+        "feature",
+        "--sha256",
+        folder["sha256"].as_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("409"));
+    assert!(ledger_events(&s, "sessions.workspace.approve_project_config").is_empty());
+
+    // Approved with --from: audited with the full commit id, and the start goes through.
+    let text = h.ok(&[
+        "workspace",
+        "approve-project-config",
+        &ws,
+        "--from",
+        "feature",
+        "--sha256",
+        &sha,
+    ]);
+    assert!(text.contains(&format!("committed at {feature}")), "{text}");
+    assert!(text.contains("approved: yes"), "{text}");
+    let audit = ledger_events(&s, "sessions.workspace.approve_project_config");
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["from"], json!(feature));
+    assert_eq!(audit[0]["sha256"], json!(sha));
+    assert_eq!(audit[0]["files"], json!([".mcp.json"]));
+    let shown = s.expect(200, "GET", &format!("{WS}/{ws}"), None);
+    assert_eq!(shown["project_config_approval"]["from"], json!(feature));
+    assert_eq!(shown["project_config_approval"]["sha256"], json!(sha));
+    let text = h.ok(&start);
+    assert!(text.contains("worktree: branch proctor/run-0001"), "{text}");
+    let wt = worktrees_dir(&s).join("run-0001");
+    assert!(wt.join(".mcp.json").is_file());
+    h.ok(&["session", "stop", "1"]);
+
+    // One character of the flagged value changes on the branch: refused again, with the
+    // new commit and its hash.
+    let moved = mcp("/bin/run-mf");
+    let out = h.run(&start);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("409"), "{err}");
+    let v = h.json(&[
+        "workspace",
+        "project-config",
+        &ws,
+        "--from",
+        &moved,
+        "--json",
+    ]);
+    let sha2 = v["sha256"].as_str().unwrap();
+    assert_ne!(sha2, sha);
+    assert_eq!(v["approved"], false);
+    assert!(
+        err.contains(&format!(
+            "approve-project-config {ws} --from {moved} --sha256 {sha2}"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("the last approval (") && err.contains(&sha),
+        "{err}"
+    );
+    assert_eq!(worktree_folders(&s), vec!["run-0001".to_string()]);
 }
 
 #[test]

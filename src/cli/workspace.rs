@@ -61,7 +61,7 @@ pub enum WorkspaceCommand {
     ///
     /// Example: proctor workspace approve-setup ws-0001 --sha256 <hash printed by `setup`>
     ApproveSetup(ApproveArgs),
-    /// Review the agent configuration the workspace folder carries.
+    /// Review the agent configuration the workspace folder (or a commit) carries.
     ///
     /// Lists the files Claude Code, Codex and Gemini CLI read from the folder (.claude/,
     /// .mcp.json, .codex/config.toml, .gemini/, .env), the flagged keys in them with their
@@ -70,16 +70,23 @@ pub enum WorkspaceCommand {
     /// approval covers it. Nothing is executed. Starting or resuming a tool that reads a
     /// flagged file is refused (409) until that sha256 is approved.
     ///
-    /// Example: proctor workspace project-config ws-0001
-    ProjectConfig(WsArgs),
+    /// With --from REV (a local branch, or a full commit id a ref retains: what
+    /// `session start --worktree --from` takes), the files as committed at REV are reviewed
+    /// instead, as a worktree started there carries them; nothing is checked out. The
+    /// output names the full commit id.
+    ///
+    /// Example: proctor workspace project-config ws-0001 --from feature
+    ProjectConfig(ProjectConfigArgs),
     /// Approve the flagged agent configuration whose sha256 you reviewed (admin, a person).
     ///
-    /// The folder is scanned again: if the flagged part changed since your review, the
-    /// approval is refused (exit 1, 409). Changing an unflagged key later needs no new
-    /// approval; changing a flagged value, or adding or removing a flagged key, does.
+    /// The folder (with --from, the commit REV names) is scanned again: if the flagged part
+    /// is not the one you reviewed, the approval is refused (exit 1, 409). The approval
+    /// applies to any folder whose flagged part has that sha256, and replaces the last one.
+    /// Changing an unflagged key later needs no new approval; changing a flagged value, or
+    /// adding or removing a flagged key, does.
     ///
-    /// Example: proctor workspace approve-project-config ws-0001 --sha256 <hash>
-    ApproveProjectConfig(ApproveArgs),
+    /// Example: proctor workspace approve-project-config ws-0001 --from feature --sha256 <hash>
+    ApproveProjectConfig(ApproveProjectConfigArgs),
     Policy(PolicyArgs),
     /// Approve the check policy whose sha256 you reviewed (an admin token of a person).
     ///
@@ -165,6 +172,38 @@ pub struct ApproveArgs {
     pub json: bool,
 }
 
+/// A workspace, and the commit whose files to review.
+#[derive(Debug, Args)]
+pub struct ProjectConfigArgs {
+    /// The workspace: ws-0001 (or 1, or a registered folder's path).
+    #[arg(value_name = "WS")]
+    pub ws: String,
+    /// Review the files committed at REV (a local branch, or a full commit id a ref
+    /// retains) instead of the folder.
+    #[arg(long, value_name = "REV")]
+    pub from: Option<String>,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Approve a reviewed project configuration, by its SHA-256 (an admin token of a person).
+#[derive(Debug, Args)]
+pub struct ApproveProjectConfigArgs {
+    /// The workspace: ws-0001 (or 1, or a registered folder's path).
+    #[arg(value_name = "WS")]
+    pub ws: String,
+    /// The SHA-256 you reviewed (64 hex digits).
+    #[arg(long, value_name = "H")]
+    pub sha256: String,
+    /// The files committed at REV (as `project-config --from`) rather than the folder's.
+    #[arg(long, value_name = "REV")]
+    pub from: Option<String>,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Read or set the check policy of a workspace (TOML; see docs/workspaces.md).
 ///
 /// Without --file, prints the policy, its sha256 (policy-text-sha256/1) and whether it is
@@ -212,14 +251,37 @@ pub fn run(ctx: &Ctx, args: WorkspaceArgs) -> anyhow::Result<ExitCode> {
         }
         WorkspaceCommand::ProjectConfig(a) => {
             let r = resolve(&c, &a.ws)?;
-            let v = call(&c, Method::GET, &ws_path(&r, "/project-config"), None)?;
+            let query = match &a.from {
+                Some(f) => format!("?from={}", super::session::percent_encode(from_arg(f)?)),
+                None => String::new(),
+            };
+            let v = call(
+                &c,
+                Method::GET,
+                &ws_path(&r, &format!("/project-config{query}")),
+                None,
+            )?;
             output(a.json, &v, project_config_lines)
         }
         WorkspaceCommand::ApproveProjectConfig(a) => {
-            let v = approve(&c, &a, "project-config/approve")?;
+            let r = resolve(&c, &a.ws)?;
+            let mut b = json!({"sha256": sha256_arg(&a.sha256)?});
+            if let Some(f) = &a.from {
+                b["from"] = json!(from_arg(f)?);
+            }
+            let v = call(
+                &c,
+                Method::POST,
+                &ws_path(&r, "/project-config/approve"),
+                Some(b),
+            )?;
             output(a.json, &v, |v| {
+                let at = match v["from"].as_str() {
+                    Some(_) => format!(" committed at {}", s(v, "from", 64)),
+                    None => String::new(),
+                };
                 let mut lines = vec![format!(
-                    "agent configuration of {} approved ({} {})",
+                    "agent configuration{at} of {} approved ({} {})",
                     s(v, "workspace", 32),
                     s(v, "recipe", 64),
                     s(v, "sha256", 64)
@@ -306,15 +368,32 @@ fn output(
     Ok(ExitCode::SUCCESS)
 }
 
-fn approve(c: &Client, a: &ApproveArgs, tail: &str) -> anyhow::Result<Value> {
-    let r = resolve(c, &a.ws)?;
-    let h = a.sha256.trim();
+/// A `--sha256` value: 64 hexadecimal digits (exit 2 otherwise).
+fn sha256_arg(raw: &str) -> anyhow::Result<&str> {
+    let h = raw.trim();
     if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(UsageError::new(format!(
             "--sha256 {} is not 64 hexadecimal digits; copy the hash the review printed",
             text::one_line(h, 80)
         )));
     }
+    Ok(h)
+}
+
+/// A `--from` value: not empty (exit 2); the server resolves it (422 when it names no
+/// local branch and no retained full commit id).
+fn from_arg(raw: &str) -> anyhow::Result<&str> {
+    if raw.is_empty() {
+        return Err(UsageError::new(
+            "--from is empty; give a local branch or a full commit id, or leave it out",
+        ));
+    }
+    Ok(raw)
+}
+
+fn approve(c: &Client, a: &ApproveArgs, tail: &str) -> anyhow::Result<Value> {
+    let r = resolve(c, &a.ws)?;
+    let h = sha256_arg(&a.sha256)?;
     call(
         c,
         Method::POST,
@@ -335,8 +414,12 @@ fn approval_line(what: &str, a: &Value) -> String {
     if a.is_null() {
         return format!("{what}: never approved");
     }
+    let from = match a["from"].as_str() {
+        Some(_) => format!(", for the files committed at {}", s(a, "from", 64)),
+        None => String::new(),
+    };
     format!(
-        "{what}: sha256 {} by {} at {}",
+        "{what}: sha256 {} by {} at {}{from}",
         s(a, "sha256", 64),
         s(a, "actor", 120),
         s(a, "at", 40)
@@ -461,7 +544,23 @@ fn setup(c: &Client, a: SetupArgs) -> anyhow::Result<ExitCode> {
 
 fn project_config_lines(v: &Value) -> Vec<String> {
     let r = s(v, "workspace", 32);
-    let mut lines = vec![format!("agent configuration in {}", s(v, "folder", 4096))];
+    let (head, from) = match v["from"].as_str() {
+        Some(_) => {
+            let c = s(v, "from", 64);
+            (
+                format!(
+                    "agent configuration committed at {c} (repository {})",
+                    s(v, "folder", 4096)
+                ),
+                format!(" --from {c}"),
+            )
+        }
+        None => (
+            format!("agent configuration in {}", s(v, "folder", 4096)),
+            String::new(),
+        ),
+    };
+    let mut lines = vec![head];
     let files = v["files"].as_array().cloned().unwrap_or_default();
     if files.is_empty() {
         lines.push("  none of the scanned files exists".into());
@@ -500,7 +599,7 @@ fn project_config_lines(v: &Value) -> Vec<String> {
     lines.push(approval_line("last approval", &v["approval"]));
     if v["approved"].as_bool() != Some(true) {
         lines.push(format!(
-            "to approve it: proctor workspace approve-project-config {r} --sha256 {}",
+            "to approve it: proctor workspace approve-project-config {r}{from} --sha256 {}",
             s(v, "sha256", 64)
         ));
     }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -206,7 +206,8 @@ async fn approve_setup(
     ok(workspaces::view(&w))
 }
 
-/// The project-config answer: the scan of the workspace folder and the approval state.
+/// The project-config answer: the scan of the workspace folder (or, with `from`, of the files
+/// committed at that commit) and the approval state.
 pub fn project_config_view(w: &workspaces::Workspace, scan: &project_config::Scan) -> Value {
     let flagged = scan.any_flagged();
     let covered = w
@@ -216,6 +217,7 @@ pub fn project_config_view(w: &workspaces::Workspace, scan: &project_config::Sca
     json!({
         "workspace": w.ws_ref,
         "folder": scan.folder,
+        "from": scan.commit,
         "files": scan.files,
         "flagged": flagged,
         "sha256": scan.sha256,
@@ -225,18 +227,37 @@ pub fn project_config_view(w: &workspaces::Workspace, scan: &project_config::Sca
     })
 }
 
-async fn project_config(State(s): State<Arc<Shared>>, Path(ws): Path<String>) -> ApiResult {
+#[derive(Deserialize)]
+struct ProjectConfigQuery {
+    /// A full commit id a ref retains, or a local branch (as `worktree_from`).
+    from: Option<String>,
+}
+
+/// `GET …/project-config[?from=REV]`.
+async fn project_config(
+    State(s): State<Arc<Shared>>,
+    Path(ws): Path<String>,
+    Query(q): Query<ProjectConfigQuery>,
+) -> ApiResult {
     let ws = ws_ref(&ws)?;
     let v = blocking(move || {
-        let w = get_ws(&s, &ws)?;
-        let scan = project_config::scan(&w.path)
-            .map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?;
+        let (w, scan) = workspaces::scan_project_config(&s.home, &ws, q.from.as_deref())?;
         Ok(project_config_view(&w, &scan))
     })
     .await?;
     ok(v)
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApproveProjectConfigBody {
+    sha256: String,
+    /// As `?from=` of the review.
+    #[serde(default)]
+    from: Option<String>,
+}
+
+/// `POST …/project-config/approve {"sha256", "from"?}`.
 async fn approve_project_config(
     State(s): State<Arc<Shared>>,
     Extension(c): Extension<Caller>,
@@ -244,10 +265,16 @@ async fn approve_project_config(
     bytes: axum::body::Bytes,
 ) -> ApiResult {
     let ws = ws_ref(&ws)?;
-    let b: ApproveBody = body(&bytes)?;
+    let b: ApproveProjectConfigBody = body(&bytes)?;
     let v = blocking(move || {
-        let (w, scan) =
-            workspaces::approve_project_config(&s.home, &s.ledger, &actor(&c), &ws, &b.sha256)?;
+        let (w, scan) = workspaces::approve_project_config_at(
+            &s.home,
+            &s.ledger,
+            &actor(&c),
+            &ws,
+            &b.sha256,
+            b.from.as_deref(),
+        )?;
         Ok(project_config_view(&w, &scan))
     })
     .await?;

@@ -489,11 +489,12 @@ impl Sessions {
                     worktrees::create(&self.home, &repo, &run_ref, &commit, ws_ref.as_deref())
                         .inspect_err(|_| self.give_back_ref(number))?;
                 // The new worktree may carry other agent configuration than the workspace.
-                if let Err(e) = workspaces::admit_folder(
+                if let Err(e) = workspaces::admit_worktree(
                     &self.home,
                     ws_ref.as_deref(),
                     profile.tool,
                     Path::new(&info.path),
+                    &commit,
                 ) {
                     let cleanup = match worktrees::remove(&info) {
                         Ok(()) => {

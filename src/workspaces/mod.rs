@@ -82,6 +82,10 @@ pub struct Approval {
     pub actor: String,
     /// RFC 3339 UTC, milliseconds.
     pub at: String,
+    /// For a project-config approval given for a commit's files (`--from`): that full
+    /// commit id. The approval applies by hash alone, wherever the same files are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
 }
 
 /// A text stored in proctor that applies only while a person's approval covers it.
@@ -299,6 +303,7 @@ impl Change {
                 sha256: s("sha256")?,
                 actor: s("actor")?,
                 at: s("approved_at")?,
+                from: s("from"),
             })
         };
         Some(match kind {
@@ -694,6 +699,30 @@ pub fn admit_folder(
     tool: Tool,
     folder: &Path,
 ) -> Result<(), AdmitError> {
+    admit(home, workspace_ref, tool, folder, None)
+}
+
+/// [`admit_folder`] for a new worktree of the workspace checked out at `commit` (a full
+/// commit id): the same check, and a refusal that names the commands reviewing and
+/// approving that commit's files (`--from <commit>`), since they can differ from the
+/// workspace folder's.
+pub fn admit_worktree(
+    home: &Home,
+    workspace_ref: Option<&str>,
+    tool: Tool,
+    folder: &Path,
+    commit: &str,
+) -> Result<(), AdmitError> {
+    admit(home, workspace_ref, tool, folder, Some(commit))
+}
+
+fn admit(
+    home: &Home,
+    workspace_ref: Option<&str>,
+    tool: Tool,
+    folder: &Path,
+    from: Option<&str>,
+) -> Result<(), AdmitError> {
     let scan = project_config::scan(folder)
         .map_err(|e| AdmitError::Unprocessable(format!("cannot check the folder: {e}")))?;
     let read: Vec<&project_config::FileReport> = scan.flagged_for(tool).collect();
@@ -739,12 +768,24 @@ pub fn admit_folder(
                 ),
                 None => "; it was never approved".into(),
             };
-            format!(
-                "{last}. Review it with `proctor workspace project-config {r}`, then approve \
-                 it with `proctor workspace approve-project-config {r} --sha256 {h}`",
-                r = ws.ws_ref,
-                h = scan.sha256
-            )
+            let r = &ws.ws_ref;
+            let h = &scan.sha256;
+            match from {
+                Some(c) => {
+                    let c = text::one_line(c, 64);
+                    format!(
+                        "{last}. The worktree was checked out at commit {c}: review the files \
+                         committed there with `proctor workspace project-config {r} --from \
+                         {c}`, then approve them with `proctor workspace \
+                         approve-project-config {r} --from {c} --sha256 {h}`"
+                    )
+                }
+                None => format!(
+                    "{last}. Review it with `proctor workspace project-config {r}`, then \
+                     approve it with `proctor workspace approve-project-config {r} --sha256 \
+                     {h}`"
+                ),
+            }
         }
         None => format!(
             ". Register the folder with `proctor workspace add {folder_s}`, review it with \
@@ -908,6 +949,7 @@ fn approve_text(
                 sha256: h.clone(),
                 actor: actor.label(),
                 at: now(),
+                from: None,
             },
             extra: Map::new(),
         };
@@ -979,22 +1021,103 @@ pub fn approve_project_config(
     ws: &str,
     sha256: &str,
 ) -> Result<(Workspace, project_config::Scan), WorkspaceError> {
+    approve_project_config_at(home, ledger, actor, ws, sha256, None)
+}
+
+/// The worktrees module's refusals, as this module's (same statuses).
+fn from_worktree_error(e: crate::worktrees::WorktreeError) -> WorkspaceError {
+    use crate::worktrees::WorktreeError as W;
+    match e {
+        W::Unprocessable(m) | W::TooLarge(m) => WorkspaceError::Unprocessable(m),
+        W::Conflict(m) => WorkspaceError::Conflict(m),
+        W::NotFound(m) => WorkspaceError::NotFound(m),
+        W::Unavailable(m) | W::Internal(m) => WorkspaceError::Internal(m),
+    }
+}
+
+fn from_commit_scan_error(e: project_config::CommitScanError) -> WorkspaceError {
+    use project_config::CommitScanError as C;
+    match e {
+        C::NotACommitId(_) | C::TooLarge { .. } | C::BadLink { .. } => {
+            WorkspaceError::Unprocessable(e.to_string())
+        }
+        other => WorkspaceError::Internal(other.to_string()),
+    }
+}
+
+/// The full commit id `from` names in workspace `w`'s repository, resolved exactly as a
+/// worktree start resolves `worktree_from` ([`crate::worktrees::resolve_from`]: a full
+/// commit id a ref retains, or a local branch; 422 otherwise).
+pub fn resolve_from(w: &Workspace, from: &str) -> Result<String, WorkspaceError> {
+    let repo = crate::worktrees::validate_repo(&w.path).map_err(from_worktree_error)?;
+    crate::worktrees::resolve_from(&repo, Some(from)).map_err(from_worktree_error)
+}
+
+/// The project-config scan of workspace `ws`: of its folder now, or, with `from`, of the
+/// files committed at the commit `from` names ([`resolve_from`]), as a worktree started
+/// there carries them.
+pub fn scan_project_config(
+    home: &Home,
+    ws: &str,
+    from: Option<&str>,
+) -> Result<(Workspace, project_config::Scan), WorkspaceError> {
+    let w = find(home, ws)?.ok_or_else(|| not_found(ws))?;
+    let scan = match from {
+        None => project_config::scan(&w.path)
+            .map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?,
+        Some(f) => {
+            let commit = resolve_from(&w, f)?;
+            project_config::scan_commit(&w.path, &commit).map_err(from_commit_scan_error)?
+        }
+    };
+    Ok((w, scan))
+}
+
+/// Approves the flagged agent configuration of the workspace folder or, with `from`, of the
+/// files committed at that commit (resolved as a worktree start resolves `worktree_from`).
+/// The hash must equal a scan made now (409 otherwise). The approval and its ledger entry
+/// record `from` as the full commit id. Admission is unchanged: the stored (last) approval
+/// must equal the hash of the folder a tool starts in.
+pub fn approve_project_config_at(
+    home: &Home,
+    ledger: &Ledger,
+    actor: &Actor,
+    ws: &str,
+    sha256: &str,
+    from: Option<&str>,
+) -> Result<(Workspace, project_config::Scan), WorkspaceError> {
     actor.person("a folder's agent configuration")?;
     let h = check_hash(sha256)?;
+    // A commit's files never change: they are read before the registry lock is taken.
+    let committed = match from {
+        Some(_) => Some(scan_project_config(home, ws, from)?.1),
+        None => None,
+    };
     let mut scanned = None;
     let w = mutate(home, ledger, actor, |reg| {
         let w = get(reg, ws)?;
-        let scan = project_config::scan(&w.path)
-            .map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?;
+        let scan = match &committed {
+            Some(s) => s.clone(),
+            None => project_config::scan(&w.path)
+                .map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?,
+        };
         if scan.sha256 != h {
+            let (what, review) = match &scan.commit {
+                Some(c) => (
+                    format!("committed at {c} in {}", w.ws_ref),
+                    format!("proctor workspace project-config {} --from {c}", w.ws_ref),
+                ),
+                None => (
+                    format!("of {}", w.ws_ref),
+                    format!("proctor workspace project-config {}", w.ws_ref),
+                ),
+            };
             return Err(WorkspaceError::Conflict(format!(
-                "the flagged agent configuration of {} has {} {}, not {h}: it changed \
-                     since it was reviewed. Review it again with \
-                     `proctor workspace project-config {}`",
-                w.ws_ref,
+                "the flagged agent configuration {what} has {} {}, not {h}: it is not what \
+                 was reviewed (the files or the branch changed since). Review it again with \
+                 `{review}`",
                 project_config::RECIPE,
                 scan.sha256,
-                w.ws_ref
             )));
         }
         let mut extra = Map::new();
@@ -1009,7 +1132,9 @@ pub fn approve_project_config(
                     .collect::<Vec<_>>()
             ),
         );
-        scanned = Some(scan);
+        if let Some(c) = &scan.commit {
+            extra.insert("from".into(), json!(c));
+        }
         let change = Change::Approved {
             what: Subject::ProjectConfig,
             ws: w.ws_ref.clone(),
@@ -1017,9 +1142,11 @@ pub fn approve_project_config(
                 sha256: h.clone(),
                 actor: actor.label(),
                 at: now(),
+                from: scan.commit.clone(),
             },
             extra,
         };
+        scanned = Some(scan);
         Ok((w.ws_ref, Some(change)))
     })?;
     let scan = match scanned {

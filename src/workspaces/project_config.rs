@@ -9,6 +9,9 @@
 //! the raw text before any parser sees it ([`json_depth`], [`toml_depth`]), so a nesting bomb
 //! costs one linear pass and no recursion.
 //!
+//! [`scan_commit`] runs the same scan over the files as committed at a commit (a worktree
+//! started from another commit carries them), without checking anything out.
+//!
 //! The flagged part has its own SHA-256 (recipe [`RECIPE`], see [`canonical_document`]);
 //! displayed values have URL passwords masked (the hash covers the real values).
 
@@ -24,6 +27,9 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::providers::Tool;
+
+mod commit;
+pub use commit::{CommitScanError, MAX_COMMIT_BLOB_BYTES, scan_commit};
 
 /// The recipe of a scan's `sha256`: SHA-256 of the canonical document of the flagged part
 /// (see [`canonical_document`]).
@@ -238,7 +244,11 @@ impl FileReport {
 /// The result of a scan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scan {
+    /// The folder scanned (for [`scan_commit`], the repository).
     pub folder: PathBuf,
+    /// For [`scan_commit`]: the full commit id whose files were scanned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// Every file of [`FILES`] that exists, flagged or not, in table order.
     pub files: Vec<FileReport>,
     /// SHA-256 of the canonical document of the flagged part.
@@ -1275,6 +1285,7 @@ pub fn scan(folder: &Path) -> Result<Scan, ScanError> {
     let doc = canonical_document(&files);
     Ok(Scan {
         folder: folder.to_path_buf(),
+        commit: None,
         sha256: hex::encode(Sha256::digest(&doc)),
         files,
         recipe: RECIPE,

@@ -367,3 +367,119 @@ fn view_uses_the_seed_names() {
     assert_eq!(v["setup_approval"], Value::Null);
     assert_eq!(v["ref"], "ws-0001");
 }
+
+#[test]
+fn a_commits_files_are_reviewed_and_approved_with_from() {
+    let e = env();
+    let git = crate::git::Git::new(&e.repo);
+    let commit = |msg: &str| {
+        git.run(&["add", "-A"]).unwrap();
+        git.run(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            msg,
+        ])
+        .unwrap();
+        git.text(&["rev-parse", "HEAD"]).unwrap()
+    };
+    git.run(&["init", "-q", "-b", "main"]).unwrap();
+    commit("first");
+    git.run(&["checkout", "-q", "-b", "feature"]).unwrap();
+    std::fs::write(
+        e.repo.join(".mcp.json"),
+        r#"{"mcpServers":{"x":{"command":"run"}}}"#,
+    )
+    .unwrap();
+    let feature = commit("mcp");
+    git.run(&["checkout", "-q", "main"]).unwrap();
+    add(&e);
+    let (h, l) = (&e.home, &e.ledger);
+
+    let (_, folder) = scan_project_config(h, "ws-0001", None).unwrap();
+    assert!(!folder.any_flagged());
+    let (_, at) = scan_project_config(h, "ws-0001", Some("feature")).unwrap();
+    assert!(at.any_flagged());
+    assert_eq!(at.commit.as_deref(), Some(feature.as_str()));
+    // Resolved as worktree_from is: no expressions, no unknown names.
+    for bad in ["feature~0", "nope", "HEAD", ""] {
+        assert!(
+            matches!(
+                scan_project_config(h, "ws-0001", Some(bad)),
+                Err(WorkspaceError::Unprocessable(_))
+            ),
+            "{bad}"
+        );
+    }
+    // The folder's hash does not approve the commit's files, nor the reverse.
+    let err =
+        approve_project_config_at(h, l, &person(), "ws-0001", &folder.sha256, Some("feature"))
+            .unwrap_err();
+    assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
+    assert!(err.to_string().contains("--from"), "{err}");
+    assert!(matches!(
+        approve_project_config(h, l, &person(), "ws-0001", &at.sha256),
+        Err(WorkspaceError::Conflict(_))
+    ));
+    assert!(matches!(
+        approve_project_config_at(h, l, &agent(), "ws-0001", &at.sha256, Some("feature")),
+        Err(WorkspaceError::AgentRefused(_))
+    ));
+
+    // A worktree checked out there is refused with the commands that approve it.
+    let wt = e._dir.path().join("wt");
+    git.run(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        wt.to_str().unwrap(),
+        &feature,
+    ])
+    .unwrap();
+    let err = admit_worktree(h, Some("ws-0001"), Tool::Claude, &wt, &feature).unwrap_err();
+    let m = err.to_string();
+    assert!(
+        m.contains(&format!(
+            "proctor workspace approve-project-config ws-0001 --from {feature} --sha256 {}",
+            at.sha256
+        )),
+        "{m}"
+    );
+    assert!(
+        m.contains(&format!(
+            "proctor workspace project-config ws-0001 --from {feature}"
+        )),
+        "{m}"
+    );
+
+    let (w, scan) =
+        approve_project_config_at(h, l, &person(), "ws-0001", &at.sha256, Some("feature")).unwrap();
+    assert_eq!(scan, at);
+    let a = w.project_config_approval.clone().unwrap();
+    assert_eq!(a.sha256, at.sha256);
+    assert_eq!(a.from.as_deref(), Some(feature.as_str()));
+    admit_worktree(h, Some("ws-0001"), Tool::Claude, &wt, &feature).unwrap();
+    // The ledger entry names the commit, and a registry rebuilt from it keeps it.
+    let last: Value = serde_json::from_str(
+        std::fs::read_to_string(h.ledger_path())
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(last["kind"], kinds::APPROVE_PROJECT_CONFIG);
+    assert_eq!(last["from"], json!(feature));
+    std::fs::remove_file(registry_path(h)).unwrap();
+    recover(h, &h.ledger_path()).unwrap();
+    assert_eq!(
+        find(h, "ws-0001").unwrap().unwrap().project_config_approval,
+        Some(a)
+    );
+}

@@ -922,7 +922,7 @@ fn diff(c: &Client, a: DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A query value: every byte but the unreserved ones (RFC 3986) as %XX.
-fn percent_encode(v: &str) -> String {
+pub(crate) fn percent_encode(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for b in v.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {

@@ -603,3 +603,202 @@ fn dotenv_parsing_follows_dotenv() {
     .collect();
     assert_eq!(got, want);
 }
+
+// ---------------------------------------------------------------------------------------------
+// scan_commit
+// ---------------------------------------------------------------------------------------------
+
+fn git_repo() -> (tempfile::TempDir, crate::git::Git) {
+    let t = tempfile::tempdir().unwrap();
+    let git = crate::git::Git::new(t.path());
+    git.run(&["init", "-q", "-b", "main"]).unwrap();
+    (t, git)
+}
+
+fn commit_all(git: &crate::git::Git) -> String {
+    git.run(&["add", "-A"]).unwrap();
+    commit_index(git)
+}
+
+fn commit_index(git: &crate::git::Git) -> String {
+    git.run(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "c",
+    ])
+    .unwrap();
+    git.text(&["rev-parse", "HEAD"]).unwrap()
+}
+
+fn code_of(s: &Scan, path: &str) -> Option<&'static str> {
+    s.files
+        .iter()
+        .find(|f| f.path == path)
+        .and_then(|f| f.unreadable.as_ref().map(|u| u.code))
+}
+
+/// The report and hash of a commit equal those of the same files in a folder: keys, files
+/// flagged whole (over 1 MiB, invalid, a link), unflagged files.
+#[test]
+fn a_commit_scans_as_the_folder_that_holds_its_files() {
+    let (t, git) = git_repo();
+    let d = t.path();
+    write(
+        d,
+        ".claude/settings.json",
+        br#"{"hooks":{"PreToolUse":[{"command":"/bin/x"}]},"model":"m","env":{"PATH":"/evil"}}"#,
+    );
+    write(d, ".claude/settings.local.json", b"{not json");
+    write(d, ".mcp.json", br#"{"mcpServers":{"s":{"command":"run"}}}"#);
+    write(
+        d,
+        ".codex/config.toml",
+        b"notify = [\"n\"]\nmodel = \"x\"\n[profiles.p]\nopenai_base_url = \"https://u:pw@h\"\n",
+    );
+    write(
+        d,
+        ".gemini/settings.json",
+        b"{\n // a comment\n \"proxy\": \"http://p\", \"theme\": \"x\"}\n",
+    );
+    let mut big = b"HTTPS_PROXY=http://p\n".to_vec();
+    big.resize((MAX_FILE_BYTES + 10) as usize, b'#');
+    write(d, ".env", &big);
+    std::os::unix::fs::symlink("/etc/passwd", d.join(".gemini/.env")).unwrap();
+    let head = commit_all(&git);
+
+    let folder = scan(d).unwrap();
+    let committed = scan_commit(d, &head).unwrap();
+    assert_eq!(committed.files, folder.files);
+    assert_eq!(committed.sha256, folder.sha256);
+    assert_eq!(committed.commit.as_deref(), Some(head.as_str()));
+    assert_eq!(committed.folder, d);
+    assert_eq!(folder.commit, None);
+    assert_eq!(committed.files.len(), 7);
+    assert_eq!(code_of(&committed, ".env"), Some("too_large"));
+    assert_eq!(code_of(&committed, ".gemini/.env"), Some("symlink"));
+    assert_eq!(
+        committed
+            .files
+            .iter()
+            .find(|f| f.path == ".gemini/.env")
+            .unwrap()
+            .unreadable
+            .as_ref()
+            .unwrap()
+            .sha256,
+        hex::encode(Sha256::digest(b"/etc/passwd")),
+        "a link entry is hashed by its target text, as in a folder"
+    );
+    assert_eq!(
+        code_of(&committed, ".claude/settings.local.json"),
+        Some("invalid_json")
+    );
+    assert_eq!(
+        keys_of(&committed, ".claude/settings.json"),
+        vec!["env.PATH", "hooks"]
+    );
+
+    // Once the folder changes, its scan does and the commit's does not.
+    write(
+        d,
+        ".mcp.json",
+        br#"{"mcpServers":{"s":{"command":"other"}}}"#,
+    );
+    assert_ne!(scan(d).unwrap().sha256, folder.sha256);
+    assert_eq!(scan_commit(d, &head).unwrap().sha256, folder.sha256);
+    // Only a full commit id is taken.
+    for bad in [&head[..39], "HEAD", "--all", "main"] {
+        assert!(
+            matches!(scan_commit(d, bad), Err(CommitScanError::NotACommitId(_))),
+            "{bad}"
+        );
+    }
+}
+
+/// Entries that are not files (a link on a folder's place, a submodule, a tree where a
+/// file is expected, a file where a folder is expected) scan as git checks them out.
+#[test]
+fn odd_entries_of_a_commit_scan_as_their_checkout() {
+    let (t, git) = git_repo();
+    let d = t.path();
+    write(d, "README", b"r");
+    let first = commit_all(&git);
+    git.run(&["checkout", "-q", "-b", "odd"]).unwrap();
+    std::os::unix::fs::symlink("/somewhere/else", d.join(".claude")).unwrap();
+    write(d, ".codex/config.toml/inner", b"x");
+    write(d, ".gemini", b"a file where a folder is expected");
+    git.run(&["add", "-A"]).unwrap();
+    git.run(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{first},.mcp.json"),
+    ])
+    .unwrap();
+    let odd = commit_index(&git);
+    git.run(&["checkout", "-q", "-f", "main"]).unwrap();
+
+    let committed = scan_commit(d, &odd).unwrap();
+    assert_eq!(
+        code_of(&committed, ".claude/settings.json"),
+        Some("symlink")
+    );
+    assert_eq!(
+        code_of(&committed, ".claude/settings.local.json"),
+        Some("symlink")
+    );
+    assert_eq!(code_of(&committed, ".mcp.json"), Some("not_regular"));
+    assert_eq!(
+        code_of(&committed, ".codex/config.toml"),
+        Some("not_regular")
+    );
+    assert!(
+        committed
+            .files
+            .iter()
+            .all(|f| !f.path.starts_with(".gemini"))
+    );
+    assert!(committed.files.iter().all(|f| f.flagged));
+
+    // A real checkout of that commit scans the same.
+    let wt = tempfile::tempdir().unwrap();
+    let wt_path = wt.path().join("wt");
+    git.run(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        wt_path.to_str().unwrap(),
+        &odd,
+    ])
+    .unwrap();
+    let checkout = scan(&wt_path).unwrap();
+    assert_eq!(committed.files, checkout.files);
+    assert_eq!(committed.sha256, checkout.sha256);
+    // The main folder has none of it.
+    assert!(scan(d).unwrap().files.is_empty());
+}
+
+#[test]
+fn a_blob_over_the_limit_is_refused_unread() {
+    let (t, git) = git_repo();
+    write(
+        t.path(),
+        ".env",
+        &vec![b'#'; (MAX_COMMIT_BLOB_BYTES + 1) as usize],
+    );
+    let head = commit_all(&git);
+    match scan_commit(t.path(), &head) {
+        Err(CommitScanError::TooLarge { path, bytes, .. }) => {
+            assert_eq!(path, ".env");
+            assert_eq!(bytes, MAX_COMMIT_BLOB_BYTES + 1);
+        }
+        other => panic!("{other:?}"),
+    }
+}
