@@ -37,7 +37,17 @@ fn pad(s: &str, w: usize) -> String {
 
 pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
     // The list as tall as its rows (within half the screen); the rest for the selected one.
-    let n = app.intent_list().len() as u16;
+    let n = app
+        .intent_list()
+        .iter()
+        .map(|i| {
+            if i.state == "blocked" && !i.causes.is_empty() {
+                2
+            } else {
+                1
+            }
+        })
+        .sum::<u16>();
     let list_h = (n + 3).clamp(5, (area.height / 2).max(5));
     let [list_area, detail_area] =
         Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(area);
@@ -113,23 +123,30 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
     }
     app.page_rows = rows;
     let selected = app.selected_intent().map(|i| i.id.clone());
+    // A blocked intent takes a second row: its first cause (all of them are below).
+    let lines: Vec<(usize, bool)> = app
+        .intent_list()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, it)| {
+            let cause = it.state == "blocked" && !it.causes.is_empty();
+            std::iter::once((i, false)).chain(cause.then_some((i, true)))
+        })
+        .collect();
     let sel = selected
         .as_deref()
         .and_then(|s| app.intent_list().iter().position(|i| i.id == s))
         .unwrap_or(0);
-    if sel < app.intent_offset {
-        app.intent_offset = sel;
-    } else if sel >= app.intent_offset + rows {
-        app.intent_offset = sel + 1 - rows;
+    let first = lines.iter().position(|l| l.0 == sel).unwrap_or(0);
+    let last = lines.iter().rposition(|l| l.0 == sel).unwrap_or(first);
+    if first < app.intent_offset {
+        app.intent_offset = first;
+    } else if last >= app.intent_offset + rows {
+        app.intent_offset = last + 1 - rows;
     }
     let list_focused = focused(app, Pane::Intents);
-    for (k, it) in app
-        .intent_list()
-        .iter()
-        .skip(app.intent_offset)
-        .take(rows)
-        .enumerate()
-    {
+    for (k, &(i, cause_row)) in lines.iter().skip(app.intent_offset).take(rows).enumerate() {
+        let it = &app.intent_list()[i];
         let y = inner.y + 1 + k as u16;
         let is_sel = selected.as_deref() == Some(it.id.as_str());
         let base = if is_sel {
@@ -145,18 +162,33 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
         for x in inner.x..inner.x + inner.width {
             buf[(x, y)].set_style(base);
         }
-        let line = Line::from(vec![
-            Span::styled(if is_sel { "› " } else { "  " }, st(Role::Marker)),
-            Span::styled(pad(&it.id, id_w), st(Role::Text)),
-            Span::styled(" ", base),
-            Span::styled(pad(&it.run, run_w), st(Role::Text)),
-            Span::styled(" ", base),
-            Span::styled(pad(&it.branch, branch_w), st(Role::Text)),
-            Span::styled(" ", base),
-            Span::styled(pad(&it.title, title_w), st(Role::Text)),
-            Span::styled(" ", base),
-            Span::styled(pad(&it.label(), state_w), st(intent_role(&it.state))),
-        ]);
+        let line = if cause_row {
+            let more = match it.causes.len() {
+                1 => String::new(),
+                n => format!(" (+{} more)", n - 1),
+            };
+            let lead = 2 + id_w + 1;
+            let cause = text::one_line(&it.causes[0], w.saturating_sub(lead + 2 + more.len()));
+            Line::from(vec![
+                Span::styled(" ".repeat(lead), base),
+                Span::styled("↳ ", st(Role::Warning)),
+                Span::styled(cause, st(Role::Dim)),
+                Span::styled(more, st(Role::Dim)),
+            ])
+        } else {
+            Line::from(vec![
+                Span::styled(if is_sel { "› " } else { "  " }, st(Role::Marker)),
+                Span::styled(pad(&it.id, id_w), st(Role::Text)),
+                Span::styled(" ", base),
+                Span::styled(pad(&it.run, run_w), st(Role::Text)),
+                Span::styled(" ", base),
+                Span::styled(pad(&it.branch, branch_w), st(Role::Text)),
+                Span::styled(" ", base),
+                Span::styled(pad(&it.title, title_w), st(Role::Text)),
+                Span::styled(" ", base),
+                Span::styled(pad(&it.label(), state_w), st(intent_role(&it.state))),
+            ])
+        };
         buf.set_line(inner.x, y, &line, inner.width);
     }
 }
