@@ -10,6 +10,8 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use proctor::authority::tty::{Tty, TtyError};
 
 const CHILD_ENV: &str = "PROCTOR_TTY_CHILD";
+/// Set for a child that must find typed-ahead input pending before it opens the terminal.
+const CHILD_WAIT_ENV: &str = "PROCTOR_TTY_CHILD_WAIT";
 const WAIT: Duration = Duration::from_secs(30);
 
 /// The child: a revision line, then a secret; reports what it read as hex, or the error.
@@ -17,6 +19,16 @@ const WAIT: Duration = Duration::from_secs(30);
 fn prompt_child() {
     if std::env::var(CHILD_ENV).as_deref() != Ok("1") {
         return;
+    }
+    if std::env::var(CHILD_WAIT_ENV).as_deref() == Ok("1") {
+        // Wait until a line typed ahead is pending on the terminal, so that the flush
+        // Tty::open does is certain to meet it (no race with the test's write).
+        let mut fds = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        unsafe { libc::poll(&mut fds, 1, 30_000) };
     }
     let mut tty = match Tty::open() {
         Ok(t) => t,
@@ -56,6 +68,15 @@ struct Child {
 
 impl Child {
     fn start() -> Child {
+        Child::spawn(false)
+    }
+
+    /// A child that opens the terminal only once input is pending.
+    fn start_after_typed_ahead() -> Child {
+        Child::spawn(true)
+    }
+
+    fn spawn(wait_for_input: bool) -> Child {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: 24,
@@ -67,6 +88,9 @@ impl Child {
         let mut cmd = CommandBuilder::new(std::env::current_exe().unwrap());
         cmd.args(["--exact", "prompt_child", "--nocapture", "--test-threads=1"]);
         cmd.env(CHILD_ENV, "1");
+        if wait_for_input {
+            cmd.env(CHILD_WAIT_ENV, "1");
+        }
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let out = Arc::new(Mutex::new(Vec::new()));
@@ -144,7 +168,7 @@ fn result_lines(out: &str) -> Vec<String> {
 
 #[test]
 fn typed_input_is_edited_filtered_and_early_input_is_flushed() {
-    let mut c = Child::start();
+    let mut c = Child::start_after_typed_ahead();
     // Typed before the prompt exists: discarded by the flush, never an answer.
     c.send(b"typed-ahead\r");
     c.wait_for("Revision: ");
