@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use unicode_width::UnicodeWidthStr;
 
-use super::{focused, pane_block, span, wrap};
+use super::{dim_message, focused, pane_block, span, wrap};
 use crate::text;
 use crate::tui::action::Action;
 use crate::tui::app::{App, Pane};
@@ -87,19 +87,7 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
         Some(Ok(_)) => None,
     };
     if let Some(m) = msg {
-        for (k, l) in wrap(&m, w.saturating_sub(2), 0)
-            .into_iter()
-            .take(usize::from(inner.height))
-            .enumerate()
-        {
-            buf.set_stringn(
-                inner.x + 1,
-                inner.y + k as u16,
-                l,
-                w.saturating_sub(1),
-                app.theme.style(Role::Dim),
-            );
-        }
+        dim_message(app, buf, inner, &m);
         return;
     }
     let id_w = 8;

@@ -217,6 +217,30 @@ pub fn patch(app: &App, base: Style, role: Role) -> Style {
     base.patch(app.theme.style(role))
 }
 
+/// A pane's one message (loading, an error, or what to do when it is empty), dimmed and
+/// wrapped inside `inner`.
+pub fn dim_message(
+    app: &App,
+    buf: &mut ratatui::buffer::Buffer,
+    inner: ratatui::layout::Rect,
+    msg: &str,
+) {
+    let w = usize::from(inner.width);
+    for (k, l) in wrap(msg, w.saturating_sub(2), 0)
+        .into_iter()
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        buf.set_stringn(
+            inner.x + 1,
+            inner.y + k as u16,
+            l,
+            w.saturating_sub(1),
+            app.theme.style(Role::Dim),
+        );
+    }
+}
+
 /// `s` through the sanitiser, cut into rows of at most `width` columns: at spaces when it
 /// can, inside a word too long for a row otherwise (nothing is dropped); rows after the
 /// first start with `indent` spaces.
