@@ -522,19 +522,18 @@ fn refuse(
     }
 }
 
-/// The open approval `id` of `caller`, refusing a closed, foreign or expired one.
-fn with_approval<T>(
-    s: &Shared,
+/// The approval `id`, refused when unknown (approvals live in the server's memory only) or
+/// opened with another token.
+fn owned_approval<'a>(
+    all: &'a mut HashMap<String, Approval>,
     id: &str,
     caller: &Caller,
-    f: impl FnOnce(&Shared, &mut Approval) -> Result<T, ApiError>,
-) -> Result<T, ApiError> {
-    let mut all = lock(&APPROVALS)?;
+) -> Result<&'a mut Approval, ApiError> {
     let a = all.get_mut(id).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("no open approval {id} (approvals live in the server's memory only)"),
+            format!("no approval {id} (approvals live in the server's memory only)"),
         )
     })?;
     if a.token_id != caller.token_id {
@@ -544,6 +543,18 @@ fn with_approval<T>(
             "this approval was opened with another token",
         ));
     }
+    Ok(a)
+}
+
+/// The open approval `id` of `caller`, refusing a closed, foreign or expired one.
+fn with_approval<T>(
+    s: &Shared,
+    id: &str,
+    caller: &Caller,
+    f: impl FnOnce(&Shared, &mut Approval) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let mut all = lock(&APPROVALS)?;
+    let a = owned_approval(&mut all, id, caller)?;
     if a.closed {
         return Err(conflict(
             "closed",
@@ -1112,20 +1123,7 @@ async fn sign_receipt(
     let req: ReceiptBody = json_body(&body)?;
     let v = blocking(move || {
         let mut all = lock(&APPROVALS)?;
-        let a = all.get_mut(&id).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                format!("no approval {id}"),
-            )
-        })?;
-        if a.token_id != caller.token_id {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "this approval was opened with another token",
-            ));
-        }
+        let a = owned_approval(&mut all, &id, &caller)?;
         if a.signed {
             return Err(conflict("already_signed", "the receipt is already signed"));
         }
