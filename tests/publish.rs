@@ -867,7 +867,14 @@ fn a_candidate_changed_after_propose_is_stale() {
     let w = World::new();
     let it = w.propose("stale-branch", "");
     let id = it["id"].as_str().unwrap().to_string();
+    let before = w.s.expect(200, "GET", &format!("{PUB}/intents/{id}"), None);
+    assert_eq!(before["state"], "awaiting_authority", "{before}");
     std::fs::write(w.worktree.join("b.txt"), "bee, edited later\n").unwrap();
+    // Shown as it stands now: blocked, with the causes; the recorded state is kept.
+    let now = w.s.expect(200, "GET", &format!("{PUB}/intents/{id}"), None);
+    assert_eq!(now["state"], "blocked", "{now}");
+    assert_eq!(now["recorded_state"], "awaiting_authority", "{now}");
+    assert!(!now["causes"].as_array().unwrap().is_empty(), "{now}");
     let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
     assert_eq!(t.exit_code(), 1);
     let out = t.text();

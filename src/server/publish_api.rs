@@ -152,12 +152,88 @@ fn record(s: &Shared, kind: &str, fields: Value) -> Result<u64, ApiError> {
 // ---------------------------------------------------------------------------------------------
 
 async fn list(State(s): State<Arc<Shared>>) -> ApiResult {
-    let items = intent::list(&s.home)?;
+    let items = blocking(move || {
+        let items = intent::list(&s.home)?;
+        Ok(items
+            .into_iter()
+            .map(|it| as_now(&s, it, true))
+            .collect::<Vec<_>>())
+    })
+    .await?;
     Ok(axum::Json(json!({"items": items})).into_response())
 }
 
 async fn show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
-    Ok(axum::Json(intent::load(&s.home, &id)?).into_response())
+    let v = blocking(move || {
+        let it = intent::load(&s.home, &id)?;
+        Ok(as_now(&s, it, false))
+    })
+    .await?;
+    Ok(axum::Json(v).into_response())
+}
+
+/// How long a re-evaluated intent state is reused (each evaluation hashes the worktree).
+const JUDGED_FOR: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Recent re-evaluations: candidate id → (when, allowed, causes, evaluated_at).
+type Judged = HashMap<String, (std::time::Instant, bool, Vec<String>, String)>;
+static JUDGED: LazyLock<Mutex<Judged>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// An intent as it stands now. One recorded AWAITING_AUTHORITY is judged again (the gate is
+/// evaluated, at most every 20 s per candidate): when its evidence no longer passes — the
+/// worktree moved, the policy changed — it is shown BLOCKED with the causes, and
+/// `recorded_state` keeps what was recorded. Other states are facts and shown as recorded.
+/// A list (polled by the cockpit) may reuse an evaluation younger than 20 s (`reuse`); one
+/// intent is always evaluated afresh. `state_evaluated_at` says when.
+fn as_now(s: &Shared, it: intent::Intent, reuse: bool) -> Value {
+    let recorded = it.state;
+    let mut v = serde_json::to_value(&it).unwrap_or(Value::Null);
+    if recorded != IntentState::AwaitingAuthority {
+        return v;
+    }
+    let cached = lock(&JUDGED).ok().filter(|_| reuse).and_then(|m| {
+        m.get(&it.candidate.id)
+            .filter(|(at, ..)| at.elapsed() < JUDGED_FOR)
+            .cloned()
+    });
+    let (ok, causes, at) = match cached {
+        Some((_, ok, causes, at)) => (ok, causes, at),
+        None => {
+            let judged = candidate::load(&s.home, &it.candidate.id)
+                .map_err(internal)
+                .and_then(|c| c.ok_or_else(|| internal("the candidate is gone")))
+                .and_then(|c| judge(s, &c));
+            let (ok, causes, at) = match judged {
+                Ok((state, causes, view)) => (
+                    state == IntentState::AwaitingAuthority,
+                    causes,
+                    view["evaluated_at"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                ),
+                Err(e) => (
+                    false,
+                    vec![format!("the gate cannot be evaluated: {}", e.message)],
+                    String::new(),
+                ),
+            };
+            if let Ok(mut m) = lock(&JUDGED) {
+                m.insert(
+                    it.candidate.id.clone(),
+                    (std::time::Instant::now(), ok, causes.clone(), at.clone()),
+                );
+            }
+            (ok, causes, at)
+        }
+    };
+    v["state_evaluated_at"] = json!(at);
+    if !ok {
+        v["recorded_state"] = json!(recorded);
+        v["state"] = json!(IntentState::Blocked);
+        v["causes"] = json!(causes);
+    }
+    v
 }
 
 #[derive(Deserialize)]
