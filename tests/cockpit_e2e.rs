@@ -142,15 +142,26 @@ impl Cockpit {
         self.child.process_id().unwrap() as i32
     }
 
-    /// The terminal was given back: normal screen, cursor shown.
+    /// The terminal was given back: normal screen, cursor shown. The process may have exited
+    /// a moment before its last bytes reached our parser (a reader thread copies them), so
+    /// this waits for them, up to the usual deadline.
     fn assert_restored(&self) {
-        let p = self.screen.lock().unwrap();
-        assert!(
-            !p.screen().alternate_screen(),
-            "still on the alternate screen"
-        );
-        assert!(!p.screen().hide_cursor(), "the cursor is still hidden");
-        assert!(!p.screen().bracketed_paste(), "bracketed paste is still on");
+        let deadline = Instant::now() + WAIT;
+        loop {
+            {
+                let p = self.screen.lock().unwrap();
+                let s = p.screen();
+                if !s.alternate_screen() && !s.hide_cursor() && !s.bracketed_paste() {
+                    return;
+                }
+                if Instant::now() >= deadline {
+                    assert!(!s.alternate_screen(), "still on the alternate screen");
+                    assert!(!s.hide_cursor(), "the cursor is still hidden");
+                    assert!(!s.bracketed_paste(), "bracketed paste is still on");
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
