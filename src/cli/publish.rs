@@ -123,6 +123,9 @@ pub struct ShowArgs {
 /// (no terminal, Ctrl-C, wrong revision, wrong passphrase, stale candidate, lease moved,
 /// …), each named, always with a receipt (redacted: no secret, the refusal named).
 ///
+/// INTENT is the last word: anything after it (an answer, `--passphrase …`, even `--home`)
+/// makes the approval refuse itself, unread. Put options before INTENT.
+///
 /// Example: proctor publish approve int-0001
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
