@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use unicode_width::UnicodeWidthStr;
 
-use super::{dim_message, focused, pane_block, span, wrap};
+use super::{dim_message, focused, labelled, pane_block, span, wrap};
 use crate::text;
 use crate::tui::action::Action;
 use crate::tui::app::{App, Pane};
@@ -185,17 +185,7 @@ fn detail_rows(app: &App, it: &IntentView, w: usize) -> Vec<Line<'static>> {
     let style = |r: Role| app.theme.style(r);
     let mut rows: Vec<Line<'static>> = Vec::new();
     let field = |rows: &mut Vec<Line<'static>>, label: &str, value: &str, role: Role| {
-        for (k, part) in wrap(value, w.saturating_sub(10), 0).into_iter().enumerate() {
-            let l = if k == 0 {
-                format!("{label:<10}")
-            } else {
-                " ".repeat(10)
-            };
-            rows.push(Line::from(vec![
-                Span::styled(l, style(Role::Dim)),
-                Span::styled(part, style(role)),
-            ]));
-        }
+        labelled(app, rows, label, value, role, w)
     };
     rows.push(Line::from(vec![
         Span::styled(

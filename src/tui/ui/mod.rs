@@ -241,6 +241,33 @@ pub fn dim_message(
     }
 }
 
+/// A detail field: `label` in a 10-column dimmed gutter, `value` sanitised and wrapped to
+/// `width` with its continuation rows under the value.
+pub fn labelled(
+    app: &App,
+    rows: &mut Vec<ratatui::text::Line<'static>>,
+    label: &str,
+    value: &str,
+    role: Role,
+    width: usize,
+) {
+    use ratatui::text::{Line, Span};
+    for (k, part) in wrap(value, width.saturating_sub(10), 0)
+        .into_iter()
+        .enumerate()
+    {
+        let l = if k == 0 {
+            format!("{label:<10}")
+        } else {
+            " ".repeat(10)
+        };
+        rows.push(Line::from(vec![
+            Span::styled(l, app.theme.style(Role::Dim)),
+            Span::styled(part, app.theme.style(role)),
+        ]));
+    }
+}
+
 /// `s` through the sanitiser, cut into rows of at most `width` columns: at spaces when it
 /// can, inside a word too long for a row otherwise (nothing is dropped); rows after the
 /// first start with `indent` spaces.

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use unicode_width::UnicodeWidthStr;
 
-use super::{dim_message, focused, pane_block, span, wrap};
+use super::{dim_message, focused, labelled, pane_block, span, wrap};
 use crate::text;
 use crate::tui::app::{App, Pane, VerifyState};
 use crate::tui::data::instant;
@@ -210,17 +210,7 @@ fn draw_detail(app: &App, area: Rect, buf: &mut Buffer) {
     let style = |role: Role| app.theme.style(role);
     let mut rows: Vec<Line<'static>> = Vec::new();
     let field = |rows: &mut Vec<Line<'static>>, label: &str, value: &str, role: Role| {
-        for (k, part) in wrap(value, w.saturating_sub(10), 0).into_iter().enumerate() {
-            let l = if k == 0 {
-                format!("{label:<10}")
-            } else {
-                " ".repeat(10)
-            };
-            rows.push(Line::from(vec![
-                Span::styled(l, style(Role::Dim)),
-                Span::styled(part, style(role)),
-            ]));
-        }
+        labelled(app, rows, label, value, role, w)
     };
     rows.push(Line::from(vec![
         Span::styled(
