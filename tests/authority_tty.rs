@@ -64,6 +64,8 @@ struct Child {
     master: Box<dyn portable_pty::MasterPty + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     out: Arc<Mutex<Vec<u8>>>,
+    /// Set by the reader thread at end of output (every slave side closed).
+    eof: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Child {
@@ -96,14 +98,17 @@ impl Child {
         let out = Arc::new(Mutex::new(Vec::new()));
         let mut reader = pair.master.try_clone_reader().unwrap();
         let sink = out.clone();
+        let eof = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = eof.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             loop {
                 match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) | Err(_) => break,
                     Ok(n) => sink.lock().unwrap().extend_from_slice(&buf[..n]),
                 }
             }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         let writer = pair.master.take_writer().unwrap();
         Child {
@@ -111,6 +116,7 @@ impl Child {
             master: pair.master,
             child,
             out,
+            eof,
         }
     }
 
@@ -146,6 +152,10 @@ impl Child {
                 "child did not exit:\n{}",
                 self.text()
             );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The child's last bytes may still be on their way to our reader thread.
+        while !self.eof.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.text()

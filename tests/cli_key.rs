@@ -3,121 +3,18 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
+use common::pty::Term;
 use common::{DemoServer, call_as};
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(60);
 const PASSPHRASE: &str = "a long enough passphrase";
 const KEYS: &str = "/v1/m/authority/keys";
-
-/// A program running in a PTY of ours; everything it writes is collected.
-struct Term {
-    master: Box<dyn MasterPty + Send>,
-    writer: Box<dyn Write + Send>,
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    out: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Term {
-    fn spawn(program: &str, args: &[&str]) -> Term {
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows: 30,
-                cols: 120,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(program);
-        cmd.args(args);
-        cmd.env_remove("PROCTOR_HOME");
-        cmd.env_remove("PROCTOR_TOKEN");
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let sink = out.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => sink.lock().unwrap().extend_from_slice(&buf[..n]),
-                }
-            }
-        });
-        let writer = pair.master.take_writer().unwrap();
-        Term {
-            master: pair.master,
-            writer,
-            child,
-            out,
-        }
-    }
-
-    fn proctor(home: &Path, args: &[&str]) -> Term {
-        let mut all = vec!["--home", home.to_str().unwrap()];
-        all.extend_from_slice(args);
-        Term::spawn(env!("CARGO_BIN_EXE_proctor"), &all)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
-    }
-
-    /// Waits until the output contains `needle` `count` times.
-    fn wait_for(&self, needle: &str, count: usize) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let t = self.text();
-            if t.matches(needle).count() >= count {
-                return t;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {needle:?} x{count}; output:\n{t}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    fn exit_code(&mut self) -> u32 {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                return st.exit_code();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "did not exit; output:\n{}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// The terminal's local modes now (on Linux the master reports the slave's termios).
-    fn lflag(&self) -> libc::tcflag_t {
-        let fd = self.master.as_raw_fd().unwrap();
-        let mut t: libc::termios = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::tcgetattr(fd, &mut t) }, 0);
-        t.c_lflag
-    }
-}
 
 fn key_path(home: &Path) -> PathBuf {
     home.join("config/keys/publish.p8")
@@ -135,21 +32,21 @@ fn generate_through_a_pty_then_show() {
     let s = DemoServer::start_with_env(&[]);
     let home = s.home.path();
     let mut t = Term::proctor(home, &["key", "generate"]);
-    t.wait_for("Passphrase: ", 1);
+    t.wait_for_n("Passphrase: ", 1);
     t.send(b"short\r");
-    t.wait_for("too short", 1);
-    t.wait_for("Passphrase: ", 2);
+    t.wait_for_n("too short", 1);
+    t.wait_for_n("Passphrase: ", 2);
     // An arrow key and a backspace while typing: neither becomes part of the passphrase.
     t.send(format!("{PASSPHRASE}X\x1b[D\x7f\r").as_bytes());
-    t.wait_for("Passphrase again: ", 1);
+    t.wait_for_n("Passphrase again: ", 1);
     t.send(b"something else entirely\r");
-    t.wait_for("differ", 1);
-    t.wait_for("Passphrase: ", 3);
+    t.wait_for_n("differ", 1);
+    t.wait_for_n("Passphrase: ", 3);
     t.send(format!("{PASSPHRASE}\r").as_bytes());
-    t.wait_for("Passphrase again: ", 2);
+    t.wait_for_n("Passphrase again: ", 2);
     t.send(format!("{PASSPHRASE}\r").as_bytes());
     let code = t.exit_code();
-    let out = t.wait_for("registered with the server", 1);
+    let out = t.wait_for_n("registered with the server", 1);
     assert_eq!(code, 0, "{out}");
     assert!(
         !out.contains(PASSPHRASE),
@@ -251,7 +148,7 @@ fn ctrl_c_at_the_prompt_aborts_and_restores_the_terminal() {
     let s = DemoServer::start_with_env(&[]);
     let home = s.home.path();
     let mut t = Term::proctor(home, &["key", "generate"]);
-    t.wait_for("Passphrase: ", 1);
+    t.wait_for_n("Passphrase: ", 1);
     let during = t.lflag();
     assert_eq!(
         during & libc::ECHO,
@@ -261,7 +158,7 @@ fn ctrl_c_at_the_prompt_aborts_and_restores_the_terminal() {
     assert_eq!(during & libc::ISIG, 0, "signals are off: Ctrl-C is a byte");
     t.send(b"half typed\x03");
     let code = t.exit_code();
-    let out = t.wait_for("aborted", 1);
+    let out = t.wait_for_n("aborted", 1);
     assert_eq!(code, 1, "{out}");
     assert!(!key_path(home).exists());
     let after = t.lflag();
@@ -283,8 +180,8 @@ fn a_background_job_is_refused() {
         env!("CARGO_BIN_EXE_proctor"),
         home.path().display()
     );
-    let mut t = Term::spawn("bash", &["--norc", "--noprofile", "-c", &script]);
-    let out = t.wait_for("exit=", 1);
+    let mut t = Term::spawn("bash", &["--norc", "--noprofile", "-c", &script], 30, 120);
+    let out = t.wait_for_n("exit=", 1);
     t.exit_code();
     assert!(out.contains("not in the terminal's foreground"), "{out}");
     assert!(out.contains("exit=1"), "{out}");

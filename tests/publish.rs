@@ -21,10 +21,9 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
+use common::pty::Term;
 use common::{DemoServer, call_as, http_status};
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use proctor::authority::keys;
 use proctor::authority::statement::{sig_path as statement_sig, verify_receipt_file};
 use proctor::git::Git;
@@ -36,7 +35,6 @@ const RUNS: &str = "/v1/m/sessions/runs";
 const EV: &str = "/v1/m/evidence";
 const PUB: &str = "/v1/m/publish";
 const FORGE_TOKEN: &str = "ghp_fake_forge_token_0123456789";
-const WAIT: Duration = Duration::from_secs(60);
 /// What the fake forge answers in `html_url`: an OSC title change and a bidi override.
 const HOSTILE_URL: &str = "https://forge.test/acme/widget/pull/1\u{1b}]0;pwned\u{7}\u{202e}gpj.exe";
 
@@ -392,98 +390,6 @@ impl World {
 // ---------------------------------------------------------------------------------------------
 // A program in a PTY of ours.
 // ---------------------------------------------------------------------------------------------
-
-struct Term {
-    _master: Box<dyn MasterPty + Send>,
-    writer: Box<dyn Write + Send>,
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    out: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Term {
-    fn proctor(home: &Path, args: &[&str]) -> Term {
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows: 50,
-                cols: 160,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_proctor"));
-        cmd.arg("--home");
-        cmd.arg(home);
-        cmd.args(args);
-        cmd.env_remove("PROCTOR_HOME");
-        cmd.env_remove("PROCTOR_TOKEN");
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let sink = out.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => sink.lock().unwrap().extend_from_slice(&buf[..n]),
-                }
-            }
-        });
-        let writer = pair.master.take_writer().unwrap();
-        Term {
-            _master: pair.master,
-            writer,
-            child,
-            out,
-        }
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
-    }
-
-    fn wait_for(&self, needle: &str) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let t = self.text();
-            if t.contains(needle) {
-                return t;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {needle:?}; output:\n{t}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Types like a person: one key at a time.
-    fn type_keys(&mut self, text: &str) {
-        for b in text.bytes() {
-            self.writer.write_all(&[b]).unwrap();
-            self.writer.flush().unwrap();
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    fn exit_code(&mut self) -> u32 {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                // Let the reader drain what is left.
-                std::thread::sleep(Duration::from_millis(100));
-                return st.exit_code();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "did not exit; output:\n{}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
 
 /// Runs `proctor publish approve ID` in a new session (no controlling terminal), with pipes.
 fn approve_without_tty(

@@ -1,6 +1,8 @@
 //! Shared helpers for tests that drive the real binary against a real server.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
