@@ -172,6 +172,16 @@ async fn pty_output_arrives_in_order_through_the_async_wait() {
     assert_eq!(end.exit.unwrap().exit_code(), Some(0));
 }
 
+/// Once proctor closed a live run's input, writing is refused as closed (a PTY run's
+/// program does not see an end of file, so it stays live).
+#[test]
+fn input_closed_is_refused_while_the_run_lives() {
+    let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), pty()));
+    run.close_input();
+    assert!(matches!(run.write_input(b"x"), Err(RunError::InputClosed)));
+    run.stop(Duration::from_secs(30)).unwrap();
+}
+
 #[test]
 fn input_echoes_through_cat_on_pipes() {
     let run = spawn(RunSpec::new(["/bin/cat"], "/", env(), Transport::Pipe));
@@ -179,7 +189,12 @@ fn input_echoes_through_cat_on_pipes() {
     let (got, cursor) = read_until(&run, 1, "hello over a pipe\n", 1);
     assert_eq!(got, b"hello over a pipe\n");
     run.close_input();
-    assert!(matches!(run.write_input(b"x"), Err(RunError::InputClosed)));
+    // Refused either way: closed, or (cat having already seen the end of file and exited)
+    // no longer live.
+    assert!(matches!(
+        run.write_input(b"x"),
+        Err(RunError::InputClosed | RunError::NotLive { .. })
+    ));
     let (rest, end) = read_to_end(&run, cursor);
     assert!(rest.is_empty());
     assert_eq!(end.exit.unwrap().exit_code(), Some(0));
