@@ -1649,7 +1649,11 @@ impl App {
                     Some(TokenRole::Write) => Needs::Write,
                     _ => Needs::Admin,
                 };
-                let h = Help::with_granted(&self.keymap, &contexts, granted);
+                let agent = self
+                    .who
+                    .as_ref()
+                    .is_some_and(|w| w.principal == Principal::Agent);
+                let h = Help::with_granted(&self.keymap, &contexts, granted, agent);
                 self.open(Modal::Help(h));
             }
             Action::Palette => {

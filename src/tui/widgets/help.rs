@@ -46,15 +46,17 @@ impl Help {
     /// The keys of `contexts` (most specific first, as given to [`Keymap::resolve`]); keys
     /// an earlier context takes are not listed again under a later one.
     pub fn new(keymap: &Keymap, contexts: &[Context]) -> Help {
-        Help::with_granted(keymap, contexts, crate::tui::action::Needs::Admin)
+        Help::with_granted(keymap, contexts, crate::tui::action::Needs::Admin, false)
     }
 
     /// As [`Help::new`], marking the actions that a token with `granted` cannot perform
-    /// (shown, with the role they need, and never attempted).
+    /// (shown, with the role they need, and never attempted); an `agent` token cannot
+    /// approve a publication whatever its role.
     pub fn with_granted(
         keymap: &Keymap,
         contexts: &[Context],
         granted: crate::tui::action::Needs,
+        agent: bool,
     ) -> Help {
         let mut contexts = contexts.to_vec();
         if !contexts.contains(&Context::Attach) {
@@ -73,11 +75,14 @@ impl Help {
                 ..
             } in bindings
             {
-                let unavailable = (action.needs() > granted).then(|| match action.needs() {
-                    crate::tui::action::Needs::Read => "read",
-                    crate::tui::action::Needs::Write => "write",
-                    crate::tui::action::Needs::Admin => "admin",
-                });
+                let unavailable = (action.needs() > granted)
+                    .then(|| match action.needs() {
+                        crate::tui::action::Needs::Read => "read",
+                        crate::tui::action::Needs::Write => "write",
+                        crate::tui::action::Needs::Admin => "admin",
+                    })
+                    .or((agent && action == crate::tui::action::Action::Approve)
+                        .then_some("a person's token, not an agent's"));
                 rows.push(Row::Binding {
                     keys,
                     description,
@@ -212,9 +217,28 @@ mod tests {
     const SESSIONS: &[Context] = &[Context::Sessions, Context::Global];
 
     #[test]
+    fn an_agent_token_sees_approval_marked_unavailable_whatever_its_role() {
+        let km = Keymap::defaults();
+        let contexts = [Context::Intents, Context::Global];
+        let mark = |agent: bool| {
+            let h = Help::with_granted(&km, &contexts, crate::tui::action::Needs::Admin, agent);
+            h.rows.iter().find_map(|r| match r {
+                Row::Binding {
+                    description,
+                    unavailable,
+                    ..
+                } if description == Action::Approve.describe() => Some(*unavailable),
+                _ => None,
+            })
+        };
+        assert_eq!(mark(true), Some(Some("a person's token, not an agent's")));
+        assert_eq!(mark(false), Some(None));
+    }
+
+    #[test]
     fn a_read_token_sees_write_and_admin_actions_marked_unavailable() {
         let km = Keymap::defaults();
-        let h = Help::with_granted(&km, SESSIONS, crate::tui::action::Needs::Read);
+        let h = Help::with_granted(&km, SESSIONS, crate::tui::action::Needs::Read, false);
         let need = |d: &str| {
             h.rows.iter().find_map(|r| match r {
                 Row::Binding {
