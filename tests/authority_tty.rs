@@ -10,6 +10,8 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use proctor::authority::tty::{Tty, TtyError};
 
 const CHILD_ENV: &str = "PROCTOR_TTY_CHILD";
+/// Set for a child that checks which input descriptors count as its controlling terminal.
+const CHILD_INPUT_ENV: &str = "PROCTOR_TTY_CHILD_INPUT";
 /// Set for a child that must find typed-ahead input pending before it opens the terminal.
 const CHILD_WAIT_ENV: &str = "PROCTOR_TTY_CHILD_WAIT";
 const WAIT: Duration = Duration::from_secs(30);
@@ -18,6 +20,25 @@ const WAIT: Duration = Duration::from_secs(30);
 #[test]
 fn prompt_child() {
     if std::env::var(CHILD_ENV).as_deref() != Ok("1") {
+        return;
+    }
+    if std::env::var(CHILD_INPUT_ENV).as_deref() == Ok("1") {
+        // The cockpit's rule: keys must come from the controlling terminal. Our stdin is it;
+        // a second pseudo-terminal opened here is not.
+        let ours = proctor::authority::tty::check_input_terminal(0);
+        let (mut master, mut slave) = (-1, -1);
+        let made = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(made, 0);
+        let other = proctor::authority::tty::check_input_terminal(slave);
+        println!("INPUT stdin={ours:?} other={other:?}");
         return;
     }
     if std::env::var(CHILD_WAIT_ENV).as_deref() == Ok("1") {
@@ -73,12 +94,23 @@ impl Child {
         Child::spawn(false)
     }
 
+    /// A child that reports `check_input_terminal` for its stdin and for another terminal.
+    fn start_input_check() -> Child {
+        let mut c = Child::spawn_with(false, Some(CHILD_INPUT_ENV));
+        c.finish();
+        c
+    }
+
     /// A child that opens the terminal only once input is pending.
     fn start_after_typed_ahead() -> Child {
         Child::spawn(true)
     }
 
     fn spawn(wait_for_input: bool) -> Child {
+        Child::spawn_with(wait_for_input, None)
+    }
+
+    fn spawn_with(wait_for_input: bool, extra_env: Option<&str>) -> Child {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: 24,
@@ -92,6 +124,9 @@ impl Child {
         cmd.env(CHILD_ENV, "1");
         if wait_for_input {
             cmd.env(CHILD_WAIT_ENV, "1");
+        }
+        if let Some(var) = extra_env {
+            cmd.env(var, "1");
         }
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
@@ -211,4 +246,16 @@ fn ctrl_d_on_an_empty_line_aborts() {
     assert!(out.contains("ABORTED"), "{out}");
     assert!(result_lines(&out).is_empty(), "{out}");
     assert_ne!(c.lflag() & libc::ECHO, 0, "echo restored");
+}
+
+/// Keys read from a terminal other than the controlling one are refused (the cockpit's
+/// approval dialog reads its keys itself and checks this before every prompt).
+#[test]
+fn only_the_controlling_terminal_counts_as_input() {
+    let c = Child::start_input_check();
+    let out = c.text();
+    assert!(
+        out.contains("INPUT stdin=Ok(()) other=Err(InputNotControlling)"),
+        "{out}"
+    );
 }
