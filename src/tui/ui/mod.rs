@@ -217,6 +217,20 @@ pub fn patch(app: &App, base: Style, role: Role) -> Style {
     base.patch(app.theme.style(role))
 }
 
+/// A list row's base style: the selection's look (dimmed when the list is not focused), or
+/// none.
+pub fn row_style(app: &App, selected: bool, list_focused: bool) -> Style {
+    if !selected {
+        return Style::default();
+    }
+    let st = app.theme.style(Role::Selected);
+    if list_focused {
+        st
+    } else {
+        st.patch(app.theme.style(Role::Dim))
+    }
+}
+
 /// A pane's one message (loading, an error, or what to do when it is empty), dimmed and
 /// wrapped inside `inner`.
 pub fn dim_message(

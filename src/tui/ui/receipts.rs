@@ -5,12 +5,11 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use unicode_width::UnicodeWidthStr;
 
-use super::{dim_message, focused, labelled, pane_block, span, wrap};
+use super::{dim_message, focused, labelled, pane_block, row_style, span, wrap};
 use crate::text;
 use crate::tui::app::{App, Pane, VerifyState};
 use crate::tui::data::instant;
@@ -146,15 +145,7 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
     {
         let y = inner.y + 1 + k as u16;
         let is_sel = selected.as_deref() == Some(r.id.as_str());
-        let base = if is_sel {
-            let mut st = app.theme.style(Role::Selected);
-            if !list_focused {
-                st = st.patch(app.theme.style(Role::Dim));
-            }
-            st
-        } else {
-            Style::default()
-        };
+        let base = row_style(app, is_sel, list_focused);
         let st = |role: Role| base.patch(app.theme.style(role));
         for x in inner.x..inner.x + inner.width {
             buf[(x, y)].set_style(base);

@@ -3,11 +3,10 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
-use super::{focused, pane_block, span};
+use super::{focused, pane_block, row_style, span};
 use crate::text;
 use crate::tui::app::{App, Pane};
 use crate::tui::data::{RunState, RunView, ago, instant};
@@ -200,15 +199,7 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         let r = &app.runs[i];
         let y = inner.y + 1 + k as u16;
         let selected = app.selected.as_deref() == Some(r.run_ref.as_str());
-        let base = if selected {
-            let mut st = app.theme.style(Role::Selected);
-            if !list_focused {
-                st = st.patch(app.theme.style(Role::Dim));
-            }
-            st
-        } else {
-            Style::default()
-        };
+        let base = row_style(app, selected, list_focused);
         let st = |role: Role| base.patch(app.theme.style(role));
         let mut marks = String::new();
         marks.push(if selected { '›' } else { ' ' });
