@@ -36,8 +36,15 @@
 //!    field never holds more than `max_width` clusters. A width of 0 gives `""`; `usize::MAX`
 //!    means no limit.
 //!
+//! [`attach`] is the other decision this module makes: which of a PTY child's escape
+//! sequences may reach the operator's terminal when `proctor session attach` passes the
+//! child through (clipboard writes, titles and queries whose replies would be typed into
+//! the child are dropped).
+//!
 //! Run names are not displayed text but stored data; [`validate_run_name`] refuses the same
 //! invisible characters instead of marking them.
+
+pub mod attach;
 
 use std::fmt;
 use std::iter::Peekable;

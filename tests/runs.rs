@@ -612,3 +612,88 @@ fn the_working_folder_is_the_one_given() {
         assert_eq!(out.trim_end(), dir.to_str().unwrap());
     }
 }
+
+#[test]
+fn terminal_sizes_beyond_the_limits_are_refused_at_start_and_resize() {
+    use proctor::runs::{MAX_COLS, MAX_ROWS};
+    for (rows, cols) in [
+        (u16::MAX, u16::MAX),
+        (MAX_ROWS + 1, 80),
+        (24, MAX_COLS + 1),
+        (0, 80),
+    ] {
+        let e = Run::spawn(RunSpec::new(
+            ["/bin/cat"],
+            "/",
+            env(),
+            Transport::Pty(TermSize { rows, cols }),
+        ))
+        .unwrap_err();
+        assert!(matches!(e, RunError::BadSize { .. }), "{rows}x{cols}: {e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&MAX_ROWS.to_string()) && msg.contains(&MAX_COLS.to_string()),
+            "the refusal names the limits: {msg}"
+        );
+    }
+    let run = spawn(RunSpec::new(
+        ["/bin/cat"],
+        "/",
+        env(),
+        Transport::Pty(TermSize {
+            rows: MAX_ROWS,
+            cols: MAX_COLS,
+        }),
+    ));
+    assert_eq!(
+        run.screen().unwrap().size,
+        TermSize {
+            rows: MAX_ROWS,
+            cols: MAX_COLS
+        }
+    );
+    for (rows, cols) in [(u16::MAX, u16::MAX), (MAX_ROWS + 1, 80), (24, MAX_COLS + 1)] {
+        assert!(matches!(
+            run.resize(TermSize { rows, cols }),
+            Err(RunError::BadSize { .. })
+        ));
+    }
+    assert_eq!(run.screen().unwrap().size.cols, MAX_COLS);
+    run.stop(LONG).unwrap();
+}
+
+#[test]
+fn the_emulator_is_released_when_the_output_ends_and_the_final_screen_stays() {
+    let run = spawn(sh(
+        "printf '\\033[1mlast words\\033[0m\\n'; read x",
+        Transport::Pty(TermSize {
+            rows: 100,
+            cols: 300,
+        }),
+    ));
+    let (_, cursor) = read_until(&run, 1, "last words", 1);
+    assert_eq!(
+        run.holds_emulator(),
+        Some(true),
+        "a live run holds its screen"
+    );
+    let live = run.screen().unwrap();
+    run.write_input(b"\n").unwrap();
+    let (_, end) = read_to_end(&run, cursor);
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    assert!(
+        eventually(|| run.holds_emulator() == Some(false)),
+        "the emulator (rows x cols cells) is dropped once the output has ended"
+    );
+    let last = run.screen().unwrap();
+    assert!(last.text.contains("last words"), "{:?}", last.text);
+    assert_eq!(last.size, live.size);
+    assert!(last.seq >= live.seq);
+    assert!(last.formatted.contains("last words"));
+    assert!(matches!(
+        run.resize(TermSize { rows: 24, cols: 80 }),
+        Err(RunError::NotLive { .. })
+    ));
+    let pipe = spawn(sh("true", Transport::Pipe));
+    assert_eq!(pipe.holds_emulator(), None);
+}

@@ -672,3 +672,81 @@ fn every_run_route_answers_401_and_403_by_role() {
         );
     }
 }
+
+#[test]
+fn terminal_sizes_are_capped_on_start_resume_and_resize() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let runs_before = s.expect(200, "GET", RUNS, None);
+    // The attack: any write token asked for 65535 x 65535 (137 GB of emulator cells).
+    for (rows, cols, named) in [
+        (65535, 65535, "rows 65535"),
+        (501, 80, "rows 501"),
+        (24, 1001, "cols 1001"),
+        (0, 80, "rows 0"),
+    ] {
+        let v = s.expect(
+            422,
+            "POST",
+            RUNS,
+            Some(
+                json!({"tool": "claude", "transport": "pty", "workspace": ws,
+                "rows": rows, "cols": cols}),
+            ),
+        );
+        let msg = v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+            + v["message"].as_str().unwrap_or_default();
+        assert!(msg.contains(named), "{v}");
+        assert!(
+            msg.contains("500 rows") && msg.contains("1000 columns") || rows == 0,
+            "{v}"
+        );
+    }
+    assert_eq!(
+        s.expect(200, "GET", RUNS, None)["items"],
+        runs_before["items"],
+        "a refused start creates nothing"
+    );
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws, "rows": 500, "cols": 1000}),
+    );
+    let screen = s.expect(200, "GET", &s.run_path(&run, "/screen"), None);
+    assert_eq!(screen["size"], json!({"rows": 500, "cols": 1000}));
+    for (rows, cols) in [(65535, 65535), (501, 80), (24, 1001)] {
+        s.expect(
+            422,
+            "POST",
+            &s.run_path(&run, "/resize"),
+            Some(json!({"rows": rows, "cols": cols})),
+        );
+    }
+    let screen = s.expect(200, "GET", &s.run_path(&run, "/screen"), None);
+    assert_eq!(screen["size"], json!({"rows": 500, "cols": 1000}));
+    s.expect(
+        202,
+        "POST",
+        &s.run_path(&run, "/input"),
+        Some(json!({"text": "before the stop\r"})),
+    );
+    s.attach(&run, 0, |e| {
+        String::from_utf8_lossy(&output_of(e)).contains("demo reply")
+    });
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+    // The screen route still answers after the end (the emulator itself is released:
+    // tests/runs.rs proves that on the Run).
+    let screen = s.expect(200, "GET", &s.run_path(&run, "/screen"), None);
+    assert!(
+        screen["text"].as_str().unwrap().contains("demo reply"),
+        "{screen}"
+    );
+    s.expect(
+        422,
+        "POST",
+        &s.run_path(&run, "/resume"),
+        Some(json!({"rows": 65535, "cols": 65535})),
+    );
+}

@@ -56,11 +56,42 @@ pub const SCREEN_FEED_BYTES: usize = 1024 * 1024;
 /// How long [`Run::screen`] waits for the screen to catch up with the ring.
 pub const SCREEN_WAIT: Duration = Duration::from_secs(10);
 
+/// The most rows a PTY run's terminal may have.
+pub const MAX_ROWS: u16 = 500;
+/// The most columns a PTY run's terminal may have.
+///
+/// Why these two numbers: vt100 0.18 allocates every cell of the screen up front, 32 bytes a
+/// cell (`vt100::Cell` is asserted to be 32 bytes), and a second grid of the same size the
+/// first time the child enters the alternate screen; the server keeps no scrollback
+/// (capacity 0). So a PTY run's emulator costs at most `rows × cols × 32 × 2` bytes:
+/// 500 × 1000 gives 32 MB, where 65535 × 65535 asked for 137 GB a grid. No real terminal
+/// is that large: a full-screen window on an 8K display (7680 × 4320 pixels) with a
+/// 6 × 12-pixel font is 1280 × 360 cells, and at a legible 8 × 16 it is 960 × 270.
+/// The clients (the CLI and the cockpit) never ask for more: they clamp the size they send.
+pub const MAX_COLS: u16 = 1000;
+
 /// A terminal size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TermSize {
     pub rows: u16,
     pub cols: u16,
+}
+
+impl TermSize {
+    /// Whether this size is one a PTY run may have: 1 to [`MAX_ROWS`] rows and 1 to
+    /// [`MAX_COLS`] columns.
+    pub fn is_allowed(self) -> bool {
+        (1..=MAX_ROWS).contains(&self.rows) && (1..=MAX_COLS).contains(&self.cols)
+    }
+
+    /// This size brought within the limits (what clients send for a larger terminal: the
+    /// run's screen is then the top-left part of it).
+    pub fn clamped(self) -> TermSize {
+        TermSize {
+            rows: self.rows.clamp(1, MAX_ROWS),
+            cols: self.cols.clamp(1, MAX_COLS),
+        }
+    }
 }
 
 impl Default for TermSize {
@@ -158,7 +189,13 @@ pub enum RunError {
     NotLive { op: &'static str },
     #[error("{op} applies to PTY runs only; a pipe run takes it through its tool's protocol")]
     NotAPty { op: &'static str },
-    #[error("the terminal size {rows}x{cols} is invalid: both must be at least 1")]
+    #[error(
+        "the terminal size {rows} rows x {cols} columns is refused: a PTY run has 1 to {} rows \
+         and 1 to {} columns (the emulator allocates every cell). Remedy: ask for a size \
+         within these limits",
+        MAX_ROWS,
+        MAX_COLS
+    )]
     BadSize { rows: u16, cols: u16 },
     #[error("the run's input is closed")]
     InputClosed,
@@ -384,7 +421,7 @@ fn validate(spec: &RunSpec) -> Result<(), RunError> {
         }
     }
     if let Transport::Pty(size) = spec.transport
-        && (size.rows == 0 || size.cols == 0)
+        && !size.is_allowed()
     {
         return Err(RunError::BadSize {
             rows: size.rows,
@@ -563,7 +600,7 @@ impl Run {
     /// Resizes a PTY run's terminal (the kernel sends SIGWINCH to its foreground group) and
     /// its vt100 screen together.
     pub fn resize(&self, size: TermSize) -> Result<(), RunError> {
-        if size.rows == 0 || size.cols == 0 {
+        if !size.is_allowed() {
             return Err(RunError::BadSize {
                 rows: size.rows,
                 cols: size.cols,
@@ -575,11 +612,14 @@ impl Run {
         let mut screen = pty.screen.lock();
         let master = pty.master.lock().unwrap_or_else(|e| e.into_inner());
         let m = master.as_ref().ok_or(RunError::NotLive { op: "resize" })?;
+        // The output has ended (the emulator is released): nothing will be drawn again.
+        let parser = screen
+            .parser
+            .as_mut()
+            .ok_or(RunError::NotLive { op: "resize" })?;
         m.resize(pty::pty_size(size))
             .map_err(|e| RunError::Pty(format!("cannot resize: {e:#}")))?;
-        screen
-            .parser
-            .set_size(pty::nz(size.rows), pty::nz(size.cols));
+        parser.set_size(pty::nz(size.rows), pty::nz(size.cols));
         Ok(())
     }
 
@@ -591,19 +631,17 @@ impl Run {
         let pty = self.pty_parts("screen")?;
         let head = self.inner.ring.status().next_seq - 1;
         let s = pty.screen.lock_at_least(head, SCREEN_WAIT);
-        let sc = s.parser.screen();
-        let (rows, cols) = sc.size();
-        Ok(ScreenSnapshot {
-            seq: s.seq,
-            size: TermSize {
-                rows: rows.get(),
-                cols: cols.get(),
-            },
-            cursor: sc.cursor_position(),
-            formatted: sc.state_formatted(),
-            text: sc.contents(),
-            alternate_screen: sc.alternate_screen(),
-        })
+        Ok(s.snapshot())
+    }
+
+    /// Whether a PTY run still holds its terminal emulator (`rows × cols` cells). It does
+    /// while output may come, and releases it once the output has ended, keeping the final
+    /// screen; `None` for a pipe run.
+    pub fn holds_emulator(&self) -> Option<bool> {
+        self.inner
+            .pty
+            .as_ref()
+            .map(|p| p.screen.lock().parser.is_some())
     }
 
     fn pty_parts(&self, op: &'static str) -> Result<&PtyParts, RunError> {

@@ -22,7 +22,8 @@ use portable_pty::{MasterPty, PtySize, native_pty_system};
 
 use super::pump::{dup_cloexec, set_nonblocking};
 use super::{
-    RunError, RunSpec, TermSize, cloexec_inherited_fds, fork_guard, reset_signals_in_child,
+    RunError, RunSpec, ScreenSnapshot, TermSize, cloexec_inherited_fds, fork_guard,
+    reset_signals_in_child,
 };
 
 /// What the PTY spawn hands to the run.
@@ -192,19 +193,59 @@ impl ScreenFeed {
 }
 
 /// The screen thread: parses every queued chunk, in order, and records the seq of the last
-/// frame parsed, under the screen lock.
+/// frame parsed, under the screen lock. Once the output has ended it replaces the emulator
+/// with the final screen's rendering (what `GET /screen` still serves) and releases the
+/// emulator's memory: an ended run keeps a few strings, not `rows × cols` cells.
 pub(crate) fn run_screen(feed: &ScreenFeed, cell: &ScreenCell) {
     while let Some(batch) = feed.pop_all() {
         let mut s = cell.lock();
         for (bytes, seq) in batch {
-            s.parser.process(&bytes);
+            if let Some(p) = s.parser.as_mut() {
+                p.process(&bytes);
+            }
             s.seq = seq;
         }
         drop(s);
         cell.cond.notify_all();
     }
-    cell.lock().done = true;
+    let mut s = cell.lock();
+    if let Some(parser) = s.parser.take() {
+        s.last = Some(render(&parser, s.seq));
+        drop(parser);
+        release_freed_memory();
+    }
+    s.done = true;
+    drop(s);
     cell.cond.notify_all();
+}
+
+/// The snapshot of a screen whose last parsed frame is `seq`.
+pub(crate) fn render(parser: &vt100::Parser, seq: u64) -> ScreenSnapshot {
+    let sc = parser.screen();
+    let (rows, cols) = sc.size();
+    ScreenSnapshot {
+        seq,
+        size: TermSize {
+            rows: rows.get(),
+            cols: cols.get(),
+        },
+        cursor: sc.cursor_position(),
+        formatted: sc.state_formatted(),
+        text: sc.contents(),
+        alternate_screen: sc.alternate_screen(),
+    }
+}
+
+/// Hands memory that was just freed back to the kernel. glibc keeps freed heap pages in its
+/// arenas (the emulator's rows are allocated one by one, below the mmap threshold), so
+/// without this the server's resident size would not go down when a large screen is
+/// dropped.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks and trims the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// The screen and a condvar signalled whenever it advances.
@@ -246,7 +287,10 @@ impl ScreenCell {
 
 /// The terminal screen of a PTY run, fed with every output frame.
 pub(crate) struct Screen {
-    pub parser: vt100::Parser,
+    /// The emulator, while output may still come; `None` once the output has ended.
+    pub parser: Option<vt100::Parser>,
+    /// The final screen, kept once the emulator is released.
+    pub last: Option<ScreenSnapshot>,
     /// The seq of the last frame the parser has processed.
     pub seq: u64,
     /// The screen thread has parsed the last output of the run.
@@ -256,9 +300,27 @@ pub(crate) struct Screen {
 impl Screen {
     pub fn new(size: TermSize) -> Screen {
         Screen {
-            parser: vt100::Parser::new(nz(size.rows), nz(size.cols), 0),
+            parser: Some(vt100::Parser::new(nz(size.rows), nz(size.cols), 0)),
+            last: None,
             seq: 0,
             done: false,
+        }
+    }
+
+    /// The screen as it stands (the final one once the output has ended).
+    pub fn snapshot(&self) -> ScreenSnapshot {
+        match (&self.parser, &self.last) {
+            (Some(p), _) => render(p, self.seq),
+            (None, Some(last)) => last.clone(),
+            // Unreachable: the parser is only taken when `last` is set.
+            (None, None) => ScreenSnapshot {
+                seq: self.seq,
+                size: TermSize::default(),
+                cursor: (0, 0),
+                formatted: String::new(),
+                text: String::new(),
+                alternate_screen: false,
+            },
         }
     }
 }

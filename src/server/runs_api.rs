@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::Shared;
 use super::api::{ApiError, Caller};
-use crate::runs::{Frame, ReadOutcome, Stream, TermSize};
+use crate::runs::{self, Frame, ReadOutcome, Stream, TermSize};
 use crate::sessions::SessionError;
 use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
 use crate::worktrees::{self, WorktreeError};
@@ -119,8 +119,46 @@ async fn list(
     ok(s.sessions.list(&c.token_id, &q)?)
 }
 
+/// Refuses a terminal size beyond the limits (422 naming them) before anything is made: the
+/// PTY's emulator allocates every cell (see [`runs::MAX_COLS`]).
+fn check_size(rows: Option<u16>, cols: Option<u16>) -> Result<(), ApiError> {
+    let too_many = |what: &str, n: u16, max: u16| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unprocessable",
+            format!(
+                "{what} {n} is more than a PTY run's terminal may have: {what} is 1 to {max} \
+                 (limits {} rows, {} columns: the emulator allocates every cell). Remedy: \
+                 ask for at most {max} {what}",
+                runs::MAX_ROWS,
+                runs::MAX_COLS
+            ),
+        )
+    };
+    match rows {
+        Some(0) => return Err(zero_size("rows")),
+        Some(n) if n > runs::MAX_ROWS => return Err(too_many("rows", n, runs::MAX_ROWS)),
+        _ => {}
+    }
+    match cols {
+        Some(0) => return Err(zero_size("cols")),
+        Some(n) if n > runs::MAX_COLS => return Err(too_many("cols", n, runs::MAX_COLS)),
+        _ => {}
+    }
+    Ok(())
+}
+
+fn zero_size(what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unprocessable",
+        format!("{what} 0 is not a terminal size: {what} is at least 1"),
+    )
+}
+
 async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResult {
     let req: StartRequest = json_body(&body, true)?;
+    check_size(req.rows, req.cols)?;
     let sessions = s.sessions.clone();
     let v = blocking(move || sessions.start(req)).await?;
     Ok((StatusCode::CREATED, axum::Json(v)).into_response())
@@ -324,6 +362,7 @@ async fn resume(
     body: axum::body::Bytes,
 ) -> ApiResult {
     let b: SizeBody = json_body(&body, false)?;
+    check_size(b.rows, b.cols)?;
     let size = match (b.rows, b.cols) {
         (Some(rows), Some(cols)) => Some(TermSize { rows, cols }),
         _ => None,
@@ -345,6 +384,7 @@ async fn resize(
             "give rows and cols",
         ));
     };
+    check_size(Some(rows), Some(cols))?;
     s.sessions.resize(&run, TermSize { rows, cols })?;
     ok(json!({"run_ref": run, "rows": rows, "cols": cols}))
 }

@@ -1319,9 +1319,8 @@ impl Sessions {
             .get(run_ref)
             .ok_or_else(|| SessionError::Conflict(format!("run {run_ref} is not live")))?;
         live.run.resize(size).map_err(|e| match e {
-            RunError::NotAPty { .. } | RunError::BadSize { .. } => {
-                SessionError::BadRequest(e.to_string())
-            }
+            RunError::NotAPty { .. } => SessionError::BadRequest(e.to_string()),
+            RunError::BadSize { .. } => SessionError::Unprocessable(e.to_string()),
             other => SessionError::Conflict(other.to_string()),
         })
     }

@@ -934,12 +934,19 @@ impl App {
         self.cache.truncate(CACHED_TERMS);
     }
 
+    /// The PTY size for the live pane: its inner rect, within the limits a run's terminal
+    /// may have (a larger pane shows the run's screen in its top-left part).
     fn pane_size(&self) -> (u16, u16) {
         let r = self.live_inner;
         if r.width == 0 || r.height == 0 {
             (24, 80)
         } else {
-            (r.height, r.width)
+            let s = crate::runs::TermSize {
+                rows: r.height,
+                cols: r.width,
+            }
+            .clamped();
+            (s.rows, s.cols)
         }
     }
 
@@ -957,8 +964,11 @@ impl App {
         let LiveBuf::Pty(term) = &slot.buf else {
             return None;
         };
-        let (rows, cols) = (self.live_inner.height, self.live_inner.width);
-        if rows == 0 || cols == 0 || term.size() == (rows, cols) {
+        if self.live_inner.height == 0 || self.live_inner.width == 0 {
+            return None;
+        }
+        let (rows, cols) = self.pane_size();
+        if term.size() == (rows, cols) {
             return None;
         }
         let want = (run.run_ref.clone(), rows, cols);

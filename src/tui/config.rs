@@ -5,6 +5,9 @@
 //! theme = "default"   # a built-in theme or <config>/themes/<name>.toml
 //! fps = 30            # the most frames drawn per second, 1 to 120
 //! mouse = false       # mouse scrolling and clicks; off keeps the terminal's text selection
+//!
+//! [attach]            # `proctor session attach` (docs/session-cli.md)
+//! clipboard = "drop"  # "allow" passes a PTY child's OSC 52 clipboard writes to the terminal
 //! ```
 //!
 //! Every setting is optional; an absent file gives the defaults. Unknown settings are
@@ -66,7 +69,7 @@ pub(crate) fn show_value(v: &toml::Value) -> String {
     }
 }
 
-const SETTINGS: [&str; 3] = ["theme", "fps", "mouse"];
+const SETTINGS: [&str; 4] = ["theme", "fps", "mouse", "attach.clipboard"];
 
 /// The cockpit's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +80,9 @@ pub struct CockpitConfig {
     pub fps: u32,
     /// Whether the cockpit captures the mouse.
     pub mouse: bool,
+    /// `[attach] clipboard`: whether `proctor session attach` passes a PTY child's OSC 52
+    /// clipboard writes to the operator's terminal (default: dropped).
+    pub attach_clipboard: crate::text::attach::Clipboard,
 }
 
 impl Default for CockpitConfig {
@@ -85,6 +91,7 @@ impl Default for CockpitConfig {
             theme: super::theme::DEFAULT_THEME.to_owned(),
             fps: DEFAULT_FPS,
             mouse: false,
+            attach_clipboard: crate::text::attach::Clipboard::Drop,
         }
     }
 }
@@ -198,6 +205,43 @@ impl CockpitConfig {
                 }
                 ("mouse", toml::Value::Boolean(b)) => config.mouse = *b,
                 ("mouse", _) => return Err(invalid("must be true or false".to_owned())),
+                ("attach", toml::Value::Table(t)) => {
+                    for (k, v) in t {
+                        let name = format!("attach.{k}");
+                        let invalid = |reason: &str| ConfigError::Invalid {
+                            file: file.to_owned(),
+                            key: name.clone(),
+                            value: v.to_string(),
+                            reason: reason.to_owned(),
+                        };
+                        match (k.as_str(), v.as_str()) {
+                            ("clipboard", Some("drop")) => {
+                                config.attach_clipboard = crate::text::attach::Clipboard::Drop
+                            }
+                            ("clipboard", Some("allow")) => {
+                                config.attach_clipboard = crate::text::attach::Clipboard::Allow
+                            }
+                            ("clipboard", _) => {
+                                return Err(invalid(
+                                    "the clipboard setting is \"drop\" (the default) or \"allow\"",
+                                ));
+                            }
+                            _ => {
+                                return Err(ConfigError::Unknown {
+                                    file: file.to_owned(),
+                                    key: name.clone(),
+                                    value: v.to_string(),
+                                });
+                            }
+                        }
+                    }
+                }
+                ("attach", _) => {
+                    return Err(invalid(
+                        "attach is a table: [attach] then clipboard = \"drop\" or \"allow\""
+                            .to_owned(),
+                    ));
+                }
                 _ => {
                     return Err(ConfigError::Unknown {
                         file: file.to_owned(),
@@ -224,7 +268,8 @@ mod tests {
             CockpitConfig {
                 theme: "default".to_owned(),
                 fps: 30,
-                mouse: false
+                mouse: false,
+                attach_clipboard: crate::text::attach::Clipboard::Drop,
             }
         );
     }
@@ -249,7 +294,10 @@ mod tests {
         let cases: &[(&str, &[&str])] = &[
             (
                 "colour = \"red\"\n",
-                &["unknown setting `colour` (= \"red\")", "theme, fps, mouse"],
+                &[
+                    "unknown setting `colour` (= \"red\")",
+                    "theme, fps, mouse, attach.clipboard",
+                ],
             ),
             ("fps = 0\n", &["fps = 0", "1 to 120"]),
             ("fps = 121\n", &["fps = 121", "1 to 120"]),
@@ -261,6 +309,15 @@ mod tests {
             ("theme = 1\n", &["theme = 1"]),
             ("[theme]\nname = \"x\"\n", &["theme = "]),
             ("fps = \n", &["not valid TOML"]),
+            (
+                "[attach]\nclipboard = \"yes\"\n",
+                &["attach.clipboard = \"yes\"", "\"drop\"", "\"allow\""],
+            ),
+            (
+                "[attach]\ntitle = true\n",
+                &["unknown setting `attach.title`"],
+            ),
+            ("attach = 1\n", &["attach = 1", "table"]),
         ];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cockpit.toml");
@@ -272,6 +329,17 @@ mod tests {
                 assert!(e.contains(n), "{n:?} in {e}");
             }
         }
+    }
+
+    #[test]
+    fn the_attach_clipboard_setting() {
+        use crate::text::attach::Clipboard;
+        let c = CockpitConfig::parse("[attach]\nclipboard = \"allow\"\n", "f").unwrap();
+        assert_eq!(c.attach_clipboard, Clipboard::Allow);
+        let c = CockpitConfig::parse("[attach]\nclipboard = \"drop\"\n", "f").unwrap();
+        assert_eq!(c.attach_clipboard, Clipboard::Drop);
+        let c = CockpitConfig::parse("[attach]\n", "f").unwrap();
+        assert_eq!(c.attach_clipboard, Clipboard::Drop);
     }
 
     #[test]

@@ -3,11 +3,14 @@
 //! PTY runs are passed through as tmux and ssh pass a remote terminal through: the run's
 //! screen (vt100's rendering of everything the child drew, `GET /screen`) is drawn in the
 //! alternate screen, then the child's bytes from the next seq on are written to this
-//! terminal unchanged, and the keys typed are sent unchanged (`POST /input {text}`), in raw
-//! mode, read straight from stdin so that what the child receives is exactly what the
-//! terminal sent (escape sequences, pastes, UTF-8). This is the one place where a child's
-//! bytes reach the operator's terminal without the sanitiser: an interactive terminal
-//! program cannot be shown otherwise. See docs/session-cli.md ("attach") for what that trusts.
+//! terminal through [`crate::text::attach::AttachFilter`], and the keys typed are sent
+//! unchanged (`POST /input {text}`), in raw mode, read straight from stdin so that what the
+//! child receives is exactly what the terminal sent (escape sequences, pastes, UTF-8). This
+//! is the one place where a child's bytes reach the operator's terminal without the
+//! sanitiser: an interactive terminal program cannot be shown otherwise. The filter drops
+//! what would act outside the pane (clipboard writes, titles, and queries whose replies
+//! the terminal would type into the child) and passes everything else byte for byte. See
+//! docs/session-cli.md ("attach") for what that trusts.
 //!
 //! Pipe runs are shown through the sanitiser, in cooked (line) mode: each line typed is a
 //! turn.
@@ -31,16 +34,23 @@ use tokio::sync::mpsc;
 use super::output::{self, Exit, Sanitiser};
 use super::{UsageError, normalise_ref, run_path, s, tool_label};
 use crate::client::{self, Client, ClientError, EventStream};
+use crate::home::Home;
 use crate::text;
+use crate::text::attach::{AttachFilter, Clipboard, Dropped};
+use crate::tui::config::CockpitConfig;
 
 /// Attach this terminal to a run: watch it live and type into it. Detach with Ctrl-\.
 ///
 /// PTY runs: the run's screen is drawn (in the alternate screen, so your shell's screen
 /// comes back on detach), the terminal goes to raw mode, and from then on the child's
-/// output is written to your terminal exactly as the child wrote it, as tmux and ssh do:
-/// the child drives your terminal (colours, cursor, title). Every key goes to the child as
-/// typed (Ctrl-C included: it interrupts the child's turn). The run's terminal follows the
-/// size of yours. Only the detach key stays here (--detach-key; Ctrl-\ by default).
+/// output is written to your terminal as the child wrote it, as tmux and ssh do: the child
+/// drives your terminal inside the pane (colours, cursor, modes). What would act outside
+/// it is dropped: clipboard writes (OSC 52; `[attach] clipboard = "allow"` in
+/// cockpit.toml passes them), title changes, and queries whose answers your terminal would
+/// type into the child (cursor position, device attributes, …); the count is printed on
+/// detach. Every key goes to the child as typed (Ctrl-C included: it interrupts the
+/// child's turn). The run's terminal follows the size of yours, up to 500 rows and 1000
+/// columns. Only the detach key stays here (--detach-key; Ctrl-\ by default).
 ///
 /// Pipe runs: the output is shown through the sanitiser (the tool's stderr lines start with
 /// `stderr| `); each line you type is sent as a turn; Ctrl-C interrupts the turn; the detach
@@ -104,8 +114,10 @@ impl DetachKey {
     }
 }
 
-pub fn run(c: &Client, a: AttachArgs) -> anyhow::Result<ExitCode> {
+pub fn run(c: &Client, home: &Home, a: AttachArgs) -> anyhow::Result<ExitCode> {
     let key = DetachKey::parse(&a.detach_key).map_err(UsageError::new)?;
+    // The one setting attach reads; a settings file with a mistake is refused by name.
+    let clipboard = CockpitConfig::load(&home.config)?.attach_clipboard;
     let run_ref = normalise_ref(&a.run)?;
     if !std::io::stdin().is_terminal() {
         return Err(UsageError::new(format!(
@@ -122,7 +134,7 @@ pub fn run(c: &Client, a: AttachArgs) -> anyhow::Result<ExitCode> {
                  `proctor session tail --follow {run_ref}` prints its output"
             )));
         }
-        client::block_on(attach_pty(c, &run_ref, &view, key))?
+        client::block_on(attach_pty(c, &run_ref, &view, key, clipboard))?
     } else {
         client::block_on(attach_pipe(c, &run_ref, &view, key))?
     }
@@ -387,10 +399,8 @@ fn spawn_key_sender(
 // ---------------------------------------------------------------------------------------------
 
 async fn resize(c: &Client, run_ref: &str) {
-    if let Ok((cols, rows)) = crossterm::terminal::size()
-        && cols > 0
-        && rows > 0
-    {
+    // Within the limits: a terminal larger than a run may be shows it in its top-left part.
+    if let Some((rows, cols)) = super::terminal_size() {
         // A run that ended cannot be resized (409); nothing to do then.
         let _ = c
             .call(
@@ -402,14 +412,42 @@ async fn resize(c: &Client, run_ref: &str) {
     }
 }
 
-/// Draws the run's screen; returns the seq to stream from.
-async fn draw_screen(c: &Client, run_ref: &str) -> anyhow::Result<u64> {
+/// Draws the run's screen (through the filter, like everything else from the child);
+/// returns the seq to stream from.
+async fn draw_screen(c: &Client, run_ref: &str, filter: &mut AttachFilter) -> anyhow::Result<u64> {
     let screen = c
         .call(Method::GET, &run_path(run_ref, "screen"), None)
         .await?;
     let formatted = screen["formatted"].as_str().unwrap_or("");
-    write_fd(1, formatted.as_bytes());
+    let mut out = filter.filter(formatted.as_bytes());
+    // The redraw is whole: nothing of it is held for what follows.
+    filter.finish(&mut out);
+    write_fd(1, &out);
     Ok(screen["seq"].as_u64().unwrap_or(0) + 1)
+}
+
+/// What the filter dropped, for the line printed on detach.
+fn dropped_note(d: &Dropped) -> Option<String> {
+    if d.total() == 0 {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for (n, one, many) in [
+        (d.clipboard, "clipboard write", "clipboard writes"),
+        (d.title, "title change", "title changes"),
+        (d.report, "terminal query", "terminal queries"),
+        (d.other, "other sequence", "other sequences"),
+    ] {
+        match n {
+            0 => {}
+            1 => parts.push(format!("1 {one}")),
+            n => parts.push(format!("{n} {many}")),
+        }
+    }
+    Some(format!(
+        "[attach dropped what would act outside the pane: {}; see `proctor session attach --help`]",
+        parts.join(", ")
+    ))
 }
 
 async fn open_stream(c: &Client, run_ref: &str, from: u64) -> Result<EventStream, ClientError> {
@@ -422,6 +460,7 @@ async fn attach_pty(
     run_ref: &str,
     view: &Value,
     key: DetachKey,
+    clipboard: Clipboard,
 ) -> anyhow::Result<ExitCode> {
     resize(c, run_ref).await;
     // Check that there is a screen before taking the terminal over.
@@ -440,8 +479,25 @@ async fn attach_pty(
     let mut term = signal(SignalKind::terminate())?;
     let mut hup = signal(SignalKind::hangup())?;
     let guard = TerminalGuard::raw()?;
-    let result = pty_loop(c, run_ref, key, &mut winch, &mut term, &mut hup).await;
+    let mut filter = AttachFilter::new(clipboard);
+    let result = pty_loop(
+        c,
+        run_ref,
+        key,
+        &mut filter,
+        &mut winch,
+        &mut term,
+        &mut hup,
+    )
+    .await;
+    // A sequence cut by the detach is dropped; a passed string is closed.
+    let mut tail = Vec::new();
+    filter.finish(&mut tail);
+    write_fd(1, &tail);
     drop(guard);
+    if let Some(note) = dropped_note(&filter.dropped()) {
+        eprintln!("{note}");
+    }
     let (outcome, sender) = result?;
     if let Some(sender) = sender {
         // Keys typed before the detach key still reach the run.
@@ -454,11 +510,12 @@ async fn pty_loop(
     c: &Client,
     run_ref: &str,
     key: DetachKey,
+    filter: &mut AttachFilter,
     winch: &mut tokio::signal::unix::Signal,
     term: &mut tokio::signal::unix::Signal,
     hup: &mut tokio::signal::unix::Signal,
 ) -> anyhow::Result<(Outcome, Option<tokio::task::JoinHandle<()>>)> {
-    let mut from = draw_screen(c, run_ref).await?;
+    let mut from = draw_screen(c, run_ref, filter).await?;
     let mut stream = open_stream(c, run_ref, from).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let (key_tx, mut keys) = mpsc::unbounded_channel();
@@ -475,16 +532,22 @@ async fn pty_loop(
                 match ev.event.as_str() {
                     "output" => {
                         let (last, frames) = output::frames(&ev.data).map_err(anyhow::Error::msg)?;
-                        let mut out = std::io::stdout().lock();
+                        let mut shown = Vec::new();
                         for f in &frames {
-                            out.write_all(&f.bytes)?;
+                            filter.push(&f.bytes, &mut shown);
                         }
+                        let mut out = std::io::stdout().lock();
+                        out.write_all(&shown)?;
                         out.flush()?;
                         from = last + 1;
                     }
                     "lag" => {
                         // Output was evicted before it reached us: redraw from the screen.
-                        from = draw_screen(c, run_ref).await?;
+                        // A sequence cut by the gap is dropped, not joined to the redraw.
+                        let mut cut = Vec::new();
+                        filter.finish(&mut cut);
+                        write_fd(1, &cut);
+                        from = draw_screen(c, run_ref, filter).await?;
                         stream = open_stream(c, run_ref, from).await?;
                     }
                     "end" => {

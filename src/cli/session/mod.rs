@@ -326,7 +326,7 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         SessionCommand::List(a) => list(&c, a),
         SessionCommand::Show(a) => show(&c, a),
         SessionCommand::Events(a) => events(&c, a),
-        SessionCommand::Attach(a) => attach::run(&c, a),
+        SessionCommand::Attach(a) => attach::run(&c, &home, a),
         SessionCommand::Tail(a) => tail::run(&c, a),
         SessionCommand::Input(a) => input(&c, a),
         SessionCommand::Interrupt(a) => {
@@ -451,7 +451,9 @@ pub(crate) fn tool_label(v: &Value) -> String {
     }
 }
 
-/// The size of this terminal, when stdout is one.
+/// The size of this terminal, when stdout is one, as (rows, cols), brought within the
+/// limits a run's terminal may have (`runs::MAX_ROWS`, `runs::MAX_COLS`): the server refuses
+/// more, and a larger terminal shows the run in its top-left part.
 pub(crate) fn terminal_size() -> Option<(u16, u16)> {
     if !std::io::stdout().is_terminal() {
         return None;
@@ -459,7 +461,10 @@ pub(crate) fn terminal_size() -> Option<(u16, u16)> {
     crossterm::terminal::size()
         .ok()
         .filter(|(c, r)| *c > 0 && *r > 0)
-        .map(|(cols, rows)| (rows, cols))
+        .map(|(cols, rows)| {
+            let s = crate::runs::TermSize { rows, cols }.clamped();
+            (s.rows, s.cols)
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
