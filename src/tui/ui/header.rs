@@ -39,7 +39,7 @@ const NARROW: Fit = Fit {
 };
 
 /// The narrow forms, in the order they give way: zero counts, long labels, the home, the
-/// word `agents`, the host. Never the role, never the warning itself.
+/// host, the word `agents`. Never the role, never the warning itself.
 const FITS: [Fit; 6] = [
     NARROW,
     Fit {
@@ -61,15 +61,15 @@ const FITS: [Fit; 6] = [
         zeros: false,
         long_labels: false,
         home: false,
-        long_unconfined: false,
+        host: false,
         ..NARROW
     },
     Fit {
         zeros: false,
         long_labels: false,
         home: false,
-        long_unconfined: false,
         host: false,
+        long_unconfined: false,
         ..NARROW
     },
 ];
@@ -79,7 +79,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     // The longest form that fits: narrower screens drop the separators, the name and the
-    // long words, then (see FITS) zero counts, long labels, the home, `agents` and the host;
+    // long words, then (see FITS) zero counts, long labels, the home, the host and `agents`;
     // never the role or the `unconfined` warning.
     // (A server error at the end is cut as it must be: it does not count.)
     let wide = area.width >= 100;

@@ -1530,3 +1530,50 @@ fn approving_needs_a_persons_write_token_and_an_intent_awaiting_authority() {
             .contains("proctor key generate")
     );
 }
+
+#[test]
+fn the_header_says_agents_unconfined_while_a_run_is_live() {
+    use crate::tui::role::Role;
+    let theme = Theme::default_theme();
+    for (w, h) in SIZES {
+        let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+        let t = draw(&mut app, w, h);
+        let buf = t.backend().buffer();
+        let (x, y) = find(buf, "agents unconfined").expect("a live run: the header warns");
+        assert_eq!(y, 0, "in the header");
+        assert_eq!(buf[(x, y)].fg, fg(&theme, Role::Warning));
+        assert!(buf[(x, y)].modifier.contains(Modifier::BOLD));
+        // The role is never what gives way.
+        assert!(find(buf, "admin").is_some_and(|(_, y)| y == 0), "{w}x{h}");
+
+        // NO_COLOR: the words themselves say it, still bold.
+        let mut app = fixture_app(TokenRole::Admin, Theme::default_theme().no_color());
+        let t = draw(&mut app, w, h);
+        let buf = t.backend().buffer();
+        let (x, y) = find(buf, "agents unconfined").unwrap();
+        assert_eq!(buf[(x, y)].fg, Color::Reset);
+        assert!(buf[(x, y)].modifier.contains(Modifier::BOLD));
+
+        // No live run: nothing to warn about.
+        let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+        app.counts = Counts {
+            live: 0,
+            idle: 0,
+            ..app.counts
+        };
+        let t = draw(&mut app, w, h);
+        assert!(
+            !text(&t).lines().next().unwrap().contains("unconfined"),
+            "{}",
+            text(&t)
+        );
+    }
+    // Narrower than 80: `agents` gives way before the warning does.
+    let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+    let t = draw(&mut app, 72, 24);
+    let first = text(&t).lines().next().unwrap().to_string();
+    assert!(
+        first.contains("unconfined") && first.contains("admin"),
+        "{first}"
+    );
+}
