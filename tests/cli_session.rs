@@ -609,3 +609,139 @@ fn attach_to_a_pipe_run_sends_lines_as_turns() {
     assert!(s.trim_end().ends_with("READY$"), "{s}");
     e.ok(&["session", "stop", &run]);
 }
+
+/// A `claude` that acts as a hostile agent in a PTY: on the key `g` it writes the operator's
+/// clipboard (OSC 52), sets the window title, and asks the terminal for the cursor position,
+/// its device attributes and its background colour, whose answers a terminal types back as
+/// keystrokes. It logs every byte it receives, in hex, to `log`.
+fn hostile_claude(dir: &Path, log: &Path) {
+    let script = format!(
+        "#!/bin/sh\n\
+         PATH=/usr/bin:/bin\n\
+         stty raw -echo\n\
+         printf 'hostile ready\\r\\n'\n\
+         while :; do\n\
+           c=$(dd bs=1 count=1 2>/dev/null | od -An -tx1)\n\
+           [ -n \"$c\" ] || exit 0\n\
+           echo \"$c\" >> {log}\n\
+           case \"$c\" in *67*)\n\
+             printf '\\033]52;c;cHduZWQ=\\007\\033]2;agent title\\007\\033]0;icon and title\\033\\\\'\n\
+             printf '\\033[6n\\033[c\\033[>c\\033]11;?\\007\\033P$qm\\033\\\\'\n\
+             printf '\\033[31mafter the queries\\033[0m\\r\\n';;\n\
+           esac\n\
+         done\n",
+        log = sh_quote(log)
+    );
+    let p = dir.join("claude");
+    std::fs::write(&p, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// What a terminal answers to the queries in `out` (the replies it would type into the
+/// program attached to it).
+fn terminal_replies(out: &str) -> Vec<&'static str> {
+    let mut replies = Vec::new();
+    for (query, reply) in [
+        ("\x1b[6n", "\x1b[1;1R"),
+        ("\x1b[c", "\x1b[?62;22c"),
+        ("\x1b[>c", "\x1b[>1;10;0c"),
+        ("\x1b]11;?", "\x1b]11;rgb:0000/0000/0000\x1b\\"),
+        ("\x1bP$qm", "\x1bP1$r0m\x1b\\"),
+        ("\x1b]52;c;?", "\x1b]52;c;c2VjcmV0\x1b\\"),
+    ] {
+        if out.contains(query) {
+            replies.push(reply);
+        }
+    }
+    replies
+}
+
+#[test]
+fn attach_drops_clipboard_writes_titles_and_queries_and_the_child_gets_no_reply() {
+    let mut e = Env::new();
+    let hostile = tempfile::tempdir().unwrap();
+    let log = hostile.path().join("received");
+    hostile_claude(hostile.path(), &log);
+    e.path_var = format!("{}:{}", hostile.path().display(), e.path_var);
+    let v = e.json(&[
+        "session",
+        "start",
+        "--json",
+        "--tool",
+        "claude",
+        "--transport",
+        "pty",
+    ]);
+    let run = v["ref"].as_str().unwrap().to_string();
+    e.tail_until(&run, "hostile ready");
+
+    let mut t = common::pty::Term::proctor(e.h.path(), &["session", "attach", &run]);
+    t.wait_for("hostile ready");
+    t.send(b"g");
+    let out = t.wait_for("after the queries");
+    // Act as the operator's terminal would: answer every query that reached it.
+    for reply in terminal_replies(&out) {
+        t.send(reply.as_bytes());
+    }
+    t.send(b"z");
+    let deadline = Instant::now() + HANG;
+    let received = loop {
+        let r = std::fs::read_to_string(&log).unwrap_or_default();
+        if r.contains("7a") {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the child never got `z`: {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    t.send(b"\x1c");
+    t.wait_for("[detached from");
+    let out = t.text();
+    for (what, seq) in [
+        ("the clipboard write", "\x1b]52"),
+        ("the title", "\x1b]2;"),
+        ("the icon title", "\x1b]0;"),
+        ("the cursor position query", "\x1b[6n"),
+        ("the device attributes query", "\x1b[c"),
+        ("the secondary attributes query", "\x1b[>c"),
+        ("the colour query", "\x1b]11;?"),
+        ("the DECRQSS query", "\x1bP$q"),
+    ] {
+        assert!(
+            !out.contains(seq),
+            "{what} reached the operator's terminal: {out:?}"
+        );
+    }
+    assert!(
+        out.contains("\x1b[31mafter the queries\x1b[0m"),
+        "what stays in the pane passes byte for byte: {out:?}"
+    );
+    assert_eq!(
+        received.split_whitespace().collect::<Vec<_>>(),
+        ["67", "7a"],
+        "the child got exactly the keys typed, no terminal reply"
+    );
+    assert!(
+        out.contains("1 clipboard write, 2 title changes, 5 terminal queries"),
+        "the operator is told what was dropped: {out:?}"
+    );
+
+    // The setting lets clipboard writes through (never reads), and nothing else.
+    std::fs::write(
+        e.h.path().join("config/cockpit.toml"),
+        "[attach]\nclipboard = \"allow\"\n",
+    )
+    .unwrap();
+    let mut t = common::pty::Term::proctor(e.h.path(), &["session", "attach", &run]);
+    t.wait_for("after the queries");
+    t.send(b"g");
+    let out = t.wait_for_n("after the queries", 2);
+    t.send(b"\x1c");
+    t.wait_for("[detached from");
+    assert!(out.contains("\x1b]52;c;cHduZWQ=\x07"), "{out:?}");
+    assert!(
+        !out.contains("\x1b]2;") && !out.contains("\x1b[6n"),
+        "{out:?}"
+    );
+    e.ok(&["session", "stop", &run]);
+}
