@@ -580,3 +580,225 @@ fn hangul_jamo_cap_does_not_merge_clusters() {
     assert_safe(&once, true);
     assert_eq!(multi_line(&once), once);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The attach filter (src/text/attach.rs)
+// ---------------------------------------------------------------------------------------------
+
+mod attach_filter {
+    use proctor::text::attach::{AttachFilter, Clipboard};
+    use proptest::prelude::*;
+
+    /// Pieces a hostile or an ordinary program writes, whole and cut.
+    const DANGEROUS: &[&[u8]] = &[
+        b"\x1b]52;c;cHduZWQ=\x07",
+        b"\x1b]52;c;?\x1b\\",
+        b"\x1b]0;title\x07",
+        b"\x1b]2;title\x1b\\",
+        b"\x1b[6n",
+        b"\x1b[?6n",
+        b"\x1b[5n",
+        b"\x1b[c",
+        b"\x1b[>c",
+        b"\x1b[=c",
+        b"\x1b[?2004$p",
+        b"\x1b[>q",
+        b"\x1b[18t",
+        b"\x1b[8;200;200t",
+        b"\x1b[?u",
+        b"\x1b]11;?\x07",
+        b"\x1b]4;1;?\x07",
+        b"\x1bP$qm\x1b\\",
+        b"\x1bP+q544e\x1b\\",
+        b"\x1b_Ga=q;AAAA\x1b\\",
+        b"\x1bZ",
+        b"\x05",
+        b"\x9b6n",
+        b"\xc2\x9b6n",
+        b"\x9d52;c;eA==\x9c",
+        b"\xc2\x9d2;t\xc2\x9c",
+    ];
+    const BENIGN: &[&[u8]] = &[
+        b"hello",
+        b" caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc3\x9b",
+        b"\r\n",
+        b"\t",
+        b"\x07",
+        b"\x08",
+        b"\x1b[31m",
+        b"\x1b[0m",
+        b"\x1b[38;2;1;2;3m",
+        b"\x1b[1;1H",
+        b"\x1b[2J",
+        b"\x1b[K",
+        b"\x1b[?1049h",
+        b"\x1b[?1049l",
+        b"\x1b[?2004h",
+        b"\x1b[?25l",
+        b"\x1b[?2026h",
+        b"\x1b[5 q",
+        b"\x1b[>4;2m",
+        b"\x1b[>1u",
+        b"\x1b7",
+        b"\x1b8",
+        b"\x1b(0",
+        b"\x1b(B",
+        b"\x1b]8;;https://example.com/a?b=c\x1b\\",
+        b"\x1b]8;;\x07",
+        b"\x1b]133;A\x07",
+        b"\x1b]10;#ffffff\x07",
+        b"\x1b]104\x1b\\",
+    ];
+
+    fn filter_all(parts: &[&[u8]], clipboard: Clipboard) -> Vec<u8> {
+        let mut f = AttachFilter::new(clipboard);
+        let mut out = Vec::new();
+        for p in parts {
+            f.push(p, &mut out);
+        }
+        f.finish(&mut out);
+        out
+    }
+
+    /// What an emulator saw of the things attach must not pass.
+    #[derive(Default)]
+    struct Oracle {
+        seen: Vec<String>,
+    }
+
+    impl vt100::Callbacks for Oracle {
+        fn set_window_title(&mut self, _: &mut vt100::Screen, t: &[u8]) {
+            self.seen.push(format!("title {t:?}"));
+        }
+        fn set_window_icon_name(&mut self, _: &mut vt100::Screen, t: &[u8]) {
+            self.seen.push(format!("icon {t:?}"));
+        }
+        fn copy_to_clipboard(&mut self, _: &mut vt100::Screen, _: &[u8], d: &[u8]) {
+            self.seen.push(format!("clipboard write {d:?}"));
+        }
+        fn paste_from_clipboard(&mut self, _: &mut vt100::Screen, _: &[u8]) {
+            self.seen.push("clipboard read".into());
+        }
+        fn resize(&mut self, _: &mut vt100::Screen, r: (u16, u16)) {
+            self.seen.push(format!("window resize {r:?}"));
+        }
+        fn unhandled_csi(
+            &mut self,
+            _: &mut vt100::Screen,
+            i1: Option<u8>,
+            _: Option<u8>,
+            _: &[&[u16]],
+            c: char,
+        ) {
+            let query = match c {
+                'c' | 'n' | 'x' => true,
+                // XTVERSION (`CSI q` alone is DECLL, the keyboard LEDs).
+                'q' => i1 == Some(b'>'),
+                't' => i1 != Some(b' ') && i1 != Some(b'$'),
+                _ => false,
+            };
+            if query && !(c == 'n' && i1 == Some(b'>')) {
+                self.seen.push(format!("query CSI {i1:?} {c}"));
+            }
+        }
+        fn unhandled_osc(&mut self, _: &mut vt100::Screen, params: &[&[u8]]) {
+            if params.iter().skip(1).any(|p| *p == b"?") {
+                self.seen.push(format!("OSC query {params:?}"));
+            }
+        }
+    }
+
+    fn oracle(bytes: &[u8]) -> Vec<String> {
+        let mut p = vt100::Parser::new_with_callbacks(
+            std::num::NonZeroU16::new(24).unwrap(),
+            std::num::NonZeroU16::new(80).unwrap(),
+            0,
+            Oracle::default(),
+        );
+        p.process(bytes);
+        std::mem::take(&mut p.callbacks_mut().seen)
+    }
+
+    fn piece() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            3 => prop::sample::select(DANGEROUS).prop_map(|d| d.to_vec()),
+            3 => prop::sample::select(BENIGN).prop_map(|d| d.to_vec()),
+            // A piece cut short, so the next one starts inside it.
+            1 => (prop::sample::select(DANGEROUS), 0usize..8)
+                .prop_map(|(d, n)| d[..n.min(d.len())].to_vec()),
+            1 => prop::collection::vec(any::<u8>(), 0..6),
+        ]
+    }
+
+    fn stream() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(piece(), 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Cut anywhere, the output is the output of the whole.
+        #[test]
+        fn the_output_does_not_depend_on_where_reads_end(
+            s in stream(),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let whole = filter_all(&[&s], Clipboard::Drop);
+            let mut at: Vec<usize> = cuts.iter().map(|i| i.index(s.len() + 1)).collect();
+            at.sort_unstable();
+            let mut parts: Vec<&[u8]> = Vec::new();
+            let mut prev = 0;
+            for a in at {
+                parts.push(&s[prev..a]);
+                prev = a;
+            }
+            parts.push(&s[prev..]);
+            prop_assert_eq!(filter_all(&parts, Clipboard::Drop), whole);
+        }
+
+        /// Nothing that comes out makes an emulator set a title, touch the clipboard,
+        /// resize the window or answer a query; and filtering again changes nothing.
+        #[test]
+        fn nothing_that_comes_out_acts_outside_the_pane(s in stream()) {
+            let out = filter_all(&[&s], Clipboard::Drop);
+            prop_assert_eq!(oracle(&out), Vec::<String>::new());
+            for q in [&b"\x1b[6n"[..], b"\x1b[c", b"\x1b[>c", b"\x1b]52", b"\x1b]0;", b"\x1b]2;"] {
+                prop_assert!(
+                    !out.windows(q.len()).any(|w| w == q),
+                    "{:?} in {:?}", String::from_utf8_lossy(q), String::from_utf8_lossy(&out)
+                );
+            }
+            prop_assert_eq!(filter_all(&[&out], Clipboard::Drop), out);
+        }
+
+        /// What stays inside the pane passes byte for byte, however it is cut.
+        #[test]
+        fn ordinary_output_passes_unchanged(
+            pieces in prop::collection::vec(prop::sample::select(BENIGN), 0..32),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let s = pieces.concat();
+            let c = cut.index(s.len() + 1);
+            prop_assert_eq!(filter_all(&[&s[..c], &s[c..]], Clipboard::Drop), s.clone());
+            prop_assert_eq!(filter_all(&[&s], Clipboard::Allow), s);
+        }
+    }
+
+    #[test]
+    fn the_oracle_sees_what_the_filter_drops() {
+        // The oracle is not blind: unfiltered, it sees every kind of act the filter stops.
+        let seen = oracle(&DANGEROUS.concat());
+        for needle in [
+            "title",
+            "clipboard write",
+            "clipboard read",
+            "query CSI None n",
+            "query CSI None c",
+        ] {
+            assert!(
+                seen.iter().any(|s| s.starts_with(needle)),
+                "{needle}: {seen:?}"
+            );
+        }
+    }
+}

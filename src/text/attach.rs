@@ -792,10 +792,12 @@ fn judge_csi(buf: &[u8], f: u8) -> Option<Kind> {
         .collect();
     let report = Some(Kind::Report);
     match (inter.as_slice(), f) {
-        // DA1, DA2, DA3.
-        ([], b'c') => report,
+        // DA1, DA2, DA3 (with intermediates too: no control has them, and an emulator that
+        // ignores intermediates would answer).
+        (_, b'c') => report,
         // DSR, CPR, DECXCPR and the private reports; `CSI > … n` sets key modifiers.
-        ([], b'n') if prefix != Some(b'>') => report,
+        ([], b'n') if prefix == Some(b'>') => None,
+        (_, b'n') => report,
         // DECRQM; DECSR (answers DECSRC).
         ([b'$'], b'p') | ([b'+'], b'p') => report,
         // XTVERSION.
