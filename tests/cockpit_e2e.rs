@@ -24,6 +24,8 @@ struct Cockpit {
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     screen: Arc<Mutex<vt100::Parser>>,
+    /// Every byte the cockpit wrote to its terminal.
+    raw: Arc<Mutex<Vec<u8>>>,
     size: (u16, u16),
 }
 
@@ -65,12 +67,17 @@ impl Cockpit {
         let screen = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 0)));
         let mut reader = pair.master.try_clone_reader().unwrap();
         let sink = screen.clone();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let raw_sink = raw.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 65536];
             loop {
                 match reader.read(&mut buf) {
                     Ok(0) | Err(_) => return,
-                    Ok(n) => sink.lock().unwrap().process(&buf[..n]),
+                    Ok(n) => {
+                        raw_sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                        sink.lock().unwrap().process(&buf[..n]);
+                    }
                 }
             }
         });
@@ -80,6 +87,7 @@ impl Cockpit {
             writer,
             child,
             screen,
+            raw,
             size: (rows, cols),
         }
     }
@@ -706,4 +714,73 @@ fn the_approval_dialog_in_a_real_terminal_on_the_demo() {
     c.send(b"q");
     assert_eq!(c.exit_code(), 0);
     c.assert_restored();
+}
+
+#[test]
+fn nothing_a_hostile_pty_child_writes_reaches_the_cockpits_terminal() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    // The server finds `claude` on its PATH at each start: this one is hostile. On `g` it
+    // writes the clipboard, sets titles and asks the terminal for reports.
+    let log = s.home.path().join("received");
+    let script = format!(
+        "#!/bin/sh\n\
+         PATH=/usr/bin:/bin\n\
+         stty raw -echo\n\
+         printf 'hostile ready\\r\\n'\n\
+         while :; do\n\
+           c=$(dd bs=1 count=1 2>/dev/null | od -An -tx1)\n\
+           [ -n \"$c\" ] || exit 0\n\
+           echo \"$c\" >> '{}'\n\
+           case \"$c\" in *67*)\n\
+             printf '\\033]52;c;cHduZWQ=\\007\\033]2;agent title\\007\\033[6n\\033[c'\n\
+             printf '\\033]11;?\\007\\033P$qm\\033\\\\after the queries\\r\\n';;\n\
+           esac\n\
+         done\n",
+        log.display()
+    );
+    let shim = s.shims.join("claude");
+    std::fs::remove_file(&shim).unwrap();
+    std::fs::write(&shim, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws}),
+    );
+    let mut c = Cockpit::open(&s, 30, 100, "xterm-256color");
+    c.wait("the session's screen", |t| t.contains("hostile ready"));
+    c.send(b"a");
+    c.wait("attached", |t| t.contains("ATTACHED"));
+    let before = c.raw.lock().unwrap().len();
+    c.send(b"g");
+    c.wait("the hostile output drawn in the pane", |t| {
+        t.contains("after the queries")
+    });
+    c.send(b"\x1c");
+    c.wait("back in the cockpit", |t| !t.contains("ATTACHED"));
+    c.send(b"q");
+    assert_eq!(c.exit_code(), 0);
+    let raw = c.raw.lock().unwrap()[before..].to_vec();
+    let has = |needle: &[u8]| raw.windows(needle.len()).any(|w| w == needle);
+    for (what, seq) in [
+        ("the clipboard write", &b"\x1b]52"[..]),
+        ("the title", b"agent title"),
+        ("the cursor position query", b"\x1b[6n"),
+        ("the device attributes query", b"\x1b[c"),
+        ("the colour query", b"\x1b]11;?"),
+        ("the DECRQSS query", b"\x1bP$q"),
+    ] {
+        assert!(
+            !has(seq),
+            "{what} reached the terminal: {:?}",
+            String::from_utf8_lossy(&raw)
+        );
+    }
+    let received = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        received.split_whitespace().collect::<Vec<_>>(),
+        ["67"],
+        "the child got the key typed and nothing else"
+    );
 }
