@@ -2,7 +2,7 @@
 //! ends: this process's resident size (VmRSS) before a run, while it is live with its
 //! screen and alternate screen filled, and after it ended.
 //!
-//! `cargo run --release --example screen_memory [ROWS COLS]` (default: the limits, 500 × 1000).
+//! `cargo run --example screen_memory [ROWS COLS]` (default: the limits, 500 × 1000).
 //! A measurement, not a test: no number here is asserted anywhere.
 
 use std::collections::BTreeMap;
