@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Base {
     pub dir: PathBuf,
+    /// The same folder as `/proc/<pid>/cgroup` names it (`/…/proctor-<key>`).
+    pub rel: String,
 }
 
 /// Reads the mount point of the cgroup2 hierarchy and its root from a mountinfo text.
@@ -118,7 +120,11 @@ impl Base {
         if !has_kill {
             return Err("this kernel's cgroups have no cgroup.kill (Linux 5.14 or later)".into());
         }
-        Ok(Base { dir })
+        let rel = format!(
+            "{}/proctor-{home_key}",
+            own.trim_end_matches('/')
+        );
+        Ok(Base { dir, rel })
     }
 
     /// The folder name of a run generation.
@@ -149,6 +155,18 @@ impl Base {
             .collect();
         v.sort();
         v
+    }
+
+    /// True when `/proc/<pid>/cgroup` places the process (a zombie too) in one of the run
+    /// folders under this base.
+    pub fn holds(&self, pid: u32) -> bool {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+            return false;
+        };
+        own_cgroup(&text).is_some_and(|p| {
+            p.strip_prefix(&self.rel)
+                .is_some_and(|rest| rest.starts_with('/') && rest.len() > 1)
+        })
     }
 
     /// Removes the base folder if it is empty (the server is stopping).
