@@ -403,6 +403,33 @@ impl Sessions {
         let snap = runs::tree::Snapshot::take();
         let me = std::process::id() as i32;
         let mut candidates: Vec<runs::Ident> = Vec::new();
+        // Orphans adopted by the server (it is a child subreaper) that no scan saw yet, e.g.
+        // the grandchild of a double fork whose middle process exited between two scans:
+        // the run tag in their environment names their run (unless they cleared it).
+        let known: BTreeSet<u32> = runs
+            .iter()
+            .flat_map(|(_, _, r)| {
+                let mut v: Vec<u32> = r.tracked().snapshot().into_iter().map(|(p, _)| p).collect();
+                v.push(r.pid());
+                v
+            })
+            .collect();
+        let mut adopted: HashMap<String, Vec<runs::Ident>> = HashMap::new();
+        if runs.iter().any(|(_, _, r)| r.hold() == runs::Hold::Subreaper) {
+            for (pid, st) in snap.iter() {
+                if st.ppid != me || st.state == 'Z' || known.contains(pid) {
+                    continue;
+                }
+                let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                    continue;
+                };
+                let want = format!("{TAG_VAR}=");
+                if let Some(kv) = env.split(|b| *b == 0).find(|kv| kv.starts_with(want.as_bytes())) {
+                    let tag = String::from_utf8_lossy(&kv[want.len()..]).to_string();
+                    adopted.entry(tag).or_default().push((*pid, st.start_time));
+                }
+            }
+        }
         for (run_ref, generation, run) in &runs {
             let t = run.tracked();
             let leader = run.pid();
@@ -420,10 +447,13 @@ impl Sessions {
                         .filter(|id| snap.living(*id))
                         .map(|(p, _)| p)
                         .collect();
+                    let tag = format!("{}{run_ref}:{generation}", self.tag_prefix);
+                    let orphans = adopted.remove(&tag).unwrap_or_default();
+                    roots.extend(orphans.iter().map(|(p, _)| *p));
                     if !run.reaped() {
                         roots.push(leader);
                     }
-                    t.add(snap.descendants(&roots))
+                    t.add(orphans) | t.add(snap.descendants(&roots))
                 }
             };
             for id in t.snapshot() {
