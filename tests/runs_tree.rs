@@ -184,6 +184,33 @@ fn start_escapes(s: &Server, round: &str, reap: &mut Reap) -> Vec<(String, i32)>
         .collect()
 }
 
+/// Waits (generously) for every escaped process to be gone; names every survivor. After a
+/// stop, gone means reaped too: the server, as child subreaper, adopted the orphans and must
+/// collect their zombies.
+fn all_gone(runs: &[(String, i32)], after: &str) {
+    let reaped = after == "session stop";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<String> = runs
+            .iter()
+            .zip(ESCAPES)
+            .filter(|((_, pid), _)| {
+                alive(*pid) || (reaped && Path::new(&format!("/proc/{pid}")).exists())
+            })
+            .map(|((r, pid), (tool, _))| format!("{r} ({tool} escape) pid {pid}"))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "survived {after}: {}",
+            left.join(", ")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn escapes_end_with_stop_and_with_a_crash(serve_args: &[&str], mechanism: &str) {
     let s = Server::new();
     let mut reap = Reap(Vec::new());
@@ -206,9 +233,10 @@ fn escapes_end_with_stop_and_with_a_crash(serve_args: &[&str], mechanism: &str) 
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        wait_until(&format!("{r}: pid {pid} to be gone after stop"), || {
-            !alive(*pid)
-        });
+    }
+    all_gone(&runs, "session stop");
+    for (r, _) in &runs {
+        let v = s.run(r);
         if let Some(path) = v["hold"]["path"].as_str() {
             wait_until(&format!("{r}: its cgroup {path} removed"), || {
                 !Path::new(path).exists()
@@ -226,11 +254,11 @@ fn escapes_end_with_stop_and_with_a_crash(serve_args: &[&str], mechanism: &str) 
         assert!(alive(*pid), "{r}: the escapee outlives the crashed server");
     }
     s.serve(serve_args);
-    for (r, pid) in &runs {
+    for (r, _) in &runs {
         let v = s.wait_state(r, "lost");
         assert!(v.get("exit_code").is_none(), "nothing fabricated: {v}");
-        assert!(!alive(*pid), "{r}: pid {pid} survived the restart sweep");
     }
+    all_gone(&runs, "the restart sweep");
     let status = s.home.ok(&["server", "status"]);
     assert!(status.contains("runs held"), "{status}");
 }
