@@ -473,3 +473,37 @@ fn a_deleted_run_record_is_rebuilt_from_the_ledger() {
     s.shim("claude", "exec sleep 1000");
     assert_eq!(s.start("claude"), "run-0002");
 }
+
+/// A server that holds the home's lock but does not answer yet (it is starting): a client
+/// waits for it, says it is starting, and never advises stopping it (nor starts a second).
+#[test]
+fn a_client_waiting_for_a_starting_server_says_so_and_never_advises_stopping_it() {
+    use std::os::unix::fs::DirBuilderExt;
+    let home = TestHome::new();
+    let run = home.path().join("run");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(&run)
+        .unwrap();
+    // This test stands in for the starting server: it holds the lock, with its own pid.
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(run.join("server.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    std::fs::write(run.join("server.lock"), format!("{}\n", std::process::id())).unwrap();
+    let out = home.run(&["session", "list"]);
+    // (TestHome's drop kills the pid in the lock file: that is this test's own.)
+    std::fs::remove_file(run.join("server.lock")).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("still starting"), "says it is starting: {err}");
+    assert!(
+        !err.contains("server stop"),
+        "never advises stopping a starting server: {err}"
+    );
+    drop(lock);
+}
