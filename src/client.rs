@@ -46,6 +46,19 @@ pub enum ClientError {
         log: PathBuf,
         tail: String,
     },
+    #[error(
+        "the server{} holds this home's lock but has not answered within {secs} s: it is \
+         still starting (checking the ledger against the run records, loading the runs; \
+         the sweep of what a previous server left runs once it answers). Nothing needs \
+         stopping: wait and run the command again. Its log ({log}) ends with:\n{tail}",
+        .pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    StillStarting {
+        pid: Option<u32>,
+        secs: u64,
+        log: PathBuf,
+        tail: String,
+    },
     #[error("the server exited while starting ({status}); its log ({log}) ends with:\n{tail}")]
     StartFailed {
         status: String,
@@ -85,6 +98,9 @@ pub struct Client {
 pub struct Probe {
     pub version: String,
     pub protocol: u64,
+    /// Runs a previous server left that this one is still sweeping (they show
+    /// `recovering`).
+    pub recovering: u64,
 }
 
 impl Client {
@@ -170,7 +186,12 @@ impl Client {
                 version,
             });
         }
-        Ok(Some(Probe { version, protocol }))
+        let recovering = body["recovering"].as_u64().unwrap_or(0);
+        Ok(Some(Probe {
+            version,
+            protocol,
+            recovering,
+        }))
     }
 
     /// Makes sure a server runs for `home`, starting one if needed. Returns the probe and
@@ -215,9 +236,32 @@ impl Client {
             drop(lock);
             return Ok((p, false));
         }
+        let log = home.server_log_path();
+        // A server that holds the home's lock and does not answer yet is starting: wait
+        // for it (never start a second one, never advise stopping it).
+        if server::server_lock_held(home) {
+            let started = Instant::now();
+            loop {
+                if let Some(p) = self.probe().await? {
+                    drop(lock);
+                    return Ok((p, false));
+                }
+                if !server::server_lock_held(home) {
+                    break;
+                }
+                if started.elapsed() > START_TIMEOUT {
+                    return Err(ClientError::StillStarting {
+                        pid: server::read_lock_pid(&home.server_lock_path()),
+                        secs: START_TIMEOUT.as_secs(),
+                        tail: log_tail(&log),
+                        log,
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
         let mut child = spawn_detached_server(home, serve_args, env)?;
         let started = Instant::now();
-        let log = home.server_log_path();
         loop {
             if let Some(p) = self.probe().await? {
                 drop(lock);

@@ -547,7 +547,8 @@ fn a_killed_server_leaves_lost_runs_and_no_processes() {
         "{}",
         String::from_utf8_lossy(&restart.stderr)
     );
-    let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    // The sweep runs once the socket listens; the run shows `recovering` until then.
+    let v = s.wait_run(&run, "the sweep", |v| v["state"] != "recovering");
     assert_eq!(v["state"], "lost", "{v}");
     assert!(v.get("exit_code").is_none(), "nothing fabricated: {v}");
     assert!(

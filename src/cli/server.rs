@@ -36,6 +36,15 @@ pub struct ServeArgs {
     /// The output ring of each run, in KiB: what attach can replay before it reports lag.
     #[arg(long, value_name = "KIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..=1048576))]
     pub ring_kib: u64,
+
+    /// Tests only: hold runs by the subreaper fallback even where a cgroup is writable.
+    #[arg(long, hide = true)]
+    pub no_cgroups: bool,
+
+    /// Tests only: abort right after a run's process is spawned, before its start is
+    /// recorded (the crash window a restart must clean up).
+    #[arg(long, hide = true)]
+    pub test_abort_after_spawn: bool,
 }
 
 impl ServeArgs {
@@ -43,15 +52,24 @@ impl ServeArgs {
         crate::sessions::manager::Settings {
             stop_grace: Duration::from_millis(self.stop_grace_ms),
             ring_bytes: (self.ring_kib as usize) * 1024,
+            cgroups: !self.no_cgroups,
+            abort_after_spawn: self.test_abort_after_spawn,
             ..Default::default()
         }
     }
 
     fn passthrough(&self) -> Vec<String> {
-        vec![
+        let mut v = vec![
             format!("--stop-grace-ms={}", self.stop_grace_ms),
             format!("--ring-kib={}", self.ring_kib),
-        ]
+        ];
+        if self.no_cgroups {
+            v.push("--no-cgroups".into());
+        }
+        if self.test_abort_after_spawn {
+            v.push("--test-abort-after-spawn".into());
+        }
+        v
     }
 }
 
@@ -100,6 +118,13 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
             show_path(&client.socket)
         );
     }
+    if probe.recovering > 0 {
+        println!(
+            "it is sweeping {} run(s) a previous server left (they show `recovering` until \
+             then); it answers meanwhile",
+            probe.recovering
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -139,6 +164,25 @@ pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
                         other => other.to_string(),
                     };
                     println!("{key:<10} {}", crate::text::one_line(&val, usize::MAX));
+                }
+                let h = &v["runs_held_by"];
+                let held = match h["mechanism"].as_str() {
+                    Some("cgroup") => format!(
+                        "a cgroup per run under {}",
+                        h["cgroup_base"].as_str().unwrap_or("?")
+                    ),
+                    Some("subreaper") => format!(
+                        "the server as child subreaper, no cgroup ({})",
+                        h["reason"].as_str().unwrap_or("?")
+                    ),
+                    _ => "unknown".into(),
+                };
+                println!("{:<10} {}", "runs held", crate::text::one_line(&held, usize::MAX));
+                if let Some(n) = h["recovering"].as_u64().filter(|n| *n > 0) {
+                    println!(
+                        "{:<10} {n} run(s) a previous server left are being swept",
+                        "recovering"
+                    );
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -10,9 +10,11 @@
 //! period, and returns only once the child is reaped, with the exit status the OS reported.
 //! Dropping a `Run` handle does not stop the child.
 
+pub mod cgroup;
 pub mod process;
 pub mod ring;
 pub mod transcript;
+pub mod tree;
 
 mod pipe;
 mod pty;
@@ -37,6 +39,7 @@ pub use process::{
 };
 pub use ring::{End, Frame, ReadOutcome, Ring, RingStatus, Stream};
 pub use transcript::{Transcript, TranscriptSpec, TranscriptStatus};
+pub use tree::{Hold, Ident, Tracked};
 
 /// How long `stop` waits after SIGTERM before SIGKILL, unless told otherwise.
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(5);
@@ -135,6 +138,10 @@ pub struct RunSpec {
     pub transcript: Option<TranscriptSpec>,
     /// See [`DEFAULT_DRAIN_AFTER_EXIT`].
     pub drain_after_exit: Duration,
+    /// The run's own cgroup folder (created by the caller), which the child joins before it
+    /// execs. `None`: the run is held by its process group and by what the caller attributes
+    /// to it through [`Run::tracked`].
+    pub cgroup: Option<PathBuf>,
 }
 
 impl RunSpec {
@@ -153,6 +160,7 @@ impl RunSpec {
             ring_bytes: ring::DEFAULT_RING_BYTES,
             transcript: None,
             drain_after_exit: DEFAULT_DRAIN_AFTER_EXIT,
+            cgroup: None,
         }
     }
 }
@@ -241,8 +249,9 @@ pub struct StopReport {
     pub sent_term: bool,
     /// SIGKILL was delivered (the grace period ran out).
     pub sent_kill: bool,
-    /// No live member of the process group was left afterwards (none at all, or only
-    /// zombies that their new parent has yet to collect).
+    /// No live member of the process group, nor of the run's cgroup or attributed
+    /// processes, was left afterwards (none at all, or only zombies that their new parent
+    /// has yet to collect).
     pub group_gone: bool,
     /// The child's exit status as the OS reported it.
     pub exit: Option<ExitStatus>,
@@ -368,6 +377,8 @@ struct Inner {
     input: Mutex<Option<File>>,
     pty: Option<PtyParts>,
     transcript: Option<Arc<Transcript>>,
+    cgroup: Option<PathBuf>,
+    tracked: Arc<Tracked>,
 }
 
 impl Inner {
@@ -497,6 +508,8 @@ impl Run {
             input: Mutex::new(Some(input)),
             pty: pty_parts,
             transcript,
+            cgroup: spec.cgroup.clone(),
+            tracked: Tracked::new(),
         });
         start_threads(&inner, readers, wake_rx, wake_tx, spec.drain_after_exit)?;
         Ok(Run { inner })
@@ -516,6 +529,115 @@ impl Run {
 
     pub fn transport(&self) -> TransportKind {
         self.inner.kind
+    }
+
+    /// How the run's processes are held.
+    pub fn hold(&self) -> Hold {
+        match &self.inner.cgroup {
+            Some(path) => Hold::Cgroup { path: path.clone() },
+            None => Hold::Subreaper,
+        }
+    }
+
+    /// The processes attributed to the run besides its leader (filled by the caller's scan
+    /// where the run has no cgroup; also kept for a cgroup run, to reap adopted zombies).
+    pub fn tracked(&self) -> &Arc<Tracked> {
+        &self.inner.tracked
+    }
+
+    /// True once the leader has been reaped by the run's waiter.
+    pub fn reaped(&self) -> bool {
+        self.inner.life().reaped
+    }
+
+    /// Live processes of the run other than its leader: its cgroup's members, or the
+    /// attributed processes that are still the ones seen (pid and start time), not zombies.
+    pub fn extra_members(&self) -> Vec<u32> {
+        let leader = self.inner.pid;
+        match &self.inner.cgroup {
+            Some(dir) => cgroup::members(dir)
+                .into_iter()
+                .filter(|p| *p != leader)
+                .collect(),
+            None => self
+                .inner
+                .tracked
+                .snapshot()
+                .into_iter()
+                .filter(|(p, st)| {
+                    *p != leader
+                        && process::proc_stat(*p)
+                            .is_some_and(|s| s.start_time == *st && s.state != 'Z')
+                })
+                .map(|(p, _)| p)
+                .collect(),
+        }
+    }
+
+    fn signal_extras(&self, sig: libc::c_int) -> bool {
+        let pids = self.extra_members();
+        let mut any = false;
+        for &p in &pids {
+            any |= process::signal_process(p, sig).is_ok();
+        }
+        if sig == libc::SIGTERM {
+            for &p in &pids {
+                let _ = process::signal_process(p, libc::SIGCONT);
+            }
+        }
+        any
+    }
+
+    fn kill_extras(&self) -> bool {
+        match &self.inner.cgroup {
+            Some(dir) if cgroup::populated(dir) => cgroup::kill(dir).is_ok(),
+            _ => self.signal_extras(libc::SIGKILL),
+        }
+    }
+
+    fn extras_gone(&self) -> bool {
+        self.extra_members().is_empty()
+    }
+
+    /// Ends what the run left behind once its leader has ended: SIGTERM to whatever is
+    /// left in its process group, its cgroup or its attributed processes, SIGKILL (or
+    /// `cgroup.kill`) after `grace`; then its cgroup folder is removed. True when nothing is
+    /// left alive.
+    pub fn end_remaining(&self, grace: Duration) -> bool {
+        let pid = self.inner.pid;
+        let reaped = self.inner.life().reaped;
+        let left = |run: &Run| {
+            !run.extra_members().is_empty() || (reaped && group_has_live_members(pid))
+        };
+        if left(self) {
+            if reaped && group_has_live_members(pid) {
+                let _ = process::signal_group(pid, libc::SIGTERM);
+                let _ = process::signal_group(pid, libc::SIGCONT);
+            }
+            self.signal_extras(libc::SIGTERM);
+            let deadline = Instant::now() + grace;
+            while left(self) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if left(self) {
+                if reaped && group_has_live_members(pid) {
+                    let _ = process::signal_group(pid, libc::SIGKILL);
+                }
+                self.kill_extras();
+                let deadline = Instant::now() + KILL_WAIT;
+                while left(self) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+        let gone = !left(self);
+        if let Some(dir) = &self.inner.cgroup
+            && reaped
+            && gone
+        {
+            let _ = cgroup::remove(dir);
+        }
+        gone
     }
 
     /// The output ring.
@@ -701,6 +823,9 @@ impl Run {
                     self.signal_group_checked(libc::SIGCONT)?;
                 }
             }
+            // Members that left the group (setsid, setpgid) are still the run's: its cgroup
+            // or its attributed processes name them.
+            report.sent_term |= self.signal_extras(libc::SIGTERM);
         }
         if !self.wait_reaped_and_group_gone(Instant::now() + grace) {
             let life = self.inner.life();
@@ -713,6 +838,8 @@ impl Run {
                     report.sent_kill = true;
                 }
             }
+            drop(life);
+            report.sent_kill |= self.kill_extras();
         }
         if !matches!(self.wait_exit(KILL_WAIT), Liveness::Exited { .. })
             && !self.inner.life().reaped
@@ -744,7 +871,11 @@ impl Run {
         let mut life = self.inner.life();
         loop {
             if life.reaped && !group_has_live_members(self.inner.pid) {
-                return true;
+                drop(life);
+                if self.extras_gone() {
+                    return true;
+                }
+                life = self.inner.life();
             }
             let now = Instant::now();
             if now >= deadline {

@@ -28,10 +28,22 @@ pub(crate) fn spawn(spec: &RunSpec) -> Result<PipeChild, RunError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // The run's cgroup, joined first thing in the child: before it can fork, so nothing
+    // it starts is ever outside.
+    let cgroup_procs = match &spec.cgroup {
+        Some(dir) => Some(super::cgroup::open_procs(dir).map_err(|e| {
+            RunError::io("open the run's cgroup.procs", e)
+        })?),
+        None => None,
+    };
+    let cgroup_fd = cgroup_procs.as_ref().map(|f| f.as_raw_fd());
     // SAFETY: runs in the forked child before exec; only async-signal-safe calls
-    // (signal, sigprocmask, close_range, fcntl).
+    // (write, signal, sigprocmask, close_range, fcntl).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            if let Some(fd) = cgroup_fd {
+                super::cgroup::join_in_child(fd)?;
+            }
             reset_signals_in_child();
             cloexec_inherited_fds();
             Ok(())
@@ -64,6 +76,7 @@ pub(crate) fn spawn(spec: &RunSpec) -> Result<PipeChild, RunError> {
     }
     // Dropping a std Child neither kills nor reaps it; the run's waiter reaps by pid.
     drop(child);
+    drop(cgroup_procs);
     Ok(PipeChild {
         pid,
         stdin,

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -88,11 +88,23 @@ pub(crate) fn spawn(spec: &RunSpec, size: TermSize) -> Result<PtyChild, RunError
         .stdin(stdio(&slave)?)
         .stdout(stdio(&slave)?)
         .stderr(stdio(&slave)?);
+    // The run's cgroup, joined first thing in the child: before it can fork, so nothing
+    // it starts is ever outside.
+    let cgroup_procs = match &spec.cgroup {
+        Some(dir) => Some(super::cgroup::open_procs(dir).map_err(|e| {
+            RunError::io("open the run's cgroup.procs", e)
+        })?),
+        None => None,
+    };
+    let cgroup_fd = cgroup_procs.as_ref().map(|f| f.as_raw_fd());
     // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (signal, sigprocmask, close_range, fcntl, setsid,
+    // async-signal-safe functions (write, signal, sigprocmask, close_range, fcntl, setsid,
     // ioctl).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            if let Some(fd) = cgroup_fd {
+                super::cgroup::join_in_child(fd)?;
+            }
             reset_signals_in_child();
             cloexec_inherited_fds();
             if libc::setsid() == -1 {
@@ -115,6 +127,7 @@ pub(crate) fn spawn(spec: &RunSpec, size: TermSize) -> Result<PtyChild, RunError
     let pid = child.id();
     // Dropping a std Child neither kills nor reaps it; the run's waiter reaps by pid.
     drop(child);
+    drop(cgroup_procs);
     Ok(PtyChild {
         pid,
         master: pair.master,

@@ -200,8 +200,9 @@ async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
 }
 
-async fn version() -> Response {
-    axum::Json(json!({"name": "proctor", "version": VERSION, "protocol": PROTOCOL})).into_response()
+async fn version(State(state): State<Arc<Shared>>) -> Response {
+    // `recovering`: runs a previous server left that this one is still sweeping.
+    axum::Json(json!({"name": "proctor", "version": VERSION, "protocol": PROTOCOL, "recovering": state.sessions.recovering()})).into_response()
 }
 
 async fn server_status(State(state): State<Arc<Shared>>) -> ApiResult {
@@ -214,6 +215,7 @@ async fn server_status(State(state): State<Arc<Shared>>) -> ApiResult {
         "socket": state.home.socket_path(),
         "home": state.home.root.clone().unwrap_or_else(|| state.home.data.clone()),
         "ledger": state.home.ledger_path(),
+        "runs_held_by": state.sessions.containment_view(),
     }))
     .into_response())
 }

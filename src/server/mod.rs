@@ -20,6 +20,7 @@ mod authority_api;
 mod evidence_api;
 mod publish_api;
 mod runs_api;
+pub mod start_check;
 mod workspaces_api;
 
 /// The wire protocol's version. A client refuses a server that speaks another one.
@@ -41,6 +42,8 @@ pub enum ServerError {
     Ledger(#[from] LedgerError),
     #[error("cannot load the sessions: {0}")]
     Sessions(String),
+    #[error(transparent)]
+    StartCheck(#[from] start_check::StartCheckError),
     #[error("a server already runs for this home{}; stop it with `proctor server stop`", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     AlreadyRunning { pid: Option<u32> },
     #[error(
@@ -159,6 +162,11 @@ pub fn run_foreground(
     home: Home,
     settings: crate::sessions::manager::Settings,
 ) -> Result<(), ServerError> {
+    // Every orphan of a run's descendants reparents to the server, which attributes and
+    // reaps it (the fallback where no cgroup holds a run; see docs/runs.md).
+    if let Err(e) = crate::runs::tree::become_subreaper() {
+        log(&format!("cannot become a child subreaper: {e}"));
+    }
     home.ensure()?;
     let socket = home.socket_path();
     check_socket_path(&socket)?;
@@ -171,9 +179,14 @@ pub fn run_foreground(
         Err(e) => return Err(io_err("remove the stale socket", &socket)(e)),
     }
 
+    // The ledger is the source of truth: never started afresh under state it explains, and
+    // never appended to when it is behind what the home's files name.
+    start_check::check_presence(&home).inspect_err(|e| log(&format!("refusing to start: {e}")))?;
+    let (ledger, opened) = Ledger::open(&home.ledger_path())?;
+    start_check::check_not_behind(&home, opened.events)
+        .inspect_err(|e| log(&format!("refusing to start: {e}")))?;
     let mut tokens = Tokens::load(&home.tokens_path())?;
     let new_owner = tokens.ensure_owner(&home.owner_token_path())?;
-    let (ledger, opened) = Ledger::open(&home.ledger_path())?;
     for torn in &opened.recovered {
         log(&format!(
             "ledger: a torn final line was moved aside and recorded: {torn:?}"
@@ -232,6 +245,13 @@ async fn serve(shared: Arc<Shared>, socket: &Path) -> Result<String, ServerError
         shared.pid,
         socket.display()
     ));
+    // The sweep of what a previous server left runs once the socket answers, all runs at
+    // once; until a run is swept it shows `recovering`.
+    let sessions = shared.sessions.clone();
+    std::thread::Builder::new()
+        .name("sweep".into())
+        .spawn(move || sessions.recover())
+        .map_err(io_err("start the sweep for", socket))?;
     let reason = Arc::new(Mutex::new(String::from("stopped")));
     let reason2 = reason.clone();
     let waiter = shared.clone();

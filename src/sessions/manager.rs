@@ -3,7 +3,7 @@
 //! callers' marks. Every lifecycle fact is appended to the ledger and to the run's record;
 //! the run's state is derived from those facts, never set.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -157,6 +157,8 @@ struct Inner {
     live: HashMap<String, Live>,
     marks: Marks,
     next_number: u64,
+    /// Runs a previous server left live, not swept yet: shown `recovering`.
+    recovering: BTreeSet<String>,
 }
 
 /// Settings of a manager (tests shorten the stop grace).
@@ -165,6 +167,12 @@ pub struct Settings {
     pub stop_grace: Duration,
     pub ring_bytes: usize,
     pub transcript_cap: u64,
+    /// Hold runs in cgroups where one is writable (tests turn it off to exercise the
+    /// subreaper fallback).
+    pub cgroups: bool,
+    /// Test hook: abort the server right after a run's process is spawned, before its
+    /// `started` event is written (the crash window a restart must handle).
+    pub abort_after_spawn: bool,
 }
 
 impl Default for Settings {
@@ -173,9 +181,23 @@ impl Default for Settings {
             stop_grace: runs::DEFAULT_STOP_GRACE,
             ring_bytes: runs::ring::DEFAULT_RING_BYTES,
             transcript_cap: runs::transcript::DEFAULT_TRANSCRIPT_CAP,
+            cgroups: true,
+            abort_after_spawn: false,
         }
     }
 }
+
+/// How this server holds its runs' processes.
+#[derive(Debug, Clone)]
+pub enum Containment {
+    /// A cgroup per run under this folder.
+    Cgroups(runs::cgroup::Base),
+    /// The subreaper fallback, and why no cgroup is used.
+    Subreaper { reason: String },
+}
+
+/// How often the keeper scans each run's processes (attribution, adopted zombies).
+const KEEP_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The manager; shared by every request as `Arc<Sessions>`.
 pub struct Sessions {
@@ -185,6 +207,7 @@ pub struct Sessions {
     parent_env: Vec<(OsString, OsString)>,
     settings: Settings,
     tag_prefix: String,
+    containment: Containment,
 }
 
 fn now() -> String {
@@ -216,8 +239,10 @@ fn is_demo_shim(program: &Path) -> bool {
 }
 
 impl Sessions {
-    /// Loads every run record under `data/runs`, the callers' marks, and sweeps the
-    /// orphans a previous server left behind.
+    /// Loads every run record under `data/runs`, brings each up to the ledger (the source
+    /// of truth: events a crash kept out of `run.json` are added, a missing `run.json` is
+    /// rebuilt), loads the callers' marks and finds how runs will be held. Runs a previous
+    /// server left live are `recovering` until [`Sessions::recover`] sweeps them.
     pub fn open(
         home: &Home,
         ledger: Arc<Ledger>,
@@ -233,6 +258,7 @@ impl Sessions {
             let Some(n) = parse_ref_number(&name) else {
                 continue;
             };
+            next_number = next_number.max(n + 1);
             let path = entry.path().join("run.json");
             let bytes = match std::fs::read(&path) {
                 Ok(b) => b,
@@ -242,26 +268,76 @@ impl Sessions {
             let rec: RunRecord = serde_json::from_slice(&bytes).map_err(|e| {
                 SessionError::internal(format!("{} is not a run record: {e}", path.display()))
             })?;
-            next_number = next_number.max(n + 1);
             records.insert(rec.run_ref.clone(), rec);
         }
         // Refs are never reused, even after delete: the ledger remembers every creation.
-        if let Ok(text) = std::fs::read_to_string(home.ledger_path()) {
-            for line in text.lines().filter(|l| l.contains(kinds::CREATED)) {
-                if let Ok(v) = serde_json::from_str::<Value>(line)
-                    && let Some(n) = v["run"].as_str().and_then(parse_ref_number)
-                {
-                    next_number = next_number.max(n + 1);
+        let from_ledger = ledger_run_events(&home.ledger_path());
+        next_number = next_number.max(from_ledger.next_number);
+        let mut repaired: Vec<RunRecord> = Vec::new();
+        for (run_ref, events) in &from_ledger.events {
+            if from_ledger.deleted.contains(run_ref) {
+                continue;
+            }
+            match records.get_mut(run_ref) {
+                Some(rec) => {
+                    let last = rec.events.last().map(|e| e.seq).unwrap_or(0);
+                    let missing: Vec<RunEvent> =
+                        events.iter().filter(|e| e.seq > last).cloned().collect();
+                    if !missing.is_empty() {
+                        crate::server::log(&format!(
+                            "sessions: {run_ref}: {} ledger event(s) missing from its run.json \
+                             (a crash between the two writes) were added to it",
+                            missing.len()
+                        ));
+                        rec.events.extend(missing);
+                        repaired.push(rec.clone());
+                    }
+                }
+                None => {
+                    if let Some(rec) = rebuild_record(run_ref, events) {
+                        crate::server::log(&format!(
+                            "sessions: {run_ref}: run.json is missing; rebuilt from its {} \
+                             ledger event(s) (its name and worktree details are not in the \
+                             ledger and stay unknown)",
+                            events.len()
+                        ));
+                        repaired.push(rec.clone());
+                        records.insert(run_ref.clone(), rec);
+                    }
                 }
             }
         }
+        let recovering: BTreeSet<String> = records
+            .values()
+            .filter(|r| r.derive().state.is_live())
+            .map(|r| r.run_ref.clone())
+            .collect();
         let marks = Marks::load(&home.data.join("marks.json"))?;
-        let tag_prefix = format!(
-            "{}:",
-            &hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
-                home.data.to_string_lossy().as_bytes()
-            ))[..16]
-        );
+        let home_key = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+            home.data.to_string_lossy().as_bytes(),
+        ))[..16]
+            .to_string();
+        let tag_prefix = format!("{home_key}:");
+        let containment = if settings.cgroups {
+            match runs::cgroup::Base::detect(&home_key) {
+                Ok(base) => Containment::Cgroups(base),
+                Err(reason) => Containment::Subreaper { reason },
+            }
+        } else {
+            Containment::Subreaper {
+                reason: "cgroups are turned off for this server".into(),
+            }
+        };
+        match &containment {
+            Containment::Cgroups(b) => crate::server::log(&format!(
+                "sessions: each run is held in a cgroup of its own under {}",
+                b.dir.display()
+            )),
+            Containment::Subreaper { reason } => crate::server::log(&format!(
+                "sessions: no cgroup can hold runs ({reason}); runs are held by the subreaper \
+                 fallback (descendants attributed by scanning)"
+            )),
+        }
         let sessions = Arc::new(Sessions {
             home: home.clone(),
             ledger,
@@ -270,13 +346,163 @@ impl Sessions {
                 live: HashMap::new(),
                 marks,
                 next_number,
+                recovering,
             }),
             parent_env: std::env::vars_os().collect(),
             settings,
             tag_prefix,
+            containment,
         });
-        sessions.sweep_orphans()?;
+        for rec in &repaired {
+            sessions.persist(rec)?;
+        }
+        let weak = Arc::downgrade(&sessions);
+        std::thread::Builder::new()
+            .name("run-keeper".into())
+            .spawn(move || {
+                while let Some(me) = weak.upgrade() {
+                    me.keep();
+                    drop(me);
+                    std::thread::sleep(KEEP_INTERVAL);
+                }
+            })
+            .map_err(SessionError::internal)?;
         Ok(sessions)
+    }
+
+    /// How runs are held, for `GET /v1/server`.
+    pub fn containment_view(&self) -> Value {
+        let recovering = self.lock().recovering.len();
+        match &self.containment {
+            Containment::Cgroups(b) => {
+                json!({"mechanism": "cgroup", "cgroup_base": b.dir, "recovering": recovering})
+            }
+            Containment::Subreaper { reason } => {
+                json!({"mechanism": "subreaper", "reason": reason, "recovering": recovering})
+            }
+        }
+    }
+
+    /// How many runs a previous server left that are not swept yet.
+    pub fn recovering(&self) -> usize {
+        self.lock().recovering.len()
+    }
+
+    /// One pass of the keeper: attributes each live run's processes (its cgroup's members,
+    /// or its descendants under the subreaper fallback, recorded with their start times
+    /// so a reparented one stays known), and reaps the zombies of adopted run processes.
+    fn keep(&self) {
+        let runs: Vec<(String, u64, Run)> = {
+            let inner = self.lock();
+            inner
+                .live
+                .iter()
+                .map(|(r, l)| (r.clone(), l.generation, l.run.clone()))
+                .collect()
+        };
+        let snap = runs::tree::Snapshot::take();
+        let me = std::process::id() as i32;
+        let mut candidates: Vec<runs::Ident> = Vec::new();
+        // Orphans adopted by the server (it is a child subreaper) that no scan saw yet, e.g.
+        // the grandchild of a double fork whose middle process exited between two scans:
+        // the run tag in their environment names their run (unless they cleared it).
+        let known: BTreeSet<u32> = runs
+            .iter()
+            .flat_map(|(_, _, r)| {
+                let mut v: Vec<u32> = r.tracked().snapshot().into_iter().map(|(p, _)| p).collect();
+                v.push(r.pid());
+                v
+            })
+            .collect();
+        let mut adopted: HashMap<String, Vec<runs::Ident>> = HashMap::new();
+        if runs.iter().any(|(_, _, r)| r.hold() == runs::Hold::Subreaper) {
+            for (pid, st) in snap.iter() {
+                if st.ppid != me || st.state == 'Z' || known.contains(pid) {
+                    continue;
+                }
+                let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                    continue;
+                };
+                let want = format!("{TAG_VAR}=");
+                if let Some(kv) = env.split(|b| *b == 0).find(|kv| kv.starts_with(want.as_bytes())) {
+                    let tag = String::from_utf8_lossy(&kv[want.len()..]).to_string();
+                    adopted.entry(tag).or_default().push((*pid, st.start_time));
+                }
+            }
+        }
+        for (run_ref, generation, run) in &runs {
+            let t = run.tracked();
+            let leader = run.pid();
+            let mut changed = match run.hold() {
+                runs::Hold::Cgroup { path } => t.add(
+                    runs::cgroup::members(&path)
+                        .into_iter()
+                        .filter(|p| *p != leader)
+                        .filter_map(|p| snap.get(p).map(|s| (p, s.start_time))),
+                ),
+                runs::Hold::Subreaper => {
+                    let mut roots: Vec<u32> = t
+                        .snapshot()
+                        .into_iter()
+                        .filter(|id| snap.living(*id))
+                        .map(|(p, _)| p)
+                        .collect();
+                    let tag = format!("{}{run_ref}:{generation}", self.tag_prefix);
+                    let orphans = adopted.remove(&tag).unwrap_or_default();
+                    roots.extend(orphans.iter().map(|(p, _)| *p));
+                    if !run.reaped() {
+                        roots.push(leader);
+                    }
+                    t.add(orphans) | t.add(snap.descendants(&roots))
+                }
+            };
+            for id in t.snapshot() {
+                if snap
+                    .get(id.0)
+                    .is_some_and(|s| s.start_time == id.1 && s.ppid == me && s.state == 'Z')
+                {
+                    candidates.push(id);
+                }
+            }
+            changed |= t.prune(&snap);
+            if changed && run.hold() == runs::Hold::Subreaper {
+                let ids = t.snapshot();
+                let path = runs_dir(&self.home)
+                    .join(run_ref)
+                    .join(format!("gen-{generation}"))
+                    .join(PROCS_FILE);
+                if let Ok(bytes) = serde_json::to_vec(&ids) {
+                    let _ = files::ensure_private_dir(&files::parent_of(&path))
+                        .and_then(|_| files::write_atomic(&path, &bytes));
+                }
+            }
+        }
+        // Under cgroups, a process killed between two scans may never have been seen: its
+        // zombie still names the run's cgroup.
+        if let Containment::Cgroups(base) = &self.containment {
+            for (pid, s) in snap.iter() {
+                if s.ppid == me && s.state == 'Z' && base.holds(*pid) {
+                    candidates.push((*pid, s.start_time));
+                }
+            }
+        }
+        if candidates.is_empty() {
+            return;
+        }
+        // Under the lock: every leader spawned so far is in `live` (spawns hold it), and a
+        // leader is reaped by its own waiter only.
+        let inner = self.lock();
+        let leaders: BTreeSet<u32> = inner
+            .live
+            .values()
+            .filter(|l| !l.run.reaped())
+            .map(|l| l.run.pid())
+            .collect();
+        for id in candidates {
+            if !leaders.contains(&id.0) {
+                runs::tree::reap_adopted(id);
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -322,60 +548,195 @@ impl Sessions {
         Ok(())
     }
 
-    /// Processes of runs that a previous server left running: ended, and their runs marked
-    /// `lost` with no exit code.
-    fn sweep_orphans(&self) -> Result<(), SessionError> {
-        let mut inner = self.lock();
-        let refs: Vec<String> = inner
-            .records
-            .values()
-            .filter(|r| r.derive().state.is_live())
-            .map(|r| r.run_ref.clone())
+    /// Sweeps what a previous server left: every run it left live (by the ledger's events)
+    /// has its processes ended, all runs at once, each within the stop grace, and is
+    /// recorded `lost` with no exit code; then every run cgroup folder still under this
+    /// home's cgroup (a crash between creating it and recording the start) is emptied and
+    /// removed. Meant to run on its own thread once the socket listens; until a run is
+    /// swept it shows `recovering`.
+    pub fn recover(self: &Arc<Self>) {
+        let refs: Vec<String> = self.lock().recovering.iter().cloned().collect();
+        if refs.is_empty() {
+            self.sweep_cgroup_leftovers(&BTreeSet::new());
+            return;
+        }
+        crate::server::log(&format!(
+            "sessions: sweeping {} run(s) a previous server left live",
+            refs.len()
+        ));
+        let tags = tagged_processes_all(&self.tag_prefix);
+        let handles: Vec<_> = refs
+            .iter()
+            .cloned()
+            .map(|r| {
+                let me = Arc::clone(self);
+                let pids = tags.clone();
+                std::thread::Builder::new()
+                    .name(format!("sweep-{r}"))
+                    .spawn(move || me.sweep_one(&r, &pids))
+            })
             .collect();
-        for run_ref in refs {
-            let rec = &inner.records[&run_ref];
+        let mut swept = BTreeSet::new();
+        for (r, h) in refs.into_iter().zip(handles) {
+            match h {
+                Ok(h) => {
+                    if let Ok(Some(folder)) = h.join() {
+                        swept.insert(folder);
+                    }
+                }
+                Err(e) => crate::server::log(&format!("sessions: cannot sweep {r}: {e}")),
+            }
+        }
+        self.sweep_cgroup_leftovers(&swept);
+        crate::server::log("sessions: sweep done");
+    }
+
+    /// Ends one run's leftovers and records it lost. Returns its cgroup folder name.
+    fn sweep_one(&self, run_ref: &str, tags: &HashMap<String, Vec<u32>>) -> Option<String> {
+        let (d, started) = {
+            let inner = self.lock();
+            let rec = inner.records.get(run_ref)?;
             let d = rec.derive();
             let started = rec
                 .events
                 .iter()
                 .rev()
-                .find(|e| e.kind == kinds::STARTED)
+                .find(|e| {
+                    e.kind == kinds::STARTED
+                        && e.fields.get("generation").and_then(Value::as_u64)
+                            == Some(d.generation)
+                })
                 .map(|e| e.fields.clone())
                 .unwrap_or_default();
-            let pid = started
-                .get("pid")
-                .and_then(Value::as_u64)
-                .and_then(|p| u32::try_from(p).ok());
-            let start_time = started.get("start_time").and_then(Value::as_u64);
-            let tag = started
-                .get("tag")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            // Every process that carries the run's tag: the leader if it is still the one we
-            // started (pid and start time), and whatever it left behind in its group or
-            // beyond (the tag is inherited through fork and exec).
-            let mut pids = tag.as_deref().map(tagged_processes).unwrap_or_default();
-            if let (Some(pid), Some(st)) = (pid, start_time)
-                && runs::is_same_process(pid, st)
-                && !pids.contains(&pid)
-            {
-                pids.push(pid);
-            }
-            let found = !pids.is_empty();
-            let ended = found && end_processes(&pids, self.settings.stop_grace);
-            let reason = if found {
-                "the server that owned it stopped; its process group was ended at restart"
-            } else {
-                "the server that owned it stopped; its process was gone at restart"
-            };
-            self.record(
-                &mut inner,
-                &run_ref,
-                kinds::LOST,
-                json!({"generation": d.generation, "pid": pid, "found": found, "ended": ended, "reason": reason}),
-            )?;
+            (d, started)
+        };
+        let pid = started
+            .get("pid")
+            .and_then(Value::as_u64)
+            .and_then(|p| u32::try_from(p).ok());
+        let start_time = started.get("start_time").and_then(Value::as_u64);
+        let tag = started
+            .get("tag")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{}{run_ref}:{}", self.tag_prefix, d.generation));
+        // The processes: the cgroup's members, the tagged ones, the leader if it is still
+        // the one started (pid and start time), those the previous server attributed, and
+        // every descendant of all of them.
+        let folder = runs::cgroup::Base::name(run_ref, d.generation);
+        let mut cgroups: Vec<PathBuf> = Vec::new();
+        if let Some(p) = started.get("cgroup").and_then(Value::as_str) {
+            cgroups.push(PathBuf::from(p));
         }
-        Ok(())
+        if let Containment::Cgroups(b) = &self.containment {
+            let p = b.dir.join(&folder);
+            if !cgroups.contains(&p) {
+                cgroups.push(p);
+            }
+        }
+        cgroups.retain(|p| p.join("cgroup.procs").exists());
+        let mut ids: BTreeSet<runs::Ident> = BTreeSet::new();
+        let snap = runs::tree::Snapshot::take();
+        let mut roots: Vec<u32> = tags.get(&tag).cloned().unwrap_or_default();
+        if let (Some(pid), Some(st)) = (pid, start_time)
+            && runs::is_same_process(pid, st)
+        {
+            roots.push(pid);
+        }
+        let procs_file = runs_dir(&self.home)
+            .join(run_ref)
+            .join(format!("gen-{}", d.generation))
+            .join(PROCS_FILE);
+        if let Ok(bytes) = std::fs::read(&procs_file)
+            && let Ok(list) = serde_json::from_slice::<Vec<runs::Ident>>(&bytes)
+        {
+            roots.extend(list.into_iter().filter(|id| snap.living(*id)).map(|(p, _)| p));
+        }
+        for c in &cgroups {
+            roots.extend(runs::cgroup::members(c));
+        }
+        roots.retain(|p| *p != std::process::id());
+        for &p in &roots {
+            if let Some(s) = snap.get(p) {
+                ids.insert((p, s.start_time));
+            }
+        }
+        ids.extend(snap.descendants(&roots));
+        let pids: Vec<runs::Ident> = ids.into_iter().collect();
+        let found = !pids.is_empty() || cgroups.iter().any(|c| runs::cgroup::populated(c));
+        let ended = !found || end_processes(&pids, &cgroups, self.settings.stop_grace);
+        for c in &cgroups {
+            if let Err(e) = runs::cgroup::remove(c) {
+                crate::server::log(&format!(
+                    "sessions: {run_ref}: cannot remove the cgroup {}: {e}",
+                    c.display()
+                ));
+            }
+        }
+        let reason = if found {
+            "the server that owned it stopped; the processes it left were ended at restart"
+        } else {
+            "the server that owned it stopped; its process was gone at restart"
+        };
+        let mut inner = self.lock();
+        let _ = self
+            .record(
+                &mut inner,
+                run_ref,
+                kinds::LOST,
+                json!({"generation": d.generation, "pid": pid, "found": found, "ended": ended, "processes": pids.len(), "reason": reason}),
+            )
+            .inspect_err(|e| {
+                crate::server::log(&format!("sessions: {run_ref}: cannot record lost: {e}"))
+            });
+        inner.recovering.remove(run_ref);
+        Some(folder)
+    }
+
+    /// Empties and removes the run cgroup folders under this home's cgroup that no swept
+    /// run accounted for (a crash after the folder was made, before the start was recorded).
+    fn sweep_cgroup_leftovers(&self, swept: &BTreeSet<String>) {
+        let Containment::Cgroups(base) = &self.containment else {
+            return;
+        };
+        // Listed under the lock: a run started meanwhile has its folder made and its
+        // process recorded as live under the same lock, so it is never taken for a leftover.
+        let leftovers: Vec<PathBuf> = {
+            let inner = self.lock();
+            let live: BTreeSet<String> = inner
+                .live
+                .iter()
+                .map(|(r, l)| runs::cgroup::Base::name(r, l.generation))
+                .collect();
+            base.folders()
+                .into_iter()
+                .filter(|dir| {
+                    let name = dir
+                        .file_name()
+                        .map(|n| n.to_string_lossy().to_string())
+                        .unwrap_or_default();
+                    !live.contains(&name) && !swept.contains(&name)
+                })
+                .collect()
+        };
+        for dir in leftovers {
+            let e = runs::cgroup::end_all(&dir, self.settings.stop_grace, runs::KILL_WAIT);
+            if e.found || !e.removed {
+                crate::server::log(&format!(
+                    "sessions: a run cgroup left behind, {}: {}",
+                    dir.display(),
+                    if e.found {
+                        format!(
+                            "its processes were ended ({}), folder {}",
+                            if e.sent_kill { "SIGKILL" } else { "SIGTERM" },
+                            if e.removed { "removed" } else { "NOT removed" }
+                        )
+                    } else {
+                        "empty, but it could not be removed".into()
+                    }
+                ));
+            }
+        }
     }
 
     /// A variable of the server's own environment (what it was started with).
@@ -525,7 +886,7 @@ impl Sessions {
             Some(w) => PathBuf::from(&w.path),
             None => admitted.path.clone(),
         };
-        let mut created = json!({"tool": profile.tool.name(), "profile": profile.name, "transport": transport, "demo": demo});
+        let mut created = json!({"tool": profile.tool.name(), "profile": profile.name, "transport": transport, "demo": demo, "workspace": workspace.to_string_lossy()});
         if let Some(r) = &ws_ref {
             created["workspace_ref"] = json!(r);
         }
@@ -640,15 +1001,35 @@ impl Sessions {
             ),
             Transport::Pty => None,
         };
-        let run =
-            Run::spawn(spec).map_err(|e: RunError| SessionError::Unprocessable(e.to_string()))?;
+        // The run's own cgroup, made before the spawn (a crash from here on leaves a folder
+        // the next server's sweep finds by its name).
+        if let Containment::Cgroups(base) = &self.containment {
+            match base.create(run_ref, generation) {
+                Ok(dir) => spec.cgroup = Some(dir),
+                Err(e) => crate::server::log(&format!(
+                    "sessions: {run_ref}: cannot create its cgroup under {} ({e}); it is held \
+                     by the subreaper fallback",
+                    base.dir.display()
+                )),
+            }
+        }
+        let cgroup = spec.cgroup.clone();
+        let run = Run::spawn(spec).map_err(|e: RunError| {
+            if let Some(dir) = &cgroup {
+                let _ = runs::cgroup::remove(dir);
+            }
+            SessionError::Unprocessable(e.to_string())
+        })?;
+        if self.settings.abort_after_spawn {
+            crate::server::log("test hook: aborting right after a spawn, before `started`");
+            std::process::abort();
+        }
         let pid = run.pid();
-        self.record(
-            inner,
-            run_ref,
-            kinds::STARTED,
-            json!({"generation": generation, "pid": pid, "start_time": run.start_time(), "tag": tag, "program": program.to_string_lossy()}),
-        )?;
+        let mut started = json!({"generation": generation, "pid": pid, "start_time": run.start_time(), "tag": tag, "program": program.to_string_lossy(), "hold": run.hold().name()});
+        if let Some(dir) = &cgroup {
+            started["cgroup"] = json!(dir.to_string_lossy());
+        }
+        self.record(inner, run_ref, kinds::STARTED, started)?;
         let link = stdio.map(|mut session| {
             let opening = session.start();
             for line in opening {
@@ -720,10 +1101,19 @@ impl Sessions {
         {
             fields["transcript_capped"] = json!(true);
         }
-        let mut inner = self.lock();
-        let current = inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
-        if current {
-            let _ = self.record(&mut inner, &run_ref, kinds::EXITED, fields);
+        {
+            let mut inner = self.lock();
+            let current = inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
+            if current {
+                let _ = self.record(&mut inner, &run_ref, kinds::EXITED, fields);
+            }
+        }
+        // Whatever the run left (a daemon it double-forked, a process that changed its
+        // session) ends with it; its cgroup folder goes once it is empty.
+        if !run.end_remaining(self.settings.stop_grace) {
+            crate::server::log(&format!(
+                "sessions: {run_ref}: processes it left could not all be ended"
+            ));
         }
     }
 
@@ -868,6 +1258,7 @@ impl Sessions {
             return Value::Null;
         };
         let d: Derived = rec.derive();
+        let recovering = inner.recovering.contains(run_ref);
         let mut v = json!({
             "ref": rec.run_ref,
             "tool": rec.tool,
@@ -882,6 +1273,11 @@ impl Sessions {
         if let Ok(Value::Object(dm)) = serde_json::to_value(&d) {
             obj.extend(dm);
         }
+        if recovering {
+            // Left live by a previous server, not swept yet: derived, never recorded.
+            obj.insert("state".into(), json!(State::Recovering.as_str()));
+        }
+        obj.insert("hold".into(), hold_view(inner, rec));
         if let Some(a) = &rec.archived_at {
             obj.insert("archived_at".into(), json!(a));
         }
@@ -956,7 +1352,14 @@ impl Sessions {
         let num = |r: &str| parse_ref_number(r).unwrap_or(0);
         all.sort_by_key(|r| std::cmp::Reverse(num(&r.run_ref)));
         if let Some(s) = &q.state {
-            all.retain(|r| r.derive().state.as_str() == s);
+            all.retain(|r| {
+                let st = if inner.recovering.contains(&r.run_ref) {
+                    State::Recovering
+                } else {
+                    r.derive().state
+                };
+                st.as_str() == s
+            });
         }
         let cursor_mode = q.pagination.as_deref() == Some("cursor");
         let (page, next): (Vec<&RunRecord>, Option<String>) = if cursor_mode {
@@ -1495,6 +1898,27 @@ impl Sessions {
     }
 }
 
+/// How the run's current generation is held: `{"mechanism": "cgroup", "path": …}` or
+/// `{"mechanism": "subreaper"}`, from the live process or from its `started` event; null
+/// before any start.
+fn hold_view(inner: &Inner, rec: &RunRecord) -> Value {
+    if let Some(l) = inner.live.get(&rec.run_ref) {
+        return serde_json::to_value(l.run.hold()).unwrap_or(Value::Null);
+    }
+    let Some(e) = rec.events.iter().rev().find(|e| e.kind == kinds::STARTED) else {
+        return Value::Null;
+    };
+    match (
+        e.fields.get("hold").and_then(Value::as_str),
+        e.fields.get("cgroup"),
+    ) {
+        (Some("cgroup"), Some(p)) => json!({"mechanism": "cgroup", "path": p}),
+        (Some(m), _) => json!({"mechanism": m}),
+        // Started by a server from before holds were recorded: its process group only.
+        (None, _) => json!({"mechanism": "process_group"}),
+    }
+}
+
 /// `GET /runs` query.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct ListQuery {
@@ -1505,13 +1929,34 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
-/// True when /proc/<pid>/environ holds our tag.
-fn process_has_tag(pid: u32, tag: &str) -> bool {
-    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
+/// The file, in a generation's folder, where the subreaper fallback keeps the processes it
+/// attributed to the run (pid and start time), for a later server's sweep.
+const PROCS_FILE: &str = "procs.json";
+
+/// Every live process (not zombies) whose environment holds a `PROCTOR_RUN_TAG` of this
+/// home (`<prefix>…`), by tag.
+fn tagged_processes_all(prefix: &str) -> HashMap<String, Vec<u32>> {
+    let me = std::process::id();
+    let mut out: HashMap<String, Vec<u32>> = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
     };
-    let want = format!("{TAG_VAR}={tag}");
-    env.split(|b| *b == 0).any(|kv| kv == want.as_bytes())
+    let want = format!("{TAG_VAR}={prefix}");
+    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        if pid == me || !living(pid) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        for kv in env.split(|b| *b == 0) {
+            if kv.starts_with(want.as_bytes()) {
+                let tag = String::from_utf8_lossy(&kv[TAG_VAR.len() + 1..]).to_string();
+                out.entry(tag).or_default().push(pid);
+            }
+        }
+    }
+    out
 }
 
 /// True for a process that exists and is not a zombie (a zombie has ended; only its
@@ -1520,31 +1965,37 @@ fn living(pid: u32) -> bool {
     runs::proc_stat(pid).is_some_and(|s| s.state != 'Z')
 }
 
-/// Live processes (not zombies) whose environment holds `PROCTOR_RUN_TAG=<tag>`.
-fn tagged_processes(tag: &str) -> Vec<u32> {
-    let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != me && living(*pid) && process_has_tag(*pid, tag))
-        .collect()
-}
-
-/// Ends orphaned processes: SIGTERM to each and to its group, then SIGKILL after the grace.
-/// True when none is left alive.
-fn end_processes(pids: &[u32], grace: Duration) -> bool {
+/// Ends orphaned processes: SIGTERM to each (and its group) and to every member of the
+/// cgroups, then SIGKILL (and `cgroup.kill`) after the grace. True when none is left alive.
+fn end_processes(ids: &[runs::Ident], cgroups: &[PathBuf], grace: Duration) -> bool {
+    let same = |id: &runs::Ident| runs::proc_stat(id.0).is_some_and(|s| s.start_time == id.1);
     let signal_all = |sig: libc::c_int| {
-        for &pid in pids {
-            let p = pid as libc::pid_t;
-            // SAFETY: plain kill(2) on processes identified by their tag.
+        for id in ids.iter().filter(|id| same(id)) {
+            let p = id.0 as libc::pid_t;
+            // SAFETY: plain kill(2) on processes identified by pid and start time.
             unsafe {
-                libc::kill(-p, sig);
+                if sig == libc::SIGKILL {
+                    libc::kill(-p, sig);
+                }
                 libc::kill(p, sig);
+                if sig == libc::SIGTERM {
+                    libc::kill(p, libc::SIGCONT);
+                }
+            }
+        }
+        for c in cgroups {
+            if sig == libc::SIGKILL {
+                let _ = runs::cgroup::kill(c);
+            } else {
+                runs::cgroup::signal_members(c, sig);
             }
         }
     };
-    let all_gone = || pids.iter().all(|p| !living(*p));
+    let all_gone = || {
+        ids.iter()
+            .all(|id| runs::proc_stat(id.0).is_none_or(|s| s.start_time != id.1 || s.state == 'Z'))
+            && cgroups.iter().all(|c| !runs::cgroup::populated(c))
+    };
     signal_all(libc::SIGTERM);
     let deadline = std::time::Instant::now() + grace;
     while std::time::Instant::now() < deadline {
@@ -1561,4 +2012,86 @@ fn end_processes(pids: &[u32], grace: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     false
+}
+
+/// The `sessions.run.*` events the ledger holds, by run.
+struct LedgerRuns {
+    events: BTreeMap<String, Vec<RunEvent>>,
+    deleted: BTreeSet<String>,
+    /// One more than the highest run number ever created.
+    next_number: u64,
+}
+
+fn ledger_run_events(path: &Path) -> LedgerRuns {
+    let mut out = LedgerRuns {
+        events: BTreeMap::new(),
+        deleted: BTreeSet::new(),
+        next_number: 1,
+    };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return out;
+    };
+    for line in text.lines().filter(|l| l.contains("\"sessions.run.")) {
+        let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let (Some(seq), Some(kind), Some(at), Some(run)) = (
+            m.get("seq").and_then(Value::as_u64),
+            m.get("kind").and_then(Value::as_str).map(str::to_string),
+            m.get("at").and_then(Value::as_str).map(str::to_string),
+            m.get("run").and_then(Value::as_str).map(str::to_string),
+        ) else {
+            continue;
+        };
+        if !kind.starts_with("sessions.run.") {
+            continue;
+        }
+        if kind == kinds::CREATED
+            && let Some(n) = parse_ref_number(&run)
+        {
+            out.next_number = out.next_number.max(n + 1);
+        }
+        if kind == kinds::DELETED {
+            out.deleted.insert(run.clone());
+        }
+        for k in ["seq", "kind", "at", "prev", "run"] {
+            m.remove(k);
+        }
+        out.events.entry(run).or_default().push(RunEvent {
+            seq,
+            at,
+            kind,
+            fields: m,
+        });
+    }
+    out
+}
+
+/// A run record rebuilt from the ledger's events alone (its `run.json` is gone). The name
+/// and the worktree details are not in the ledger: they stay unknown.
+fn rebuild_record(run_ref: &str, events: &[RunEvent]) -> Option<RunRecord> {
+    let created = events.iter().find(|e| e.kind == kinds::CREATED)?;
+    let f = &created.fields;
+    let text = |k: &str| f.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut archived_at = None;
+    for e in events {
+        match e.kind.as_str() {
+            kinds::ARCHIVED => archived_at = Some(e.at.clone()),
+            kinds::UNARCHIVED => archived_at = None,
+            _ => {}
+        }
+    }
+    Some(RunRecord {
+        run_ref: run_ref.to_string(),
+        tool: text("tool").unwrap_or_else(|| "unknown".into()),
+        profile: text("profile").unwrap_or_else(|| "unknown".into()),
+        transport: text("transport").unwrap_or_else(|| "pipe".into()),
+        workspace: text("workspace").unwrap_or_default(),
+        demo: f.get("demo").and_then(Value::as_bool).unwrap_or(false),
+        created_at: created.at.clone(),
+        name: None,
+        archived_at,
+        worktree: None,
+        events: events.to_vec(),
+    })
 }

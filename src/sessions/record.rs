@@ -23,6 +23,9 @@ pub enum State {
     Lost,
     /// Released by cleanup; only delete remains.
     Cleaned,
+    /// Left live by a server that stopped, and not yet swept by this one. Never derived
+    /// from the events alone: the manager shows it until its sweep records `lost`.
+    Recovering,
 }
 
 impl State {
@@ -35,12 +38,16 @@ impl State {
             State::Failed => "failed",
             State::Lost => "lost",
             State::Cleaned => "cleaned",
+            State::Recovering => "recovering",
         }
     }
 
     /// True while a process of this run may be alive.
     pub fn is_live(self) -> bool {
-        matches!(self, State::Starting | State::Running | State::Idle)
+        matches!(
+            self,
+            State::Starting | State::Running | State::Idle | State::Recovering
+        )
     }
 }
 

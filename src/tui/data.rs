@@ -92,6 +92,8 @@ pub enum RunState {
     Failed,
     Lost,
     Cleaned,
+    /// Left live by a previous server; this one is still sweeping it.
+    Recovering,
     Unknown,
 }
 
@@ -105,6 +107,7 @@ impl RunState {
             "failed" => RunState::Failed,
             "lost" => RunState::Lost,
             "cleaned" => RunState::Cleaned,
+            "recovering" => RunState::Recovering,
             _ => RunState::Unknown,
         }
     }
@@ -112,7 +115,7 @@ impl RunState {
     pub fn is_live(self) -> bool {
         matches!(
             self,
-            RunState::Starting | RunState::Running | RunState::Idle
+            RunState::Starting | RunState::Running | RunState::Idle | RunState::Recovering
         )
     }
 }
@@ -184,6 +187,7 @@ impl RunView {
         };
         let source = match st {
             RunState::Starting => "launching".to_string(),
+            RunState::Recovering => "sweep after restart".to_string(),
             RunState::Running => {
                 match self
                     .output
@@ -230,7 +234,7 @@ impl Counts {
         };
         for r in runs {
             match r.state() {
-                RunState::Starting | RunState::Running => c.live += 1,
+                RunState::Starting | RunState::Running | RunState::Recovering => c.live += 1,
                 RunState::Idle => c.idle += 1,
                 RunState::Stopped => c.stopped += 1,
                 RunState::Failed => c.failed += 1,
@@ -302,6 +306,7 @@ pub async fn fetch_runs(client: &Client) -> Result<RunsPage, ClientError> {
         for (state, slot) in [
             ("starting", 0),
             ("running", 0),
+            ("recovering", 0),
             ("idle", 1),
             ("stopped", 2),
             ("failed", 3),

@@ -229,7 +229,7 @@ pub struct CleanupArgs {
 /// --json prints the server's page as it is (nothing left out).
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Only runs in this state (starting, running, idle, stopped, failed, lost, cleaned).
+    /// Only runs in this state (starting, running, idle, stopped, failed, lost, cleaned, recovering).
     #[arg(long)]
     pub state: Option<String>,
     /// At most this many runs (1–200), plus your pinned runs outside them.
@@ -587,7 +587,7 @@ fn list(c: &Client, a: ListArgs) -> anyhow::Result<ExitCode> {
     if let Some(st) = &a.state {
         if !st.bytes().all(|b| b.is_ascii_lowercase()) {
             return Err(UsageError::new(format!(
-                "state {} is not one of starting, running, idle, stopped, failed, lost, cleaned",
+                "state {} is not one of starting, running, idle, stopped, failed, lost, cleaned, recovering",
                 text::one_line(st, 40)
             )));
         }
@@ -718,6 +718,27 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
         state.push(')');
     }
     line("state", state);
+    if v["state"].as_str() == Some("recovering") {
+        line(
+            "recovering",
+            "a previous server left it live; this server is ending what it left, then \
+             records it lost"
+                .into(),
+        );
+    }
+    match v["hold"]["mechanism"].as_str() {
+        Some("cgroup") => line(
+            "held by",
+            format!("its own cgroup {}", s(&v["hold"], "path", usize::MAX)),
+        ),
+        Some("subreaper") => line(
+            "held by",
+            "the server as child subreaper (processes attributed by scanning; no cgroup)"
+                .into(),
+        ),
+        Some(other) => line("held by", text::one_line(other, 40)),
+        None => {}
+    }
     line("created", s(&v, "created_at", 40));
     if v["started_at"].is_string() {
         line("started", s(&v, "started_at", 40));

@@ -28,7 +28,7 @@ pub fn gate_role(s: GateState) -> Role {
 /// The role that colours a state.
 pub fn state_role(s: RunState) -> Role {
     match s {
-        RunState::Starting => Role::StateStarting,
+        RunState::Starting | RunState::Recovering => Role::StateStarting,
         RunState::Running => Role::StateRunning,
         RunState::Idle => Role::StateIdle,
         RunState::Stopped => Role::StateStopped,
