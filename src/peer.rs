@@ -217,9 +217,7 @@ impl Failed {
     /// What failed, in words for the refusal's message.
     pub fn describe(self) -> &'static str {
         match self {
-            Failed::Gone => {
-                "the calling process is gone or its pid now names another process"
-            }
+            Failed::Gone => "the calling process is gone or its pid now names another process",
             Failed::NotProctorBinary => {
                 "the calling process is not this server's proctor binary (its executable's \
                  device and inode differ from the server's /proc/self/exe; if proctor was \

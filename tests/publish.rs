@@ -520,7 +520,10 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
     let refused = w.ledger("authority.peer_refused");
     assert_eq!(refused.len(), 4, "{refused:?}");
     for e in &refused {
-        assert_eq!(e["route"], "/v1/m/publish/intents/{intent}/approvals", "{e}");
+        assert_eq!(
+            e["route"], "/v1/m/publish/intents/{intent}/approvals",
+            "{e}"
+        );
         assert_eq!(e["failed"], json!(["no_controlling_terminal"]), "{e}");
     }
 
@@ -572,12 +575,7 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
         .collect();
     assert_eq!(
         codes,
-        [
-            "wrong_revision",
-            "aborted",
-            "aborted",
-            "wrong_passphrase"
-        ]
+        ["wrong_revision", "aborted", "aborted", "wrong_passphrase"]
     );
 
     // The person, at the terminal: the fields shown sanitised, the revision and passphrase
@@ -841,7 +839,10 @@ fn a_moved_lease_is_refused_and_a_script_cannot_play_the_terminal() {
     assert_eq!(t.exit_code(), 1);
     let out = t.text();
     assert!(out.contains("lease_moved") && out.contains(&base), "{out}");
-    assert!(!out.contains("Revision: "), "no prompt for a moved lease: {out}");
+    assert!(
+        !out.contains("Revision: "),
+        "no prompt for a moved lease: {out}"
+    );
     w.assert_refused_receipt("lease_moved");
     assert_eq!(w.remote_tip("lease-branch").as_deref(), Some(base.as_str()));
 
@@ -949,8 +950,7 @@ fn the_scripted_attack_from_inside_a_run_is_refused_at_its_first_authority_step(
     let it = w.propose("attack-branch", "Body.\n");
     let id = it["id"].as_str().unwrap().to_string();
     let own = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
-    let own_b64 =
-        base64::engine::general_purpose::STANDARD.encode(own.verifying_key().as_bytes());
+    let own_b64 = base64::engine::general_purpose::STANDARD.encode(own.verifying_key().as_bytes());
     let script = ATTACK
         .replace("@PROCTOR@", env!("CARGO_BIN_EXE_proctor"))
         .replace("@INTENT@", &id)
@@ -981,7 +981,10 @@ fn the_scripted_attack_from_inside_a_run_is_refused_at_its_first_authority_step(
     // The first authority step, and every later one: 403 authority_refused.
     for step in ["keys", "approvals", "check", "authorisation", "spend"] {
         assert_eq!(r[step][0], 403, "{step}: {r}");
-        assert_eq!(r[step][1]["error"]["code"], "authority_refused", "{step}: {r}");
+        assert_eq!(
+            r[step][1]["error"]["code"], "authority_refused",
+            "{step}: {r}"
+        );
     }
     let msg = r["keys"][1]["error"]["message"].as_str().unwrap();
     assert!(msg.contains("descends from the server"), "{msg}");
@@ -1002,7 +1005,10 @@ fn the_scripted_attack_from_inside_a_run_is_refused_at_its_first_authority_step(
     assert!(out.contains("authority_refused"), "{out}");
     // The ledger names each refusal; the one from the proctor binary failed only (c).
     let refused = w.ledger("authority.peer_refused");
-    let routes: Vec<&str> = refused.iter().map(|e| e["route"].as_str().unwrap()).collect();
+    let routes: Vec<&str> = refused
+        .iter()
+        .map(|e| e["route"].as_str().unwrap())
+        .collect();
     assert_eq!(routes[0], "/v1/m/authority/keys", "{refused:?}");
     assert_eq!(refused.len(), 6, "{refused:?}");
     for e in &refused[..5] {
@@ -1013,7 +1019,11 @@ fn the_scripted_attack_from_inside_a_run_is_refused_at_its_first_authority_step(
             "a PTY run has a terminal it is the foreground of: {e}"
         );
     }
-    assert_eq!(refused[5]["failed"], json!(["in_server_tree"]), "{refused:?}");
+    assert_eq!(
+        refused[5]["failed"],
+        json!(["in_server_tree"]),
+        "{refused:?}"
+    );
     assert_eq!(
         refused[5]["route"], "/v1/m/publish/intents/{intent}/approvals",
         "{refused:?}"

@@ -130,11 +130,8 @@ pub fn run(ctx: &Ctx, args: TokenArgs) -> anyhow::Result<ExitCode> {
             }
         }
         TokenCommand::RotateOwner { json } => {
-            let v = client::block_on(client.call(
-                Method::POST,
-                "/v1/tokens/owner/rotation",
-                None,
-            ))??;
+            let v =
+                client::block_on(client.call(Method::POST, "/v1/tokens/owner/rotation", None))??;
             if json {
                 print_json(&v)?;
             } else {

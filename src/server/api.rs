@@ -102,9 +102,9 @@ pub fn needs_terminal(method: &Method, route: &str) -> bool {
     let authority = route
         .strip_prefix(super::authority_api::BASE)
         .is_some_and(|r| r.starts_with('/'));
-    let approval = route.strip_prefix(super::publish_api::BASE).is_some_and(|r| {
-        r.starts_with("/approvals/") || r == "/intents/{intent}/approvals"
-    });
+    let approval = route
+        .strip_prefix(super::publish_api::BASE)
+        .is_some_and(|r| r.starts_with("/approvals/") || r == "/intents/{intent}/approvals");
     changes && (authority || approval || route == OWNER_ROTATE)
 }
 

@@ -184,7 +184,9 @@ async fn connection(
     let cred = match stream.peer_cred() {
         Ok(c) => c,
         Err(e) => {
-            log(&format!("a connection without peer credentials was closed: {e}"));
+            log(&format!(
+                "a connection without peer credentials was closed: {e}"
+            ));
             return;
         }
     };

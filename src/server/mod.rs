@@ -175,7 +175,10 @@ pub fn run_foreground_with(
 ) -> Result<(), ServerError> {
     // Every descendant of a run stays in this process's tree, however it forks: the peer
     // checks rely on it (see crate::peer).
-    crate::peer::become_subreaper().map_err(io_err("become a child subreaper (prctl) for", Path::new("/proc/self")))?;
+    crate::peer::become_subreaper().map_err(io_err(
+        "become a child subreaper (prctl) for",
+        Path::new("/proc/self"),
+    ))?;
     home.ensure()?;
     let socket = home.socket_path();
     check_socket_path(&socket)?;
