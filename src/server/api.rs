@@ -499,3 +499,37 @@ async fn rotate_owner(
     }))
     .into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_authority_routes_are_gated_by_prefix() {
+        let post = Method::POST;
+        for route in [
+            "/v1/m/authority/keys",
+            "/v1/m/authority/keys/{key}/revocation",
+            "/v1/m/publish/intents/{intent}/approvals",
+            "/v1/m/publish/approvals/{approval}/check",
+            "/v1/m/publish/approvals/{approval}/spend",
+            OWNER_ROTATE,
+        ] {
+            assert!(needs_terminal(&post, route), "{route}");
+        }
+        assert!(needs_terminal(
+            &Method::DELETE,
+            "/v1/m/authority/keys/{key}"
+        ));
+        for (m, route) in [
+            (Method::GET, "/v1/m/authority/keys"),
+            (Method::GET, "/v1/m/publish/intents/{intent}"),
+            (Method::POST, "/v1/m/publish/intents"),
+            (Method::POST, "/v1/tokens"),
+            (Method::DELETE, "/v1/tokens/{id}"),
+            (Method::POST, "/v1/m/authorityx/keys"),
+        ] {
+            assert!(!needs_terminal(&m, route), "{m} {route}");
+        }
+    }
+}
