@@ -993,6 +993,9 @@ fn the_scripted_attack_from_inside_a_run_is_refused_at_its_first_authority_step(
     assert_eq!(r["whoami"][1]["principal"], "agent", "{r}");
     assert_eq!(r["grandchild"][1]["principal"], "agent", "{r}");
     assert_eq!(r["grandchild"][1]["peer"]["ancestry"], "descendant", "{r}");
+    // Reparented to the server (a child subreaper), not to init.
+    let server_pid = w.s.expect(200, "GET", "/v1/server", None)["pid"].clone();
+    assert_eq!(r["grandchild"][2], server_pid, "{r}");
     // The owner token stays; an agent creates no token and lists only agent tokens.
     assert_eq!(r["revoke_owner"][0], 403, "{r}");
     assert_eq!(r["revoke_owner"][1]["error"]["code"], "owner_token", "{r}");
@@ -1105,13 +1108,23 @@ r["revoke_owner"] = call("DELETE", "/v1/tokens/owner")
 r["create"] = call("POST", "/v1/tokens", {"name": "mine", "role": "admin"})
 r["list"] = call("GET", "/v1/tokens")
 
-# 2. setsid + double fork: the grandchild asks who it is.
+# 2. setsid + double fork, the environment cleared: once its parent is gone and it has
+#    been reparented, the grandchild asks who it is.
 rd, wr = os.pipe()
 if os.fork() == 0:
     os.setsid()
+    middle = os.getpid()
     if os.fork() == 0:
         os.close(rd)
-        os.write(wr, json.dumps(call("GET", "/v1/whoami")).encode())
+        os.environ.clear()
+        import time
+        for _ in range(1000):
+            if os.getppid() != middle:
+                break
+            time.sleep(0.01)
+        answer = call("GET", "/v1/whoami")
+        answer.append(os.getppid())
+        os.write(wr, json.dumps(answer).encode())
         os._exit(0)
     os._exit(0)
 os.close(wr)
