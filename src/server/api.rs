@@ -278,7 +278,10 @@ fn authority_refused(
         StatusCode::FORBIDDEN,
         "authority_refused",
         format!(
-            "{method} {route} needs a person at a terminal, and the kernel says otherwise: {}.              Remedy: run the proctor command yourself at your terminal (`proctor publish              approve`, `proctor key generate|register`, `proctor token rotate-owner`, or the              cockpit's approval dialog), not from an agent's run or a script",
+            "{method} {route} needs a person at a terminal, and the kernel says otherwise: {}. \
+             Remedy: run the proctor command yourself at your terminal (`proctor publish \
+             approve`, `proctor key generate|register`, `proctor token rotate-owner`, or the \
+             cockpit's approval dialog), not from an agent's run or a script",
             what.join("; ")
         ),
     )
