@@ -333,3 +333,38 @@ fn one_process_holds_a_bounded_number_of_connections() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A background job of a real terminal: the proctor binary, outside the server's tree, with
+/// a controlling terminal, but not its foreground group. `token rotate-owner` makes no
+/// terminal check of its own: the server's refuses it, naming that one check.
+#[test]
+fn a_background_job_at_a_terminal_is_refused_by_the_server() {
+    let s = DemoServer::start_with_env(&[]);
+    let script = format!(
+        "set -m; '{}' --home '{}' token rotate-owner & wait $!; echo \"exit=$?\"",
+        env!("CARGO_BIN_EXE_proctor"),
+        s.home.path().display()
+    );
+    let mut t = Term::spawn("bash", &["--norc", "--noprofile", "-c", &script], 30, 200);
+    let out = t.wait_for_n("exit=", 1);
+    t.exit_code();
+    assert!(out.contains("exit=1"), "{out}");
+    assert!(
+        out.contains("authority_refused") || out.contains("not the foreground"),
+        "{out}"
+    );
+    assert_eq!(s.home.owner_token(), s.token, "nothing rotated");
+    let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
+    let refused: Vec<serde_json::Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["kind"] == "authority.peer_refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["route"], "/v1/tokens/owner/rotation");
+    assert_eq!(
+        refused[0]["failed"],
+        json!(["not_foreground"]),
+        "{refused:?}"
+    );
+}

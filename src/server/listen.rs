@@ -173,6 +173,11 @@ pub async fn serve(
     Ok(())
 }
 
+/// Whether refusal number `n` is logged: the first ten, then one in a hundred.
+fn quiet_log(n: u64) -> bool {
+    n <= 10 || n.is_multiple_of(100)
+}
+
 async fn connection(
     mut stream: tokio::net::UnixStream,
     server: Arc<ServerSelf>,
@@ -191,12 +196,20 @@ async fn connection(
         }
     };
     if cred.uid() != server.euid {
-        log(&format!(
-            "refused a connection from uid {} (pid {}): only uid {} may call this server",
-            cred.uid(),
-            cred.pid().unwrap_or(0),
-            server.euid
-        ));
+        let n = {
+            let mut c = counts.lock().unwrap_or_else(|e| e.into_inner());
+            c.refusals += 1;
+            c.refusals
+        };
+        if quiet_log(n) {
+            log(&format!(
+                "refused a connection from uid {} (pid {}; refusal #{n}): only uid {} may call \
+                 this server",
+                cred.uid(),
+                cred.pid().unwrap_or(0),
+                server.euid
+            ));
+        }
         return;
     }
     let peer = {
@@ -211,9 +224,8 @@ async fn connection(
     let _slot = match take_slot(&counts, &limits, &peer) {
         Ok(s) => s,
         Err((why, n)) => {
-            // One line for the first refusals, then one per hundred: a flood of refused
-            // connections does not flood the log.
-            if n <= 10 || n.is_multiple_of(100) {
+            // A flood of refused connections does not flood the log.
+            if quiet_log(n) {
                 log(&format!("refused a connection (refusal #{n}): {why}"));
             }
             let body = serde_json::json!({"error": {"code": "too_many_connections",
