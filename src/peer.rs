@@ -397,6 +397,60 @@ mod tests {
     }
 
     #[test]
+    fn a_foreground_process_at_its_terminal_outside_the_tree_passes() {
+        use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 24,
+                cols: 80,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new("sleep");
+        cmd.arg("30");
+        let mut child = pair.slave.spawn_command(cmd).unwrap();
+        let pid = child.process_id().unwrap();
+        let ours = exe_id("self");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while exe_id(&pid.to_string()).is_none() || exe_id(&pid.to_string()) == ours {
+            assert!(std::time::Instant::now() < deadline, "sleep never ran");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // A "server" that is not among its ancestors, whose binary is the one it runs: the
+        // child (session leader of the PTY, its foreground group) passes every check.
+        // SAFETY: geteuid(2) cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        let server = ServerSelf {
+            pid: u32::MAX - 7,
+            euid,
+            exe: exe_id(&pid.to_string()),
+        };
+        let peer = Peer::observe(Some(pid as i32), euid, &server);
+        assert_eq!(peer.ancestry, Ancestry::Outside);
+        assert!(!peer.in_server_tree());
+        assert_eq!(authority_check(&peer, &server), vec![]);
+        // The same process, judged by a server of another binary: (a) alone fails.
+        let other = ServerSelf {
+            exe: ours,
+            ..server.clone()
+        };
+        assert_eq!(
+            authority_check(&peer, &other),
+            vec![Failed::NotProctorBinary]
+        );
+        // And by a server it descends from (this process): (c) fails too.
+        let me = ServerSelf {
+            pid: std::process::id(),
+            ..server.clone()
+        };
+        let inside = Peer::observe(Some(pid as i32), euid, &me);
+        assert_eq!(authority_check(&inside, &me), vec![Failed::InServerTree]);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    #[test]
     fn the_unknown_peer_passes_nothing() {
         let server = ServerSelf::current();
         let p = Peer::unknown();
