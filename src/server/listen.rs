@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::peer::{Peer, ServerSelf};
 
@@ -236,9 +236,20 @@ async fn connection(
                  content-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             );
+            // Answer, close our side, and read what the client sent (bounded) until it
+            // closes: a socket closed with unread data resets the peer, which would then
+            // lose the answer.
             let _ = tokio::time::timeout(Duration::from_secs(1), async {
                 let _ = stream.write_all(answer.as_bytes()).await;
                 let _ = stream.shutdown().await;
+                let mut sink = [0u8; 4096];
+                let mut drained = 0usize;
+                while drained < 65536 {
+                    match stream.read(&mut sink).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => drained += n,
+                    }
+                }
             })
             .await;
             return;
