@@ -126,6 +126,25 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// A new token record and its secret.
+fn new_record(
+    name: &str,
+    role: Role,
+    principal: Principal,
+) -> Result<(TokenRecord, String), AuthError> {
+    let secret = format!("{SECRET_PREFIX}{}", random_hex(32)?);
+    let record = TokenRecord {
+        id: format!("tok-{}", random_hex(6)?),
+        name: name.to_string(),
+        role,
+        principal,
+        hash: hash_secret(&secret),
+        created_at: now(),
+        revoked_at: None,
+    };
+    Ok((record, secret))
+}
+
 /// Compares two byte strings in time that depends only on their lengths.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
@@ -194,16 +213,7 @@ impl Tokens {
         {
             return Err(AuthError::Duplicate(name.to_string()));
         }
-        let secret = format!("{SECRET_PREFIX}{}", random_hex(32)?);
-        let record = TokenRecord {
-            id: format!("tok-{}", random_hex(6)?),
-            name: name.to_string(),
-            role,
-            principal,
-            hash: hash_secret(&secret),
-            created_at: now(),
-            revoked_at: None,
-        };
+        let (record, secret) = new_record(name, role, principal)?;
         self.records.push(record.clone());
         if let Err(e) = self.save() {
             self.records.pop();
@@ -226,6 +236,48 @@ impl Tokens {
             return Err(e);
         }
         Ok(self.records[idx].clone())
+    }
+
+    /// The live token with this id or name, if any.
+    pub fn find_live(&self, id_or_name: &str) -> Option<&TokenRecord> {
+        self.records
+            .iter()
+            .find(|r| r.revoked_at.is_none() && (r.id == id_or_name || r.name == id_or_name))
+    }
+
+    /// Replaces the owner token in one step: a new owner secret is made and written to
+    /// `owner_file` (0600, atomic), and only then is every earlier owner token revoked. At
+    /// no point does the home lack a working owner secret: a crash before the file is
+    /// written leaves the old secret live (and a new record nobody holds the secret of); a
+    /// failed write is rolled back. Returns the revoked records and the new one.
+    pub fn rotate_owner(
+        &mut self,
+        owner_file: &Path,
+    ) -> Result<(Vec<TokenRecord>, TokenRecord), AuthError> {
+        let before = self.records.clone();
+        let (record, secret) = new_record("owner", Role::Admin, Principal::Person)?;
+        self.records.push(record.clone());
+        if let Err(e) = self.save() {
+            self.records = before;
+            return Err(e);
+        }
+        if let Err(e) = files::write_atomic(owner_file, format!("{secret}\n").as_bytes()) {
+            self.records = before;
+            let _ = self.save();
+            return Err(e.into());
+        }
+        let at = now();
+        let mut revoked = Vec::new();
+        for r in self.records.iter_mut() {
+            if r.name == "owner" && r.revoked_at.is_none() && r.id != record.id {
+                r.revoked_at = Some(at.clone());
+                revoked.push(r.clone());
+            }
+        }
+        // Should this save fail, the file holds the new secret, which is live: the old ones
+        // are revoked in memory now and at the next successful save.
+        self.save()?;
+        Ok((revoked, record))
     }
 
     /// The live token whose hash matches `secret`, if any.
@@ -307,6 +359,29 @@ mod tests {
             tokens.create("x", Role::Admin, Principal::Person),
             Err(AuthError::Duplicate(_))
         ));
+    }
+
+    #[test]
+    fn rotating_the_owner_token_replaces_the_file_and_revokes_the_old_secret() {
+        let t = tempfile::tempdir().unwrap();
+        let owner = t.path().join("owner.token");
+        let mut tokens = Tokens::load(&t.path().join("t.json")).unwrap();
+        tokens.ensure_owner(&owner).unwrap();
+        let old = std::fs::read_to_string(&owner).unwrap();
+        let old_id = tokens.authenticate(old.trim()).unwrap().id.clone();
+        let (revoked, new) = tokens.rotate_owner(&owner).unwrap();
+        assert_eq!(revoked.len(), 1);
+        assert_eq!(revoked[0].id, old_id);
+        let fresh = std::fs::read_to_string(&owner).unwrap();
+        assert_ne!(old, fresh);
+        assert_eq!(std::fs::metadata(&owner).unwrap().mode() & 0o777, 0o600);
+        assert!(tokens.authenticate(old.trim()).is_none());
+        assert_eq!(tokens.authenticate(fresh.trim()).unwrap().id, new.id);
+        assert_eq!(tokens.find_live("owner").unwrap().id, new.id);
+        // As stored: a reload agrees, and the owner file is current (nothing to remake).
+        let mut again = Tokens::load(&t.path().join("t.json")).unwrap();
+        assert!(again.authenticate(old.trim()).is_none());
+        assert!(!again.ensure_owner(&owner).unwrap());
     }
 
     #[test]

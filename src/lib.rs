@@ -15,6 +15,7 @@ pub mod gate;
 pub mod git;
 pub mod home;
 pub mod ledger;
+pub mod peer;
 pub mod providers;
 pub mod publish;
 pub mod receipts;

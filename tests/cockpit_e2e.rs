@@ -663,7 +663,10 @@ fn the_approval_dialog_in_a_real_terminal_on_the_demo() {
         PASS.as_bytes(),
     )
     .unwrap();
-    h.ok(&["key", "register"]);
+    // Registration is an authority route: the binary at a terminal, as a person.
+    let mut t = common::pty::Term::proctor(h.path(), &["key", "register"]);
+    assert_eq!(t.exit_code(), 0, "{}", t.text());
+    drop(t);
     let s = DemoServer {
         shims: h.path().join("state/demo-shims"),
         token: h.owner_token(),

@@ -9,7 +9,9 @@
 //!   controlling terminal), the passphrase in an environment variable or in a file on stdin,
 //!   a wrong revision, Ctrl-C at the prompt, a wrong passphrase, a stale candidate, the
 //!   passphrase offered in argv (the words are never read);
-//! - a lease that moved, and a replayed authorisation (the spend route called twice).
+//! - a lease that moved; a script that plays the terminal's part with the person's key and
+//!   token, refused at every approval step (the kernel's checks);
+//! - the scripted attack from inside a run, refused at its first authority step.
 //!
 //! One key per test binary (scrypt N=2^17 is slow on purpose).
 
@@ -72,13 +74,10 @@ fn install_key(s: &DemoServer) {
         std::fs::copy(&from, &to).unwrap();
         std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
-    let info = keys::public_info(&k.path).unwrap();
-    let (code, v) = s.call(
-        "POST",
-        "/v1/m/authority/keys",
-        Some(json!({"public_key_b64": info.public_key_b64})),
-    );
-    assert!(code == 201 || code == 200, "{code} {v}");
+    // Registration is an authority route: the proctor binary, at a terminal, as a person.
+    let mut t = Term::proctor(s.home.path(), &["key", "register"]);
+    let code = t.exit_code();
+    assert_eq!(code, 0, "{}", t.text());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -391,15 +390,18 @@ impl World {
 // A program in a PTY of ours.
 // ---------------------------------------------------------------------------------------------
 
-/// Runs `proctor publish approve ID` in a new session (no controlling terminal), with pipes.
+/// Runs `proctor publish approve ID [extra…]` in a new session (no controlling terminal),
+/// with pipes.
 fn approve_without_tty(
     w: &World,
     id: &str,
+    extra: &[&str],
     env: &[(&str, &str)],
     stdin: Stdio,
 ) -> std::process::Output {
     let mut cmd = w.s.home.cmd();
     cmd.args(["publish", "approve", id])
+        .args(extra)
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -465,56 +467,65 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
         "{list}"
     );
 
-    // The passphrase offered in argv: refused, exit 1, a redacted receipt that never holds
-    // the offered words.
-    let out =
-        w.s.home
-            .run(&["publish", "approve", &id, "--passphrase", PASSPHRASE]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("answer_offered_outside_the_terminal"), "{err}");
-    assert!(!err.contains(PASSPHRASE), "{err}");
-    w.assert_refused_receipt("answer_offered_outside_the_terminal");
-
-    // Through a pipe under setsid: no controlling terminal.
-    let out = approve_without_tty(&w, &id, &[], Stdio::piped());
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("no_terminal") && err.contains("redacted"),
-        "{err}"
-    );
-    w.assert_refused_receipt("no_terminal");
-
-    // The passphrase in the environment (and the answers on stdin): still no terminal.
-    let out = approve_without_tty(
+    // Without a controlling terminal the server refuses the first authority step (opening
+    // the approval): the kernel says the caller has no terminal, whatever it offers. No
+    // approval is opened, so no receipt is reserved; the ledger names each refusal.
+    let receipts_before = w.receipts();
+    let no_terminal = |out: &std::process::Output| {
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("authority_refused") && err.contains("no controlling terminal"),
+            "{err}"
+        );
+        assert!(!err.contains(PASSPHRASE), "{err}");
+        assert_eq!(w.receipts(), receipts_before, "no approval was opened");
+    };
+    // The passphrase offered in argv (the words are never read).
+    no_terminal(&approve_without_tty(
         &w,
         &id,
+        &["--passphrase", PASSPHRASE],
+        &[],
+        Stdio::null(),
+    ));
+    // Through a pipe under setsid.
+    no_terminal(&approve_without_tty(&w, &id, &[], &[], Stdio::piped()));
+    // The passphrase in the environment (and the answers on stdin).
+    no_terminal(&approve_without_tty(
+        &w,
+        &id,
+        &[],
         &[
             ("PROCTOR_PASSPHRASE", PASSPHRASE),
             ("PASSPHRASE", PASSPHRASE),
         ],
         Stdio::piped(),
-    );
-    assert_eq!(out.status.code(), Some(1));
-    w.assert_refused_receipt("no_terminal");
-
-    // The revision and passphrase in a file on stdin: ignored, the prompt reads /dev/tty.
+    ));
+    // The revision and passphrase in a file on stdin.
     let answers = w.home().join("answers.txt");
     std::fs::write(&answers, format!("{revision}\n{PASSPHRASE}\n")).unwrap();
-    let out = approve_without_tty(
+    no_terminal(&approve_without_tty(
         &w,
         &id,
         &[],
+        &[],
         Stdio::from(std::fs::File::open(&answers).unwrap()),
-    );
-    assert_eq!(out.status.code(), Some(1));
-    w.assert_refused_receipt("no_terminal");
+    ));
+    let refused = w.ledger("authority.peer_refused");
+    assert_eq!(refused.len(), 4, "{refused:?}");
+    for e in &refused {
+        assert_eq!(
+            e["route"], "/v1/m/publish/intents/{intent}/approvals",
+            "{e}"
+        );
+        assert_eq!(e["failed"], json!(["no_controlling_terminal"]), "{e}");
+    }
 
     // At a real terminal: a wrong revision (one character off).
     let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
@@ -564,16 +575,7 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
         .collect();
     assert_eq!(
         codes,
-        [
-            "answer_offered_outside_the_terminal",
-            "no_terminal",
-            "no_terminal",
-            "no_terminal",
-            "wrong_revision",
-            "aborted",
-            "aborted",
-            "wrong_passphrase"
-        ]
+        ["wrong_revision", "aborted", "aborted", "wrong_passphrase"]
     );
 
     // The person, at the terminal: the fields shown sanitised, the revision and passphrase
@@ -740,9 +742,9 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
         ]
     );
     // A published intent cannot be approved again.
-    let out = approve_without_tty(&w, &id, &[], Stdio::null());
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("PUBLISHED"));
+    let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+    assert_eq!(t.exit_code(), 1);
+    assert!(t.text().contains("PUBLISHED"), "{}", t.text());
 }
 
 fn ssh_keygen_verifies(receipt: &Path) {
@@ -797,16 +799,24 @@ fn a_candidate_changed_after_propose_is_stale() {
     assert!(w.forge.requests().is_empty());
 }
 
-fn approval(w: &World, id: &str) -> (String, Value) {
-    let v =
-        w.s.expect(201, "POST", &format!("{PUB}/intents/{id}/approvals"), None);
-    (v["approval"].as_str().unwrap().to_string(), v)
+/// `proctor publish approve ID` at a real terminal, the revision and the passphrase typed;
+/// its exit code and output.
+fn approve_typed(w: &World, id: &str, revision: &str) -> (u32, String) {
+    let mut t = Term::proctor(w.home(), &["publish", "approve", id]);
+    t.wait_for("Revision: ");
+    t.type_keys(&format!("{revision}\r"));
+    t.wait_for("Passphrase for the publish key: ");
+    t.type_keys(&format!("{PASSPHRASE}\r"));
+    let code = t.exit_code();
+    (code, t.text())
 }
 
-/// A lease that moved is refused naming the tip; once the remote is back, the same intent
-/// publishes through the API, and the spend route called twice is a replay.
+/// A lease that moved is refused naming the tip; a script playing the terminal's part
+/// with the person's key and token is refused at every approval step; once the remote is
+/// back, the same intent publishes at the terminal; a forge that refuses the token makes a
+/// failure, never a silent success.
 #[test]
-fn a_moved_lease_is_refused_and_a_replayed_authorisation_is_refused() {
+fn a_moved_lease_is_refused_and_a_script_cannot_play_the_terminal() {
     use proctor::publish::authorisation::{self, Grant, LedgerHead};
     let w = World::new();
     let it = w.propose("lease-branch", "Body.\n");
@@ -825,117 +835,79 @@ fn a_moved_lease_is_refused_and_a_replayed_authorisation_is_refused() {
             &format!("{base}:refs/heads/lease-branch"),
         ])
         .unwrap();
-    let (apr, _) = approval(&w, &id);
-    let (code, v) =
-        w.s.call("POST", &format!("{PUB}/approvals/{apr}/check"), None);
-    assert_eq!(code, 409, "{v}");
-    assert_eq!(v["error"]["code"], "lease_moved");
+    let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+    assert_eq!(t.exit_code(), 1);
+    let out = t.text();
+    assert!(out.contains("lease_moved") && out.contains(&base), "{out}");
     assert!(
-        v["error"]["message"].as_str().unwrap().contains(&base),
-        "{v}"
+        !out.contains("Revision: "),
+        "no prompt for a moved lease: {out}"
     );
     w.assert_refused_receipt("lease_moved");
     assert_eq!(w.remote_tip("lease-branch").as_deref(), Some(base.as_str()));
-    // The closed approval cannot go on.
-    let (code, _) =
-        w.s.call("POST", &format!("{PUB}/approvals/{apr}/check"), None);
-    assert_eq!(code, 409);
 
-    // The remote branch is gone again: the lease holds. The test plays the terminal's part
-    // with the key, through the API.
+    // The remote branch is gone again: the lease holds. This test process now plays the
+    // terminal's part with the person's key and the owner token, straight over the socket:
+    // it is not the proctor binary and has no terminal, and each step is refused (403
+    // `authority_refused`, recorded) before any handler runs.
     Git::new(w.repo.path())
         .run(&["push", "-q", "origin", ":refs/heads/lease-branch"])
         .unwrap();
-    let (apr, opened) = approval(&w, &id);
-    let receipt = PathBuf::from(opened["receipt"]["path"].as_str().unwrap());
-    let st = World::statement(&receipt);
-    assert_eq!(
-        st["predicate"]["outcome"], "incomplete",
-        "reserved and filled at once"
-    );
-    let view =
-        w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
-    let head: LedgerHead = serde_json::from_value(view["ledger_head"].clone()).unwrap();
     let signing = keys::load(&key().path, PASSPHRASE.as_bytes()).unwrap();
     let grant = Grant {
-        approval: apr.clone(),
+        approval: "apr-0001".into(),
         intent: id.clone(),
         revision: revision.clone(),
         identity: it["candidate"]["digest"].as_str().unwrap().to_string(),
-        ledger_head: head.clone(),
+        ledger_head: LedgerHead {
+            seq: 1,
+            line_sha256: "0".repeat(64),
+        },
     };
-    // An authorisation bound to another revision is refused (and closes the approval).
-    let mut other = grant.clone();
-    other.revision = "0".repeat(40);
-    let (_, bad) = authorisation::mint(&other, &signing).unwrap();
-    let (code, v) = w.s.call(
-        "POST",
-        &format!("{PUB}/approvals/{apr}/authorisation"),
-        Some(json!({"envelope": bad})),
-    );
-    assert_eq!(code, 422, "{v}");
-    assert!(
-        v["error"]["message"].as_str().unwrap().contains("revision"),
-        "{v}"
-    );
+    let (_, env) = authorisation::mint(&grant, &signing).unwrap();
+    let before = w.ledger("authority.peer_refused").len();
+    let steps = [
+        (format!("{PUB}/intents/{id}/approvals"), None),
+        (format!("{PUB}/approvals/apr-0001/check"), None),
+        (
+            format!("{PUB}/approvals/apr-0001/authorisation"),
+            Some(json!({"envelope": env})),
+        ),
+        (
+            format!("{PUB}/approvals/apr-0001/spend"),
+            Some(json!({"envelope": env})),
+        ),
+        (format!("{PUB}/approvals/apr-0001/receipt"), Some(json!({}))),
+        (format!("{PUB}/approvals/apr-0001/refusal"), Some(json!({}))),
+    ];
+    for (path, body) in &steps {
+        let (code, v) = w.s.call("POST", path, body.clone());
+        assert_eq!(code, 403, "{path}: {v}");
+        assert_eq!(v["error"]["code"], "authority_refused", "{path}: {v}");
+    }
+    let refused = w.ledger("authority.peer_refused");
+    assert_eq!(refused.len(), before + steps.len(), "{refused:?}");
+    for e in &refused[before..] {
+        assert!(
+            e["failed"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("not_proctor_binary")),
+            "{e}"
+        );
+    }
+    assert_eq!(w.remote_tip("lease-branch"), None);
+    assert!(w.forge.requests().is_empty());
 
-    let (apr, _) = approval(&w, &id);
-    let view =
-        w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
-    let grant = Grant {
-        approval: apr.clone(),
-        ledger_head: serde_json::from_value(view["ledger_head"].clone()).unwrap(),
-        ..grant
-    };
-    let (payload, env) = authorisation::mint(&grant, &signing).unwrap();
-    // Spending before appending is refused.
-    let (code, _) = w.s.call(
-        "POST",
-        &format!("{PUB}/approvals/{apr}/spend"),
-        Some(json!({"envelope": env})),
-    );
-    assert_eq!(code, 409);
-    w.s.expect(
-        201,
-        "POST",
-        &format!("{PUB}/approvals/{apr}/authorisation"),
-        Some(json!({"envelope": env})),
-    );
-    let minted = w.ledger("publish.authorisation.minted");
-    assert_eq!(
-        minted.last().unwrap()["nonce_sha256"],
-        payload.nonce_sha256()
-    );
-    assert!(
-        !std::fs::read_to_string(w.s.home.ledger())
-            .unwrap()
-            .contains(&payload.nonce),
-        "the ledger keeps the nonce's digest, never the nonce"
-    );
-    let spent = w.s.expect(
-        200,
-        "POST",
-        &format!("{PUB}/approvals/{apr}/spend"),
-        Some(json!({"envelope": env})),
-    );
-    assert_eq!(spent["outcome"], "published", "{spent}");
+    // The person at the terminal: published.
+    let (code, out) = approve_typed(&w, &id, &revision);
+    assert_eq!(code, 0, "{out}");
     assert_eq!(
         w.remote_tip("lease-branch").as_deref(),
         Some(revision.as_str())
     );
     assert_eq!(w.forge.requests().len(), 1);
-
-    // The same authorisation, spent again: a replay, refused and recorded; nothing happens.
-    let (code, v) = w.s.call(
-        "POST",
-        &format!("{PUB}/approvals/{apr}/spend"),
-        Some(json!({"envelope": env})),
-    );
-    assert_eq!(code, 409, "{v}");
-    assert_eq!(v["error"]["code"], "replay");
-    assert_eq!(w.ledger("publish.authorisation.replay_refused").len(), 1);
     assert_eq!(w.ledger("publish.authorisation.spent").len(), 1);
-    assert_eq!(w.forge.requests().len(), 1, "no second pull request");
 
     // The same bytes, proposed again for another branch, need (and get) their own
     // authorisation. The forge now refuses the token: the push happened, the pull request
@@ -944,45 +916,16 @@ fn a_moved_lease_is_refused_and_a_replayed_authorisation_is_refused() {
     assert_eq!(it2["state"], "awaiting_authority", "{it2}");
     let id2 = it2["id"].as_str().unwrap().to_string();
     std::fs::write(w.home().join("config/forge.token"), "ghp_revoked\n").unwrap();
-    let (apr, _) = approval(&w, &id2);
-    let view =
-        w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
-    let grant = Grant {
-        approval: apr.clone(),
-        intent: id2.clone(),
-        revision: it2["revision"].as_str().unwrap().to_string(),
-        identity: it2["candidate"]["digest"].as_str().unwrap().to_string(),
-        ledger_head: serde_json::from_value(view["ledger_head"].clone()).unwrap(),
-    };
-    let (_, env) = authorisation::mint(&grant, &signing).unwrap();
-    w.s.expect(
-        201,
-        "POST",
-        &format!("{PUB}/approvals/{apr}/authorisation"),
-        Some(json!({"envelope": env})),
-    );
-    let spent = w.s.expect(
-        200,
-        "POST",
-        &format!("{PUB}/approvals/{apr}/spend"),
-        Some(json!({"envelope": env})),
-    );
-    assert_eq!(spent["outcome"], "failed", "{spent}");
-    assert_eq!(spent["error"]["code"], "pull_request_failed");
-    assert!(
-        spent["error"]["message"].as_str().unwrap().contains("401"),
-        "{spent}"
-    );
-    assert!(
-        !spent.to_string().contains("ghp_revoked"),
-        "the token never comes back"
-    );
+    let (code, out) = approve_typed(&w, &id2, it2["revision"].as_str().unwrap());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("pull_request_failed"), "{out}");
+    assert!(!out.contains("ghp_revoked"), "the token never comes back");
     assert_eq!(
         w.remote_tip("second-branch").as_deref(),
         it2["revision"].as_str()
     );
-    assert_eq!(spent["effects"]["pull_request"], Value::Null);
-    let st = World::statement(&PathBuf::from(spent["receipt"]["path"].as_str().unwrap()));
+    let path = w.receipts().pop().unwrap();
+    let st = World::statement(&path);
     assert_eq!(st["predicate"]["outcome"], "failed");
     assert_eq!(st["predicate"]["refusal"]["code"], "pull_request_failed");
     assert_eq!(st["predicate"]["done"]["push"]["observed"], it2["revision"]);
@@ -990,6 +933,230 @@ fn a_moved_lease_is_refused_and_a_replayed_authorisation_is_refused() {
         w.s.expect(200, "GET", &format!("{PUB}/intents/{id2}"), None);
     assert_eq!(it2["state"], "failed");
 }
+
+/// The attack of issue 10, as a script inside an agent's run (a `claude` on PATH that is
+/// ours): it finds the server's home from its ancestors' command lines, reads the owner
+/// token, and calls the socket itself: registers its own key, opens an approval, checks,
+/// posts an authorisation it signed, spends. It is refused at the first authority step and
+/// at every later one; the ledger names each refusal; nothing is pushed. From the same run:
+/// the token says person, the kernel says agent (also for a setsid + double-fork
+/// grandchild); the owner token cannot be revoked; only agent tokens are listed; and the
+/// proctor binary itself, under a pseudo-terminal the script made, is refused as a
+/// descendant of the server (the one check it fails).
+#[test]
+fn the_scripted_attack_from_inside_a_run_is_refused_at_its_first_authority_step() {
+    use base64::Engine;
+    let w = World::new();
+    let it = w.propose("attack-branch", "Body.\n");
+    let id = it["id"].as_str().unwrap().to_string();
+    let own = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+    let own_b64 = base64::engine::general_purpose::STANDARD.encode(own.verifying_key().as_bytes());
+    let script = ATTACK
+        .replace("@PROCTOR@", env!("CARGO_BIN_EXE_proctor"))
+        .replace("@INTENT@", &id)
+        .replace("@KEY@", &own_b64);
+    let shim = w.s.shims.join("claude");
+    std::fs::write(&shim, script).unwrap();
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let ws = w.home().join("attack-ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    w.s.expect(
+        201,
+        "POST",
+        RUNS,
+        Some(json!({"tool": "claude", "transport": "pty", "workspace": ws})),
+    );
+    let report = ws.join("attack.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !report.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the attack wrote no report; ledger:\n{}",
+            std::fs::read_to_string(w.s.home.ledger()).unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert!(r["home"].as_str().is_some(), "{r}");
+    // The first authority step, and every later one: 403 authority_refused.
+    for step in ["keys", "approvals", "check", "authorisation", "spend"] {
+        assert_eq!(r[step][0], 403, "{step}: {r}");
+        assert_eq!(
+            r[step][1]["error"]["code"], "authority_refused",
+            "{step}: {r}"
+        );
+    }
+    let msg = r["keys"][1]["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("descends from the server"), "{msg}");
+    // The token says person; the kernel says agent, the grandchild too.
+    assert_eq!(r["whoami"][1]["token_principal"], "person", "{r}");
+    assert_eq!(r["whoami"][1]["principal"], "agent", "{r}");
+    assert_eq!(r["grandchild"][1]["principal"], "agent", "{r}");
+    assert_eq!(r["grandchild"][1]["peer"]["ancestry"], "descendant", "{r}");
+    // Reparented to the server (a child subreaper), not to init.
+    let server_pid = w.s.expect(200, "GET", "/v1/server", None)["pid"].clone();
+    assert_eq!(r["grandchild"][2], server_pid, "{r}");
+    // The owner token stays; an agent creates no token and lists only agent tokens.
+    assert_eq!(r["revoke_owner"][0], 403, "{r}");
+    assert_eq!(r["revoke_owner"][1]["error"]["code"], "owner_token", "{r}");
+    assert_eq!(r["create"][0], 403, "{r}");
+    assert_eq!(r["list"][1]["only"], "agent", "{r}");
+    assert_eq!(r["list"][1]["items"], json!([]), "{r}");
+    // The proctor binary at a terminal of the agent's own making: refused, as in the tree.
+    assert_eq!(r["proctor_in_pty"]["code"], 1, "{r}");
+    let out = r["proctor_in_pty"]["output"].as_str().unwrap();
+    assert!(out.contains("authority_refused"), "{out}");
+    // The ledger names each refusal; the one from the proctor binary failed only (c).
+    let refused = w.ledger("authority.peer_refused");
+    let routes: Vec<&str> = refused
+        .iter()
+        .map(|e| e["route"].as_str().unwrap())
+        .collect();
+    assert_eq!(routes[0], "/v1/m/authority/keys", "{refused:?}");
+    assert_eq!(refused.len(), 6, "{refused:?}");
+    for e in &refused[..5] {
+        assert_eq!(e["ancestry"], "descendant", "{e}");
+        assert_eq!(
+            e["failed"],
+            json!(["not_proctor_binary", "in_server_tree"]),
+            "a PTY run has a terminal it is the foreground of: {e}"
+        );
+    }
+    assert_eq!(
+        refused[5]["failed"],
+        json!(["in_server_tree"]),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused[5]["route"], "/v1/m/publish/intents/{intent}/approvals",
+        "{refused:?}"
+    );
+    // Nothing registered, opened, spent or pushed; the owner token still works.
+    let keys = w.s.expect(200, "GET", "/v1/m/authority/keys", None);
+    assert_eq!(keys["items"].as_array().unwrap().len(), 1, "{keys}");
+    assert!(w.ledger("publish.approval.opened").is_empty());
+    assert!(w.ledger("publish.authorisation.spent").is_empty());
+    assert_eq!(w.remote_tip("attack-branch"), None);
+    assert!(w.forge.requests().is_empty());
+    assert_eq!(
+        w.ledger("auth.token.revoked").len(),
+        0,
+        "the owner token was not revoked"
+    );
+}
+
+/// The attack script (python3): a `claude` that is the attacker.
+const ATTACK: &str = r#"#!/usr/bin/python3
+import json, os, pty, socket, sys
+
+def stat(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+# 1. The server's home, from an ancestor's command line.
+home, pid = None, os.getppid()
+while pid > 1 and home is None:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        args = f.read().split(b"\0")
+    if b"--home" in args:
+        home = args[args.index(b"--home") + 1].decode()
+    pid = int(stat(pid)[1])
+if home is None:
+    home = os.environ.get("PROCTOR_HOME")
+token = open(os.path.join(home, "config/owner.token")).read().strip()
+sock = os.path.join(home, "run/server.sock")
+
+def call(method, path, body=None):
+    data = b"" if body is None else json.dumps(body).encode()
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(
+        f"{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+        f"Connection: close\r\n\r\n".encode() + data)
+    raw = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        raw += b
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    status = int(head.split()[1])
+    if b"chunked" in head.lower():
+        out, rest = b"", payload
+        while rest:
+            size, _, rest = rest.partition(b"\r\n")
+            n = int(size, 16)
+            if n == 0:
+                break
+            out, rest = out + rest[:n], rest[n + 2:]
+        payload = out
+    try:
+        return [status, json.loads(payload)]
+    except Exception:
+        return [status, payload.decode(errors="replace")]
+
+P = "/v1/m/publish"
+r = {"home": home}
+r["keys"] = call("POST", "/v1/m/authority/keys", {"public_key_b64": "@KEY@"})
+r["approvals"] = call("POST", f"{P}/intents/@INTENT@/approvals")
+r["check"] = call("POST", f"{P}/approvals/apr-0001/check")
+r["authorisation"] = call("POST", f"{P}/approvals/apr-0001/authorisation", {"envelope": {}})
+r["spend"] = call("POST", f"{P}/approvals/apr-0001/spend", {"envelope": {}})
+r["whoami"] = call("GET", "/v1/whoami")
+r["revoke_owner"] = call("DELETE", "/v1/tokens/owner")
+r["create"] = call("POST", "/v1/tokens", {"name": "mine", "role": "admin"})
+r["list"] = call("GET", "/v1/tokens")
+
+# 2. setsid + double fork, the environment cleared: once its parent is gone and it has
+#    been reparented, the grandchild asks who it is.
+rd, wr = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    middle = os.getpid()
+    if os.fork() == 0:
+        os.close(rd)
+        os.environ.clear()
+        import time
+        for _ in range(1000):
+            if os.getppid() != middle:
+                break
+            time.sleep(0.01)
+        answer = call("GET", "/v1/whoami")
+        answer.append(os.getppid())
+        os.write(wr, json.dumps(answer).encode())
+        os._exit(0)
+    os._exit(0)
+os.close(wr)
+got = b""
+while True:
+    b = os.read(rd, 65536)
+    if not b:
+        break
+    got += b
+r["grandchild"] = json.loads(got)
+
+# 3. The proctor binary itself, at a terminal the script made (session leader, foreground).
+child, fd = pty.fork()
+if child == 0:
+    os.execv("@PROCTOR@", ["@PROCTOR@", "--home", home, "publish", "approve", "@INTENT@"])
+out = b""
+while True:
+    try:
+        b = os.read(fd, 65536)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(child, 0)
+r["proctor_in_pty"] = {"code": os.waitstatus_to_exitcode(st), "output": out.decode(errors="replace")}
+
+tmp = "attack.json.tmp"
+with open(tmp, "w") as f:
+    json.dump(r, f)
+os.rename(tmp, "attack.json")
+"#;
 
 /// Every publish route needs a token and its role; approval routes refuse agents.
 #[test]
@@ -1028,10 +1195,19 @@ fn publish_routes_need_their_role_and_a_person() {
             assert_eq!(http_status(&sock, m, p, Some(&read)), 403, "{m} {p}");
         }
     }
+    // The approval routes need a person at a terminal as the kernel sees it: this test
+    // process is neither the proctor binary nor at one, whatever token it holds.
     for (m, p) in &routes[3..] {
-        let (code, v) = call_as(&sock, Some(&agent), m, p, Some(json!({})));
-        assert_eq!(code, 403, "{m} {p}: {v}");
-        assert_eq!(v["error"]["code"], "agent_refused", "{m} {p}");
+        for token in [&agent, &s.token] {
+            let (code, v) = call_as(&sock, Some(token), m, p, Some(json!({})));
+            assert_eq!(code, 403, "{m} {p}: {v}");
+            assert_eq!(v["error"]["code"], "authority_refused", "{m} {p}");
+            let msg = v["error"]["message"].as_str().unwrap();
+            assert!(
+                msg.contains("not this server's proctor binary") && msg.contains("Remedy"),
+                "{msg}"
+            );
+        }
     }
     // Anything else under the base is refused by default.
     assert_eq!(

@@ -45,6 +45,21 @@ pub struct ServeArgs {
     /// recorded (the crash window a restart must clean up).
     #[arg(long, hide = true)]
     pub test_abort_after_spawn: bool,
+
+    /// A connection must send a complete request head within this many ms of being
+    /// accepted or of its previous response ending; slow-header and idle keep-alive
+    /// connections are closed then. A streamed response (attach) is never cut by it.
+    #[arg(long, value_name = "MS", default_value_t = 15000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub head_timeout_ms: u64,
+
+    /// The most connections one peer process may hold open at once.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub max_connections_per_process: u64,
+
+    /// The most connections the server holds open at once; the processes of its runs
+    /// (agents) share at most half of them.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(2..=65536))]
+    pub max_connections: u64,
 }
 
 impl ServeArgs {
@@ -58,10 +73,24 @@ impl ServeArgs {
         }
     }
 
+    fn limits(&self) -> server::Limits {
+        server::Limits {
+            head_timeout: Duration::from_millis(self.head_timeout_ms),
+            per_process: self.max_connections_per_process as usize,
+            total: self.max_connections as usize,
+        }
+    }
+
     fn passthrough(&self) -> Vec<String> {
         let mut v = vec![
             format!("--stop-grace-ms={}", self.stop_grace_ms),
             format!("--ring-kib={}", self.ring_kib),
+            format!("--head-timeout-ms={}", self.head_timeout_ms),
+            format!(
+                "--max-connections-per-process={}",
+                self.max_connections_per_process
+            ),
+            format!("--max-connections={}", self.max_connections),
         ];
         if self.no_cgroups {
             v.push("--no-cgroups".into());
@@ -96,7 +125,7 @@ pub enum ServerCommand {
 pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let home = ctx.home()?;
     if args.foreground {
-        server::run_foreground(home, args.settings())?;
+        server::run_foreground_with(home, args.settings(), args.limits())?;
         return Ok(ExitCode::SUCCESS);
     }
     let client = Client::new(&home)?;

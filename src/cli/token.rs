@@ -1,4 +1,4 @@
-//! `proctor token create|list|revoke`: bearer tokens for the API.
+//! `proctor token create|list|revoke|rotate-owner`: bearer tokens for the API.
 
 use std::process::ExitCode;
 
@@ -47,9 +47,31 @@ pub enum TokenCommand {
         json: bool,
     },
     /// Revoke a token by id or name; it stops working at once.
+    ///
+    /// The owner token is refused (every CLI verb uses it): replace it with `proctor token
+    /// rotate-owner`. An agent (any process a run started) may revoke only agent tokens
+    /// below admin.
     Revoke {
         /// The token's id (tok-…) or name.
         token: String,
+    },
+    /// Replace the owner token: a new secret in config/owner.token, the old one revoked.
+    ///
+    /// One step on the server: the new secret is written to the home (0600, atomically)
+    /// before the old one stops working, so the home is never left without a way in; the
+    /// ledger records `auth.owner.rotated`. Use it when the owner secret may have leaked.
+    /// Clients that hold the old secret (a running cockpit, PROCTOR_TOKEN) get 401 after:
+    /// restart them. The server answers only this proctor binary, run by a person at a
+    /// controlling terminal in its foreground, outside the server's process tree: not an
+    /// agent's run, not a script or a pipe (403 `authority_refused`).
+    ///
+    /// Exit codes: 0 rotated; 1 refused or failed.
+    ///
+    /// Example: proctor token rotate-owner
+    RotateOwner {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -105,6 +127,33 @@ pub fn run(ctx: &Ctx, args: TokenArgs) -> anyhow::Result<ExitCode> {
                         s("revoked_at")
                     );
                 }
+            }
+        }
+        TokenCommand::RotateOwner { json } => {
+            let v =
+                client::block_on(client.call(Method::POST, "/v1/tokens/owner/rotation", None))??;
+            if json {
+                print_json(&v)?;
+            } else {
+                let revoked: Vec<String> = v["revoked"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| text::one_line(r.as_str().unwrap_or("?"), 64))
+                    .collect();
+                println!(
+                    "owner token rotated: {} is the owner now; revoked {}",
+                    text::one_line(v["owner"]["id"].as_str().unwrap_or("?"), 64),
+                    if revoked.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        revoked.join(", ")
+                    }
+                );
+                println!(
+                    "the new secret is in {} (clients holding the old one get 401: restart them)",
+                    text::one_line(v["file"].as_str().unwrap_or("config/owner.token"), 200)
+                );
             }
         }
         TokenCommand::Revoke { token } => {

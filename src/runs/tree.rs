@@ -162,13 +162,3 @@ pub fn reap_adopted(id: Ident) -> bool {
     // SAFETY: waits for one specific zombie child of ours, without blocking.
     unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == pid }
 }
-
-/// Makes this process a child subreaper: orphans of its descendants reparent to it.
-pub fn become_subreaper() -> std::io::Result<()> {
-    // SAFETY: prctl with integer arguments.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}

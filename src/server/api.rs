@@ -17,13 +17,18 @@ use serde_json::{Value, json};
 use super::{PROTOCOL, Shared, VERSION};
 use crate::auth::{Principal, Role, TokenRecord};
 
-/// Who is calling, as the authorizer established it.
+/// Who is calling, as the authorizer established it: the token's role, and a principal
+/// that is `agent` whenever the kernel says the peer descends from this server, whatever
+/// the token says.
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub token_id: String,
     pub name: String,
     pub role: Role,
     pub principal: Principal,
+    /// The principal the token names (`principal` may be stricter).
+    pub token_principal: Principal,
+    pub peer: crate::peer::Peer,
 }
 
 /// An API error: a status and a JSON body `{"error": {"code", "message"}}`.
@@ -73,6 +78,7 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
         ("GET", "/v1/tokens") => Admin,
         ("POST", "/v1/tokens") => Admin,
         ("DELETE", "/v1/tokens/{id}") => Admin,
+        ("POST", OWNER_ROTATE) => Admin,
         _ if route.starts_with(super::authority_api::BASE) => {
             return super::authority_api::authority_role(m, route);
         }
@@ -81,6 +87,25 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
         }
         _ => return runs_role(m, route.strip_prefix(super::runs_api::BASE)?),
     })
+}
+
+/// The owner token's rotation: a new owner secret in `config/owner.token`, the old one
+/// revoked, in one step (`proctor token rotate-owner`).
+pub const OWNER_ROTATE: &str = "/v1/tokens/owner/rotation";
+
+/// Whether a route exercises authority, and so needs a person at a terminal as the kernel
+/// sees it ([`crate::peer::authority_check`]) on top of its role: every change under
+/// `/v1/m/authority/` (keys), every approval step under `/v1/m/publish` (opening an
+/// approval, check, refusal, authorisation, spend, receipt), and the owner token's rotation.
+pub fn needs_terminal(method: &Method, route: &str) -> bool {
+    let changes = method != Method::GET && method != Method::HEAD;
+    let authority = route
+        .strip_prefix(super::authority_api::BASE)
+        .is_some_and(|r| r.starts_with('/'));
+    let approval = route
+        .strip_prefix(super::publish_api::BASE)
+        .is_some_and(|r| r.starts_with("/approvals/") || r == "/intents/{intent}/approvals");
+    changes && (authority || approval || route == OWNER_ROTATE)
 }
 
 /// The roles of seed 002's permission table for the run routes. pin, snooze and done are
@@ -119,6 +144,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .route("/v1/server/stop", post(server_stop))
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{id}", delete(revoke_token))
+        .route(OWNER_ROTATE, post(rotate_owner))
         .nest(super::runs_api::BASE, super::runs_api::routes())
         .nest(super::authority_api::BASE, super::authority_api::routes())
         .nest(super::publish_api::BASE, super::publish_api::routes())
@@ -187,13 +213,78 @@ async fn authorize(
             ),
         ));
     }
+    // What the kernel said at accept; a request that did not come through the accept loop
+    // has no peer and is treated as the least trusted one.
+    let peer = req
+        .extensions()
+        .get::<crate::peer::Peer>()
+        .cloned()
+        .unwrap_or_else(crate::peer::Peer::unknown);
+    let principal = if peer.in_server_tree() {
+        Principal::Agent
+    } else {
+        record.principal
+    };
+    if needs_terminal(req.method(), &route) {
+        let (me, p) = (state.me.clone(), peer.clone());
+        let failed = tokio::task::spawn_blocking(move || crate::peer::authority_check(&p, &me))
+            .await
+            .map_err(ApiError::internal)?;
+        if !failed.is_empty() {
+            return Err(authority_refused(
+                &state,
+                req.method(),
+                &route,
+                &peer,
+                &record,
+                &failed,
+            ));
+        }
+    }
     req.extensions_mut().insert(Caller {
         token_id: record.id,
         name: record.name,
         role: record.role,
-        principal: record.principal,
+        principal,
+        token_principal: record.principal,
+        peer,
     });
     Ok(next.run(req).await)
+}
+
+/// The refusal of an authority route to a peer that failed the kernel's checks: recorded in
+/// the ledger (`authority.peer_refused`), and a 403 `authority_refused` naming each check
+/// and the remedy.
+fn authority_refused(
+    state: &Shared,
+    method: &Method,
+    route: &str,
+    peer: &crate::peer::Peer,
+    record: &TokenRecord,
+    failed: &[crate::peer::Failed],
+) -> ApiError {
+    let codes: Vec<&str> = failed.iter().map(|f| f.code()).collect();
+    if let Err(e) = state.record(
+        "authority.peer_refused",
+        json!({
+            "method": method.as_str(), "route": route, "pid": peer.pid,
+            "ancestry": peer.ancestry, "failed": codes, "token_id": record.id,
+        }),
+    ) {
+        super::log(&format!("cannot record authority.peer_refused: {e}"));
+    }
+    let what: Vec<&str> = failed.iter().map(|f| f.describe()).collect();
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "authority_refused",
+        format!(
+            "{method} {route} needs a person at a terminal, and the kernel says otherwise: {}. \
+             Remedy: run the proctor command yourself at your terminal (`proctor publish \
+             approve`, `proctor key generate|register`, `proctor token rotate-owner`, or the \
+             cockpit's approval dialog), not from an agent's run or a script",
+            what.join("; ")
+        ),
+    )
 }
 
 async fn not_found() -> ApiError {
@@ -228,6 +319,8 @@ async fn whoami(Extension(caller): Extension<Caller>) -> ApiResult {
         "name": caller.name,
         "role": caller.role,
         "principal": caller.principal,
+        "token_principal": caller.token_principal,
+        "peer": {"pid": caller.peer.pid, "ancestry": caller.peer.ancestry},
     }))
     .into_response())
 }
@@ -253,10 +346,25 @@ fn public(r: &TokenRecord) -> Value {
     })
 }
 
-async fn list_tokens(State(state): State<Arc<Shared>>) -> ApiResult {
+/// An agent principal sees only the agent tokens (`"only": "agent"` says the list was
+/// filtered); a person sees them all.
+async fn list_tokens(
+    State(state): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult {
     let tokens = state.tokens.lock().map_err(ApiError::internal)?;
-    let items: Vec<Value> = tokens.records().iter().map(public).collect();
-    Ok(axum::Json(json!({"items": items})).into_response())
+    let agent = caller.principal == Principal::Agent;
+    let items: Vec<Value> = tokens
+        .records()
+        .iter()
+        .filter(|r| !agent || (r.principal == Principal::Agent && r.role != Role::Admin))
+        .map(public)
+        .collect();
+    let mut out = json!({"items": items});
+    if agent {
+        out["only"] = json!("agent");
+    }
+    Ok(axum::Json(out).into_response())
 }
 
 #[derive(Deserialize)]
@@ -276,7 +384,9 @@ async fn create_token(
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "agent_refused",
-            "an agent identity cannot create tokens",
+            "an agent identity cannot create tokens (a process in the server's tree is an \
+             agent whatever its token); a person creates them with `proctor token create` at \
+             their terminal",
         ));
     }
     let axum::Json(body) =
@@ -321,6 +431,28 @@ async fn revoke_token(
 ) -> ApiResult {
     let record = {
         let mut tokens = state.tokens.lock().map_err(ApiError::internal)?;
+        if let Some(target) = tokens.find_live(&id) {
+            if target.name == "owner" {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "owner_token",
+                    "the owner token cannot be revoked: every CLI verb on this machine \
+                     uses it (config/owner.token). Remedy: replace it with `proctor token \
+                     rotate-owner` at your terminal, which writes the new secret to the home \
+                     and revokes the old one in one step",
+                ));
+            }
+            if caller.principal == Principal::Agent
+                && (target.role == Role::Admin || target.principal == Principal::Person)
+            {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "agent_refused",
+                    "an agent identity can revoke only agent tokens below admin; a person \
+                     revokes this one with `proctor token revoke` at their terminal",
+                ));
+            }
+        }
         tokens.revoke(&id).map_err(|e| match e {
             crate::auth::AuthError::Unknown(_) => {
                 ApiError::new(StatusCode::NOT_FOUND, "not_found", e.to_string())
@@ -335,4 +467,74 @@ async fn revoke_token(
         )
         .map_err(ApiError::internal)?;
     Ok(axum::Json(public(&record)).into_response())
+}
+
+/// `POST /v1/tokens/owner/rotation` (admin, a person at a terminal): a new owner secret in
+/// `config/owner.token`, every earlier owner token revoked, `auth.owner.rotated` recorded.
+/// The answer never carries the secret: it is in the file.
+async fn rotate_owner(
+    State(state): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult {
+    if caller.principal == Principal::Agent {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "agent_refused",
+            "an agent identity cannot rotate the owner token",
+        ));
+    }
+    let (revoked, record) = {
+        let mut tokens = state.tokens.lock().map_err(ApiError::internal)?;
+        tokens
+            .rotate_owner(&state.home.owner_token_path())
+            .map_err(ApiError::internal)?
+    };
+    let revoked: Vec<&str> = revoked.iter().map(|r| r.id.as_str()).collect();
+    state
+        .record(
+            "auth.owner.rotated",
+            json!({"token_id": record.id, "revoked": revoked, "by": caller.token_id,
+                   "pid": caller.peer.pid}),
+        )
+        .map_err(ApiError::internal)?;
+    Ok(axum::Json(json!({
+        "owner": public(&record),
+        "revoked": revoked,
+        "file": state.home.owner_token_path(),
+    }))
+    .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_authority_routes_are_gated_by_prefix() {
+        let post = Method::POST;
+        for route in [
+            "/v1/m/authority/keys",
+            "/v1/m/authority/keys/{key}/revocation",
+            "/v1/m/publish/intents/{intent}/approvals",
+            "/v1/m/publish/approvals/{approval}/check",
+            "/v1/m/publish/approvals/{approval}/spend",
+            OWNER_ROTATE,
+        ] {
+            assert!(needs_terminal(&post, route), "{route}");
+        }
+        assert!(needs_terminal(
+            &Method::DELETE,
+            "/v1/m/authority/keys/{key}"
+        ));
+        for (m, route) in [
+            (Method::GET, "/v1/m/authority/keys"),
+            (Method::GET, "/v1/m/publish/intents/{intent}"),
+            (Method::POST, "/v1/m/publish/intents"),
+            (Method::POST, "/v1/tokens"),
+            (Method::DELETE, "/v1/tokens/{id}"),
+            (Method::POST, "/v1/m/authorityx/keys"),
+        ] {
+            assert!(!needs_terminal(&m, route), "{m} {route}");
+        }
+    }
 }

@@ -18,10 +18,13 @@ use crate::ledger::{Ledger, LedgerError};
 mod api;
 mod authority_api;
 mod evidence_api;
+mod listen;
 mod publish_api;
 mod runs_api;
 pub mod start_check;
 mod workspaces_api;
+
+pub use listen::Limits;
 
 /// The wire protocol's version. A client refuses a server that speaks another one.
 pub const PROTOCOL: u32 = 1;
@@ -88,6 +91,8 @@ pub struct Shared {
     pub tokens: Mutex<Tokens>,
     pub ledger: Arc<Ledger>,
     pub sessions: Arc<crate::sessions::Sessions>,
+    /// The server's own pid, euid and executable, for the peer checks.
+    pub me: crate::peer::ServerSelf,
     shutdown: tokio::sync::Notify,
 }
 
@@ -162,11 +167,21 @@ pub fn run_foreground(
     home: Home,
     settings: crate::sessions::manager::Settings,
 ) -> Result<(), ServerError> {
-    // Every orphan of a run's descendants reparents to the server, which attributes and
-    // reaps it (the fallback where no cgroup holds a run; see docs/runs.md).
-    if let Err(e) = crate::runs::tree::become_subreaper() {
-        log(&format!("cannot become a child subreaper: {e}"));
-    }
+    run_foreground_with(home, settings, Limits::default())
+}
+
+/// [`run_foreground`] with connection limits.
+pub fn run_foreground_with(
+    home: Home,
+    settings: crate::sessions::manager::Settings,
+    limits: Limits,
+) -> Result<(), ServerError> {
+    // Every descendant of a run stays in this process's tree, however it forks: the peer
+    // checks rely on it (see crate::peer).
+    crate::peer::become_subreaper().map_err(io_err(
+        "become a child subreaper (prctl) for",
+        Path::new("/proc/self"),
+    ))?;
     home.ensure()?;
     let socket = home.socket_path();
     check_socket_path(&socket)?;
@@ -211,6 +226,7 @@ pub fn run_foreground(
         tokens: Mutex::new(tokens),
         ledger,
         sessions,
+        me: crate::peer::ServerSelf::current(),
         shutdown: tokio::sync::Notify::new(),
     });
     shared.record(
@@ -223,7 +239,7 @@ pub fn run_foreground(
         .enable_all()
         .build()
         .map_err(io_err("start the async runtime for", &socket))?;
-    let result = runtime.block_on(serve(shared.clone(), &socket));
+    let result = runtime.block_on(serve(shared.clone(), &socket, limits));
     let _ = std::fs::remove_file(&socket);
     // Every run ends with the server that owns it: stopped and recorded, never orphaned.
     shared.sessions.stop_all("server");
@@ -236,7 +252,7 @@ pub fn run_foreground(
     result.map(|_| ())
 }
 
-async fn serve(shared: Arc<Shared>, socket: &Path) -> Result<String, ServerError> {
+async fn serve(shared: Arc<Shared>, socket: &Path, limits: Limits) -> Result<String, ServerError> {
     let listener = tokio::net::UnixListener::bind(socket).map_err(io_err("listen on", socket))?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(files::FILE_MODE))
         .map_err(io_err("set the mode of", socket))?;
@@ -270,8 +286,7 @@ async fn serve(shared: Arc<Shared>, socket: &Path) -> Result<String, ServerError
             *r = why.to_string();
         }
     };
-    axum::serve(listener, api::router(shared))
-        .with_graceful_shutdown(shutdown)
+    listen::serve(listener, api::router(shared), limits, shutdown)
         .await
         .map_err(io_err("serve on", socket))?;
     let why = reason.lock().map(|r| r.clone()).unwrap_or_default();
