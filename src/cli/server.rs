@@ -36,6 +36,13 @@ pub struct ServeArgs {
     /// The output ring of each run, in KiB: what attach can replay before it reports lag.
     #[arg(long, value_name = "KIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..=1048576))]
     pub ring_kib: u64,
+
+    /// The first wait, in ms, before the passphrase prompt of a publish key after three wrong
+    /// passphrases in a row; each further wrong one doubles it, up to 60 times this value.
+    /// The default (1000: 1 s, capped at a minute) is the production setting; the value is
+    /// recorded in the ledger's `server.started` event. A smaller one is for tests.
+    #[arg(long, value_name = "MS", default_value_t = crate::authority::passphrase::DEFAULT_BASE_MS, value_parser = clap::value_parser!(u64).range(1..=600000))]
+    pub passphrase_backoff_ms: u64,
 }
 
 impl ServeArgs {
@@ -47,10 +54,17 @@ impl ServeArgs {
         }
     }
 
+    fn authority(&self) -> server::AuthoritySettings {
+        server::AuthoritySettings {
+            passphrase_backoff_ms: self.passphrase_backoff_ms,
+        }
+    }
+
     fn passthrough(&self) -> Vec<String> {
         vec![
             format!("--stop-grace-ms={}", self.stop_grace_ms),
             format!("--ring-kib={}", self.ring_kib),
+            format!("--passphrase-backoff-ms={}", self.passphrase_backoff_ms),
         ]
     }
 }
@@ -78,7 +92,7 @@ pub enum ServerCommand {
 pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let home = ctx.home()?;
     if args.foreground {
-        server::run_foreground(home, args.settings())?;
+        server::run_foreground(home, args.settings(), args.authority())?;
         return Ok(ExitCode::SUCCESS);
     }
     let client = Client::new(&home)?;

@@ -22,6 +22,8 @@ mod publish_api;
 mod runs_api;
 mod workspaces_api;
 
+pub use authority_api::AuthoritySettings;
+
 /// The wire protocol's version. A client refuses a server that speaks another one.
 pub const PROTOCOL: u32 = 1;
 /// This build's version.
@@ -85,6 +87,7 @@ pub struct Shared {
     pub tokens: Mutex<Tokens>,
     pub ledger: Arc<Ledger>,
     pub sessions: Arc<crate::sessions::Sessions>,
+    pub authority: authority_api::AuthorityState,
     shutdown: tokio::sync::Notify,
 }
 
@@ -158,6 +161,7 @@ pub fn take_server_lock(home: &Home) -> Result<ServerLock, ServerError> {
 pub fn run_foreground(
     home: Home,
     settings: crate::sessions::manager::Settings,
+    authority: AuthoritySettings,
 ) -> Result<(), ServerError> {
     home.ensure()?;
     let socket = home.socket_path();
@@ -198,11 +202,13 @@ pub fn run_foreground(
         tokens: Mutex::new(tokens),
         ledger,
         sessions,
+        authority: authority_api::AuthorityState::new(authority),
         shutdown: tokio::sync::Notify::new(),
     });
     shared.record(
         "server.started",
-        json!({"pid": pid, "version": VERSION, "protocol": PROTOCOL, "owner_token_created": new_owner}),
+        json!({"pid": pid, "version": VERSION, "protocol": PROTOCOL, "owner_token_created": new_owner,
+               "passphrase_backoff_ms": shared.authority.settings.passphrase_backoff_ms}),
     )?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -993,6 +993,15 @@ async fn authorise(
                     ));
                 }
             };
+            if let Some(message) = super::authority_api::passphrase_wait(s, &p.key_id) {
+                return Err(refuse(
+                    s,
+                    a,
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "passphrase_backoff",
+                    message,
+                ));
+            }
             let nonce = p.nonce_sha256();
             if !lock(&MINTED)?.insert(nonce.clone()) {
                 return Err(refuse(
