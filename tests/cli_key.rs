@@ -240,20 +240,8 @@ fn key_routes_have_roles_and_refuse_agents() {
         Some(json!({"public_key_b64": info.public_key_b64, "key_id": "00"})),
     );
 
-    // Registered by a person: 201, then 200 (already known), one ledger event.
-    let v = s.expect(201, "POST", KEYS, Some(body.clone()));
-    assert_eq!(v["key_id"], info.key_id.as_str());
-    assert_eq!(v["registered"], true);
-    let v = s.expect(200, "POST", KEYS, Some(json!({"openssh": info.openssh})));
-    assert_eq!(v["registered"], false);
-    let items = s.expect(200, "GET", KEYS, None)["items"].clone();
-    assert_eq!(items.as_array().unwrap().len(), 1);
-    assert_eq!(items[0]["openssh"], info.openssh.as_str());
-    let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
-    assert_eq!(ledger.matches("\"authority.key.registered\"").count(), 1);
-    assert_eq!(mode(&s.home.path().join("data/keys.json")), 0o600);
-
-    // `key show` of a key the server does not know, then `key register`, then known.
+    // `key show` of a key the server does not know, then `key register` (the first key, by
+    // a person), then known; registering it again changes nothing.
     let path = key_path(s.home.path());
     let mine = proctor::authority::keys::generate(&path, PASSPHRASE.as_bytes()).unwrap();
     assert_eq!(s.home.json(&["key", "show", "--json"])["registered"], false);
@@ -266,4 +254,25 @@ fn key_routes_have_roles_and_refuse_agents() {
     assert_eq!(s.home.json(&["key", "show", "--json"])["registered"], true);
     let out = s.home.ok(&["key", "register"]);
     assert!(out.contains("already registered"), "{out}");
+    let v = s.expect(200, "POST", KEYS, Some(json!({"openssh": mine.openssh})));
+    assert_eq!(v["registered"], false);
+    let items = s.expect(200, "GET", KEYS, None)["items"].clone();
+    assert_eq!(items.as_array().unwrap().len(), 1);
+    assert_eq!(items[0]["openssh"], mine.openssh.as_str());
+    let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
+    assert_eq!(ledger.matches("\"authority.key.registered\"").count(), 1);
+    assert_eq!(mode(&s.home.path().join("data/keys.json")), 0o600);
+
+    // Another key, unsigned, once one is registered: refused (tests/key_trust.rs has the
+    // signed path).
+    let (st, v) = call_as(&sock, Some(&s.token), "POST", KEYS, Some(body.clone()));
+    assert_eq!(st, 403, "{v}");
+    assert_eq!(v["error"]["code"], "key_change_unsigned");
+    assert_eq!(
+        s.expect(200, "GET", KEYS, None)["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }

@@ -196,7 +196,7 @@ fn registry(client: &Client) -> anyhow::Result<Value> {
         .context("reading the server's registered keys")
 }
 
-fn active<'a>(reg: &'a Value) -> impl Iterator<Item = &'a Value> {
+fn active(reg: &Value) -> impl Iterator<Item = &Value> {
     reg["items"]
         .as_array()
         .into_iter()

@@ -850,9 +850,11 @@ async fn check(
                 line_sha256: point.last_line_sha256,
             };
             a.head = Some(head.clone());
+            // The keys that may sign now (a revoked key signs nothing new).
             let key_ids: Vec<String> = keys::registered(&s.home)
                 .map_err(internal)?
                 .into_iter()
+                .filter(|k| k.is_active())
                 .map(|k| k.key_id)
                 .collect();
             Ok(json!({
