@@ -407,3 +407,84 @@ fn wrong_passphrases_back_off_and_a_right_one_resets() {
     assert_eq!(r["failures"], 1, "{r}");
     assert_eq!(r["wait_ms"], 0, "{r}");
 }
+
+/// `proctor key rotate`: the current key signs one change that adds its replacement and
+/// revokes itself; the files follow (the retired key kept, the new one at publish.p8). Then
+/// `proctor key generate --path` makes a further key, signed by the home's key.
+#[test]
+fn rotate_replaces_the_key_in_one_signed_change_and_generate_signs_new_keys() {
+    let s = DemoServer::start_with_env(&[]);
+    let home = s.home.path();
+    let (old, _) = install(&s);
+    let old_id = id_of(&old);
+    register_first(&s);
+    let rotated_pass = "the rotated key's passphrase";
+
+    let mut t = Term::proctor(home, &["key", "rotate"]);
+    t.wait_for("Passphrase of the signing key");
+    t.type_keys(&format!("{OLD_PASS}\r"));
+    t.wait_for_n("Passphrase: ", 1);
+    t.type_keys(&format!("{rotated_pass}\r"));
+    t.wait_for("Passphrase again: ");
+    t.type_keys(&format!("{rotated_pass}\r"));
+    let code = t.exit_code();
+    let out = t.text();
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        !out.contains(rotated_pass) && !out.contains(OLD_PASS),
+        "{out}"
+    );
+    let new_id = id_of(&old);
+    assert_ne!(new_id, old_id, "publish.p8 is the new key");
+    let retired = old.with_file_name(format!("publish.{}.retired.p8", &old_id[..16]));
+    assert_eq!(id_of(&retired), old_id, "the retired key is kept");
+    assert!(!old.with_file_name("publish.next.p8").exists());
+    assert!(item(&s, &old_id)["revoked_at"].is_string());
+    assert_eq!(item(&s, &new_id)["signed_by"], old_id.as_str());
+    let reg = ledger(&s, "authority.key.registered");
+    let rev = ledger(&s, "authority.key.revoked");
+    assert_eq!(reg.last().unwrap()["action"], "replace");
+    assert_eq!(rev.len(), 1);
+    assert_eq!(rev[0]["key_id"], old_id.as_str());
+    assert_eq!(
+        rev[0]["change_sha256"],
+        reg.last().unwrap()["change_sha256"]
+    );
+    // The new key decrypts with the new passphrase.
+    keys::load(&old, rotated_pass.as_bytes()).unwrap();
+
+    // A further key: generate at its own path, signed by the home's key (asked first).
+    let third = home.join("config/keys/third.p8");
+    let mut t = Term::proctor(
+        home,
+        &[
+            "key",
+            "generate",
+            "--path",
+            third.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    t.wait_for("Passphrase of the signing key");
+    t.type_keys(&format!("{rotated_pass}\r"));
+    t.wait_for_n("Passphrase: ", 1);
+    t.type_keys("a third long passphrase\r");
+    t.wait_for("Passphrase again: ");
+    t.type_keys("a third long passphrase\r");
+    let code = t.exit_code();
+    assert_eq!(code, 0, "{}", t.text());
+    let third_id = id_of(&third);
+    assert_eq!(item(&s, &third_id)["signed_by"], new_id.as_str());
+
+    // Without a signer available (the home's key moved away), nothing is generated.
+    std::fs::rename(&old, home.join("config/keys/elsewhere.p8")).unwrap();
+    let fourth = home.join("config/keys/fourth.p8");
+    let mut t = Term::proctor(
+        home,
+        &["key", "generate", "--path", fourth.to_str().unwrap()],
+    );
+    assert_eq!(t.exit_code(), 1);
+    let out = t.text();
+    assert!(out.contains("--signed-by"), "{out}");
+    assert!(!fourth.exists());
+}

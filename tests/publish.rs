@@ -991,6 +991,89 @@ fn a_moved_lease_is_refused_and_a_replayed_authorisation_is_refused() {
     assert_eq!(it2["state"], "failed");
 }
 
+/// A key revoked by a signed change authorises nothing new: its authorisation is refused at
+/// `POST …/authorisation`, while the key that replaced it authorises.
+#[test]
+fn a_revoked_keys_authorisation_is_refused() {
+    use proctor::authority::keychange::{self, Change};
+    use proctor::publish::authorisation::{self, Grant, LedgerHead};
+    let w = World::new();
+    let it = w.propose("revoked-branch", "Body.\n");
+    let id = it["id"].as_str().unwrap().to_string();
+    let old = keys::load(&key().path, PASSPHRASE.as_bytes()).unwrap();
+    let old_id = keys::key_id(&old.verifying_key());
+    let new = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    let new_id = keys::key_id(&new.verifying_key());
+    let change = |c: Change, by: &ed25519_dalek::SigningKey| {
+        let g = w.s.expect(200, "GET", "/v1/m/authority/keys", None)["generation"]
+            .as_u64()
+            .unwrap();
+        let (_, env) = keychange::sign(&c, g, by).unwrap();
+        w.s.expect(
+            201,
+            "POST",
+            "/v1/m/authority/keys/changes",
+            Some(json!({"envelope": env})),
+        )
+    };
+    change(
+        Change {
+            add: Some(new.verifying_key()),
+            revoke: None,
+        },
+        &old,
+    );
+    let v = change(
+        Change {
+            add: None,
+            revoke: Some(old_id.clone()),
+        },
+        &new,
+    );
+    assert_eq!(v["revoked"]["key_id"], old_id.as_str(), "{v}");
+
+    let mint = |key: &ed25519_dalek::SigningKey| {
+        let (apr, _) = approval(&w, &id);
+        let view =
+            w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
+        let ids: Vec<&str> = view["key_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [new_id.as_str()],
+            "the check offers only keys that may sign"
+        );
+        let head: LedgerHead = serde_json::from_value(view["ledger_head"].clone()).unwrap();
+        let grant = Grant {
+            approval: apr.clone(),
+            intent: id.clone(),
+            revision: it["revision"].as_str().unwrap().to_string(),
+            identity: it["candidate"]["digest"].as_str().unwrap().to_string(),
+            ledger_head: head,
+        };
+        let (_, env) = authorisation::mint(&grant, key).unwrap();
+        w.s.call(
+            "POST",
+            &format!("{PUB}/approvals/{apr}/authorisation"),
+            Some(json!({"envelope": env})),
+        )
+    };
+    let (code, v) = mint(&old);
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(v["error"]["code"], "bad_authorisation", "{v}");
+    assert!(w.ledger("publish.authorisation.minted").is_empty());
+    w.assert_refused_receipt("bad_authorisation");
+    // The replacement key authorises.
+    let (code, v) = mint(&new);
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(w.ledger("publish.authorisation.minted").len(), 1);
+    assert_eq!(w.remote_tip("revoked-branch"), None, "nothing spent");
+}
+
 /// Every publish route needs a token and its role; approval routes refuse agents.
 #[test]
 fn publish_routes_need_their_role_and_a_person() {
