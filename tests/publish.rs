@@ -1056,22 +1056,83 @@ fn a_revoked_keys_authorisation_is_refused() {
             ledger_head: head,
         };
         let (_, env) = authorisation::mint(&grant, key).unwrap();
-        w.s.call(
+        let (code, v) = w.s.call(
             "POST",
             &format!("{PUB}/approvals/{apr}/authorisation"),
             Some(json!({"envelope": env})),
-        )
+        );
+        (apr, env, code, v)
     };
-    let (code, v) = mint(&old);
+    let (_, _, code, v) = mint(&old);
     assert_eq!(code, 422, "{v}");
     assert_eq!(v["error"]["code"], "bad_authorisation", "{v}");
     assert!(w.ledger("publish.authorisation.minted").is_empty());
     w.assert_refused_receipt("bad_authorisation");
-    // The replacement key authorises.
-    let (code, v) = mint(&new);
+
+    // The replacement key authorises, and publishes; the receipt is signed with it (the
+    // terminal's part, played here through the API).
+    let (apr, env, code, v) = mint(&new);
     assert_eq!(code, 201, "{v}");
     assert_eq!(w.ledger("publish.authorisation.minted").len(), 1);
-    assert_eq!(w.remote_tip("revoked-branch"), None, "nothing spent");
+    let spent = w.s.expect(
+        200,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/spend"),
+        Some(json!({"envelope": env})),
+    );
+    assert_eq!(spent["outcome"], "published", "{spent}");
+    let statement = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        spent["statement_b64"].as_str().unwrap(),
+    )
+    .unwrap();
+    let signed = proctor::authority::dsse::sign(
+        proctor::authority::dsse::PAYLOAD_TYPE,
+        &statement,
+        &new,
+        &new_id,
+    );
+    let bytes = proctor::publish::receipt::file_bytes(&signed);
+    let sig = proctor::authority::sshsig::sign(&bytes, &new);
+    let v = w.s.expect(
+        200,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/receipt"),
+        Some(json!({"envelope_json": String::from_utf8(bytes).unwrap(), "sshsig": sig})),
+    );
+    let receipt = PathBuf::from(v["receipt"]["path"].as_str().unwrap());
+    let verify = || -> Value {
+        let out =
+            w.s.home
+                .run(&["receipt", "verify", receipt.to_str().unwrap(), "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(verify()["ok"], true, "{}", verify());
+
+    // That key is revoked in turn (a third replaces it): the receipt it signed before stays
+    // checkable, and the report says when the key was revoked.
+    let third = ed25519_dalek::SigningKey::from_bytes(&[10u8; 32]);
+    change(
+        Change {
+            add: Some(third.verifying_key()),
+            revoke: Some(new_id.clone()),
+        },
+        &new,
+    );
+    let r = verify();
+    assert_eq!(r["ok"], true, "{r}");
+    let standing = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "key standing")
+        .cloned()
+        .unwrap_or_else(|| panic!("no key standing check: {r}"));
+    assert_eq!(standing["state"], "holds", "{standing}");
+    assert!(
+        standing["detail"].as_str().unwrap().contains("revoked at"),
+        "{standing}"
+    );
 }
 
 /// Every publish route needs a token and its role; approval routes refuse agents.
