@@ -1109,6 +1109,56 @@ fn a_revoked_keys_authorisation_is_refused() {
     };
     assert_eq!(verify()["ok"], true, "{}", verify());
 
+    // The person's own pin (docs/security.md), outside the proctor home: the commands as the
+    // docs give them. The receipt was signed by a key the person did not pin (the home's
+    // registry trusts it, the pin does not): ssh-keygen says so. Pinned, it verifies.
+    let person = tempfile::tempdir().unwrap();
+    let bin = person.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_proctor"), bin.join("proctor")).unwrap();
+    let script = |body: &str| {
+        Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", body])
+            .env("HOME", person.path())
+            .env("PROCTOR_HOME", w.home())
+            .env_remove("PROCTOR_TOKEN")
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("R", &receipt)
+            .output()
+            .unwrap()
+    };
+    let pin = script(
+        "set -e; umask 077; mkdir -p ~/.ssh
+         proctor key show --json | jq -r .allowed_signers >> ~/.ssh/proctor_allowed_signers
+         cat ~/.ssh/proctor_allowed_signers",
+    );
+    assert!(
+        pin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pin.stderr)
+    );
+    let check = "ssh-keygen -Y verify -f ~/.ssh/proctor_allowed_signers -I proctor \
+                 -n proctor-receipt -s \"$R.sig\" < \"$R\"";
+    let out = script(check);
+    assert!(!out.status.success(), "an unpinned key must not verify");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Could not verify signature")
+            || String::from_utf8_lossy(&out.stderr).contains("Could not verify signature"),
+        "{out:?}"
+    );
+    let who = script("ssh-keygen -Y check-novalidate -n proctor-receipt -s \"$R.sig\" < \"$R\"");
+    assert!(who.status.success(), "{who:?}");
+    let new_line = keys::PublicInfo::of(&new.verifying_key()).openssh;
+    let out = script(&format!(
+        "echo 'proctor namespaces=\"proctor-receipt\" {new_line}' >> ~/.ssh/proctor_allowed_signers\n{check}"
+    ));
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&[out.stdout.as_slice(), out.stderr.as_slice()].concat())
+            .contains("Good \"proctor-receipt\" signature for proctor"),
+        "{out:?}"
+    );
+
     // That key is revoked in turn (a third replaces it): the receipt it signed before stays
     // checkable, and the report says when the key was revoked.
     let third = ed25519_dalek::SigningKey::from_bytes(&[10u8; 32]);
