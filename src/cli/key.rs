@@ -36,7 +36,14 @@ const ATTEMPTS: usize = 3;
 /// The passphrase is the only protection of the key. It is read from the controlling
 /// terminal (/dev/tty) and from nowhere else: no option, environment variable, file, pipe or
 /// askpass helper can supply it, so a process driving proctor through pipes cannot use the
-/// key.
+/// key. After three wrong passphrases for a key, each next prompt waits longer (1 s doubling
+/// to a minute), as the server records; a right one resets the count.
+///
+/// The server trusts the first key registered. Every later key, and every revocation, is a
+/// change signed at the terminal by a registered key with its passphrase (`generate --path
+/// NEW`, `register --signed-by`, `revoke`, `rotate`); the last key cannot be revoked, only
+/// replaced. Pin your key in an allowed_signers file of your own, outside the proctor home,
+/// to check receipts without trusting the home (docs/security.md).
 #[derive(Debug, Args)]
 pub struct KeyArgs {
     #[command(subcommand)]
