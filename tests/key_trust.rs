@@ -488,3 +488,92 @@ fn rotate_replaces_the_key_in_one_signed_change_and_generate_signs_new_keys() {
     assert!(out.contains("--signed-by"), "{out}");
     assert!(!fourth.exists());
 }
+
+/// While a key's recorded wait runs, nothing it signs is accepted (429); a proof of the right
+/// passphrase for an older record is refused; the proof for the current record resets it.
+#[test]
+fn the_server_enforces_the_recorded_wait_and_checks_the_reset_proof() {
+    // A base of ten minutes: the wait outlasts the test.
+    let s = DemoServer::start(&["--passphrase-backoff-ms", "600000"]);
+    let first = SigningKey::from_bytes(&[21u8; 32]);
+    let second = SigningKey::from_bytes(&[22u8; 32]);
+    let info = keys::PublicInfo::of(&first.verifying_key());
+    s.expect(
+        201,
+        "POST",
+        KEYS,
+        Some(json!({"public_key_b64": info.public_key_b64})),
+    );
+    let route = format!("/v1/m/authority/passphrase/{}", info.key_id);
+    let mut last = Value::Null;
+    for _ in 0..4 {
+        last = s.expect(200, "POST", &format!("{route}/wrong"), None);
+    }
+    assert_eq!(last["failures"], 4);
+    assert_eq!(
+        last["wait_ms"], 1_200_000,
+        "doubled once after the first wait"
+    );
+    assert!(last["remaining_ms"].as_u64().unwrap() > 0);
+    // A wrong report for a key the server does not know: refused, not counted.
+    let stranger = keys::key_id(&second.verifying_key());
+    let (code, v) = s.call(
+        "POST",
+        &format!("/v1/m/authority/passphrase/{stranger}/wrong"),
+        None,
+    );
+    assert_eq!(code, 404, "{v}");
+
+    let g = s.expect(200, "GET", KEYS, None)["generation"]
+        .as_u64()
+        .unwrap();
+    let change = Change {
+        add: Some(second.verifying_key()),
+        revoke: None,
+    };
+    let (_, env) = keychange::sign(&change, g, &first).unwrap();
+    let (code, v) = s.call("POST", CHANGES, Some(json!({"envelope": env.clone()})));
+    assert_eq!(code, 429, "{v}");
+    assert_eq!(v["error"]["code"], "passphrase_backoff");
+
+    // A proof for the record as it was after three failures: stale.
+    let record = |v: &Value| proctor::authority::passphrase::Record {
+        failures: v["failures"].as_u64().unwrap() as u32,
+        last_wrong_at: v["last_wrong_at"].as_str().map(str::to_string),
+        wait_ms: v["wait_ms"].as_u64().unwrap(),
+        not_before: v["not_before"].as_str().map(str::to_string),
+    };
+    let mut older = record(&last);
+    older.failures = 3;
+    let proof = proctor::authority::passphrase::sign_right(&first, &older);
+    let (code, v) = s.call(
+        "POST",
+        &format!("{route}/right"),
+        Some(json!({"proof": proof})),
+    );
+    assert_eq!(code, 409, "{v}");
+    assert_eq!(v["error"]["code"], "stale_proof");
+    // A proof signed by another key: refused.
+    let proof = proctor::authority::passphrase::sign_right(&second, &record(&last));
+    let (code, v) = s.call(
+        "POST",
+        &format!("{route}/right"),
+        Some(json!({"proof": proof})),
+    );
+    assert_eq!(code, 403, "{v}");
+    // The right proof resets; the change then applies.
+    let proof = proctor::authority::passphrase::sign_right(&first, &record(&last));
+    let v = s.expect(
+        200,
+        "POST",
+        &format!("{route}/right"),
+        Some(json!({"proof": proof})),
+    );
+    assert_eq!(v["failures"], 0);
+    s.expect(201, "POST", CHANGES, Some(json!({"envelope": env})));
+    assert_eq!(ledger(&s, "authority.passphrase.wrong").len(), 4);
+    assert_eq!(
+        ledger(&s, "authority.passphrase.reset")[0]["after_failures"],
+        4
+    );
+}
