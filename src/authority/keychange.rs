@@ -241,14 +241,15 @@ pub fn claimed_signer(env: &Envelope) -> Option<String> {
 }
 
 /// Verifies `env` against the registry and applies it (server side), under the registry lock.
-/// `by` is the token id of the caller.
+/// `lock` is the server's registry lock; `by` is the token id of the caller.
 pub fn apply(
     home: &Home,
+    lock: &std::sync::Mutex<()>,
     env: &Envelope,
     by: &str,
     now: DateTime<Utc>,
 ) -> Result<Applied, ChangeError> {
-    keys::with_registry(home, |reg| {
+    keys::with_registry(home, lock, |reg| {
         let applied = check_and_apply(reg, env, by, now)?;
         Ok((applied, true))
     })

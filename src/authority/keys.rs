@@ -616,15 +616,14 @@ impl Registry {
     }
 }
 
-/// Serialises the server's read-modify-write of the registry.
-static REGISTRY: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Runs `f` on the registry under the registry lock; writes it back when `f` says it changed.
+/// Runs `f` on the registry under `lock` (the server's registry lock, held in its state, which
+/// serialises every read-modify-write); writes it back when `f` says it changed.
 pub(crate) fn with_registry<T, E: From<KeyError>>(
     home: &Home,
+    lock: &std::sync::Mutex<()>,
     f: impl FnOnce(&mut Registry) -> Result<(T, bool), E>,
 ) -> Result<T, E> {
-    let _g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = lock.lock().unwrap_or_else(|e| e.into_inner());
     let mut reg = read_registry(home)?;
     let (out, changed) = f(&mut reg)?;
     if changed {
@@ -696,14 +695,15 @@ pub enum FirstKeyError {
 /// Registers `key` as the registry's first key (server side), unsigned. Returns the record
 /// and whether it is new; a key already registered and active changes nothing. Refused once
 /// the registry holds any key (active or revoked): later keys come through a signed change
-/// ([`crate::authority::keychange`]).
+/// ([`crate::authority::keychange`]). `lock` serialises the registry's read-modify-write.
 pub fn register_first(
     home: &Home,
+    lock: &std::sync::Mutex<()>,
     key: &VerifyingKey,
     by: &str,
     at: &str,
 ) -> Result<(RegisteredKey, bool), FirstKeyError> {
-    with_registry(home, |reg| {
+    with_registry(home, lock, |reg| {
         let id = key_id(key);
         if let Some(existing) = reg.find(&id).filter(|k| k.is_active()) {
             return Ok(((existing.clone(), false), false));

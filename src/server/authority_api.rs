@@ -52,11 +52,12 @@ impl Default for AuthoritySettings {
     }
 }
 
-/// The authority's part of the server's state: its settings and the lock that serialises the
-/// back-off record's read-modify-write.
+/// The authority's part of the server's state: its settings and the locks that serialise the
+/// read-modify-writes of the key registry and of the back-off record.
 #[derive(Debug, Default)]
 pub struct AuthorityState {
     pub settings: AuthoritySettings,
+    registry: Mutex<()>,
     lock: Mutex<()>,
 }
 
@@ -64,6 +65,7 @@ impl AuthorityState {
     pub fn new(settings: AuthoritySettings) -> AuthorityState {
         AuthorityState {
             settings,
+            registry: Mutex::new(()),
             lock: Mutex::new(()),
         }
     }
@@ -158,8 +160,13 @@ async fn register_key(
     }
     let by = caller.token_id.clone();
     let v = blocking(move || {
-        let (record, new) = match keys::register_first(&s.home, &key, &by, &crate::ledger::now_at())
-        {
+        let (record, new) = match keys::register_first(
+            &s.home,
+            &s.authority.registry,
+            &key,
+            &by,
+            &crate::ledger::now_at(),
+        ) {
             Ok(v) => v,
             Err(e @ FirstKeyError::SignatureNeeded { .. }) => {
                 let _ = s.record(
@@ -245,7 +252,13 @@ async fn change_keys(
         if let Some(signer) = keychange::claimed_signer(&req.envelope) {
             backoff_gate(&s, &signer)?;
         }
-        let applied = match keychange::apply(&s.home, &req.envelope, &by, chrono::Utc::now()) {
+        let applied = match keychange::apply(
+            &s.home,
+            &s.authority.registry,
+            &req.envelope,
+            &by,
+            chrono::Utc::now(),
+        ) {
             Ok(a) => a,
             Err(e) => {
                 let _ = s.record(
