@@ -513,7 +513,9 @@ pub fn verify_file(home: &Home, path: &Path) -> Result<Report, ReceiptError> {
 pub fn verify_envelope(home: &Home, path: &Path) -> Report {
     use crate::authority::statement::{self, Outcome};
     let mut checks = Vec::new();
-    let trusted = match crate::authority::keys::trusted_keys(home) {
+    // Every key the registry ever held, revoked ones included: a revocation stops a key
+    // signing anything new, not the receipts it signed before (the standing is reported).
+    let all = match crate::authority::keys::receipt_keys(home) {
         Ok(k) => k,
         Err(e) => {
             checks.push(Check {
@@ -527,6 +529,7 @@ pub fn verify_envelope(home: &Home, path: &Path) -> Report {
             Vec::new()
         }
     };
+    let trusted: Vec<_> = all.iter().map(|(k, _)| *k).collect();
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -582,6 +585,42 @@ pub fn verify_envelope(home: &Home, path: &Path) -> Report {
                 Outcome::Unreachable => Holds::Unreachable,
             },
             detail: c.detail.clone(),
+        });
+    }
+    // A key revoked since: the receipt was signed while it was registered only if its
+    // statement was written before the revocation.
+    if let Some(rec) = k
+        .key_id
+        .as_ref()
+        .and_then(|id| all.iter().find(|(_, r)| &r.key_id == id))
+        .map(|(_, r)| r)
+        .filter(|r| r.revoked_at.is_some())
+    {
+        let revoked_at = rec.revoked_at.clone().unwrap_or_default();
+        let written = k
+            .statement
+            .as_ref()
+            .and_then(|st| st["predicate"]["written_at"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        let before = !written.is_empty() && written < revoked_at;
+        checks.push(Check {
+            name: "key standing".into(),
+            recipe: String::new(),
+            expected: format!("written before the key's revocation at {revoked_at}"),
+            found: Some(written.clone()),
+            state: if before { Holds::Holds } else { Holds::Differs },
+            detail: format!(
+                "keyid=sha256-spki-der/1 {} was revoked at {revoked_at} (signed by {}); this \
+                 receipt was written at {}",
+                rec.key_id,
+                rec.revoked_signed_by.as_deref().unwrap_or("?"),
+                if written.is_empty() {
+                    "an unknown time"
+                } else {
+                    &written
+                }
+            ),
         });
     }
     // The statement is believed only once the signature holds.

@@ -1158,6 +1158,200 @@ with open(tmp, "w") as f:
 os.rename(tmp, "attack.json")
 "#;
 
+/// A key revoked by a signed change authorises nothing new: its authorisation is refused at
+/// `POST …/authorisation`, while the key that replaced it authorises.
+#[test]
+fn a_revoked_keys_authorisation_is_refused() {
+    use proctor::authority::keychange::{self, Change};
+    use proctor::publish::authorisation::{self, Grant, LedgerHead};
+    let w = World::new();
+    let it = w.propose("revoked-branch", "Body.\n");
+    let id = it["id"].as_str().unwrap().to_string();
+    let old = keys::load(&key().path, PASSPHRASE.as_bytes()).unwrap();
+    let old_id = keys::key_id(&old.verifying_key());
+    let new = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    let new_id = keys::key_id(&new.verifying_key());
+    let change = |c: Change, by: &ed25519_dalek::SigningKey| {
+        let g = w.s.expect(200, "GET", "/v1/m/authority/keys", None)["generation"]
+            .as_u64()
+            .unwrap();
+        let (_, env) = keychange::sign(&c, g, by).unwrap();
+        w.s.expect(
+            201,
+            "POST",
+            "/v1/m/authority/keys/changes",
+            Some(json!({"envelope": env})),
+        )
+    };
+    change(
+        Change {
+            add: Some(new.verifying_key()),
+            revoke: None,
+        },
+        &old,
+    );
+    let v = change(
+        Change {
+            add: None,
+            revoke: Some(old_id.clone()),
+        },
+        &new,
+    );
+    assert_eq!(v["revoked"]["key_id"], old_id.as_str(), "{v}");
+
+    let mint = |key: &ed25519_dalek::SigningKey| {
+        let (apr, _) = approval(&w, &id);
+        let view =
+            w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
+        let ids: Vec<&str> = view["key_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [new_id.as_str()],
+            "the check offers only keys that may sign"
+        );
+        let head: LedgerHead = serde_json::from_value(view["ledger_head"].clone()).unwrap();
+        let grant = Grant {
+            approval: apr.clone(),
+            intent: id.clone(),
+            revision: it["revision"].as_str().unwrap().to_string(),
+            identity: it["candidate"]["digest"].as_str().unwrap().to_string(),
+            ledger_head: head,
+        };
+        let (_, env) = authorisation::mint(&grant, key).unwrap();
+        let (code, v) = w.s.call(
+            "POST",
+            &format!("{PUB}/approvals/{apr}/authorisation"),
+            Some(json!({"envelope": env})),
+        );
+        (apr, env, code, v)
+    };
+    let (_, _, code, v) = mint(&old);
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(v["error"]["code"], "bad_authorisation", "{v}");
+    assert!(w.ledger("publish.authorisation.minted").is_empty());
+    w.assert_refused_receipt("bad_authorisation");
+
+    // The replacement key authorises, and publishes; the receipt is signed with it (the
+    // terminal's part, played here through the API).
+    let (apr, env, code, v) = mint(&new);
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(w.ledger("publish.authorisation.minted").len(), 1);
+    let spent = w.s.expect(
+        200,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/spend"),
+        Some(json!({"envelope": env})),
+    );
+    assert_eq!(spent["outcome"], "published", "{spent}");
+    let statement = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        spent["statement_b64"].as_str().unwrap(),
+    )
+    .unwrap();
+    let signed = proctor::authority::dsse::sign(
+        proctor::authority::dsse::PAYLOAD_TYPE,
+        &statement,
+        &new,
+        &new_id,
+    );
+    let bytes = proctor::publish::receipt::file_bytes(&signed);
+    let sig = proctor::authority::sshsig::sign(&bytes, &new);
+    let v = w.s.expect(
+        200,
+        "POST",
+        &format!("{PUB}/approvals/{apr}/receipt"),
+        Some(json!({"envelope_json": String::from_utf8(bytes).unwrap(), "sshsig": sig})),
+    );
+    let receipt = PathBuf::from(v["receipt"]["path"].as_str().unwrap());
+    let verify = || -> Value {
+        let out =
+            w.s.home
+                .run(&["receipt", "verify", receipt.to_str().unwrap(), "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(verify()["ok"], true, "{}", verify());
+
+    // The person's own pin (docs/security.md), outside the proctor home: the commands as the
+    // docs give them. The receipt was signed by a key the person did not pin (the home's
+    // registry trusts it, the pin does not): ssh-keygen says so. Pinned, it verifies.
+    let person = tempfile::tempdir().unwrap();
+    let bin = person.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_proctor"), bin.join("proctor")).unwrap();
+    let script = |body: &str| {
+        Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", body])
+            .env("HOME", person.path())
+            .env("PROCTOR_HOME", w.home())
+            .env_remove("PROCTOR_TOKEN")
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("R", &receipt)
+            .output()
+            .unwrap()
+    };
+    let pin = script(
+        "set -e; umask 077; mkdir -p ~/.ssh
+         proctor key show --json | jq -r .allowed_signers >> ~/.ssh/proctor_allowed_signers
+         cat ~/.ssh/proctor_allowed_signers",
+    );
+    assert!(
+        pin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pin.stderr)
+    );
+    let check = "ssh-keygen -Y verify -f ~/.ssh/proctor_allowed_signers -I proctor \
+                 -n proctor-receipt -s \"$R.sig\" < \"$R\"";
+    let out = script(check);
+    assert!(!out.status.success(), "an unpinned key must not verify");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Could not verify signature")
+            || String::from_utf8_lossy(&out.stderr).contains("Could not verify signature"),
+        "{out:?}"
+    );
+    let who = script("ssh-keygen -Y check-novalidate -n proctor-receipt -s \"$R.sig\" < \"$R\"");
+    assert!(who.status.success(), "{who:?}");
+    let new_line = keys::PublicInfo::of(&new.verifying_key()).openssh;
+    let out = script(&format!(
+        "echo 'proctor namespaces=\"proctor-receipt\" {new_line}' >> ~/.ssh/proctor_allowed_signers\n{check}"
+    ));
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&[out.stdout.as_slice(), out.stderr.as_slice()].concat())
+            .contains("Good \"proctor-receipt\" signature for proctor"),
+        "{out:?}"
+    );
+
+    // That key is revoked in turn (a third replaces it): the receipt it signed before stays
+    // checkable, and the report says when the key was revoked.
+    let third = ed25519_dalek::SigningKey::from_bytes(&[10u8; 32]);
+    change(
+        Change {
+            add: Some(third.verifying_key()),
+            revoke: Some(new_id.clone()),
+        },
+        &new,
+    );
+    let r = verify();
+    assert_eq!(r["ok"], true, "{r}");
+    let standing = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "key standing")
+        .cloned()
+        .unwrap_or_else(|| panic!("no key standing check: {r}"));
+    assert_eq!(standing["state"], "holds", "{standing}");
+    assert!(
+        standing["detail"].as_str().unwrap().contains("revoked at"),
+        "{standing}"
+    );
+}
+
 /// Every publish route needs a token and its role; approval routes refuse agents.
 #[test]
 fn publish_routes_need_their_role_and_a_person() {

@@ -343,6 +343,51 @@ fn write_new(path: &Path, bytes: &[u8]) -> Result<(), KeyError> {
     Ok(())
 }
 
+/// After a rotation: keeps the retired key pair under `<stem>.<first 16 hex of its id>.retired.p8`
+/// (and `.pub`), linked without replacing anything, then moves the new pair into the retired
+/// pair's names. Returns where the retired key now is.
+pub fn retire_and_promote(
+    current: &Path,
+    next: &Path,
+    retired_id: &str,
+) -> Result<PathBuf, KeyError> {
+    let stem = current
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "publish".into());
+    let short: String = retired_id.chars().take(16).collect();
+    let archive = current.with_file_name(format!("{stem}.{short}.retired.p8"));
+    let link = |from: &Path, to: &Path| {
+        fs::hard_link(from, to).map_err(|err| {
+            if err.kind() == std::io::ErrorKind::AlreadyExists {
+                KeyError::Exists {
+                    path: to.to_path_buf(),
+                }
+            } else {
+                KeyError::Io {
+                    op: "link",
+                    path: to.to_path_buf(),
+                    err,
+                }
+            }
+        })
+    };
+    link(current, &archive)?;
+    link(&public_path(current), &public_path(&archive))?;
+    let rename = |from: &Path, to: &Path| {
+        fs::rename(from, to).map_err(|err| KeyError::Io {
+            op: "move into place",
+            path: to.to_path_buf(),
+            err,
+        })
+    };
+    // The retired pair is kept under its archive name: replacing its old names loses nothing.
+    rename(&public_path(next), &public_path(current))?;
+    rename(next, current)?;
+    files::fsync_dir(&files::parent_of(current))?;
+    Ok(archive)
+}
+
 /// Opens a file of the key pair after the ownership and mode checks, and reads it (bounded).
 fn read_checked(path: &Path) -> Result<Vec<u8>, KeyError> {
     let mut f = match files::open_private_read(path) {
@@ -509,6 +554,15 @@ pub struct RegisteredKey {
     pub registered_at: String,
     /// The token id that registered it.
     pub by: String,
+    /// The key id whose signed change registered it (absent for the first key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// When a signed change revoked it: it no longer verifies new authorisations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+    /// The key id whose signed change revoked it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_signed_by: Option<String>,
 }
 
 impl RegisteredKey {
@@ -518,17 +572,71 @@ impl RegisteredKey {
             reason,
         })
     }
+
+    /// True while no signed change has revoked it.
+    pub fn is_active(&self) -> bool {
+        self.revoked_at.is_none()
+    }
 }
 
-#[derive(Debug, Default, Serialize, serde::Deserialize)]
-struct Registry {
-    items: Vec<RegisteredKey>,
+/// The registry: every key ever registered (revoked ones stay, marked), and its generation,
+/// which every change advances (a signed change names the generation it applies to, so it
+/// applies once).
+#[derive(Debug, Default, Clone, Serialize, serde::Deserialize)]
+pub struct Registry {
+    #[serde(default)]
+    pub generation: u64,
+    pub items: Vec<RegisteredKey>,
 }
 
-/// Serialises the server's read-modify-write of the registry.
-static REGISTRY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+impl Registry {
+    /// The keys no change has revoked.
+    pub fn active(&self) -> impl Iterator<Item = &RegisteredKey> {
+        self.items.iter().filter(|k| k.is_active())
+    }
 
-fn read_registry(home: &Home) -> Result<Registry, KeyError> {
+    pub fn find(&self, key_id: &str) -> Option<&RegisteredKey> {
+        self.items.iter().find(|k| k.key_id == key_id)
+    }
+
+    /// A new record for `key`.
+    pub fn record_for(key: &VerifyingKey, by: &str, at: &str) -> RegisteredKey {
+        let info = PublicInfo::of(key);
+        RegisteredKey {
+            key_id: info.key_id,
+            recipe: info.recipe.to_string(),
+            public_key_b64: info.public_key_b64,
+            openssh: info.openssh,
+            registered_at: at.to_string(),
+            by: by.to_string(),
+            signed_by: None,
+            revoked_at: None,
+            revoked_signed_by: None,
+        }
+    }
+}
+
+/// Runs `f` on the registry under `lock` (the server's registry lock, held in its state, which
+/// serialises every read-modify-write); writes it back when `f` says it changed.
+pub(crate) fn with_registry<T, E: From<KeyError>>(
+    home: &Home,
+    lock: &std::sync::Mutex<()>,
+    f: impl FnOnce(&mut Registry) -> Result<(T, bool), E>,
+) -> Result<T, E> {
+    let _g = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let mut reg = read_registry(home)?;
+    let (out, changed) = f(&mut reg)?;
+    if changed {
+        let path = registry_path(home);
+        files::ensure_private_dir(&files::parent_of(&path)).map_err(KeyError::from)?;
+        let bytes = serde_json::to_vec_pretty(&reg).map_err(|e| KeyError::Encode(e.to_string()))?;
+        files::write_atomic(&path, &bytes).map_err(KeyError::from)?;
+    }
+    Ok(out)
+}
+
+/// The registry as it is on disk (empty when there is none).
+pub fn read_registry(home: &Home) -> Result<Registry, KeyError> {
     let path = registry_path(home);
     let bytes = match fs::read(&path) {
         Ok(b) => b,
@@ -547,47 +655,77 @@ fn read_registry(home: &Home) -> Result<Registry, KeyError> {
     })
 }
 
-/// The registered keys (anyone may read them).
+/// Every key ever registered, revoked ones included (anyone may read them).
 pub fn registered(home: &Home) -> Result<Vec<RegisteredKey>, KeyError> {
     Ok(read_registry(home)?.items)
 }
 
-/// The registered keys as verifying keys: the keys a receipt may be trusted under.
+/// The keys a new authorisation, key change or receipt signature may be made with: the
+/// registered keys no signed change has revoked.
 pub fn trusted_keys(home: &Home) -> Result<Vec<VerifyingKey>, KeyError> {
-    registered(home)?
-        .iter()
+    read_registry(home)?
+        .active()
         .map(RegisteredKey::verifying_key)
         .collect()
 }
 
-/// Registers `key` (server side). Returns the record and whether it is new; registering a
-/// known key changes nothing.
-pub fn register(
+/// The keys a receipt written in the past may be checked against: every key ever registered,
+/// revoked ones included (with their record, so the verifier can say when one was revoked).
+pub fn receipt_keys(home: &Home) -> Result<Vec<(VerifyingKey, RegisteredKey)>, KeyError> {
+    read_registry(home)?
+        .items
+        .into_iter()
+        .map(|k| Ok((k.verifying_key()?, k)))
+        .collect()
+}
+
+/// Why an unsigned registration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FirstKeyError {
+    #[error(
+        "a publish key is already registered ({registered}); every later key must be signed \
+         at the terminal by a registered key. Remedy: `proctor key register --path NEW \
+         --signed-by OLD` (or `proctor key rotate` to replace the current key)"
+    )]
+    SignatureNeeded { registered: String },
+    #[error(transparent)]
+    Key(#[from] KeyError),
+}
+
+/// Registers `key` as the registry's first key (server side), unsigned. Returns the record
+/// and whether it is new; a key already registered and active changes nothing. Refused once
+/// the registry holds any key (active or revoked): later keys come through a signed change
+/// ([`crate::authority::keychange`]). `lock` serialises the registry's read-modify-write.
+pub fn register_first(
     home: &Home,
+    lock: &std::sync::Mutex<()>,
     key: &VerifyingKey,
     by: &str,
     at: &str,
-) -> Result<(RegisteredKey, bool), KeyError> {
-    let _g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    let mut reg = read_registry(home)?;
-    let info = PublicInfo::of(key);
-    if let Some(existing) = reg.items.iter().find(|k| k.key_id == info.key_id) {
-        return Ok((existing.clone(), false));
-    }
-    let record = RegisteredKey {
-        key_id: info.key_id,
-        recipe: info.recipe.to_string(),
-        public_key_b64: info.public_key_b64,
-        openssh: info.openssh,
-        registered_at: at.to_string(),
-        by: by.to_string(),
-    };
-    reg.items.push(record.clone());
-    let path = registry_path(home);
-    files::ensure_private_dir(&files::parent_of(&path))?;
-    let bytes = serde_json::to_vec_pretty(&reg).map_err(|e| KeyError::Encode(e.to_string()))?;
-    files::write_atomic(&path, &bytes)?;
-    Ok((record, true))
+) -> Result<(RegisteredKey, bool), FirstKeyError> {
+    with_registry(home, lock, |reg| {
+        let id = key_id(key);
+        if let Some(existing) = reg.find(&id).filter(|k| k.is_active()) {
+            return Ok(((existing.clone(), false), false));
+        }
+        if !reg.items.is_empty() {
+            let ids: Vec<String> = reg
+                .active()
+                .map(|k| format!("keyid={} {}", k.recipe, k.key_id))
+                .collect();
+            return Err(FirstKeyError::SignatureNeeded {
+                registered: if ids.is_empty() {
+                    "every registered key is revoked".into()
+                } else {
+                    ids.join(", ")
+                },
+            });
+        }
+        let record = Registry::record_for(key, by, at);
+        reg.items.push(record.clone());
+        reg.generation += 1;
+        Ok(((record, true), true))
+    })
 }
 
 #[cfg(test)]

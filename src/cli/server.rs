@@ -60,6 +60,12 @@ pub struct ServeArgs {
     /// (agents) share at most half of them.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(2..=65536))]
     pub max_connections: u64,
+    /// The first wait, in ms, before the passphrase prompt of a publish key after three wrong
+    /// passphrases in a row; each further wrong one doubles it, up to 60 times this value.
+    /// The default (1000: 1 s, capped at a minute) is the production setting; the value is
+    /// recorded in the ledger's `server.started` event. A smaller one is for tests.
+    #[arg(long, value_name = "MS", default_value_t = crate::authority::passphrase::DEFAULT_BASE_MS, value_parser = clap::value_parser!(u64).range(1..=600000))]
+    pub passphrase_backoff_ms: u64,
 }
 
 impl ServeArgs {
@@ -81,6 +87,12 @@ impl ServeArgs {
         }
     }
 
+    fn authority(&self) -> server::AuthoritySettings {
+        server::AuthoritySettings {
+            passphrase_backoff_ms: self.passphrase_backoff_ms,
+        }
+    }
+
     fn passthrough(&self) -> Vec<String> {
         let mut v = vec![
             format!("--stop-grace-ms={}", self.stop_grace_ms),
@@ -91,6 +103,7 @@ impl ServeArgs {
                 self.max_connections_per_process
             ),
             format!("--max-connections={}", self.max_connections),
+            format!("--passphrase-backoff-ms={}", self.passphrase_backoff_ms),
         ];
         if self.no_cgroups {
             v.push("--no-cgroups".into());
@@ -125,7 +138,7 @@ pub enum ServerCommand {
 pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let home = ctx.home()?;
     if args.foreground {
-        server::run_foreground_with(home, args.settings(), args.limits())?;
+        server::run_foreground(home, args.settings(), args.limits(), args.authority())?;
         return Ok(ExitCode::SUCCESS);
     }
     let client = Client::new(&home)?;

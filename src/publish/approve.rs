@@ -34,7 +34,7 @@ use super::authorisation::{self, Grant, LedgerHead};
 use super::forge::PullRequest;
 use super::intent::Intent;
 use super::receipt;
-use crate::authority::keys::{self, KeyError};
+use crate::authority::keys;
 use crate::authority::tty::{Tty, TtyError};
 use crate::authority::{dsse, sshsig};
 use crate::client::{self, Client, ClientError};
@@ -102,6 +102,11 @@ pub trait Prompter {
     fn ask_revision(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError>;
     /// Reads the passphrase (masked).
     fn ask_passphrase(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError>;
+    /// A short notice of proctor's own (the wait after wrong passphrases). The cockpit's
+    /// dialog says it in the next prompt instead, so the default shows nothing.
+    fn notice(&mut self, _text: &str) -> Result<(), PromptError> {
+        Ok(())
+    }
 }
 
 /// The CLI's prompter: `/dev/tty`, opened at the first use (so that its refusal happens
@@ -135,6 +140,9 @@ impl Prompter for TtyPrompter {
     }
     fn ask_passphrase(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError> {
         Ok(self.tty()?.read_secret(prompt)?)
+    }
+    fn notice(&mut self, text: &str) -> Result<(), PromptError> {
+        Ok(self.tty()?.write(&text.replace('\n', "\r\n"))?)
     }
 }
 
@@ -447,27 +455,17 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
     }
     drop(typed);
 
-    // 5. The passphrase, masked, from the terminal only.
-    let passphrase = match prompter.ask_passphrase("Passphrase for the publish key: ") {
-        Ok(p) => p,
+    // 5. The passphrase, masked, from the terminal only (after the wait the server's record
+    //    of wrong passphrases asks for), and 6. only now the key.
+    let key = match super::unlock::unlock(
+        client,
+        key_path,
+        prompter,
+        "Passphrase for the publish key: ",
+    ) {
+        Ok(k) => k,
         Err(e) => return refuse_here(client, &approval, e.code(), e.to_string(), receipt),
     };
-
-    // 6. Only now: the key, the authorisation, the spend.
-    let key = match keys::load(key_path, passphrase.as_bytes()) {
-        Ok(k) => k,
-        Err(e @ KeyError::WrongPassphrase { .. }) => {
-            return refuse_here(
-                client,
-                &approval,
-                "wrong_passphrase",
-                e.to_string(),
-                receipt,
-            );
-        }
-        Err(e) => return refuse_here(client, &approval, "key_unavailable", e.to_string(), receipt),
-    };
-    drop(passphrase);
     let key_id = keys::key_id(&key.verifying_key());
     if !view.key_ids.iter().any(|k| k == &key_id) {
         return refuse_here(

@@ -4,6 +4,8 @@
 //!   AWAITING_AUTHORITY only when the evidence passes for that exact candidate.
 //! - [`approve`]: the approval flow, one library function driven by a [`approve::Prompter`]
 //!   (the CLI's `proctor publish approve` and the cockpit's modal share it).
+//! - [`unlock`]: the passphrase prompt with the server's back-off, shared by every place
+//!   that decrypts the publish key.
 //! - [`adapter`]: the three effects and nothing else: move the local branch ref, push with
 //!   a lease, open a pull request through [`forge`]. There is no merge capability.
 //!
@@ -15,3 +17,4 @@ pub mod authorisation;
 pub mod forge;
 pub mod intent;
 pub mod receipt;
+pub mod unlock;

@@ -25,6 +25,7 @@ pub mod start_check;
 mod workspaces_api;
 
 pub use listen::Limits;
+pub use authority_api::AuthoritySettings;
 
 /// The wire protocol's version. A client refuses a server that speaks another one.
 pub const PROTOCOL: u32 = 1;
@@ -93,6 +94,7 @@ pub struct Shared {
     pub sessions: Arc<crate::sessions::Sessions>,
     /// The server's own pid, euid and executable, for the peer checks.
     pub me: crate::peer::ServerSelf,
+    pub authority: authority_api::AuthorityState,
     shutdown: tokio::sync::Notify,
 }
 
@@ -166,15 +168,8 @@ pub fn take_server_lock(home: &Home) -> Result<ServerLock, ServerError> {
 pub fn run_foreground(
     home: Home,
     settings: crate::sessions::manager::Settings,
-) -> Result<(), ServerError> {
-    run_foreground_with(home, settings, Limits::default())
-}
-
-/// [`run_foreground`] with connection limits.
-pub fn run_foreground_with(
-    home: Home,
-    settings: crate::sessions::manager::Settings,
     limits: Limits,
+    authority: AuthoritySettings,
 ) -> Result<(), ServerError> {
     // Every descendant of a run stays in this process's tree, however it forks: the peer
     // checks rely on it (see crate::peer).
@@ -227,11 +222,13 @@ pub fn run_foreground_with(
         ledger,
         sessions,
         me: crate::peer::ServerSelf::current(),
+        authority: authority_api::AuthorityState::new(authority),
         shutdown: tokio::sync::Notify::new(),
     });
     shared.record(
         "server.started",
-        json!({"pid": pid, "version": VERSION, "protocol": PROTOCOL, "owner_token_created": new_owner}),
+        json!({"pid": pid, "version": VERSION, "protocol": PROTOCOL, "owner_token_created": new_owner,
+               "passphrase_backoff_ms": shared.authority.settings.passphrase_backoff_ms}),
     )?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

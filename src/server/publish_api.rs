@@ -850,9 +850,11 @@ async fn check(
                 line_sha256: point.last_line_sha256,
             };
             a.head = Some(head.clone());
+            // The keys that may sign now (a revoked key signs nothing new).
             let key_ids: Vec<String> = keys::registered(&s.home)
                 .map_err(internal)?
                 .into_iter()
+                .filter(|k| k.is_active())
                 .map(|k| k.key_id)
                 .collect();
             Ok(json!({
@@ -993,6 +995,15 @@ async fn authorise(
                     ));
                 }
             };
+            if let Some(message) = super::authority_api::passphrase_wait(s, &p.key_id) {
+                return Err(refuse(
+                    s,
+                    a,
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "passphrase_backoff",
+                    message,
+                ));
+            }
             let nonce = p.nonce_sha256();
             if !lock(&MINTED)?.insert(nonce.clone()) {
                 return Err(refuse(

@@ -1,0 +1,192 @@
+//! Unlocking the publish key at the terminal, with the server's back-off after wrong
+//! passphrases ([`crate::authority::passphrase`]). Every place proctor asks for a publish
+//! key's passphrase goes through [`unlock`]: `proctor publish approve`, the cockpit's approval
+//! dialog, and `proctor key register|revoke|rotate`.
+//!
+//! 1. The key id comes from the public line beside the key (no passphrase needed).
+//! 2. The server's record for that key says how long to wait: the wait happens before the
+//!    prompt is shown (the prompter is told why), so restarting the client gains nothing.
+//! 3. The passphrase is read by the [`Prompter`] (the controlling terminal, or the cockpit's
+//!    dialog under the same terminal rules) and the key decrypted.
+//! 4. A wrong passphrase is reported (`POST …/passphrase/{key_id}/wrong`); a right one after
+//!    failures is proved with a signature of the decrypted key and resets the record.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ed25519_dalek::SigningKey;
+use hyper::Method;
+use serde_json::{Value, json};
+
+use super::approve::{PromptError, Prompter};
+use crate::authority::keys::{self, KeyError};
+use crate::authority::passphrase::{self, Record};
+use crate::client::{self, Client, ClientError};
+
+/// The API base of the back-off record.
+pub const PASSPHRASE_ROUTE: &str = "/v1/m/authority/passphrase";
+/// The client never waits longer than this in one go before asking the server again.
+const MAX_ONE_WAIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, thiserror::Error)]
+pub enum UnlockError {
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error("{message}")]
+    Wrong { message: String },
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error(
+        "the key at {path} decrypts to keyid={} {found}, but its public line names {claimed}: \
+         the files were altered. Remedy: restore them from a copy you trust",
+        keys::KEY_ID_RECIPE
+    )]
+    Mismatch {
+        path: String,
+        found: String,
+        claimed: String,
+    },
+    #[error("the server's back-off record: {0}")]
+    Server(#[from] ClientError),
+}
+
+impl UnlockError {
+    /// The refusal code the approval flow records.
+    pub fn code(&self) -> &'static str {
+        match self {
+            UnlockError::Prompt(p) => p.code(),
+            UnlockError::Wrong { .. } => "wrong_passphrase",
+            UnlockError::Key(_) | UnlockError::Mismatch { .. } => "key_unavailable",
+            UnlockError::Server(_) => "server_answer",
+        }
+    }
+}
+
+fn call(
+    client: &Client,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value, ClientError> {
+    client::block_on(client.call(method, path, body))?
+}
+
+fn record_of(v: &Value) -> Record {
+    Record {
+        failures: v["failures"].as_u64().unwrap_or(0) as u32,
+        last_wrong_at: v["last_wrong_at"].as_str().map(str::to_string),
+        wait_ms: v["wait_ms"].as_u64().unwrap_or(0),
+        not_before: v["not_before"].as_str().map(str::to_string),
+    }
+}
+
+/// The server's record for `key_id`.
+pub fn server_record(client: &Client, key_id: &str) -> Result<Value, ClientError> {
+    call(
+        client,
+        Method::GET,
+        &format!("{PASSPHRASE_ROUTE}/{key_id}"),
+        None,
+    )
+}
+
+fn secs(ms: u64) -> String {
+    if ms >= 1000 {
+        format!("{:.0} s", (ms as f64 / 1000.0).ceil())
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+/// Waits as the server's record says, asks for the passphrase of the key at `key_path` with
+/// `prompt`, decrypts it and reports the outcome to the server.
+pub fn unlock(
+    client: &Client,
+    key_path: &Path,
+    prompter: &mut dyn Prompter,
+    prompt: &str,
+) -> Result<SigningKey, UnlockError> {
+    let claimed = keys::public_info(key_path)?.key_id;
+    // Wait until the server's record lets a prompt be shown.
+    let mut v = server_record(client, &claimed)?;
+    let mut waited = 0u64;
+    for _ in 0..8 {
+        let left = v["remaining_ms"].as_u64().unwrap_or(0);
+        if left == 0 {
+            break;
+        }
+        prompter.notice(&format!(
+            "{} wrong passphrases in a row for this key: waiting {} before asking again (the \
+             server records each wrong passphrase; a right one resets the count).\n",
+            v["failures"],
+            secs(left)
+        ))?;
+        let d = Duration::from_millis(left).min(MAX_ONE_WAIT);
+        std::thread::sleep(d);
+        waited += d.as_millis() as u64;
+        v = server_record(client, &claimed)?;
+    }
+    let record = record_of(&v);
+    let shown = if waited > 0 {
+        format!(
+            "{} (after {} wrong, waited {}): ",
+            prompt.trim_end().trim_end_matches(':'),
+            record.failures,
+            secs(waited)
+        )
+    } else {
+        prompt.to_string()
+    };
+    let passphrase = prompter.ask_passphrase(&shown)?;
+    let key = match keys::load(key_path, passphrase.as_bytes()) {
+        Ok(k) => k,
+        Err(e @ KeyError::WrongPassphrase { .. }) => {
+            drop(passphrase);
+            let after = call(
+                client,
+                Method::POST,
+                &format!("{PASSPHRASE_ROUTE}/{claimed}/wrong"),
+                None,
+            );
+            let message = match after {
+                Ok(r) => {
+                    let next = r["wait_ms"].as_u64().unwrap_or(0);
+                    format!(
+                        "{e} (wrong passphrase {} in a row for this key; {})",
+                        r["failures"],
+                        if next == 0 {
+                            format!(
+                                "after {} the next prompt waits, longer each time",
+                                passphrase::FREE_ATTEMPTS
+                            )
+                        } else {
+                            format!("the next prompt for it waits {}", secs(next))
+                        }
+                    )
+                }
+                Err(err) => format!("{e} (the server did not record it: {err})"),
+            };
+            return Err(UnlockError::Wrong { message });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    drop(passphrase);
+    let found = keys::key_id(&key.verifying_key());
+    if found != claimed {
+        return Err(UnlockError::Mismatch {
+            path: key_path.display().to_string(),
+            found,
+            claimed,
+        });
+    }
+    if record.failures > 0 {
+        let proof = passphrase::sign_right(&key, &record);
+        call(
+            client,
+            Method::POST,
+            &format!("{PASSPHRASE_ROUTE}/{claimed}/right"),
+            Some(json!({"proof": proof})),
+        )?;
+    }
+    Ok(key)
+}
