@@ -102,8 +102,8 @@ pub trait Prompter {
     fn ask_revision(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError>;
     /// Reads the passphrase (masked).
     fn ask_passphrase(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError>;
-    /// A short notice of proctor's own (the wait after wrong passphrases). The cockpit's
-    /// dialog says it in the next prompt instead, so the default shows nothing.
+    /// A short notice of proctor's own text (the wait after wrong passphrases): the CLI writes
+    /// it to the terminal, the cockpit's dialog shows it as its note. By default, nothing.
     fn notice(&mut self, _text: &str) -> Result<(), PromptError> {
         Ok(())
     }

@@ -1077,6 +1077,11 @@ impl App {
                     a.show(t);
                 }
             }
+            ApprovalEvent::Notice(t) => {
+                if let Some(a) = dialog {
+                    a.notice(t);
+                }
+            }
             ApprovalEvent::Ask {
                 field,
                 prompt,
