@@ -473,8 +473,9 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
             &approval,
             "key_not_registered",
             format!(
-                "the server does not trust this key (keyid={} {key_id}). Remedy: `proctor \
-                 key register`",
+                "the server does not trust this key (keyid={} {key_id}): it is not \
+                 registered, or a signed change revoked it. Remedy: `proctor key show` says \
+                 which; register it (`proctor key register`), or use a key that is registered",
                 keys::KEY_ID_RECIPE
             ),
             receipt,
