@@ -505,6 +505,30 @@ fn the_server_enforces_the_recorded_wait_and_checks_the_reset_proof() {
         Some(json!({"public_key_b64": info.public_key_b64})),
     );
     let route = format!("/v1/m/authority/passphrase/{}", info.key_id);
+    // An agent's token cannot report (and so cannot lengthen a person's wait).
+    let agent = s.home.json(&[
+        "token",
+        "create",
+        "--role",
+        "admin",
+        "--name",
+        "bot",
+        "--principal",
+        "agent",
+        "--json",
+    ])["secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, v) = common::call_as(
+        &s.home.socket(),
+        Some(&agent),
+        "POST",
+        &format!("{route}/wrong"),
+        None,
+    );
+    assert_eq!(code, 403, "{v}");
+    assert_eq!(v["error"]["code"], "agent_refused");
     let mut last = Value::Null;
     for _ in 0..4 {
         last = s.expect(200, "POST", &format!("{route}/wrong"), None);

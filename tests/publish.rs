@@ -563,6 +563,16 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
     assert_eq!(t.exit_code(), 1);
     assert!(t.text().contains("wrong_passphrase"), "{}", t.text());
     w.assert_refused_receipt("wrong_passphrase");
+    // The server counted it (the back-off of docs/security.md): attempt 1, no wait yet.
+    let wrong = w.ledger("authority.passphrase.wrong");
+    assert_eq!(wrong.len(), 1, "{wrong:?}");
+    assert_eq!(wrong[0]["attempt"], 1);
+    assert_eq!(wrong[0]["wait_ms"], 0);
+    assert!(
+        t.text().contains("wrong passphrase 1 in a row"),
+        "{}",
+        t.text()
+    );
 
     // Nothing of the above pushed, opened a pull request or spent anything.
     assert_eq!(w.remote_tip("feature/change-a"), None);
@@ -606,6 +616,11 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
     assert!(out.contains("pull request #1 "), "{out}");
     assert!(!out.contains("\u{1b}]0;pwned"), "{out:?}");
     assert!(out.contains("\u{27e8}U+202E\u{27e9}gpj.exe"), "{out}");
+
+    // The right passphrase reset the count, proved by the decrypted key.
+    let resets = w.ledger("authority.passphrase.reset");
+    assert_eq!(resets.len(), 1, "{resets:?}");
+    assert_eq!(resets[0]["after_failures"], 1);
 
     // Pushed exactly the revision; the local branch moved; main untouched (no merge).
     assert_eq!(

@@ -102,8 +102,8 @@ pub trait Prompter {
     fn ask_revision(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError>;
     /// Reads the passphrase (masked).
     fn ask_passphrase(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError>;
-    /// A short notice of proctor's own (the wait after wrong passphrases). The cockpit's
-    /// dialog says it in the next prompt instead, so the default shows nothing.
+    /// A short notice of proctor's own text (the wait after wrong passphrases): the CLI writes
+    /// it to the terminal, the cockpit's dialog shows it as its note. By default, nothing.
     fn notice(&mut self, _text: &str) -> Result<(), PromptError> {
         Ok(())
     }
@@ -473,8 +473,9 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
             &approval,
             "key_not_registered",
             format!(
-                "the server does not trust this key (keyid={} {key_id}). Remedy: `proctor \
-                 key register`",
+                "the server does not trust this key (keyid={} {key_id}): it is not \
+                 registered, or a signed change revoked it. Remedy: `proctor key show` says \
+                 which; register it (`proctor key register`), or use a key that is registered",
                 keys::KEY_ID_RECIPE
             ),
             receipt,

@@ -179,14 +179,26 @@ pub fn unlock(
             claimed,
         });
     }
-    if record.failures > 0 {
+    // The proof names the record it resets; another prompt may have counted a failure since
+    // this one began (the server then says `stale_proof`): prove it again for the new record.
+    let mut record = record;
+    for round in 0..3 {
+        if record.failures == 0 {
+            break;
+        }
         let proof = passphrase::sign_right(&key, &record);
-        call(
+        match call(
             client,
             Method::POST,
             &format!("{PASSPHRASE_ROUTE}/{claimed}/right"),
             Some(json!({"proof": proof})),
-        )?;
+        ) {
+            Ok(_) => break,
+            Err(ClientError::Api { code, .. }) if code == "stale_proof" && round < 2 => {
+                record = record_of(&server_record(client, &claimed)?);
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(key)
 }

@@ -1087,6 +1087,11 @@ impl App {
                     a.show(t);
                 }
             }
+            ApprovalEvent::Notice(t) => {
+                if let Some(a) = dialog {
+                    a.notice(t);
+                }
+            }
             ApprovalEvent::Ask {
                 field,
                 prompt,

@@ -28,6 +28,9 @@ use crate::publish::approve::{self, Outcome, PromptError, Prompter};
 pub enum ApprovalEvent {
     /// The text to show (built and sanitised by `approve::display`).
     Show(String),
+    /// A notice of the flow's own (the wait after wrong passphrases), shown as the dialog's
+    /// note until the next step.
+    Notice(String),
     /// An answer is wanted.
     Ask {
         field: Field,
@@ -93,6 +96,14 @@ impl Prompter for ModalPrompter {
 
     fn ask_passphrase(&mut self, prompt: &str) -> Result<Zeroizing<String>, PromptError> {
         self.ask(Field::Passphrase, prompt)
+    }
+
+    fn notice(&mut self, text: &str) -> Result<(), PromptError> {
+        self.tx
+            .blocking_send(Msg::Approval(ApprovalEvent::Notice(
+                text.trim_end().to_string(),
+            )))
+            .map_err(|_| PromptError::Aborted)
     }
 }
 

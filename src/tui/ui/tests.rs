@@ -1577,3 +1577,22 @@ fn the_header_says_agents_unconfined_while_a_run_is_live() {
         "{first}"
     );
 }
+
+/// The flow's notice while it waits after wrong passphrases shows as the dialog's note, and
+/// the next question clears it.
+#[test]
+fn the_approval_dialog_shows_the_passphrase_wait_as_its_note() {
+    let (mut app, _key) = approving(TokenRole::Write);
+    app.take_effects();
+    app.on_msg(Msg::Approval(ApprovalEvent::Show(approve::display(
+        &check_view(),
+    ))));
+    let wait = "4 wrong passphrases in a row for this key: waiting 2 s before asking again";
+    app.on_msg(Msg::Approval(ApprovalEvent::Notice(wait.into())));
+    let t = draw(&mut app, 160, 48);
+    crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+    assert!(text(&t).contains(wait), "{}", text(&t));
+    let _rx = ask(&mut app, Field::Passphrase);
+    let t = draw(&mut app, 160, 48);
+    assert!(!text(&t).contains(wait), "{}", text(&t));
+}

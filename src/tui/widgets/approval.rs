@@ -201,6 +201,11 @@ impl Approval {
         self.seen_all.set(false);
     }
 
+    /// A notice of the flow's own (proctor's text, not untrusted), shown as the note.
+    pub fn notice(&mut self, text: String) {
+        self.note = Some(text);
+    }
+
     /// The flow asks for `field`. Answered at once with a refusal when the operator already
     /// pressed Esc.
     pub fn ask(&mut self, field: Field, prompt: String, reply: Reply) {
