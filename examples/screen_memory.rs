@@ -51,6 +51,8 @@ fn main() {
         assert!(Instant::now() < deadline, "the emulator was never released");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The screen thread hands the freed pages back right after it drops the emulator.
+    std::thread::sleep(Duration::from_millis(500));
     let after = rss_kib();
     let screen = run.screen().unwrap();
     println!(

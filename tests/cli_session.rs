@@ -746,3 +746,72 @@ fn attach_drops_clipboard_writes_titles_and_queries_and_the_child_gets_no_reply(
     );
     e.ok(&["session", "stop", &run]);
 }
+
+#[test]
+fn a_terminal_larger_than_a_run_may_be_starts_and_attaches_at_the_limits() {
+    let e = Env::new();
+    e.ok(&["session", "list"]); // the server, with the shims on its PATH
+    let screen_size = |run: &str| {
+        let (status, v) = common::call_as(
+            &e.h.socket(),
+            Some(&e.h.owner_token()),
+            "GET",
+            &format!("/v1/m/sessions/runs/{run}/screen"),
+            None,
+        );
+        assert_eq!(status, 200, "{v}");
+        (
+            v["size"]["rows"].as_u64().unwrap(),
+            v["size"]["cols"].as_u64().unwrap(),
+        )
+    };
+    let home = e.h.path().to_str().unwrap().to_string();
+    let mut t = common::pty::Term::spawn(
+        env!("CARGO_BIN_EXE_proctor"),
+        &[
+            "--home",
+            &home,
+            "session",
+            "start",
+            "--json",
+            "--tool",
+            "claude",
+            "--transport",
+            "pty",
+        ],
+        600,
+        1200,
+    );
+    assert_eq!(t.exit_code(), 0, "{}", t.text());
+    let out = t.text();
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}"));
+    let run = v["ref"].as_str().unwrap().to_string();
+    assert_eq!(
+        screen_size(&run),
+        (500, 1000),
+        "start sent the clamped size"
+    );
+    let (status, v) = common::call_as(
+        &e.h.socket(),
+        Some(&e.h.owner_token()),
+        "POST",
+        &format!("/v1/m/sessions/runs/{run}/resize"),
+        Some(serde_json::json!({"rows": 24, "cols": 80})),
+    );
+    assert_eq!(status, 200, "{v}");
+    let mut t = common::pty::Term::spawn(
+        env!("CARGO_BIN_EXE_proctor"),
+        &["--home", &home, "session", "attach", &run],
+        700,
+        1300,
+    );
+    t.wait_for("fake Claude Code");
+    assert_eq!(
+        screen_size(&run),
+        (500, 1000),
+        "attach resized within the limits"
+    );
+    t.send(b"\x1c");
+    assert_eq!(t.exit_code(), 0, "{}", t.text());
+    e.ok(&["session", "stop", &run]);
+}

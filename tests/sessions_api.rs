@@ -682,6 +682,7 @@ fn terminal_sizes_are_capped_on_start_resume_and_resize() {
     // The attack: any write token asked for 65535 x 65535 (137 GB of emulator cells).
     for (rows, cols, named) in [
         (65535, 65535, "rows 65535"),
+        (24, 4_000_000_000u64, "cols 4000000000"),
         (501, 80, "rows 501"),
         (24, 1001, "cols 1001"),
         (0, 80, "rows 0"),
@@ -717,7 +718,7 @@ fn terminal_sizes_are_capped_on_start_resume_and_resize() {
     );
     let screen = s.expect(200, "GET", &s.run_path(&run, "/screen"), None);
     assert_eq!(screen["size"], json!({"rows": 500, "cols": 1000}));
-    for (rows, cols) in [(65535, 65535), (501, 80), (24, 1001)] {
+    for (rows, cols) in [(65535, 65535), (501, 80), (24, 1001), (70000, 80)] {
         s.expect(
             422,
             "POST",

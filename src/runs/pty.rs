@@ -222,14 +222,21 @@ pub(crate) fn run_screen(feed: &ScreenFeed, cell: &ScreenCell) {
         cell.cond.notify_all();
     }
     let mut s = cell.lock();
-    if let Some(parser) = s.parser.take() {
-        s.last = Some(render(&parser, s.seq));
-        drop(parser);
-        release_freed_memory();
-    }
+    let released = match s.parser.take() {
+        Some(p) => {
+            s.last = Some(render(&p, s.seq));
+            drop(p);
+            true
+        }
+        None => false,
+    };
     s.done = true;
     drop(s);
     cell.cond.notify_all();
+    // Trimmed outside the lock: screen() callers do not wait for it.
+    if released {
+        release_freed_memory();
+    }
 }
 
 /// The snapshot of a screen whose last parsed frame is `seq`.

@@ -148,6 +148,35 @@ fn check_size(rows: Option<u16>, cols: Option<u16>) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The same refusal for a size too large to be read at all (above 65535): the body is
+/// looked at as JSON before its typed parse would call it malformed.
+fn check_raw_size(body: &axum::body::Bytes) -> Result<(), ApiError> {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return Ok(()); // the typed parse names what is wrong
+    };
+    let big = |k: &str, max: u16| {
+        v.get(k)
+            .and_then(Value::as_u64)
+            .filter(|n| *n > u64::from(u16::MAX))
+            .map(|n| (n, max))
+    };
+    for (what, max) in [("rows", runs::MAX_ROWS), ("cols", runs::MAX_COLS)] {
+        if let Some((n, max)) = big(what, max) {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unprocessable",
+                format!(
+                    "{what} {n} is more than a PTY run's terminal may have: {what} is 1 to \
+                     {max} (limits {} rows, {} columns). Remedy: ask for at most {max} {what}",
+                    runs::MAX_ROWS,
+                    runs::MAX_COLS
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn zero_size(what: &str) -> ApiError {
     ApiError::new(
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -157,6 +186,7 @@ fn zero_size(what: &str) -> ApiError {
 }
 
 async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResult {
+    check_raw_size(&body)?;
     let req: StartRequest = json_body(&body, true)?;
     check_size(req.rows, req.cols)?;
     let sessions = s.sessions.clone();
@@ -361,6 +391,7 @@ async fn resume(
     Path(run): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult {
+    check_raw_size(&body)?;
     let b: SizeBody = json_body(&body, false)?;
     check_size(b.rows, b.cols)?;
     let size = match (b.rows, b.cols) {
@@ -376,6 +407,7 @@ async fn resize(
     Path(run): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult {
+    check_raw_size(&body)?;
     let b: SizeBody = json_body(&body, true)?;
     let (Some(rows), Some(cols)) = (b.rows, b.cols) else {
         return Err(ApiError::new(

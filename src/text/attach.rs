@@ -193,7 +193,7 @@ impl Utf8 {
                 raw: [b, 0],
                 len: 1,
             }),
-            0xc2..=0xdf | 0xe0..=0xef | 0xf0..=0xf4 => {
+            0xc2..=0xf4 => {
                 self.pend[0] = b;
                 self.len = 1;
                 self.need = match b {
@@ -263,7 +263,15 @@ pub struct AttachFilter {
     /// Inside a string: an ESC was seen, its meaning depends on the next unit.
     str_esc: bool,
     dropped: Dropped,
+    /// A colour set (OSC 4, 5, 10–19) was passed.
+    colours_set: bool,
 }
+
+/// What puts back the colours a child may have set through the filter (the palette, the
+/// special colours, the default foreground, background and cursor colours): the terminal's
+/// own, from its configuration.
+pub const COLOUR_RESET: &[u8] =
+    b"\x1b]104\x1b\\\x1b]105\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\\x1b]112\x1b\\";
 
 impl AttachFilter {
     pub fn new(clipboard: Clipboard) -> AttachFilter {
@@ -275,7 +283,14 @@ impl AttachFilter {
             osc: false,
             str_esc: false,
             dropped: Dropped::default(),
+            colours_set: false,
         }
+    }
+
+    /// Whether the child set a colour of the terminal (then [`COLOUR_RESET`] puts the
+    /// terminal's own back on detach).
+    pub fn colours_set(&self) -> bool {
+        self.colours_set
     }
 
     /// What was dropped so far.
@@ -719,6 +734,7 @@ impl AttachFilter {
                 } else if self.buf.contains(&b'?') {
                     self.count(Kind::Report);
                 } else {
+                    self.colours_set |= is_colour_set(&self.buf);
                     out.extend_from_slice(&self.buf);
                     out.extend_from_slice(terminator);
                 }
@@ -729,6 +745,31 @@ impl AttachFilter {
         self.buf.clear();
         self.state = State::Ground;
     }
+}
+
+/// Whether a colour OSC (introducer, number, data) sets a colour (a reset sets none).
+fn is_colour_set(buf: &[u8]) -> bool {
+    let digits: Vec<u8> = buf
+        .iter()
+        .copied()
+        .skip_while(|b| !b.is_ascii_digit())
+        .take_while(u8::is_ascii_digit)
+        .collect();
+    !matches!(
+        digits.as_slice(),
+        b"104"
+            | b"105"
+            | b"110"
+            | b"111"
+            | b"112"
+            | b"113"
+            | b"114"
+            | b"115"
+            | b"116"
+            | b"117"
+            | b"118"
+            | b"119"
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1047,6 +1088,18 @@ mod tests {
                 assert_eq!(show(&out), show(&whole), "split at {i} and {j}");
             }
         }
+    }
+
+    #[test]
+    fn a_colour_set_is_remembered_for_the_reset_on_detach() {
+        let mut a = AttachFilter::new(Clipboard::Drop);
+        a.filter(b"\x1b[31mx\x1b]104\x07\x1b]10;?\x07");
+        assert!(!a.colours_set(), "a reset or a query sets nothing");
+        a.filter(b"\x1b]11;#000000\x1b\\");
+        assert!(a.colours_set());
+        let mut a = AttachFilter::new(Clipboard::Drop);
+        a.filter(b"\x1b]4;1;rgb:ff/00/00\x07");
+        assert!(a.colours_set());
     }
 
     #[test]

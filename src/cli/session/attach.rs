@@ -493,6 +493,10 @@ async fn attach_pty(
     // A sequence cut by the detach is dropped; a passed string is closed.
     let mut tail = Vec::new();
     filter.finish(&mut tail);
+    if filter.colours_set() {
+        // The child set the palette or the default colours: the terminal's own come back.
+        tail.extend_from_slice(text::attach::COLOUR_RESET);
+    }
     write_fd(1, &tail);
     drop(guard);
     if let Some(note) = dropped_note(&filter.dropped()) {

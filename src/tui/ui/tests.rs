@@ -1596,3 +1596,29 @@ fn the_approval_dialog_shows_the_passphrase_wait_as_its_note() {
     let t = draw(&mut app, 160, 48);
     assert!(!text(&t).contains(wait), "{}", text(&t));
 }
+
+#[test]
+fn a_pane_larger_than_a_run_may_be_asks_for_the_limits_once() {
+    use crate::runs::{MAX_COLS, MAX_ROWS};
+    let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+    app.live_inner = ratatui::layout::Rect::new(0, 0, 4000, 4000);
+    let want = app.desired_resize();
+    assert_eq!(want, Some(("run-0001".to_string(), MAX_ROWS, MAX_COLS)));
+    let (run, rows, cols) = want.unwrap();
+    app.send_resize(run, rows, cols);
+    let calls: Vec<_> = app
+        .take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Call(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].body,
+        Some(json!({"rows": MAX_ROWS, "cols": MAX_COLS}))
+    );
+    // Sent once: the pane being larger than the PTY is not a reason to ask again.
+    assert_eq!(app.desired_resize(), None);
+}
