@@ -383,6 +383,20 @@ impl Sessions {
         }
     }
 
+    /// At server exit, once every run is stopped: removes the empty run cgroup folders and
+    /// the home's cgroup folder (a folder that still holds a process stays, for the next
+    /// server's sweep).
+    pub fn release_cgroups(&self) {
+        if let Containment::Cgroups(base) = &self.containment {
+            for dir in base.folders() {
+                if !runs::cgroup::populated(&dir) {
+                    let _ = runs::cgroup::remove(&dir);
+                }
+            }
+            base.remove_if_empty();
+        }
+    }
+
     /// How many runs a previous server left that are not swept yet.
     pub fn recovering(&self) -> usize {
         self.lock().recovering.len()
@@ -415,7 +429,10 @@ impl Sessions {
             })
             .collect();
         let mut adopted: HashMap<String, Vec<runs::Ident>> = HashMap::new();
-        if runs.iter().any(|(_, _, r)| r.hold() == runs::Hold::Subreaper) {
+        if runs
+            .iter()
+            .any(|(_, _, r)| r.hold() == runs::Hold::Subreaper)
+        {
             for (pid, st) in snap.iter() {
                 if st.ppid != me || st.state == 'Z' || known.contains(pid) {
                     continue;
@@ -424,7 +441,10 @@ impl Sessions {
                     continue;
                 };
                 let want = format!("{TAG_VAR}=");
-                if let Some(kv) = env.split(|b| *b == 0).find(|kv| kv.starts_with(want.as_bytes())) {
+                if let Some(kv) = env
+                    .split(|b| *b == 0)
+                    .find(|kv| kv.starts_with(want.as_bytes()))
+                {
                     let tag = String::from_utf8_lossy(&kv[want.len()..]).to_string();
                     adopted.entry(tag).or_default().push((*pid, st.start_time));
                 }
@@ -603,8 +623,7 @@ impl Sessions {
                 .rev()
                 .find(|e| {
                     e.kind == kinds::STARTED
-                        && e.fields.get("generation").and_then(Value::as_u64)
-                            == Some(d.generation)
+                        && e.fields.get("generation").and_then(Value::as_u64) == Some(d.generation)
                 })
                 .map(|e| e.fields.clone())
                 .unwrap_or_default();
@@ -650,7 +669,11 @@ impl Sessions {
         if let Ok(bytes) = std::fs::read(&procs_file)
             && let Ok(list) = serde_json::from_slice::<Vec<runs::Ident>>(&bytes)
         {
-            roots.extend(list.into_iter().filter(|id| snap.living(*id)).map(|(p, _)| p));
+            roots.extend(
+                list.into_iter()
+                    .filter(|id| snap.living(*id))
+                    .map(|(p, _)| p),
+            );
         }
         for c in &cgroups {
             roots.extend(runs::cgroup::members(c));
