@@ -280,10 +280,10 @@ fn escapes_end_with_their_run_under_the_subreaper_fallback() {
     );
 }
 
-/// A crash right after the spawn, before the start is recorded (`started` never reaches the
-/// ledger): the restart still finds the run's processes and ends them.
-#[test]
-fn a_crash_in_the_spawn_window_leaves_no_process_after_restart() {
+/// A crash in the start's windows: right after the spawn (`started` never reaches the
+/// ledger), and with `started` in the ledger but not in `run.json` (the attack session's
+/// finding). The restart finds the run's processes and ends them.
+fn a_crash_at(point: &str) {
     let s = Server::new();
     let mut reap = Reap(Vec::new());
     let leader = s.file("leader.pid");
@@ -296,7 +296,11 @@ fn a_crash_in_the_spawn_window_leaves_no_process_after_restart() {
             escaped.display()
         ),
     );
-    s.serve(&["--stop-grace-ms", "300", "--test-abort-after-spawn"]);
+    s.serve(&[
+        "--stop-grace-ms",
+        "300",
+        &format!("--test-abort-at={point}"),
+    ]);
     let server = s.home.server_pid().unwrap();
     {
         use std::io::{Read, Write};
@@ -319,15 +323,29 @@ fn a_crash_in_the_spawn_window_leaves_no_process_after_restart() {
         "the spawned processes outlive the crash"
     );
     let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
-    assert!(
-        ledger.contains("sessions.run.created") && !ledger.contains("sessions.run.started"),
-        "the crash came before the start was recorded"
+    let record =
+        std::fs::read_to_string(s.home.path().join("data/runs/run-0001/run.json")).unwrap();
+    assert!(ledger.contains("sessions.run.created") && !record.contains("sessions.run.started"));
+    assert_eq!(
+        ledger.contains("sessions.run.started"),
+        point == "started-in-ledger",
+        "the crash came where it was asked"
     );
     s.serve(&["--stop-grace-ms", "300"]);
     let v = s.wait_state("run-0001", "lost");
     assert!(v.get("exit_code").is_none(), "{v}");
     assert!(!alive(l), "the leader survived the restart");
     assert!(!alive(e), "the escaped grandchild survived the restart");
+}
+
+#[test]
+fn a_crash_right_after_the_spawn_leaves_no_process_after_restart() {
+    a_crash_at("spawn");
+}
+
+#[test]
+fn a_crash_with_started_only_in_the_ledger_leaves_no_process_after_restart() {
+    a_crash_at("started-in-ledger");
 }
 
 /// Many runs that ignore SIGTERM: the restarted server answers at once, shows them
@@ -525,4 +543,41 @@ fn a_client_waiting_for_a_starting_server_says_so_and_never_advises_stopping_it(
         "never advises stopping a starting server: {err}"
     );
     drop(lock);
+}
+
+/// A home with receipts, intents, candidates, evidence and a worktree run (the demo's)
+/// restarts cleanly (nothing it names is ahead of its ledger); with the ledger's tail cut
+/// back to before the last receipt's event, the start is refused naming a file.
+#[test]
+fn a_full_home_restarts_and_a_ledger_behind_its_receipts_is_refused() {
+    let h = TestHome::new();
+    h.json(&["demo", "--no-cockpit", "--json"]);
+    h.ok(&["server", "stop"]);
+    h.ok(&["serve"]);
+    h.ok(&["server", "stop"]);
+    let ledger = h.ledger();
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let last_receipt = lines
+        .iter()
+        .rposition(|l| l.contains("\"kind\":\"receipts.") || l.contains("receipt"))
+        .expect("the demo records receipts");
+    std::fs::write(&ledger, lines[..last_receipt].join("\n") + "\n").unwrap();
+    let out = h.run(&["serve"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("lost its tail") && err.contains(ledger.to_str().unwrap()),
+        "{err}"
+    );
+    // Without the run records, the receipts and intents alone show it.
+    std::fs::rename(h.path().join("data/runs"), h.path().join("runs-aside")).unwrap();
+    let out = h.run(&["serve"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("lost its tail")
+            && (err.contains("data/receipts/") || err.contains("data/intents/")),
+        "{err}"
+    );
 }

@@ -41,10 +41,11 @@ pub struct ServeArgs {
     #[arg(long, hide = true)]
     pub no_cgroups: bool,
 
-    /// Tests only: abort right after a run's process is spawned, before its start is
-    /// recorded (the crash window a restart must clean up).
-    #[arg(long, hide = true)]
-    pub test_abort_after_spawn: bool,
+    /// Tests only: abort during a run's start, `spawn` (right after the spawn, before the
+    /// start is recorded) or `started-in-ledger` (before run.json has it): the crash
+    /// windows a restart must clean up.
+    #[arg(long, hide = true, value_name = "POINT", value_parser = ["spawn", "started-in-ledger"])]
+    pub test_abort_at: Option<String>,
 }
 
 impl ServeArgs {
@@ -53,7 +54,11 @@ impl ServeArgs {
             stop_grace: Duration::from_millis(self.stop_grace_ms),
             ring_bytes: (self.ring_kib as usize) * 1024,
             cgroups: !self.no_cgroups,
-            abort_after_spawn: self.test_abort_after_spawn,
+            abort_at: match self.test_abort_at.as_deref() {
+                Some("spawn") => Some(crate::sessions::manager::AbortAt::Spawn),
+                Some(_) => Some(crate::sessions::manager::AbortAt::StartedInLedger),
+                None => None,
+            },
             ..Default::default()
         }
     }
@@ -66,8 +71,8 @@ impl ServeArgs {
         if self.no_cgroups {
             v.push("--no-cgroups".into());
         }
-        if self.test_abort_after_spawn {
-            v.push("--test-abort-after-spawn".into());
+        if let Some(p) = &self.test_abort_at {
+            v.push(format!("--test-abort-at={p}"));
         }
         v
     }

@@ -170,9 +170,9 @@ pub struct Settings {
     /// Hold runs in cgroups where one is writable (tests turn it off to exercise the
     /// subreaper fallback).
     pub cgroups: bool,
-    /// Test hook: abort the server right after a run's process is spawned, before its
-    /// `started` event is written (the crash window a restart must handle).
-    pub abort_after_spawn: bool,
+    /// Test hook: abort the server at a point of a run's start (the crash windows a
+    /// restart must handle).
+    pub abort_at: Option<AbortAt>,
 }
 
 impl Default for Settings {
@@ -182,9 +182,18 @@ impl Default for Settings {
             ring_bytes: runs::ring::DEFAULT_RING_BYTES,
             transcript_cap: runs::transcript::DEFAULT_TRANSCRIPT_CAP,
             cgroups: true,
-            abort_after_spawn: false,
+            abort_at: None,
         }
     }
+}
+
+/// Where the test hook aborts the server during a run's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbortAt {
+    /// Right after the spawn, before `started` is appended to the ledger.
+    Spawn,
+    /// Right after `started` is in the ledger, before the run's `run.json` has it.
+    StartedInLedger,
 }
 
 /// How this server holds its runs' processes.
@@ -544,6 +553,10 @@ impl Sessions {
         let mut ledger_fields = map.clone();
         ledger_fields.insert("run".into(), Value::String(run_ref.to_string()));
         let seq = self.ledger.append(kind, &ledger_fields)?;
+        if kind == kinds::STARTED && self.settings.abort_at == Some(AbortAt::StartedInLedger) {
+            crate::server::log("test hook: aborting with `started` in the ledger only");
+            std::process::abort();
+        }
         map.remove("run");
         let rec = inner
             .records
@@ -1043,7 +1056,7 @@ impl Sessions {
             }
             SessionError::Unprocessable(e.to_string())
         })?;
-        if self.settings.abort_after_spawn {
+        if self.settings.abort_at == Some(AbortAt::Spawn) {
             crate::server::log("test hook: aborting right after a spawn, before `started`");
             std::process::abort();
         }
@@ -1998,9 +2011,8 @@ fn end_processes(ids: &[runs::Ident], cgroups: &[PathBuf], grace: Duration) -> b
             let p = id.0 as libc::pid_t;
             // SAFETY: plain kill(2) on processes identified by pid and start time.
             unsafe {
-                if sig == libc::SIGKILL {
-                    libc::kill(-p, sig);
-                }
+                // Its group too, when it leads one (ESRCH otherwise).
+                libc::kill(-p, sig);
                 libc::kill(p, sig);
                 if sig == libc::SIGTERM {
                     libc::kill(p, libc::SIGCONT);
