@@ -423,6 +423,9 @@ impl Sessions {
                 .map(|(r, l)| (r.clone(), l.generation, l.run.clone()))
                 .collect()
         };
+        if runs.is_empty() {
+            return;
+        }
         let snap = runs::tree::Snapshot::take();
         let me = std::process::id() as i32;
         let mut candidates: Vec<runs::Ident> = Vec::new();
