@@ -1149,6 +1149,7 @@ impl Sessions {
         }
         // Whatever the run left (a daemon it double-forked, a process that changed its
         // session) ends with it; its cgroup folder goes once it is empty.
+        self.keep();
         if !run.end_remaining(self.settings.stop_grace) {
             crate::server::log(&format!(
                 "sessions: {run_ref}: processes it left could not all be ended"
@@ -1623,6 +1624,9 @@ impl Sessions {
             }
             run
         };
+        // A fresh attribution first: a process forked since the keeper's last pass (the
+        // subreaper fallback) is then signalled with the rest.
+        self.keep();
         let report = run
             .stop(self.settings.stop_grace)
             .map_err(|e| SessionError::Internal(e.to_string()))?;
