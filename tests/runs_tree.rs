@@ -403,6 +403,9 @@ fn many_term_ignoring_runs_are_swept_in_parallel_after_the_socket_listens() {
              one run after another"
         );
     }
+    // A stop of a recovering run answers once its sweep has ended it.
+    let (code, v) = s.call("POST", &format!("{RUNS}/{}/stop", refs[n - 1]), None);
+    assert_eq!((code, v["state"].as_str()), (200, Some("lost")), "{v}");
     for (r, p) in refs.iter().zip(&pids) {
         let v = s.wait_state(r, "lost");
         assert!(!alive(*p), "{r} survived");
@@ -580,4 +583,38 @@ fn a_full_home_restarts_and_a_ledger_behind_its_receipts_is_refused() {
             && (err.contains("data/receipts/") || err.contains("data/intents/")),
         "{err}"
     );
+}
+
+/// A run cgroup folder left under the home's cgroup that no run accounts for (what a crash
+/// leaves when its run was already settled): the next server ends its processes and
+/// removes it.
+#[test]
+fn a_cgroup_left_behind_is_emptied_and_removed_at_start() {
+    let s = Server::new();
+    let mut reap = Reap(Vec::new());
+    s.serve(&["--stop-grace-ms", "300"]);
+    let (_, status) = s.call("GET", "/v1/server", None);
+    assert_eq!(status["runs_held_by"]["mechanism"], "cgroup", "{status}");
+    let base = PathBuf::from(status["runs_held_by"]["cgroup_base"].as_str().unwrap());
+    s.home.ok(&["server", "stop"]);
+    let left = base.join("run-0099.g1");
+    std::fs::create_dir_all(&left).unwrap();
+    let mut child = std::process::Command::new("/bin/sleep")
+        .arg("1000")
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    reap.0.push(pid);
+    std::fs::write(left.join("cgroup.procs"), format!("{pid}\n")).unwrap();
+    s.serve(&["--stop-grace-ms", "300"]);
+    // The sleeper is this test's child: its end is observed here.
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{status:?}"
+    );
+    wait_until("the leftover folder removed", || !left.exists());
+    let log = std::fs::read_to_string(s.home.path().join("state/server.log")).unwrap();
+    assert!(log.contains("a run cgroup left behind"), "{log}");
 }

@@ -1608,6 +1608,23 @@ impl Sessions {
             if !state.is_live() {
                 return Ok(self.view(&inner, run_ref, None));
             }
+            if inner.recovering.contains(run_ref) {
+                // Left by a previous server: its sweep is ending it; answer once it has.
+                drop(inner);
+                let deadline = std::time::Instant::now()
+                    + self.settings.stop_grace
+                    + runs::KILL_WAIT
+                    + Duration::from_secs(5);
+                loop {
+                    let inner = self.lock();
+                    if !inner.recovering.contains(run_ref) || std::time::Instant::now() >= deadline
+                    {
+                        return Ok(self.view(&inner, run_ref, None));
+                    }
+                    drop(inner);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
             let Some(live) = inner.live.get_mut(run_ref) else {
                 return Ok(self.view(&inner, run_ref, None));
             };
