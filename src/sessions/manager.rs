@@ -497,7 +497,9 @@ impl Sessions {
                 }
             }
             changed |= t.prune(&snap);
-            if changed && run.hold() == runs::Hold::Subreaper {
+            // Kept on disk for a later server's sweep, at most once a second per run (each
+            // write is fsync'd).
+            if run.hold() == runs::Hold::Subreaper && t.due(changed, Duration::from_secs(1)) {
                 let ids = t.snapshot();
                 let path = runs_dir(&self.home)
                     .join(run_ref)
