@@ -19,6 +19,18 @@ struct Server {
     home: TestHome,
     shims: PathBuf,
     ws: PathBuf,
+    /// The home's cgroup folder, once a server reported it (removed at the end if a
+    /// killed server left it empty).
+    base: std::cell::RefCell<Option<PathBuf>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.home.cmd().args(["server", "stop"]).output();
+        if let Some(b) = self.base.borrow().as_ref() {
+            let _ = std::fs::remove_dir(b);
+        }
+    }
 }
 
 impl Server {
@@ -28,7 +40,12 @@ impl Server {
         let ws = home.path().join("ws");
         std::fs::create_dir_all(&shims).unwrap();
         std::fs::create_dir_all(&ws).unwrap();
-        Server { home, shims, ws }
+        Server {
+            home,
+            shims,
+            ws,
+            base: Default::default(),
+        }
     }
 
     fn path_var(&self) -> String {
@@ -64,6 +81,10 @@ impl Server {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        let (_, v) = self.call("GET", "/v1/server", None);
+        if let Some(b) = v["runs_held_by"]["cgroup_base"].as_str() {
+            *self.base.borrow_mut() = Some(PathBuf::from(b));
+        }
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {

@@ -397,10 +397,19 @@ impl Sessions {
     /// server's sweep).
     pub fn release_cgroups(&self) {
         if let Containment::Cgroups(base) = &self.containment {
-            for dir in base.folders() {
-                if !runs::cgroup::populated(&dir) {
-                    let _ = runs::cgroup::remove(&dir);
+            // A folder whose last processes were just killed can be busy until their
+            // zombies are reaped (the keeper's pass does it): a few tries, briefly.
+            for _ in 0..40 {
+                self.keep();
+                for dir in base.folders() {
+                    if !runs::cgroup::populated(&dir) {
+                        let _ = runs::cgroup::remove(&dir);
+                    }
                 }
+                if base.folders().is_empty() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
             base.remove_if_empty();
         }
