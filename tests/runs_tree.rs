@@ -19,6 +19,18 @@ struct Server {
     home: TestHome,
     shims: PathBuf,
     ws: PathBuf,
+    /// The home's cgroup folder, once a server reported it (removed at the end if a
+    /// killed server left it empty).
+    base: std::cell::RefCell<Option<PathBuf>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.home.cmd().args(["server", "stop"]).output();
+        if let Some(b) = self.base.borrow().as_ref() {
+            let _ = std::fs::remove_dir(b);
+        }
+    }
 }
 
 impl Server {
@@ -28,7 +40,12 @@ impl Server {
         let ws = home.path().join("ws");
         std::fs::create_dir_all(&shims).unwrap();
         std::fs::create_dir_all(&ws).unwrap();
-        Server { home, shims, ws }
+        Server {
+            home,
+            shims,
+            ws,
+            base: Default::default(),
+        }
     }
 
     fn path_var(&self) -> String {
@@ -38,7 +55,11 @@ impl Server {
     /// Writes a tool shim: a shell script.
     fn shim(&self, tool: &str, body: &str) {
         let p = self.shims.join(tool);
-        std::fs::write(&p, format!("#!/bin/sh\nexport PATH=/usr/bin:/bin\n{body}\n")).unwrap();
+        std::fs::write(
+            &p,
+            format!("#!/bin/sh\nexport PATH=/usr/bin:/bin\n{body}\n"),
+        )
+        .unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
@@ -60,6 +81,10 @@ impl Server {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        let (_, v) = self.call("GET", "/v1/server", None);
+        if let Some(b) = v["runs_held_by"]["cgroup_base"].as_str() {
+            *self.base.borrow_mut() = Some(PathBuf::from(b));
+        }
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -276,10 +301,10 @@ fn escapes_end_with_their_run_under_the_subreaper_fallback() {
     );
 }
 
-/// A crash right after the spawn, before the start is recorded (`started` never reaches the
-/// ledger): the restart still finds the run's processes and ends them.
-#[test]
-fn a_crash_in_the_spawn_window_leaves_no_process_after_restart() {
+/// A crash in the start's windows: right after the spawn (`started` never reaches the
+/// ledger), and with `started` in the ledger but not in `run.json` (the attack session's
+/// finding). The restart finds the run's processes and ends them.
+fn a_crash_at(point: &str) {
     let s = Server::new();
     let mut reap = Reap(Vec::new());
     let leader = s.file("leader.pid");
@@ -292,7 +317,11 @@ fn a_crash_in_the_spawn_window_leaves_no_process_after_restart() {
             escaped.display()
         ),
     );
-    s.serve(&["--stop-grace-ms", "300", "--test-abort-after-spawn"]);
+    s.serve(&[
+        "--stop-grace-ms",
+        "300",
+        &format!("--test-abort-at={point}"),
+    ]);
     let server = s.home.server_pid().unwrap();
     {
         use std::io::{Read, Write};
@@ -310,17 +339,34 @@ fn a_crash_in_the_spawn_window_leaves_no_process_after_restart() {
     wait_until("the server to abort", || !alive(server));
     let (l, e) = (read_pid(&leader), read_pid(&escaped));
     reap.0.extend([l, e]);
-    assert!(alive(l) && alive(e), "the spawned processes outlive the crash");
-    let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
     assert!(
-        ledger.contains("sessions.run.created") && !ledger.contains("sessions.run.started"),
-        "the crash came before the start was recorded"
+        alive(l) && alive(e),
+        "the spawned processes outlive the crash"
+    );
+    let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
+    let record =
+        std::fs::read_to_string(s.home.path().join("data/runs/run-0001/run.json")).unwrap();
+    assert!(ledger.contains("sessions.run.created") && !record.contains("sessions.run.started"));
+    assert_eq!(
+        ledger.contains("sessions.run.started"),
+        point == "started-in-ledger",
+        "the crash came where it was asked"
     );
     s.serve(&["--stop-grace-ms", "300"]);
     let v = s.wait_state("run-0001", "lost");
     assert!(v.get("exit_code").is_none(), "{v}");
     assert!(!alive(l), "the leader survived the restart");
     assert!(!alive(e), "the escaped grandchild survived the restart");
+}
+
+#[test]
+fn a_crash_right_after_the_spawn_leaves_no_process_after_restart() {
+    a_crash_at("spawn");
+}
+
+#[test]
+fn a_crash_with_started_only_in_the_ledger_leaves_no_process_after_restart() {
+    a_crash_at("started-in-ledger");
 }
 
 /// Many runs that ignore SIGTERM: the restarted server answers at once, shows them
@@ -378,6 +424,9 @@ fn many_term_ignoring_runs_are_swept_in_parallel_after_the_socket_listens() {
              one run after another"
         );
     }
+    // A stop of a recovering run answers once its sweep has ended it.
+    let (code, v) = s.call("POST", &format!("{RUNS}/{}/stop", refs[n - 1]), None);
+    assert_eq!((code, v["state"].as_str()), (200, Some("lost")), "{v}");
     for (r, p) in refs.iter().zip(&pids) {
         let v = s.wait_state(r, "lost");
         assert!(!alive(*p), "{r} survived");
@@ -427,7 +476,12 @@ fn a_ledger_that_lost_its_tail_is_refused_at_start() {
     assert!(verify.status.success(), "a cut ledger still verifies alone");
     refused(
         &s,
-        &[ledger.to_str().unwrap(), "lost its tail", "run.json", "Remedy"],
+        &[
+            ledger.to_str().unwrap(),
+            "lost its tail",
+            "run.json",
+            "Remedy",
+        ],
     );
 }
 
@@ -442,7 +496,10 @@ fn an_emptied_ledger_is_refused_at_start() {
 fn a_deleted_ledger_is_refused_at_start() {
     let s = home_with_a_run();
     std::fs::remove_file(s.home.ledger()).unwrap();
-    refused(&s, &[s.home.ledger().to_str().unwrap(), "missing", "Remedy"]);
+    refused(
+        &s,
+        &[s.home.ledger().to_str().unwrap(), "missing", "Remedy"],
+    );
     assert!(!s.home.ledger().exists(), "no ledger was started afresh");
 }
 
@@ -466,7 +523,11 @@ fn a_deleted_run_record_is_rebuilt_from_the_ledger() {
             .map(|e| e["seq"].as_u64().unwrap())
             .collect()
     };
-    assert_eq!(seqs(&after), seqs(&before), "the same events, from the ledger");
+    assert_eq!(
+        seqs(&after),
+        seqs(&before),
+        "the same events, from the ledger"
+    );
     let log = std::fs::read_to_string(s.home.path().join("state/server.log")).unwrap();
     assert!(log.contains("rebuilt from its"), "{log}");
     // Refs are not reused: the next run is run-0002.
@@ -506,4 +567,75 @@ fn a_client_waiting_for_a_starting_server_says_so_and_never_advises_stopping_it(
         "never advises stopping a starting server: {err}"
     );
     drop(lock);
+}
+
+/// A home with receipts, intents, candidates, evidence and a worktree run (the demo's)
+/// restarts cleanly (nothing it names is ahead of its ledger); with the ledger's tail cut
+/// back to before the last receipt's event, the start is refused naming a file.
+#[test]
+fn a_full_home_restarts_and_a_ledger_behind_its_receipts_is_refused() {
+    let h = TestHome::new();
+    h.json(&["demo", "--no-cockpit", "--json"]);
+    h.ok(&["server", "stop"]);
+    h.ok(&["serve"]);
+    h.ok(&["server", "stop"]);
+    let ledger = h.ledger();
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let last_receipt = lines
+        .iter()
+        .rposition(|l| l.contains("\"kind\":\"receipts.") || l.contains("receipt"))
+        .expect("the demo records receipts");
+    std::fs::write(&ledger, lines[..last_receipt].join("\n") + "\n").unwrap();
+    let out = h.run(&["serve"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("lost its tail") && err.contains(ledger.to_str().unwrap()),
+        "{err}"
+    );
+    // Without the run records, the receipts and intents alone show it.
+    std::fs::rename(h.path().join("data/runs"), h.path().join("runs-aside")).unwrap();
+    let out = h.run(&["serve"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("lost its tail")
+            && (err.contains("data/receipts/") || err.contains("data/intents/")),
+        "{err}"
+    );
+}
+
+/// A run cgroup folder left under the home's cgroup that no run accounts for (what a crash
+/// leaves when its run was already settled): the next server ends its processes and
+/// removes it.
+#[test]
+fn a_cgroup_left_behind_is_emptied_and_removed_at_start() {
+    let s = Server::new();
+    let mut reap = Reap(Vec::new());
+    s.serve(&["--stop-grace-ms", "300"]);
+    let (_, status) = s.call("GET", "/v1/server", None);
+    assert_eq!(status["runs_held_by"]["mechanism"], "cgroup", "{status}");
+    let base = PathBuf::from(status["runs_held_by"]["cgroup_base"].as_str().unwrap());
+    s.home.ok(&["server", "stop"]);
+    let left = base.join("run-0099.g1");
+    std::fs::create_dir_all(&left).unwrap();
+    let mut child = std::process::Command::new("/bin/sleep")
+        .arg("1000")
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    reap.0.push(pid);
+    std::fs::write(left.join("cgroup.procs"), format!("{pid}\n")).unwrap();
+    s.serve(&["--stop-grace-ms", "300"]);
+    // The sleeper is this test's child: its end is observed here.
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{status:?}"
+    );
+    wait_until("the leftover folder removed", || !left.exists());
+    let log = std::fs::read_to_string(s.home.path().join("state/server.log")).unwrap();
+    assert!(log.contains("a run cgroup left behind"), "{log}");
 }

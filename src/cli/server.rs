@@ -41,10 +41,11 @@ pub struct ServeArgs {
     #[arg(long, hide = true)]
     pub no_cgroups: bool,
 
-    /// Tests only: abort right after a run's process is spawned, before its start is
-    /// recorded (the crash window a restart must clean up).
-    #[arg(long, hide = true)]
-    pub test_abort_after_spawn: bool,
+    /// Tests only: abort during a run's start, `spawn` (right after the spawn, before the
+    /// start is recorded) or `started-in-ledger` (before run.json has it): the crash
+    /// windows a restart must clean up.
+    #[arg(long, hide = true, value_name = "POINT", value_parser = ["spawn", "started-in-ledger"])]
+    pub test_abort_at: Option<String>,
 
     /// A connection must send a complete request head within this many ms of being
     /// accepted or of its previous response ending; slow-header and idle keep-alive
@@ -74,7 +75,11 @@ impl ServeArgs {
             stop_grace: Duration::from_millis(self.stop_grace_ms),
             ring_bytes: (self.ring_kib as usize) * 1024,
             cgroups: !self.no_cgroups,
-            abort_after_spawn: self.test_abort_after_spawn,
+            abort_at: match self.test_abort_at.as_deref() {
+                Some("spawn") => Some(crate::sessions::manager::AbortAt::Spawn),
+                Some(_) => Some(crate::sessions::manager::AbortAt::StartedInLedger),
+                None => None,
+            },
             ..Default::default()
         }
     }
@@ -108,8 +113,8 @@ impl ServeArgs {
         if self.no_cgroups {
             v.push("--no-cgroups".into());
         }
-        if self.test_abort_after_spawn {
-            v.push("--test-abort-after-spawn".into());
+        if let Some(p) = &self.test_abort_at {
+            v.push(format!("--test-abort-at={p}"));
         }
         v
     }
@@ -219,7 +224,11 @@ pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
                     ),
                     _ => "unknown".into(),
                 };
-                println!("{:<10} {}", "runs held", crate::text::one_line(&held, usize::MAX));
+                println!(
+                    "{:<10} {}",
+                    "runs held",
+                    crate::text::one_line(&held, usize::MAX)
+                );
                 if let Some(n) = h["recovering"].as_u64().filter(|n| *n > 0) {
                     println!(
                         "{:<10} {n} run(s) a previous server left are being swept",

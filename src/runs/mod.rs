@@ -6,9 +6,11 @@
 //! child). Threads per run: one reader per output stream (one for a PTY, two for pipes) and
 //! one waiter that reaps the child and writes the end marker. See `docs/runs.md`.
 //!
-//! Lifetime: [`Run::stop`] sends SIGTERM to the process group, then SIGKILL after a grace
-//! period, and returns only once the child is reaped, with the exit status the OS reported.
-//! Dropping a `Run` handle does not stop the child.
+//! Lifetime: [`Run::stop`] sends SIGTERM to the process group and to every other process of
+//! the run (its cgroup's members, or the processes attributed to it: see [`tree`] and
+//! [`cgroup`]), then SIGKILL (`cgroup.kill`) after a grace period, and returns only once the
+//! child is reaped, with the exit status the OS reported. Dropping a `Run` handle does not
+//! stop the child.
 
 pub mod cgroup;
 pub mod process;
@@ -606,9 +608,8 @@ impl Run {
     pub fn end_remaining(&self, grace: Duration) -> bool {
         let pid = self.inner.pid;
         let reaped = self.inner.life().reaped;
-        let left = |run: &Run| {
-            !run.extra_members().is_empty() || (reaped && group_has_live_members(pid))
-        };
+        let left =
+            |run: &Run| !run.extra_members().is_empty() || (reaped && group_has_live_members(pid));
         if left(self) {
             if reaped && group_has_live_members(pid) {
                 let _ = process::signal_group(pid, libc::SIGTERM);

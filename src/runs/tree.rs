@@ -50,6 +50,8 @@ impl Hold {
 #[derive(Debug, Default)]
 pub struct Tracked {
     set: Mutex<BTreeSet<Ident>>,
+    /// The set changed since it was last kept on disk, and when that was.
+    persist: Mutex<(bool, Option<std::time::Instant>)>,
 }
 
 impl Tracked {
@@ -67,6 +69,20 @@ impl Tracked {
         let before = s.len();
         s.extend(ids);
         s.len() != before
+    }
+
+    /// Notes a change; true when the set is due to be written (it changed, and the last
+    /// write is at least `every` old).
+    pub fn due(&self, changed: bool, every: std::time::Duration) -> bool {
+        let mut p = self.persist.lock().unwrap_or_else(|e| e.into_inner());
+        p.0 |= changed;
+        let now = std::time::Instant::now();
+        if p.0 && p.1.is_none_or(|t| now.duration_since(t) >= every) {
+            *p = (false, Some(now));
+            true
+        } else {
+            false
+        }
     }
 
     pub fn snapshot(&self) -> Vec<Ident> {

@@ -240,6 +240,7 @@ pub fn run_foreground(
     let _ = std::fs::remove_file(&socket);
     // Every run ends with the server that owns it: stopped and recorded, never orphaned.
     shared.sessions.stop_all("server");
+    shared.sessions.release_cgroups();
     let reason = match &result {
         Ok(reason) => reason.clone(),
         Err(e) => format!("error: {e}"),

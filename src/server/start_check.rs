@@ -2,9 +2,10 @@
 //! truth, so it must not be behind what the rest of the home says it recorded, and it must
 //! not be missing or empty while the home holds state that only its events can explain.
 //!
-//! - "Behind": run records name event seqs (`data/runs/<ref>/run.json`), receipts and
-//!   intents name ledger fixed points (`events`) and seqs (`event_seq`, `ledger_head.seq`,
-//!   `*_seq`), the workspace registry names the last seq it applied. A ledger with fewer
+//! - "Behind": run records name event seqs (`data/runs/<ref>/run.json`), receipts,
+//!   intents and candidates name ledger fixed points (`events`) and seqs (`event_seq`,
+//!   `ledger_head.seq`, `ledger_seq`, `*_seq`), the workspace registry names the last seq it
+//!   applied. A ledger with fewer
 //!   events than the highest of these lost its tail (truncated, or restored from an older
 //!   copy); appending to it would reuse seqs that those files already name.
 //! - "Missing or empty while other state exists": tokens, run folders, receipts, intents,
@@ -107,10 +108,11 @@ pub fn check_not_behind(home: &Home, events: u64) -> Result<(), StartCheckError>
             }
         }
     }
-    // Receipts, intents (and their approvals), the workspace registry: every seq and
+    // Receipts, intents (and their approvals), candidates, the workspace registry: every seq and
     // fixed point they carry, signed payloads included.
     let mut others = files_in(&home.data.join("receipts"), 3);
     others.extend(files_in(&home.data.join("intents"), 3));
+    others.extend(files_in(&home.data.join("candidates"), 2));
     others.push(home.data.join("workspaces.json"));
     for f in others {
         if let Some(v) = read_json(&f) {

@@ -170,9 +170,9 @@ pub struct Settings {
     /// Hold runs in cgroups where one is writable (tests turn it off to exercise the
     /// subreaper fallback).
     pub cgroups: bool,
-    /// Test hook: abort the server right after a run's process is spawned, before its
-    /// `started` event is written (the crash window a restart must handle).
-    pub abort_after_spawn: bool,
+    /// Test hook: abort the server at a point of a run's start (the crash windows a
+    /// restart must handle).
+    pub abort_at: Option<AbortAt>,
 }
 
 impl Default for Settings {
@@ -182,9 +182,18 @@ impl Default for Settings {
             ring_bytes: runs::ring::DEFAULT_RING_BYTES,
             transcript_cap: runs::transcript::DEFAULT_TRANSCRIPT_CAP,
             cgroups: true,
-            abort_after_spawn: false,
+            abort_at: None,
         }
     }
+}
+
+/// Where the test hook aborts the server during a run's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbortAt {
+    /// Right after the spawn, before `started` is appended to the ledger.
+    Spawn,
+    /// Right after `started` is in the ledger, before the run's `run.json` has it.
+    StartedInLedger,
 }
 
 /// How this server holds its runs' processes.
@@ -383,6 +392,29 @@ impl Sessions {
         }
     }
 
+    /// At server exit, once every run is stopped: removes the empty run cgroup folders and
+    /// the home's cgroup folder (a folder that still holds a process stays, for the next
+    /// server's sweep).
+    pub fn release_cgroups(&self) {
+        if let Containment::Cgroups(base) = &self.containment {
+            // A folder whose last processes were just killed can be busy until their
+            // zombies are reaped (the keeper's pass does it): a few tries, briefly.
+            for _ in 0..40 {
+                self.keep();
+                for dir in base.folders() {
+                    if !runs::cgroup::populated(&dir) {
+                        let _ = runs::cgroup::remove(&dir);
+                    }
+                }
+                if base.folders().is_empty() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            base.remove_if_empty();
+        }
+    }
+
     /// How many runs a previous server left that are not swept yet.
     pub fn recovering(&self) -> usize {
         self.lock().recovering.len()
@@ -400,6 +432,9 @@ impl Sessions {
                 .map(|(r, l)| (r.clone(), l.generation, l.run.clone()))
                 .collect()
         };
+        if runs.is_empty() {
+            return;
+        }
         let snap = runs::tree::Snapshot::take();
         let me = std::process::id() as i32;
         let mut candidates: Vec<runs::Ident> = Vec::new();
@@ -415,7 +450,10 @@ impl Sessions {
             })
             .collect();
         let mut adopted: HashMap<String, Vec<runs::Ident>> = HashMap::new();
-        if runs.iter().any(|(_, _, r)| r.hold() == runs::Hold::Subreaper) {
+        if runs
+            .iter()
+            .any(|(_, _, r)| r.hold() == runs::Hold::Subreaper)
+        {
             for (pid, st) in snap.iter() {
                 if st.ppid != me || st.state == 'Z' || known.contains(pid) {
                     continue;
@@ -424,7 +462,10 @@ impl Sessions {
                     continue;
                 };
                 let want = format!("{TAG_VAR}=");
-                if let Some(kv) = env.split(|b| *b == 0).find(|kv| kv.starts_with(want.as_bytes())) {
+                if let Some(kv) = env
+                    .split(|b| *b == 0)
+                    .find(|kv| kv.starts_with(want.as_bytes()))
+                {
                     let tag = String::from_utf8_lossy(&kv[want.len()..]).to_string();
                     adopted.entry(tag).or_default().push((*pid, st.start_time));
                 }
@@ -465,7 +506,9 @@ impl Sessions {
                 }
             }
             changed |= t.prune(&snap);
-            if changed && run.hold() == runs::Hold::Subreaper {
+            // Kept on disk for a later server's sweep, at most once a second per run (each
+            // write is fsync'd).
+            if run.hold() == runs::Hold::Subreaper && t.due(changed, Duration::from_secs(1)) {
                 let ids = t.snapshot();
                 let path = runs_dir(&self.home)
                     .join(run_ref)
@@ -524,6 +567,10 @@ impl Sessions {
         let mut ledger_fields = map.clone();
         ledger_fields.insert("run".into(), Value::String(run_ref.to_string()));
         let seq = self.ledger.append(kind, &ledger_fields)?;
+        if kind == kinds::STARTED && self.settings.abort_at == Some(AbortAt::StartedInLedger) {
+            crate::server::log("test hook: aborting with `started` in the ledger only");
+            std::process::abort();
+        }
         map.remove("run");
         let rec = inner
             .records
@@ -603,8 +650,7 @@ impl Sessions {
                 .rev()
                 .find(|e| {
                     e.kind == kinds::STARTED
-                        && e.fields.get("generation").and_then(Value::as_u64)
-                            == Some(d.generation)
+                        && e.fields.get("generation").and_then(Value::as_u64) == Some(d.generation)
                 })
                 .map(|e| e.fields.clone())
                 .unwrap_or_default();
@@ -650,7 +696,11 @@ impl Sessions {
         if let Ok(bytes) = std::fs::read(&procs_file)
             && let Ok(list) = serde_json::from_slice::<Vec<runs::Ident>>(&bytes)
         {
-            roots.extend(list.into_iter().filter(|id| snap.living(*id)).map(|(p, _)| p));
+            roots.extend(
+                list.into_iter()
+                    .filter(|id| snap.living(*id))
+                    .map(|(p, _)| p),
+            );
         }
         for c in &cgroups {
             roots.extend(runs::cgroup::members(c));
@@ -1020,7 +1070,7 @@ impl Sessions {
             }
             SessionError::Unprocessable(e.to_string())
         })?;
-        if self.settings.abort_after_spawn {
+        if self.settings.abort_at == Some(AbortAt::Spawn) {
             crate::server::log("test hook: aborting right after a spawn, before `started`");
             std::process::abort();
         }
@@ -1110,6 +1160,7 @@ impl Sessions {
         }
         // Whatever the run left (a daemon it double-forked, a process that changed its
         // session) ends with it; its cgroup folder goes once it is empty.
+        self.keep();
         if !run.end_remaining(self.settings.stop_grace) {
             crate::server::log(&format!(
                 "sessions: {run_ref}: processes it left could not all be ended"
@@ -1568,6 +1619,23 @@ impl Sessions {
             if !state.is_live() {
                 return Ok(self.view(&inner, run_ref, None));
             }
+            if inner.recovering.contains(run_ref) {
+                // Left by a previous server: its sweep is ending it; answer once it has.
+                drop(inner);
+                let deadline = std::time::Instant::now()
+                    + self.settings.stop_grace
+                    + runs::KILL_WAIT
+                    + Duration::from_secs(5);
+                loop {
+                    let inner = self.lock();
+                    if !inner.recovering.contains(run_ref) || std::time::Instant::now() >= deadline
+                    {
+                        return Ok(self.view(&inner, run_ref, None));
+                    }
+                    drop(inner);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
             let Some(live) = inner.live.get_mut(run_ref) else {
                 return Ok(self.view(&inner, run_ref, None));
             };
@@ -1584,6 +1652,9 @@ impl Sessions {
             }
             run
         };
+        // A fresh attribution first: a process forked since the keeper's last pass (the
+        // subreaper fallback) is then signalled with the rest.
+        self.keep();
         let report = run
             .stop(self.settings.stop_grace)
             .map_err(|e| SessionError::Internal(e.to_string()))?;
@@ -1974,9 +2045,8 @@ fn end_processes(ids: &[runs::Ident], cgroups: &[PathBuf], grace: Duration) -> b
             let p = id.0 as libc::pid_t;
             // SAFETY: plain kill(2) on processes identified by pid and start time.
             unsafe {
-                if sig == libc::SIGKILL {
-                    libc::kill(-p, sig);
-                }
+                // Its group too, when it leads one (ESRCH otherwise).
+                libc::kill(-p, sig);
                 libc::kill(p, sig);
                 if sig == libc::SIGTERM {
                     libc::kill(p, libc::SIGCONT);

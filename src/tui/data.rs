@@ -440,6 +440,15 @@ mod tests {
     }
 
     #[test]
+    fn a_recovering_run_is_live_and_says_what_establishes_it() {
+        let r = run(json!({"state": "recovering"}));
+        assert_eq!(r.state(), RunState::Recovering);
+        assert!(r.state().is_live());
+        assert_eq!(r.state_source(now()).1, "sweep after restart");
+        assert_eq!(Counts::of(&[r]).live, 1);
+    }
+
+    #[test]
     fn counts_group_states() {
         let runs: Vec<RunView> = ["running", "starting", "idle", "failed", "lost", "stopped"]
             .iter()
