@@ -74,6 +74,10 @@ pub enum Ancestry {
     /// The chain could not be read to its end (a process vanished, a pid was recycled while
     /// we read, the peer is in another pid namespace). Treated as a descendant.
     Unknown,
+    /// Its ppid chain does not meet the server, but the kernel places it in one of this
+    /// server's run cgroups: a run's process whatever its ancestry says. Treated as a
+    /// descendant.
+    InRunCgroup,
 }
 
 /// Walks the ppid chain from `pid` up, looking for `ancestor`. A parent never starts after

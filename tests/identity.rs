@@ -371,3 +371,65 @@ fn a_background_job_at_a_terminal_is_refused_by_the_server() {
         "{refused:?}"
     );
 }
+
+/// A process the kernel places in a run's cgroup is an agent even when its parent chain does
+/// not meet the server (a process started outside the tree and moved in, as root can): the
+/// cgroup is a second, kernel-held sign besides ancestry.
+#[test]
+fn a_process_in_a_runs_cgroup_is_an_agent_whatever_its_ancestry() {
+    let s = DemoServer::start(&[]);
+    let status = s.expect(200, "GET", "/v1/server", None);
+    if status["runs_held_by"]["mechanism"] != "cgroup" {
+        eprintln!("no writable cgroup here: {status}");
+        return;
+    }
+    let run = s.expect(
+        201,
+        "POST",
+        "/v1/m/sessions/runs",
+        Some(json!({"tool": "claude", "transport": "pty", "workspace": s.home.path()})),
+    );
+    let r = run["ref"].as_str().unwrap().to_string();
+    let v = s.expect(200, "GET", &format!("/v1/m/sessions/runs/{r}"), None);
+    let cgroup = std::path::PathBuf::from(v["hold"]["path"].as_str().unwrap());
+    let sock = s.home.socket();
+    // A child of the test process (outside the server's tree) that waits for a line, then asks
+    // the server who it is.
+    let script = format!(
+        "import socket,sys\n\
+         sys.stdin.readline()\n\
+         s=socket.socket(socket.AF_UNIX); s.connect({sock:?})\n\
+         s.sendall(b'GET /v1/whoami HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer {}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+         got=b''\n\
+         while True:\n\
+         \x20   b=s.recv(4096)\n\
+         \x20   if not b: break\n\
+         \x20   got+=b\n\
+         sys.stdout.write(got.split(b'\\r\\n\\r\\n',1)[1].decode())\n",
+        s.token,
+        sock = sock.to_str().unwrap()
+    );
+    let ask = |into_run: bool| -> serde_json::Value {
+        let mut child = std::process::Command::new("/usr/bin/python3")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        if into_run {
+            std::fs::write(cgroup.join("cgroup.procs"), format!("{}\n", child.id())).unwrap();
+        }
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    };
+    // The control: the same process left where it is is the person its token says.
+    let outside = ask(false);
+    assert_eq!(outside["principal"], "person", "{outside}");
+    assert_eq!(outside["peer"]["ancestry"], "outside", "{outside}");
+    let inside = ask(true);
+    assert_eq!(inside["principal"], "agent", "{inside}");
+    assert_eq!(inside["peer"]["ancestry"], "in_run_cgroup", "{inside}");
+    s.expect(200, "POST", &format!("/v1/m/sessions/runs/{r}/stop"), None);
+}

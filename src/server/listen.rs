@@ -21,7 +21,7 @@ use std::time::Duration;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::peer::{Peer, ServerSelf};
+use crate::peer::{Ancestry, Peer, ServerSelf};
 
 use super::log;
 
@@ -129,12 +129,17 @@ fn take_slot(
     })
 }
 
+/// Whether the kernel places a pid in one of the server's run cgroups (a second sign of an
+/// agent, besides ancestry).
+pub type InARun = Arc<dyn Fn(u32) -> bool + Send + Sync>;
+
 /// Serves `app` on `listener` until `shutdown` resolves; then stops accepting, lets open
 /// connections finish their response for a few seconds, and returns.
 pub async fn serve(
     listener: tokio::net::UnixListener,
     app: axum::Router,
     limits: Limits,
+    in_a_run: InARun,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let server = Arc::new(ServerSelf::current());
@@ -156,11 +161,16 @@ pub async fn serve(
             },
             Some(_) = open.join_next(), if !open.is_empty() => continue,
         };
-        let (server, counts, limits, app) =
-            (server.clone(), counts.clone(), limits.clone(), app.clone());
+        let (server, counts, limits, app, in_a_run) = (
+            server.clone(),
+            counts.clone(),
+            limits.clone(),
+            app.clone(),
+            in_a_run.clone(),
+        );
         let stop_rx = stop_rx.clone();
         open.spawn(async move {
-            connection(stream, server, counts, limits, app, stop_rx).await;
+            connection(stream, server, counts, limits, app, in_a_run, stop_rx).await;
         });
     }
     drop(listener);
@@ -184,6 +194,7 @@ async fn connection(
     counts: Arc<Mutex<Counts>>,
     limits: Limits,
     app: axum::Router,
+    in_a_run: InARun,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let cred = match stream.peer_cred() {
@@ -216,7 +227,15 @@ async fn connection(
         let server = server.clone();
         let pid = cred.pid();
         let uid = cred.uid();
-        match tokio::task::spawn_blocking(move || Peer::observe(pid, uid, &server)).await {
+        match tokio::task::spawn_blocking(move || {
+            let mut p = Peer::observe(pid, uid, &server);
+            if p.ancestry == Ancestry::Outside && in_a_run(p.pid) {
+                p.ancestry = Ancestry::InRunCgroup;
+            }
+            p
+        })
+        .await
+        {
             Ok(p) => p,
             Err(_) => return,
         }

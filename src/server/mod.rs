@@ -284,7 +284,9 @@ async fn serve(shared: Arc<Shared>, socket: &Path, limits: Limits) -> Result<Str
             *r = why.to_string();
         }
     };
-    listen::serve(listener, api::router(shared), limits, shutdown)
+    let sessions = shared.sessions.clone();
+    let in_a_run: listen::InARun = Arc::new(move |pid| sessions.holds_process(pid));
+    listen::serve(listener, api::router(shared), limits, in_a_run, shutdown)
         .await
         .map_err(io_err("serve on", socket))?;
     let why = reason.lock().map(|r| r.clone()).unwrap_or_default();

@@ -379,6 +379,15 @@ impl Sessions {
         Ok(sessions)
     }
 
+    /// True when the kernel places `pid` in one of this server's run cgroups (always false
+    /// under the subreaper fallback, where ancestry is the only sign).
+    pub fn holds_process(&self, pid: u32) -> bool {
+        match &self.containment {
+            Containment::Cgroups(b) => pid != 0 && b.holds(pid),
+            Containment::Subreaper { .. } => false,
+        }
+    }
+
     /// How runs are held, for `GET /v1/server`.
     pub fn containment_view(&self) -> Value {
         let recovering = self.lock().recovering.len();
