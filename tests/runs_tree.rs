@@ -38,7 +38,11 @@ impl Server {
     /// Writes a tool shim: a shell script.
     fn shim(&self, tool: &str, body: &str) {
         let p = self.shims.join(tool);
-        std::fs::write(&p, format!("#!/bin/sh\nexport PATH=/usr/bin:/bin\n{body}\n")).unwrap();
+        std::fs::write(
+            &p,
+            format!("#!/bin/sh\nexport PATH=/usr/bin:/bin\n{body}\n"),
+        )
+        .unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
@@ -310,7 +314,10 @@ fn a_crash_in_the_spawn_window_leaves_no_process_after_restart() {
     wait_until("the server to abort", || !alive(server));
     let (l, e) = (read_pid(&leader), read_pid(&escaped));
     reap.0.extend([l, e]);
-    assert!(alive(l) && alive(e), "the spawned processes outlive the crash");
+    assert!(
+        alive(l) && alive(e),
+        "the spawned processes outlive the crash"
+    );
     let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();
     assert!(
         ledger.contains("sessions.run.created") && !ledger.contains("sessions.run.started"),
@@ -427,7 +434,12 @@ fn a_ledger_that_lost_its_tail_is_refused_at_start() {
     assert!(verify.status.success(), "a cut ledger still verifies alone");
     refused(
         &s,
-        &[ledger.to_str().unwrap(), "lost its tail", "run.json", "Remedy"],
+        &[
+            ledger.to_str().unwrap(),
+            "lost its tail",
+            "run.json",
+            "Remedy",
+        ],
     );
 }
 
@@ -442,7 +454,10 @@ fn an_emptied_ledger_is_refused_at_start() {
 fn a_deleted_ledger_is_refused_at_start() {
     let s = home_with_a_run();
     std::fs::remove_file(s.home.ledger()).unwrap();
-    refused(&s, &[s.home.ledger().to_str().unwrap(), "missing", "Remedy"]);
+    refused(
+        &s,
+        &[s.home.ledger().to_str().unwrap(), "missing", "Remedy"],
+    );
     assert!(!s.home.ledger().exists(), "no ledger was started afresh");
 }
 
@@ -466,7 +481,11 @@ fn a_deleted_run_record_is_rebuilt_from_the_ledger() {
             .map(|e| e["seq"].as_u64().unwrap())
             .collect()
     };
-    assert_eq!(seqs(&after), seqs(&before), "the same events, from the ledger");
+    assert_eq!(
+        seqs(&after),
+        seqs(&before),
+        "the same events, from the ledger"
+    );
     let log = std::fs::read_to_string(s.home.path().join("state/server.log")).unwrap();
     assert!(log.contains("rebuilt from its"), "{log}");
     // Refs are not reused: the next run is run-0002.

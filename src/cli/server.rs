@@ -219,7 +219,11 @@ pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
                     ),
                     _ => "unknown".into(),
                 };
-                println!("{:<10} {}", "runs held", crate::text::one_line(&held, usize::MAX));
+                println!(
+                    "{:<10} {}",
+                    "runs held",
+                    crate::text::one_line(&held, usize::MAX)
+                );
                 if let Some(n) = h["recovering"].as_u64().filter(|n| *n > 0) {
                     println!(
                         "{:<10} {n} run(s) a previous server left are being swept",

@@ -120,10 +120,7 @@ impl Base {
         if !has_kill {
             return Err("this kernel's cgroups have no cgroup.kill (Linux 5.14 or later)".into());
         }
-        let rel = format!(
-            "{}/proctor-{home_key}",
-            own.trim_end_matches('/')
-        );
+        let rel = format!("{}/proctor-{home_key}", own.trim_end_matches('/'));
         Ok(Base { dir, rel })
     }
 

@@ -606,9 +606,8 @@ impl Run {
     pub fn end_remaining(&self, grace: Duration) -> bool {
         let pid = self.inner.pid;
         let reaped = self.inner.life().reaped;
-        let left = |run: &Run| {
-            !run.extra_members().is_empty() || (reaped && group_has_live_members(pid))
-        };
+        let left =
+            |run: &Run| !run.extra_members().is_empty() || (reaped && group_has_live_members(pid));
         if left(self) {
             if reaped && group_has_live_members(pid) {
                 let _ = process::signal_group(pid, libc::SIGTERM);

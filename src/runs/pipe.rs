@@ -31,9 +31,10 @@ pub(crate) fn spawn(spec: &RunSpec) -> Result<PipeChild, RunError> {
     // The run's cgroup, joined first thing in the child: before it can fork, so nothing
     // it starts is ever outside.
     let cgroup_procs = match &spec.cgroup {
-        Some(dir) => Some(super::cgroup::open_procs(dir).map_err(|e| {
-            RunError::io("open the run's cgroup.procs", e)
-        })?),
+        Some(dir) => Some(
+            super::cgroup::open_procs(dir)
+                .map_err(|e| RunError::io("open the run's cgroup.procs", e))?,
+        ),
         None => None,
     };
     let cgroup_fd = cgroup_procs.as_ref().map(|f| f.as_raw_fd());

@@ -415,7 +415,10 @@ impl Sessions {
             })
             .collect();
         let mut adopted: HashMap<String, Vec<runs::Ident>> = HashMap::new();
-        if runs.iter().any(|(_, _, r)| r.hold() == runs::Hold::Subreaper) {
+        if runs
+            .iter()
+            .any(|(_, _, r)| r.hold() == runs::Hold::Subreaper)
+        {
             for (pid, st) in snap.iter() {
                 if st.ppid != me || st.state == 'Z' || known.contains(pid) {
                     continue;
@@ -424,7 +427,10 @@ impl Sessions {
                     continue;
                 };
                 let want = format!("{TAG_VAR}=");
-                if let Some(kv) = env.split(|b| *b == 0).find(|kv| kv.starts_with(want.as_bytes())) {
+                if let Some(kv) = env
+                    .split(|b| *b == 0)
+                    .find(|kv| kv.starts_with(want.as_bytes()))
+                {
                     let tag = String::from_utf8_lossy(&kv[want.len()..]).to_string();
                     adopted.entry(tag).or_default().push((*pid, st.start_time));
                 }
@@ -603,8 +609,7 @@ impl Sessions {
                 .rev()
                 .find(|e| {
                     e.kind == kinds::STARTED
-                        && e.fields.get("generation").and_then(Value::as_u64)
-                            == Some(d.generation)
+                        && e.fields.get("generation").and_then(Value::as_u64) == Some(d.generation)
                 })
                 .map(|e| e.fields.clone())
                 .unwrap_or_default();
@@ -650,7 +655,11 @@ impl Sessions {
         if let Ok(bytes) = std::fs::read(&procs_file)
             && let Ok(list) = serde_json::from_slice::<Vec<runs::Ident>>(&bytes)
         {
-            roots.extend(list.into_iter().filter(|id| snap.living(*id)).map(|(p, _)| p));
+            roots.extend(
+                list.into_iter()
+                    .filter(|id| snap.living(*id))
+                    .map(|(p, _)| p),
+            );
         }
         for c in &cgroups {
             roots.extend(runs::cgroup::members(c));

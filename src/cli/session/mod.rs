@@ -733,8 +733,7 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
         ),
         Some("subreaper") => line(
             "held by",
-            "the server as child subreaper (processes attributed by scanning; no cgroup)"
-                .into(),
+            "the server as child subreaper (processes attributed by scanning; no cgroup)".into(),
         ),
         Some(other) => line("held by", text::one_line(other, 40)),
         None => {}
