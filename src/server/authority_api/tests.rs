@@ -85,7 +85,7 @@ fn a_second_key_posted_unsigned_is_refused_and_recorded() {
             .contains("--signed-by"),
         "the refusal names the remedy: {v}"
     );
-    assert_eq!(key_ids(&s), [info.key_id.clone()]);
+    assert_eq!(key_ids(&s), std::slice::from_ref(&info.key_id));
     let refused = s.ledger("authority.key.refused");
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0]["code"], "key_change_unsigned");

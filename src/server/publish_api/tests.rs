@@ -257,6 +257,9 @@ fn a_second_spend_of_the_same_authorisation_is_a_replay_refused_and_recorded() {
     assert_eq!(w.s.ledger("publish.adapter.finished").len(), 1);
 }
 
+/// A change to one field of a grant (given a way to alter a hex string).
+type Bend = fn(&mut Grant, &dyn Fn(&str) -> String);
+
 fn v_nonce(env: &Envelope) -> String {
     let p: authorisation::Payload = serde_json::from_slice(&env.payload_bytes().unwrap()).unwrap();
     p.nonce_sha256()
@@ -274,7 +277,7 @@ fn an_authorisation_for_another_revision_or_binding_is_refused() {
         c[0] = if c[0] == 'a' { 'b' } else { 'a' };
         c.into_iter().collect::<String>()
     };
-    let cases: [(&str, fn(&mut Grant, &dyn Fn(&str) -> String)); 5] = [
+    let cases: [(&str, Bend); 5] = [
         ("revision", |g, o| g.revision = o(&g.revision)),
         ("identity", |g, o| g.identity = o(&g.identity)),
         ("ledger head", |g, _| g.ledger_head.seq -= 1),
