@@ -193,7 +193,7 @@ impl Utf8 {
                 raw: [b, 0],
                 len: 1,
             }),
-            0xc2..=0xdf | 0xe0..=0xef | 0xf0..=0xf4 => {
+            0xc2..=0xf4 => {
                 self.pend[0] = b;
                 self.len = 1;
                 self.need = match b {
