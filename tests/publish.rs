@@ -12,6 +12,12 @@
 //! - a lease that moved; a script that plays the terminal's part with the person's key and
 //!   token, refused at every approval step (the kernel's checks);
 //! - the scripted attack from inside a run, refused at its first authority step.
+//! - a key revoked by `proctor key rotate`: `approve` with it refuses itself at the terminal
+//!   (`key_not_registered`), the replacement publishes and signs the receipt; the person's own
+//!   `allowed_signers` pin, and the receipt checkable after its key is revoked in turn.
+//!
+//! What the server's handlers refuse behind the kernel gate (a replayed spend, another
+//! revision, a spend before its authorisation) no client reaches: src/server/publish_api/tests.rs.
 //!
 //! One key per test binary (scrypt N=2^17 is slow on purpose).
 
