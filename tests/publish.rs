@@ -12,6 +12,12 @@
 //! - a lease that moved; a script that plays the terminal's part with the person's key and
 //!   token, refused at every approval step (the kernel's checks);
 //! - the scripted attack from inside a run, refused at its first authority step.
+//! - a key revoked by `proctor key rotate`: `approve` with it refuses itself at the terminal
+//!   (`key_not_registered`), the replacement publishes and signs the receipt; the person's own
+//!   `allowed_signers` pin, and the receipt checkable after its key is revoked in turn.
+//!
+//! What the server's handlers refuse behind the kernel gate (a replayed spend, another
+//! revision, a spend before its authorisation) no client reaches: src/server/publish_api/tests.rs.
 //!
 //! One key per test binary (scrypt N=2^17 is slow on purpose).
 
@@ -1173,116 +1179,142 @@ with open(tmp, "w") as f:
 os.rename(tmp, "attack.json")
 "#;
 
-/// A key revoked by a signed change authorises nothing new: its authorisation is refused at
-/// `POST …/authorisation`, while the key that replaced it authorises.
+/// A key replaced at the terminal (`proctor key rotate`) authorises nothing new. Put back at
+/// publish.p8 (an old copy restored), `proctor publish approve` with it refuses itself at the
+/// terminal, after the passphrase and before anything is signed: the server's check offers
+/// only the keys that may sign, and the revoked key is not one (`key_not_registered`, a
+/// redacted receipt; the server never sees an authorisation from it, and would refuse one:
+/// `bad_authorisation`, tested at the handler in src/server/publish_api/tests.rs). With the
+/// replacement key it publishes, and the receipt is signed with it. The person's own pin
+/// (docs/security.md) shows the key they did not pin; pinned, it verifies. Revoked in turn
+/// (`key generate --path`, then `key revoke --signed-by`), the receipt stays checkable and
+/// the report says when its key was revoked.
 #[test]
 fn a_revoked_keys_authorisation_is_refused() {
-    use proctor::authority::keychange::{self, Change};
-    use proctor::publish::authorisation::{self, Grant, LedgerHead};
+    const NEW_PASS: &str = "the replacement key's passphrase";
+    const THIRD_PASS: &str = "the third key's long passphrase";
     let w = World::new();
     let it = w.propose("revoked-branch", "Body.\n");
     let id = it["id"].as_str().unwrap().to_string();
-    let old = keys::load(&key().path, PASSPHRASE.as_bytes()).unwrap();
-    let old_id = keys::key_id(&old.verifying_key());
-    let new = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
-    let new_id = keys::key_id(&new.verifying_key());
-    let change = |c: Change, by: &ed25519_dalek::SigningKey| {
-        let g = w.s.expect(200, "GET", "/v1/m/authority/keys", None)["generation"]
-            .as_u64()
-            .unwrap();
-        let (_, env) = keychange::sign(&c, g, by).unwrap();
-        w.s.expect(
-            201,
-            "POST",
-            "/v1/m/authority/keys/changes",
-            Some(json!({"envelope": env})),
-        )
-    };
-    change(
-        Change {
-            add: Some(new.verifying_key()),
-            revoke: None,
-        },
-        &old,
-    );
-    let v = change(
-        Change {
-            add: None,
-            revoke: Some(old_id.clone()),
-        },
-        &new,
-    );
-    assert_eq!(v["revoked"]["key_id"], old_id.as_str(), "{v}");
+    let revision = it["revision"].as_str().unwrap().to_string();
+    let keys_dir = w.home().join("config/keys");
+    let home_key = keys_dir.join("publish.p8");
+    let old_id = keys::public_info(&home_key).unwrap().key_id;
 
-    let mint = |key: &ed25519_dalek::SigningKey| {
-        let (apr, _) = approval(&w, &id);
-        let view =
-            w.s.expect(200, "POST", &format!("{PUB}/approvals/{apr}/check"), None);
-        let ids: Vec<&str> = view["key_ids"]
-            .as_array()
+    // The person pins their key in their own allowed_signers, outside the proctor home: the
+    // commands as docs/security.md gives them.
+    let person = tempfile::tempdir().unwrap();
+    let bin = person.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_proctor"), bin.join("proctor")).unwrap();
+    let script = |body: &str, receipt: &Path| {
+        Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", body])
+            .env("HOME", person.path())
+            .env("PROCTOR_HOME", w.home())
+            .env_remove("PROCTOR_TOKEN")
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("R", receipt)
+            .output()
             .unwrap()
-            .iter()
-            .map(|k| k.as_str().unwrap())
-            .collect();
-        assert_eq!(
-            ids,
-            [new_id.as_str()],
-            "the check offers only keys that may sign"
-        );
-        let head: LedgerHead = serde_json::from_value(view["ledger_head"].clone()).unwrap();
-        let grant = Grant {
-            approval: apr.clone(),
-            intent: id.clone(),
-            revision: it["revision"].as_str().unwrap().to_string(),
-            identity: it["candidate"]["digest"].as_str().unwrap().to_string(),
-            ledger_head: head,
-        };
-        let (_, env) = authorisation::mint(&grant, key).unwrap();
-        let (code, v) = w.s.call(
-            "POST",
-            &format!("{PUB}/approvals/{apr}/authorisation"),
-            Some(json!({"envelope": env})),
-        );
-        (apr, env, code, v)
     };
-    let (_, _, code, v) = mint(&old);
-    assert_eq!(code, 422, "{v}");
-    assert_eq!(v["error"]["code"], "bad_authorisation", "{v}");
-    assert!(w.ledger("publish.authorisation.minted").is_empty());
-    w.assert_refused_receipt("bad_authorisation");
+    let pin_home_key = "set -e; umask 077; mkdir -p ~/.ssh
+         proctor key show --json | jq -r .allowed_signers >> ~/.ssh/proctor_allowed_signers
+         cat ~/.ssh/proctor_allowed_signers";
+    let pin = script(pin_home_key, Path::new("/dev/null"));
+    assert!(
+        pin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pin.stderr)
+    );
 
-    // The replacement key authorises, and publishes; the receipt is signed with it (the
-    // terminal's part, played here through the API).
-    let (apr, env, code, v) = mint(&new);
-    assert_eq!(code, 201, "{v}");
-    assert_eq!(w.ledger("publish.authorisation.minted").len(), 1);
-    let spent = w.s.expect(
-        200,
-        "POST",
-        &format!("{PUB}/approvals/{apr}/spend"),
-        Some(json!({"envelope": env})),
+    // `proctor key rotate` at the terminal: the current key signs one change that adds its
+    // replacement and revokes itself.
+    let mut t = Term::proctor(w.home(), &["key", "rotate"]);
+    t.wait_for("Passphrase of the signing key");
+    t.type_keys(&format!("{PASSPHRASE}\r"));
+    t.wait_for_n("Passphrase: ", 1);
+    t.type_keys(&format!("{NEW_PASS}\r"));
+    t.wait_for("Passphrase again: ");
+    t.type_keys(&format!("{NEW_PASS}\r"));
+    assert_eq!(t.exit_code(), 0, "{}", t.text());
+    let new = keys::public_info(&home_key).unwrap();
+    let new_id = new.key_id.clone();
+    assert_ne!(new_id, old_id, "publish.p8 is the replacement");
+    let revoked = w.ledger("authority.key.revoked");
+    assert_eq!(revoked.len(), 1, "{revoked:?}");
+    assert_eq!(revoked[0]["key_id"], old_id.as_str());
+    assert_eq!(revoked[0]["signed_by"], old_id.as_str());
+
+    // The revoked key put back at publish.p8 (the replacement moved aside).
+    let retired = keys_dir.join(format!("publish.{}.retired.p8", &old_id[..16]));
+    let aside = keys_dir.join("replacement.p8");
+    let swap = |from: &Path, to: &Path| {
+        std::fs::rename(from, to).unwrap();
+        std::fs::rename(keys::public_path(from), keys::public_path(to)).unwrap();
+    };
+    swap(&home_key, &aside);
+    std::fs::copy(&retired, &home_key).unwrap();
+    std::fs::copy(keys::public_path(&retired), keys::public_path(&home_key)).unwrap();
+    for f in [home_key.clone(), keys::public_path(&home_key)] {
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    assert_eq!(keys::public_info(&home_key).unwrap().key_id, old_id);
+    let approve = |passphrase: &str| {
+        let mut t = Term::proctor(w.home(), &["publish", "approve", &id]);
+        t.wait_for("Revision: ");
+        t.type_keys(&format!("{revision}\r"));
+        t.wait_for("Passphrase for the publish key: ");
+        t.type_keys(&format!("{passphrase}\r"));
+        let code = t.exit_code();
+        (code, t.text())
+    };
+    let (code, out) = approve(PASSPHRASE);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("key_not_registered") && out.contains(&old_id),
+        "{out}"
     );
-    assert_eq!(spent["outcome"], "published", "{spent}");
-    let statement = base64::Engine::decode(
-        &base64::engine::general_purpose::STANDARD,
-        spent["statement_b64"].as_str().unwrap(),
-    )
-    .unwrap();
-    let signed = proctor::authority::dsse::sign(
-        proctor::authority::dsse::PAYLOAD_TYPE,
-        &statement,
-        &new,
-        &new_id,
+    assert!(!out.contains(PASSPHRASE), "{out}");
+    w.assert_refused_receipt("key_not_registered");
+    assert!(
+        w.ledger("publish.authorisation.minted").is_empty(),
+        "no authorisation reached the server"
     );
-    let bytes = proctor::publish::receipt::file_bytes(&signed);
-    let sig = proctor::authority::sshsig::sign(&bytes, &new);
-    let v = w.s.expect(
-        200,
-        "POST",
-        &format!("{PUB}/approvals/{apr}/receipt"),
-        Some(json!({"envelope_json": String::from_utf8(bytes).unwrap(), "sshsig": sig})),
+    let codes: Vec<Value> = w
+        .ledger("publish.approval.refused")
+        .iter()
+        .map(|e| e["code"].clone())
+        .collect();
+    assert_eq!(codes, [json!("key_not_registered")]);
+    assert_eq!(w.remote_tip("revoked-branch"), None);
+    assert!(w.forge.requests().is_empty());
+
+    // The replacement back at publish.p8: it publishes, and the receipt is signed with it.
+    std::fs::remove_file(&home_key).unwrap();
+    std::fs::remove_file(keys::public_path(&home_key)).unwrap();
+    swap(&aside, &home_key);
+    let (code, out) = approve(NEW_PASS);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        w.remote_tip("revoked-branch").as_deref(),
+        Some(revision.as_str())
     );
-    let receipt = PathBuf::from(v["receipt"]["path"].as_str().unwrap());
+    let minted = w.ledger("publish.authorisation.minted");
+    assert_eq!(minted.len(), 1);
+    assert_eq!(minted[0]["key_id"], new_id.as_str());
+    let receipt = w.receipts().pop().unwrap();
+    assert!(out.contains(&receipt.display().to_string()), "{out}");
+    let new_vk = new.verifying_key().unwrap();
+    let old_vk = keys::public_info(&retired)
+        .unwrap()
+        .verifying_key()
+        .unwrap();
+    assert!(verify_receipt_file(&receipt, &[new_vk]).unwrap().ok());
+    assert!(
+        !verify_receipt_file(&receipt, &[old_vk]).unwrap().ok(),
+        "the revoked key did not sign it"
+    );
     let verify = || -> Value {
         let out =
             w.s.home
@@ -1291,49 +1323,30 @@ fn a_revoked_keys_authorisation_is_refused() {
     };
     assert_eq!(verify()["ok"], true, "{}", verify());
 
-    // The person's own pin (docs/security.md), outside the proctor home: the commands as the
-    // docs give them. The receipt was signed by a key the person did not pin (the home's
-    // registry trusts it, the pin does not): ssh-keygen says so. Pinned, it verifies.
-    let person = tempfile::tempdir().unwrap();
-    let bin = person.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_proctor"), bin.join("proctor")).unwrap();
-    let script = |body: &str| {
-        Command::new("bash")
-            .args(["--norc", "--noprofile", "-c", body])
-            .env("HOME", person.path())
-            .env("PROCTOR_HOME", w.home())
-            .env_remove("PROCTOR_TOKEN")
-            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
-            .env("R", &receipt)
-            .output()
-            .unwrap()
-    };
-    let pin = script(
-        "set -e; umask 077; mkdir -p ~/.ssh
-         proctor key show --json | jq -r .allowed_signers >> ~/.ssh/proctor_allowed_signers
-         cat ~/.ssh/proctor_allowed_signers",
-    );
-    assert!(
-        pin.status.success(),
-        "{}",
-        String::from_utf8_lossy(&pin.stderr)
-    );
+    // The person's pin holds the revoked key only: ssh-keygen refuses the receipt, signed by
+    // a key they did not pin (the home's registry trusts it, the pin does not).
     let check = "ssh-keygen -Y verify -f ~/.ssh/proctor_allowed_signers -I proctor \
                  -n proctor-receipt -s \"$R.sig\" < \"$R\"";
-    let out = script(check);
+    let out = script(check, &receipt);
     assert!(!out.status.success(), "an unpinned key must not verify");
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("Could not verify signature")
-            || String::from_utf8_lossy(&out.stderr).contains("Could not verify signature"),
+        String::from_utf8_lossy(&[out.stdout.as_slice(), out.stderr.as_slice()].concat())
+            .contains("Could not verify signature"),
         "{out:?}"
     );
-    let who = script("ssh-keygen -Y check-novalidate -n proctor-receipt -s \"$R.sig\" < \"$R\"");
+    let who = script(
+        "ssh-keygen -Y check-novalidate -n proctor-receipt -s \"$R.sig\" < \"$R\"",
+        &receipt,
+    );
     assert!(who.status.success(), "{who:?}");
-    let new_line = keys::PublicInfo::of(&new.verifying_key()).openssh;
-    let out = script(&format!(
-        "echo 'proctor namespaces=\"proctor-receipt\" {new_line}' >> ~/.ssh/proctor_allowed_signers\n{check}"
-    ));
+    // Pinned (the same documented commands, now that publish.p8 is the replacement), it
+    // verifies.
+    let pin = script(pin_home_key, &receipt);
+    assert!(
+        String::from_utf8_lossy(&pin.stdout).contains(&new.openssh),
+        "{pin:?}"
+    );
+    let out = script(check, &receipt);
     assert!(out.status.success(), "{out:?}");
     assert!(
         String::from_utf8_lossy(&[out.stdout.as_slice(), out.stderr.as_slice()].concat())
@@ -1341,16 +1354,37 @@ fn a_revoked_keys_authorisation_is_refused() {
         "{out:?}"
     );
 
-    // That key is revoked in turn (a third replaces it): the receipt it signed before stays
-    // checkable, and the report says when the key was revoked.
-    let third = ed25519_dalek::SigningKey::from_bytes(&[10u8; 32]);
-    change(
-        Change {
-            add: Some(third.verifying_key()),
-            revoke: Some(new_id.clone()),
-        },
-        &new,
+    // That key is revoked in turn: a third key generated at its own path, signed by the
+    // home's key, then the revocation signed by the third. The receipt stays checkable, and
+    // the report says when its key was revoked.
+    let third = keys_dir.join("third.p8");
+    let mut t = Term::proctor(
+        w.home(),
+        &["key", "generate", "--path", third.to_str().unwrap()],
     );
+    t.wait_for("Passphrase of the signing key");
+    t.type_keys(&format!("{NEW_PASS}\r"));
+    t.wait_for_n("Passphrase: ", 1);
+    t.type_keys(&format!("{THIRD_PASS}\r"));
+    t.wait_for("Passphrase again: ");
+    t.type_keys(&format!("{THIRD_PASS}\r"));
+    assert_eq!(t.exit_code(), 0, "{}", t.text());
+    let mut t = Term::proctor(
+        w.home(),
+        &[
+            "key",
+            "revoke",
+            &new_id,
+            "--signed-by",
+            third.to_str().unwrap(),
+        ],
+    );
+    t.wait_for("Passphrase of the signing key");
+    t.type_keys(&format!("{THIRD_PASS}\r"));
+    assert_eq!(t.exit_code(), 0, "{}", t.text());
+    let revoked = w.ledger("authority.key.revoked");
+    assert_eq!(revoked.len(), 2, "{revoked:?}");
+    assert_eq!(revoked[1]["key_id"], new_id.as_str());
     let r = verify();
     assert_eq!(r["ok"], true, "{r}");
     let standing = r["checks"]

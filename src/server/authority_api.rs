@@ -421,3 +421,6 @@ async fn passphrase_right(
     .await?;
     Ok(axum::Json(v).into_response())
 }
+
+#[cfg(test)]
+mod tests;

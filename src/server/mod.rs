@@ -22,10 +22,12 @@ mod listen;
 mod publish_api;
 mod runs_api;
 pub mod start_check;
+#[cfg(test)]
+mod testkit;
 mod workspaces_api;
 
-pub use listen::Limits;
 pub use authority_api::AuthoritySettings;
+pub use listen::Limits;
 
 /// The wire protocol's version. A client refuses a server that speaks another one.
 pub const PROTOCOL: u32 = 1;

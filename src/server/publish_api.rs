@@ -1253,3 +1253,6 @@ async fn sign_receipt(
     .await?;
     Ok(axum::Json(v).into_response())
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,147 @@
+//! Handler-level tests of the server's own checks (compiled for `cargo test --lib` only).
+//!
+//! The authority routes are gated by the kernel (`api::authorize` → `peer::authority_check`):
+//! only the proctor binary, at a controlling terminal, in its foreground, outside the
+//! server's tree reaches their handlers, and that binary never replays a spend, posts an
+//! authorisation for another revision or a forged key change. The handlers' own checks
+//! behind the gate are tested here: the real handlers and routers of `authority_api` and
+//! `publish_api`, on the real state ([`Shared`]) of a temporary home, with the [`Caller`] the
+//! gate would have set given by the test. Nothing here exists in the production server.
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Extension;
+use axum::http::{Method, Request};
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use super::api::Caller;
+use super::authority_api::{AuthoritySettings, AuthorityState};
+use super::{Shared, authority_api, publish_api};
+use crate::auth::{Principal, Role, Tokens};
+use crate::home::Home;
+use crate::ledger::Ledger;
+
+/// A server's state on a temporary home, without a socket.
+pub(crate) struct TestServer {
+    pub dir: tempfile::TempDir,
+    pub state: Arc<Shared>,
+}
+
+impl TestServer {
+    pub fn new() -> TestServer {
+        TestServer::with(AuthoritySettings::default())
+    }
+
+    pub fn with(authority: AuthoritySettings) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::resolve_with(Some(&dir.path().join("home")), None).unwrap();
+        home.ensure().unwrap();
+        let (ledger, _) = Ledger::open(&home.ledger_path()).unwrap();
+        let ledger = Arc::new(ledger);
+        let tokens = Tokens::load(&home.tokens_path()).unwrap();
+        let settings = crate::sessions::manager::Settings {
+            cgroups: false,
+            ..Default::default()
+        };
+        let sessions = crate::sessions::Sessions::open(&home, ledger.clone(), settings).unwrap();
+        let state = Arc::new(Shared {
+            home,
+            pid: std::process::id(),
+            started_at: crate::ledger::now_at(),
+            tokens: Mutex::new(tokens),
+            ledger,
+            sessions,
+            me: crate::peer::ServerSelf::current(),
+            authority: AuthorityState::new(authority),
+            shutdown: tokio::sync::Notify::new(),
+        });
+        TestServer { dir, state }
+    }
+
+    /// Calls the authority and publish routes as `caller`, the kernel gate left out (the
+    /// caller is what the gate would have let through); the status and the JSON answer.
+    pub fn call(
+        &self,
+        caller: &Caller,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let app = Router::new()
+            .nest(authority_api::BASE, authority_api::routes())
+            .nest(publish_api::BASE, publish_api::routes())
+            .layer(Extension(caller.clone()))
+            .with_state(self.state.clone());
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/json")
+            .body(match body {
+                Some(v) => Body::from(serde_json::to_vec(&v).unwrap()),
+                None => Body::empty(),
+            })
+            .unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let mut app = app;
+            let res = tower_service::Service::call(&mut app, req).await.unwrap();
+            let status = res.status().as_u16();
+            let bytes = res.into_body().collect().await.unwrap().to_bytes();
+            let v = if bytes.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_slice(&bytes)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+            };
+            (status, v)
+        })
+    }
+
+    /// Asserts the status and returns the answer.
+    pub fn expect(
+        &self,
+        caller: &Caller,
+        status: u16,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Value {
+        let (code, v) = self.call(caller, method.clone(), path, body);
+        assert_eq!(code, status, "{method} {path}: {v}");
+        v
+    }
+
+    /// The ledger's events of `kind`.
+    pub fn ledger(&self, kind: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.state.home.ledger_path())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["kind"] == kind)
+            .collect()
+    }
+}
+
+/// A person's admin caller as the gate lets it through (the kernel's peer is irrelevant to
+/// the handlers, which look at the principal and the token).
+pub(crate) fn person() -> Caller {
+    caller("tok-person", Principal::Person)
+}
+
+pub(crate) fn caller(token_id: &str, principal: Principal) -> Caller {
+    Caller {
+        token_id: token_id.into(),
+        name: token_id.into(),
+        role: Role::Admin,
+        principal,
+        token_principal: principal,
+        peer: crate::peer::Peer::unknown(),
+    }
+}
