@@ -97,6 +97,7 @@ pub struct Shared {
     /// The server's own pid, euid and executable, for the peer checks.
     pub me: crate::peer::ServerSelf,
     pub authority: authority_api::AuthorityState,
+    pub publish: publish_api::PublishState,
     shutdown: tokio::sync::Notify,
 }
 
@@ -225,6 +226,7 @@ pub fn run_foreground(
         sessions,
         me: crate::peer::ServerSelf::current(),
         authority: authority_api::AuthorityState::new(authority),
+        publish: publish_api::PublishState::default(),
         shutdown: tokio::sync::Notify::new(),
     });
     shared.record(

@@ -32,7 +32,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -177,7 +177,6 @@ const JUDGED_FOR: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Recent re-evaluations: candidate id → (when, allowed, causes, evaluated_at).
 type Judged = HashMap<String, (std::time::Instant, bool, Vec<String>, String)>;
-static JUDGED: LazyLock<Mutex<Judged>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// An intent as it stands now. One recorded AWAITING_AUTHORITY is judged again (the gate is
 /// evaluated, at most every 20 s per candidate): when its evidence no longer passes — the
@@ -191,11 +190,14 @@ fn as_now(s: &Shared, it: intent::Intent, reuse: bool) -> Value {
     if recorded != IntentState::AwaitingAuthority {
         return v;
     }
-    let cached = lock(&JUDGED).ok().filter(|_| reuse).and_then(|m| {
-        m.get(&it.candidate.id)
-            .filter(|(at, ..)| at.elapsed() < JUDGED_FOR)
-            .cloned()
-    });
+    let cached = lock(&s.publish.judged)
+        .ok()
+        .filter(|_| reuse)
+        .and_then(|m| {
+            m.get(&it.candidate.id)
+                .filter(|(at, ..)| at.elapsed() < JUDGED_FOR)
+                .cloned()
+        });
     let (ok, causes, at) = match cached {
         Some((_, ok, causes, at)) => (ok, causes, at),
         None => {
@@ -218,7 +220,7 @@ fn as_now(s: &Shared, it: intent::Intent, reuse: bool) -> Value {
                     String::new(),
                 ),
             };
-            if let Ok(mut m) = lock(&JUDGED) {
+            if let Ok(mut m) = lock(&s.publish.judged) {
                 m.insert(
                     it.candidate.id.clone(),
                     (std::time::Instant::now(), ok, causes.clone(), at.clone()),
@@ -471,13 +473,20 @@ struct Approval {
     signed: bool,
 }
 
-static APPROVALS: LazyLock<Mutex<HashMap<String, Approval>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-/// Nonce digests of every authorisation appended, and of every one spent.
-static MINTED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
-static SPENT: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
-/// One spend at a time: the intent's state is judged and changed under it.
-static SPENDING: Mutex<()> = Mutex::new(());
+/// The publish path's state in the server: part of [`Shared`], never a process-wide static.
+/// It lives as long as the server (open approvals are lost on a restart: docs/security.md).
+#[derive(Default)]
+pub struct PublishState {
+    /// Open and recent approvals, by id.
+    approvals: Mutex<HashMap<String, Approval>>,
+    /// Nonce digests of every authorisation appended, and of every one spent.
+    minted: Mutex<HashSet<String>>,
+    spent: Mutex<HashSet<String>>,
+    /// One spend at a time: the intent's state is judged and changed under it.
+    spending: Mutex<()>,
+    /// Recent re-evaluations of awaiting intents.
+    judged: Mutex<Judged>,
+}
 
 fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>, ApiError> {
     m.lock()
@@ -629,7 +638,7 @@ fn with_approval<T>(
     caller: &Caller,
     f: impl FnOnce(&Shared, &mut Approval) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
-    let mut all = lock(&APPROVALS)?;
+    let mut all = lock(&s.publish.approvals)?;
     let a = owned_approval(&mut all, id, caller)?;
     if a.closed {
         return Err(conflict(
@@ -709,7 +718,7 @@ async fn open(
             Effects::default(),
         )?;
         let out = json!({"approval": a.id, "intent": it.id, "receipt": receipt_ref(&a)});
-        lock(&APPROVALS)?.insert(a.id.clone(), a);
+        lock(&s.publish.approvals)?.insert(a.id.clone(), a);
         Ok(out)
     })
     .await?;
@@ -1005,7 +1014,7 @@ async fn authorise(
                 ));
             }
             let nonce = p.nonce_sha256();
-            if !lock(&MINTED)?.insert(nonce.clone()) {
+            if !lock(&s.publish.minted)?.insert(nonce.clone()) {
                 return Err(refuse(
                     s,
                     a,
@@ -1051,14 +1060,14 @@ fn spend_blocking(
     id: &str,
     env: &Envelope,
 ) -> Result<Value, ApiError> {
-    let _one = lock(&SPENDING)?;
+    let _one = lock(&s.publish.spending)?;
     // A replay is recognised by the nonce before anything else, whatever the approval.
     let claimed: Option<Payload> = env
         .payload_bytes()
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
     if let Some(p) = &claimed
-        && lock(&SPENT)?.contains(&p.nonce_sha256())
+        && lock(&s.publish.spent)?.contains(&p.nonce_sha256())
     {
         record(
             s,
@@ -1114,7 +1123,7 @@ fn spend_blocking(
             ));
         }
         let cfg = forge::load_config(&s.home);
-        lock(&SPENT)?.insert(p.nonce_sha256());
+        lock(&s.publish.spent)?.insert(p.nonce_sha256());
         let spent_at = crate::ledger::now_at();
         let seq = record(
             s,
@@ -1179,7 +1188,7 @@ fn spend_blocking(
         };
         i.outcome = Some(json!({"approval": id, "effects": effects, "error": error_json}));
     })?;
-    let mut all = lock(&APPROVALS)?;
+    let mut all = lock(&s.publish.approvals)?;
     let a = all
         .get_mut(id)
         .ok_or_else(|| internal("the approval vanished during its spend"))?;
@@ -1209,7 +1218,7 @@ async fn sign_receipt(
     person_only(&caller, "sign a publication receipt")?;
     let req: ReceiptBody = json_body(&body)?;
     let v = blocking(move || {
-        let mut all = lock(&APPROVALS)?;
+        let mut all = lock(&s.publish.approvals)?;
         let a = owned_approval(&mut all, &id, &caller)?;
         if a.signed {
             return Err(conflict("already_signed", "the receipt is already signed"));

@@ -56,6 +56,7 @@ impl TestServer {
             sessions,
             me: crate::peer::ServerSelf::current(),
             authority: AuthorityState::new(authority),
+            publish: super::publish_api::PublishState::default(),
             shutdown: tokio::sync::Notify::new(),
         });
         TestServer { dir, state }
