@@ -285,6 +285,16 @@ impl Client {
         }
     }
 
+    /// [`Client::call`] from synchronous code (the CLI), on a small runtime of its own.
+    pub fn call_blocking(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, ClientError> {
+        block_on(self.call(method, path, body))?
+    }
+
     /// Sends one JSON request; a non-2xx answer becomes [`ClientError::Api`].
     pub async fn call(
         &self,

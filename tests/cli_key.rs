@@ -248,16 +248,7 @@ fn key_routes_have_roles_and_refuse_agents() {
     let text = s.home.ok(&["key", "show"]);
     assert!(text.contains("NOT registered"), "{text}");
     // Without a terminal (a pipe, no controlling terminal): refused by the server.
-    let mut cmd = s.home.cmd();
-    cmd.args(["key", "register"]);
-    // SAFETY: setsid in the child before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
+    let out = s.home.run_without_terminal(&["key", "register"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no controlling terminal"), "{err}");

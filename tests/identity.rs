@@ -9,7 +9,6 @@ mod common;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
 use common::pty::Term;
@@ -165,16 +164,7 @@ fn the_owner_token_is_rotated_at_the_terminal_never_revoked() {
         (code, v["error"]["code"].as_str()),
         (403, Some("authority_refused"))
     );
-    let mut cmd = s.home.cmd();
-    cmd.args(["token", "rotate-owner"]);
-    // SAFETY: setsid in the child before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
+    let out = s.home.run_without_terminal(&["token", "rotate-owner"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("no controlling terminal"),

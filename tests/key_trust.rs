@@ -11,9 +11,7 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use common::DemoServer;
 use common::pty::Term;
@@ -27,45 +25,15 @@ const NEW_PASS: &str = "the second key's passphrase";
 const KEYS: &str = "/v1/m/authority/keys";
 const CHANGES: &str = "/v1/m/authority/keys/changes";
 
-struct Pair {
-    _dir: tempfile::TempDir,
-    old: PathBuf,
-    new: PathBuf,
-}
-
-/// Two encrypted keys, generated once for the whole binary.
-fn pair() -> &'static Pair {
-    static PAIR: OnceLock<Pair> = OnceLock::new();
-    PAIR.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let old = dir.path().join("keys/publish.p8");
-        let new = dir.path().join("keys/second.p8");
-        keys::generate(&old, OLD_PASS.as_bytes()).unwrap();
-        keys::generate(&new, NEW_PASS.as_bytes()).unwrap();
-        Pair {
-            _dir: dir,
-            old,
-            new,
-        }
-    })
-}
-
-/// Copies both keys into the home's config/keys (0700, files 0600); returns their paths.
+/// Copies both keys (each generated once for the whole binary) into the home's
+/// config/keys; returns their paths.
 fn install(s: &DemoServer) -> (PathBuf, PathBuf) {
-    let dir = s.home.path().join("config/keys");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let p = pair();
-    let mut out = Vec::new();
-    for from in [&p.old, &p.new] {
-        for f in [from.clone(), keys::public_path(from)] {
-            let to = dir.join(f.file_name().unwrap());
-            std::fs::copy(&f, &to).unwrap();
-            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-        out.push(dir.join(from.file_name().unwrap()));
-    }
-    (out[0].clone(), out[1].clone())
+    let old = common::keys::generated("publish.p8", OLD_PASS);
+    let new = common::keys::generated("second.p8", NEW_PASS);
+    (
+        common::keys::install(s.home.path(), &old, "publish.p8"),
+        common::keys::install(s.home.path(), &new, "second.p8"),
+    )
 }
 
 fn id_of(path: &Path) -> String {

@@ -28,7 +28,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use common::pty::Term;
 use common::{DemoServer, call_as, http_status};
@@ -50,36 +50,13 @@ const HOSTILE_URL: &str = "https://forge.test/acme/widget/pull/1\u{1b}]0;pwned\u
 // The key: generated once for the whole binary.
 // ---------------------------------------------------------------------------------------------
 
-struct Key {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn key() -> &'static Key {
-    static KEY: OnceLock<Key> = OnceLock::new();
-    KEY.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let keys_dir = dir.path().join("keys");
-        let path = keys_dir.join("publish.p8");
-        keys::generate(&path, PASSPHRASE.as_bytes()).unwrap();
-        Key { _dir: dir, path }
-    })
+fn key() -> PathBuf {
+    common::keys::generated("publish.p8", PASSPHRASE)
 }
 
 /// Copies the key into a home (0700 folder, 0600 files) and registers it with the server.
 fn install_key(s: &DemoServer) {
-    let dir = s.home.path().join("config/keys");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let k = key();
-    for (from, name) in [
-        (k.path.clone(), "publish.p8"),
-        (keys::public_path(&k.path), "publish.pub"),
-    ] {
-        let to = dir.join(name);
-        std::fs::copy(&from, &to).unwrap();
-        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
+    common::keys::install(s.home.path(), &key(), "publish.p8");
     // Registration is an authority route: the proctor binary, at a terminal, as a person.
     let mut t = Term::proctor(s.home.path(), &["key", "register"]);
     let code = t.exit_code();
@@ -662,10 +639,7 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
     // The receipt: signed, verified by proctor's verifier and by ssh-keygen.
     let path = w.receipts().pop().unwrap();
     assert!(out.contains(&path.display().to_string()), "{out}");
-    let vk = keys::public_info(&key().path)
-        .unwrap()
-        .verifying_key()
-        .unwrap();
+    let vk = keys::public_info(&key()).unwrap().verifying_key().unwrap();
     let report = verify_receipt_file(&path, &[vk]).unwrap();
     assert!(report.ok(), "{report:#?}");
     let st = report.statement.unwrap();
@@ -769,7 +743,7 @@ fn approve_through_a_pty_publishes_after_every_refusal_refuses() {
 }
 
 fn ssh_keygen_verifies(receipt: &Path) {
-    let info = keys::public_info(&key().path).unwrap();
+    let info = keys::public_info(&key()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let allowed = dir.path().join("allowed_signers");
     std::fs::write(&allowed, format!("proctor {}\n", info.openssh)).unwrap();
@@ -874,7 +848,7 @@ fn a_moved_lease_is_refused_and_a_script_cannot_play_the_terminal() {
     Git::new(w.repo.path())
         .run(&["push", "-q", "origin", ":refs/heads/lease-branch"])
         .unwrap();
-    let signing = keys::load(&key().path, PASSPHRASE.as_bytes()).unwrap();
+    let signing = keys::load(&key(), PASSPHRASE.as_bytes()).unwrap();
     let grant = Grant {
         approval: "apr-0001".into(),
         intent: id.clone(),

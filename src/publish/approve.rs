@@ -37,7 +37,7 @@ use super::receipt;
 use crate::authority::keys;
 use crate::authority::tty::{Tty, TtyError};
 use crate::authority::{dsse, sshsig};
-use crate::client::{self, Client, ClientError};
+use crate::client::{Client, ClientError};
 use crate::text;
 
 /// The API base of the publish routes.
@@ -327,15 +327,6 @@ pub fn display(v: &CheckView) -> String {
     s
 }
 
-fn call(
-    client: &Client,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> Result<Value, ClientError> {
-    client::block_on(client.call(method, path, body))?
-}
-
 fn refused_by(e: ClientError, receipt: Option<ReceiptRef>) -> Outcome {
     let (code, message) = match &e {
         ClientError::Api { code, message, .. } => (
@@ -364,8 +355,7 @@ fn refuse_here(
     receipt: ReceiptRef,
 ) -> Outcome {
     let path = format!("{BASE}/approvals/{approval}/refusal");
-    let receipt = match call(
-        client,
+    let receipt = match client.call_blocking(
         Method::POST,
         &path,
         Some(json!({"code": code, "message": message})),
@@ -384,8 +374,7 @@ fn refuse_here(
 /// encrypted publish key.
 pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Prompter) -> Outcome {
     // 1. Open: the receipt is reserved from here on.
-    let opened = match call(
-        client,
+    let opened = match client.call_blocking(
         Method::POST,
         &format!("{BASE}/intents/{intent}/approvals"),
         None,
@@ -409,8 +398,7 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
     };
 
     // 2. The server re-reads the remote and re-derives the candidate.
-    let view = match call(
-        client,
+    let view = match client.call_blocking(
         Method::POST,
         &format!("{BASE}/approvals/{approval}/check"),
         None,
@@ -492,16 +480,14 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
         Ok((_, env)) => env,
         Err(e) => return refuse_here(client, &approval, "mint_failed", e.to_string(), receipt),
     };
-    if let Err(e) = call(
-        client,
+    if let Err(e) = client.call_blocking(
         Method::POST,
         &format!("{BASE}/approvals/{approval}/authorisation"),
         Some(json!({"envelope": envelope})),
     ) {
         return refused_by(e, Some(receipt));
     }
-    let spent = match call(
-        client,
+    let spent = match client.call_blocking(
         Method::POST,
         &format!("{BASE}/approvals/{approval}/spend"),
         Some(json!({"envelope": envelope})),
@@ -552,12 +538,12 @@ fn sign_receipt(
     let envelope = dsse::sign(dsse::PAYLOAD_TYPE, &payload, key, key_id);
     let bytes = receipt::file_bytes(&envelope);
     let sig = sshsig::sign(&bytes, key);
-    let v = call(
-        client,
-        Method::POST,
-        &format!("{BASE}/approvals/{approval}/receipt"),
-        Some(json!({"envelope_json": String::from_utf8(bytes).ok()?, "sshsig": sig})),
-    )
-    .ok()?;
+    let v = client
+        .call_blocking(
+            Method::POST,
+            &format!("{BASE}/approvals/{approval}/receipt"),
+            Some(json!({"envelope_json": String::from_utf8(bytes).ok()?, "sshsig": sig})),
+        )
+        .ok()?;
     serde_json::from_value(v["receipt"].clone()).ok()
 }

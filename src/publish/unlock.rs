@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::approve::{PromptError, Prompter};
 use crate::authority::keys::{self, KeyError};
 use crate::authority::passphrase::{self, Record};
-use crate::client::{self, Client, ClientError};
+use crate::client::{Client, ClientError};
 
 /// The API base of the back-off record.
 pub const PASSPHRASE_ROUTE: &str = "/v1/m/authority/passphrase";
@@ -62,15 +62,6 @@ impl UnlockError {
     }
 }
 
-fn call(
-    client: &Client,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> Result<Value, ClientError> {
-    client::block_on(client.call(method, path, body))?
-}
-
 fn record_of(v: &Value) -> Record {
     Record {
         failures: v["failures"].as_u64().unwrap_or(0) as u32,
@@ -82,12 +73,7 @@ fn record_of(v: &Value) -> Record {
 
 /// The server's record for `key_id`.
 pub fn server_record(client: &Client, key_id: &str) -> Result<Value, ClientError> {
-    call(
-        client,
-        Method::GET,
-        &format!("{PASSPHRASE_ROUTE}/{key_id}"),
-        None,
-    )
+    client.call_blocking(Method::GET, &format!("{PASSPHRASE_ROUTE}/{key_id}"), None)
 }
 
 fn secs(ms: u64) -> String {
@@ -142,8 +128,7 @@ pub fn unlock(
         Ok(k) => k,
         Err(e @ KeyError::WrongPassphrase { .. }) => {
             drop(passphrase);
-            let after = call(
-                client,
+            let after = client.call_blocking(
                 Method::POST,
                 &format!("{PASSPHRASE_ROUTE}/{claimed}/wrong"),
                 None,
@@ -187,8 +172,7 @@ pub fn unlock(
             break;
         }
         let proof = passphrase::sign_right(&key, &record);
-        match call(
-            client,
+        match client.call_blocking(
             Method::POST,
             &format!("{PASSPHRASE_ROUTE}/{claimed}/right"),
             Some(json!({"proof": proof})),

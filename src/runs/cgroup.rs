@@ -181,6 +181,13 @@ pub fn open_procs(dir: &Path) -> io::Result<File> {
         .open(dir.join("cgroup.procs"))
 }
 
+/// The run's `cgroup.procs`, opened before the fork when the run has a cgroup, so that
+/// the child joins it first thing: before it can fork, nothing it starts is ever outside.
+pub(crate) fn procs_for_spawn(dir: Option<&Path>) -> Result<Option<File>, super::RunError> {
+    dir.map(|d| open_procs(d).map_err(|e| super::RunError::io("open the run's cgroup.procs", e)))
+        .transpose()
+}
+
 /// In the forked child before exec: moves the calling process into the cgroup whose
 /// `cgroup.procs` is open as `fd`.
 ///

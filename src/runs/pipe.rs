@@ -28,15 +28,7 @@ pub(crate) fn spawn(spec: &RunSpec) -> Result<PipeChild, RunError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // The run's cgroup, joined first thing in the child: before it can fork, so nothing
-    // it starts is ever outside.
-    let cgroup_procs = match &spec.cgroup {
-        Some(dir) => Some(
-            super::cgroup::open_procs(dir)
-                .map_err(|e| RunError::io("open the run's cgroup.procs", e))?,
-        ),
-        None => None,
-    };
+    let cgroup_procs = super::cgroup::procs_for_spawn(spec.cgroup.as_deref())?;
     let cgroup_fd = cgroup_procs.as_ref().map(|f| f.as_raw_fd());
     // SAFETY: runs in the forked child before exec; only async-signal-safe calls
     // (write, signal, sigprocmask, close_range, fcntl).

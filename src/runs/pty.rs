@@ -88,15 +88,7 @@ pub(crate) fn spawn(spec: &RunSpec, size: TermSize) -> Result<PtyChild, RunError
         .stdin(stdio(&slave)?)
         .stdout(stdio(&slave)?)
         .stderr(stdio(&slave)?);
-    // The run's cgroup, joined first thing in the child: before it can fork, so nothing
-    // it starts is ever outside.
-    let cgroup_procs = match &spec.cgroup {
-        Some(dir) => Some(
-            super::cgroup::open_procs(dir)
-                .map_err(|e| RunError::io("open the run's cgroup.procs", e))?,
-        ),
-        None => None,
-    };
+    let cgroup_procs = super::cgroup::procs_for_spawn(spec.cgroup.as_deref())?;
     let cgroup_fd = cgroup_procs.as_ref().map(|f| f.as_raw_fd());
     // SAFETY: the closure runs in the forked child before exec and calls only
     // async-signal-safe functions (write, signal, sigprocmask, close_range, fcntl, setsid,

@@ -47,9 +47,35 @@ impl ApiError {
             message: message.into(),
         }
     }
-    fn internal(e: impl std::fmt::Display) -> Self {
+    pub fn internal(e: impl std::fmt::Display) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
     }
+    pub fn bad_request(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", m)
+    }
+}
+
+/// Runs blocking work (fsync, git, hashing, child processes) off the async workers; the
+/// module's own error becomes an API error through its `From`.
+pub async fn blocking<T: Send + 'static, E: Into<ApiError> + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(Into::into)
+}
+
+/// Refuses an agent principal (403 `agent_refused`): `what` it cannot do, and who does it.
+pub fn person_only(caller: &Caller, what: &str, who_does: &str) -> Result<(), ApiError> {
+    if caller.principal == Principal::Agent {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "agent_refused",
+            format!("an agent identity cannot {what}; {who_does}"),
+        ));
+    }
+    Ok(())
 }
 
 impl IntoResponse for ApiError {

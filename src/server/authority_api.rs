@@ -28,8 +28,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Shared;
-use super::api::{ApiError, Caller};
-use crate::auth::{Principal, Role};
+use super::api::{ApiError, Caller, blocking};
+use crate::auth::Role;
 use crate::authority::dsse::Envelope;
 use crate::authority::keychange::{self, ChangeError};
 use crate::authority::keys::{self, FirstKeyError};
@@ -92,31 +92,18 @@ pub fn routes() -> Router<Arc<Shared>> {
 }
 
 fn internal(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+    ApiError::internal(e)
 }
-
 fn bad(m: String) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "bad_request", m)
+    ApiError::bad_request(m)
 }
 
 fn person_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
-    if caller.principal == Principal::Agent {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "agent_refused",
-            format!(
-                "an agent identity cannot {what}; a person does, with `proctor key …` at their \
-                 terminal"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(internal)?
+    super::api::person_only(
+        caller,
+        what,
+        "a person does, with `proctor key …` at their terminal",
+    )
 }
 
 async fn list_keys(State(s): State<Arc<Shared>>) -> Result<Response, ApiError> {
@@ -351,7 +338,7 @@ async fn passphrase_record(
     check_key_id(&key_id)?;
     let v = blocking(move || {
         let r = passphrase::record(&s.home, &key_id).map_err(internal)?;
-        Ok(record_view(&s, &key_id, &r))
+        Ok::<_, ApiError>(record_view(&s, &key_id, &r))
     })
     .await?;
     Ok(axum::Json(v).into_response())
@@ -381,7 +368,7 @@ async fn passphrase_wrong(
                    "not_before": r.not_before, "by": caller.token_id}),
         )
         .map_err(internal)?;
-        Ok(record_view(&s, &key_id, &r))
+        Ok::<_, ApiError>(record_view(&s, &key_id, &r))
     })
     .await?;
     Ok(axum::Json(v).into_response())
@@ -416,7 +403,7 @@ async fn passphrase_right(
             .map_err(internal)?;
         }
         let r = passphrase::Record::default();
-        Ok(record_view(&s, &key_id, &r))
+        Ok::<_, ApiError>(record_view(&s, &key_id, &r))
     })
     .await?;
     Ok(axum::Json(v).into_response())

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::api::{ApiError, Caller};
+use super::api::{ApiError, Caller, blocking};
 use crate::candidate::{self, Candidate, CandidateError};
 use crate::evidence::checks::{self, CheckError};
 use crate::evidence::store::{self, StoreError};
@@ -128,16 +128,6 @@ impl From<ReceiptError> for ApiError {
     fn from(e: ReceiptError) -> Self {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
     }
-}
-
-/// Runs blocking work (git, hashing, child processes) off the async workers.
-async fn blocking<T: Send + 'static, E: Into<ApiError> + Send + 'static>(
-    f: impl FnOnce() -> Result<T, E> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(Into::into)
 }
 
 fn actor(c: &Caller) -> Actor {

@@ -45,8 +45,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::api::{ApiError, Caller};
-use crate::auth::{Principal, Role};
+use super::api::{ApiError, Caller, blocking};
+use crate::auth::Role;
 use crate::authority::dsse::{self, Envelope};
 use crate::authority::{keys, sshsig, statement};
 use crate::candidate::{self, Currency};
@@ -94,10 +94,10 @@ pub fn routes() -> Router<Arc<Shared>> {
 type ApiResult = Result<Response, ApiError>;
 
 fn internal(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+    ApiError::internal(e)
 }
 fn bad(m: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "bad_request", m)
+    ApiError::bad_request(m)
 }
 fn unprocessable(m: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable", m)
@@ -119,24 +119,11 @@ impl From<IntentError> for ApiError {
 }
 
 fn person_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
-    if caller.principal == Principal::Agent {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "agent_refused",
-            format!(
-                "an agent identity cannot {what}; only a person at a terminal authorises a \
-                 publication"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Runs blocking work off the async workers.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(internal)?
+    super::api::person_only(
+        caller,
+        what,
+        "only a person at a terminal authorises a publication",
+    )
 }
 
 fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
@@ -154,10 +141,12 @@ fn record(s: &Shared, kind: &str, fields: Value) -> Result<u64, ApiError> {
 async fn list(State(s): State<Arc<Shared>>) -> ApiResult {
     let items = blocking(move || {
         let items = intent::list(&s.home)?;
-        Ok(items
-            .into_iter()
-            .map(|it| as_now(&s, it, true))
-            .collect::<Vec<_>>())
+        Ok::<_, ApiError>(
+            items
+                .into_iter()
+                .map(|it| as_now(&s, it, true))
+                .collect::<Vec<_>>(),
+        )
     })
     .await?;
     Ok(axum::Json(json!({"items": items})).into_response())
@@ -166,7 +155,7 @@ async fn list(State(s): State<Arc<Shared>>) -> ApiResult {
 async fn show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
     let v = blocking(move || {
         let it = intent::load(&s.home, &id)?;
-        Ok(as_now(&s, it, false))
+        Ok::<_, ApiError>(as_now(&s, it, false))
     })
     .await?;
     Ok(axum::Json(v).into_response())

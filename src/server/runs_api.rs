@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::api::{ApiError, Caller};
+use super::api::{ApiError, Caller, blocking};
 use crate::runs::{self, Frame, ReadOutcome, Stream, TermSize};
 use crate::sessions::SessionError;
 use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
@@ -54,16 +54,6 @@ type ApiResult = Result<Response, ApiError>;
 
 fn ok(v: Value) -> ApiResult {
     Ok(axum::Json(v).into_response())
-}
-
-/// Runs blocking manager work off the async workers.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, SessionError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(ApiError::from)
 }
 
 fn json_body<T: serde::de::DeserializeOwned + Default>(
@@ -542,16 +532,6 @@ fn worktree_of(s: &Shared, run: &str) -> Result<crate::sessions::record::Worktre
     })
 }
 
-/// Runs blocking git work off the async workers.
-async fn blocking_git<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, WorktreeError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(ApiError::from)
-}
-
 fn with_run(v: impl serde::Serialize, run: &str) -> ApiResult {
     let mut v = serde_json::to_value(v)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
@@ -563,7 +543,7 @@ fn with_run(v: impl serde::Serialize, run: &str) -> ApiResult {
 /// workspace's current commit (committed objects only).
 async fn diff(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
     let info = worktree_of(&s, &run)?;
-    let d = blocking_git(move || worktrees::diff(&info)).await?;
+    let d = blocking(move || worktrees::diff(&info)).await?;
     with_run(d, &run)
 }
 
@@ -586,7 +566,7 @@ async fn diff_file(
         )
     })?;
     let info = worktree_of(&s, &run)?;
-    let f = blocking_git(move || worktrees::diff_file(&info, &path)).await?;
+    let f = blocking(move || worktrees::diff_file(&info, &path)).await?;
     with_run(f, &run)
 }
 

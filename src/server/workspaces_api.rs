@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::api::{ApiError, Caller};
+use super::api::{ApiError, Caller, blocking};
 use crate::workspaces::{self, Actor, WorkspaceError, project_config};
 
 /// The API base (shared with the run routes).
@@ -99,16 +99,6 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &axum::body::Bytes) -> Result<T, 
             format!("bad JSON body: {e}"),
         )
     })
-}
-
-/// Runs blocking registry work (fsync, file scans) off the async workers.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(ApiError::from)
 }
 
 fn ok(v: Value) -> ApiResult {
@@ -242,7 +232,7 @@ async fn project_config(
     let ws = ws_ref(&ws)?;
     let v = blocking(move || {
         let (w, scan) = workspaces::scan_project_config(&s.home, &ws, q.from.as_deref())?;
-        Ok(project_config_view(&w, &scan))
+        Ok::<_, ApiError>(project_config_view(&w, &scan))
     })
     .await?;
     ok(v)
@@ -275,7 +265,7 @@ async fn approve_project_config(
             &b.sha256,
             b.from.as_deref(),
         )?;
-        Ok(project_config_view(&w, &scan))
+        Ok::<_, ApiError>(project_config_view(&w, &scan))
     })
     .await?;
     ok(v)

@@ -1,6 +1,7 @@
 //! Shared helpers for tests that drive the real binary against a real server.
 #![allow(dead_code)]
 
+pub mod keys;
 pub mod pty;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,22 @@ impl TestHome {
 
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().unwrap()
+    }
+
+    /// Runs the binary in a session of its own (`setsid`): no controlling terminal, as a
+    /// script started from cron or a detached agent would be.
+    pub fn run_without_terminal(&self, args: &[&str]) -> Output {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = self.cmd();
+        cmd.args(args);
+        // SAFETY: setsid in the child before exec (async-signal-safe).
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        cmd.output().unwrap()
     }
 
     /// Runs and asserts success; returns stdout.
