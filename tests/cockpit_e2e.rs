@@ -41,6 +41,34 @@ impl Cockpit {
         term: &str,
         env: &[(&str, &str)],
     ) -> Cockpit {
+        let mut path = s.shims.as_os_str().to_owned();
+        path.push(":/usr/local/bin:/usr/bin:/bin");
+        let mut all: Vec<(&str, &str)> = vec![("PATH", path.to_str().unwrap())];
+        all.extend_from_slice(env);
+        Cockpit::spawn_in(
+            &["--home", s.home.path().to_str().unwrap()],
+            rows,
+            cols,
+            term,
+            &all,
+            None,
+        )
+    }
+
+    fn spawn(args: &[&str], rows: u16, cols: u16, term: &str, env: &[(&str, &str)]) -> Cockpit {
+        Cockpit::spawn_in(args, rows, cols, term, env, None)
+    }
+
+    /// `proctor args…` in a PTY of `rows`×`cols` with `TERM=term` and `env`, in `cwd` when
+    /// given, without the caller's PROCTOR_HOME, PROCTOR_TOKEN and NO_COLOR.
+    fn spawn_in(
+        args: &[&str],
+        rows: u16,
+        cols: u16,
+        term: &str,
+        env: &[(&str, &str)],
+        cwd: Option<&std::path::Path>,
+    ) -> Cockpit {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -50,15 +78,15 @@ impl Cockpit {
             })
             .unwrap();
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_proctor"));
-        cmd.arg("--home");
-        cmd.arg(s.home.path());
+        cmd.args(args);
+        if let Some(d) = cwd {
+            cmd.cwd(d);
+        }
         cmd.env_remove("PROCTOR_HOME");
         cmd.env_remove("PROCTOR_TOKEN");
         cmd.env_remove("NO_COLOR");
         cmd.env("TERM", term);
-        let mut path = s.shims.as_os_str().to_owned();
-        path.push(":/usr/local/bin:/usr/bin:/bin");
-        cmd.env("PATH", path);
+        cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -786,4 +814,215 @@ fn nothing_a_hostile_pty_child_writes_reaches_the_cockpits_terminal() {
         ["67"],
         "the child got the key typed and nothing else"
     );
+}
+
+/// The server of a demo home, stopped when dropped (a failing test leaves nothing running).
+struct StopsDemo(std::path::PathBuf);
+
+impl Drop for StopsDemo {
+    fn drop(&mut self) {
+        if self.0.exists() {
+            let _ = std::process::Command::new(env!("CARGO_BIN_EXE_proctor"))
+                .arg("--home")
+                .arg(&self.0)
+                .args(["server", "stop"])
+                .output();
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// `proctor demo` whose cockpit panics (a hidden test-only key): the terminal is given back
+/// before the panic message is printed, and the demo's server is stopped and its throwaway
+/// home removed all the same.
+#[test]
+fn a_panic_in_the_demos_cockpit_still_stops_its_server_and_removes_its_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = Cockpit::spawn(
+        &["demo", "--test-panic-on-key=Z"],
+        30,
+        100,
+        "xterm-256color",
+        &[("TMPDIR", tmp.path().to_str().unwrap())],
+    );
+    c.wait("the demo's sessions", |t| t.contains("run-0006"));
+    let homes: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("proctor-demo-")
+        })
+        .collect();
+    assert_eq!(homes.len(), 1, "{homes:?}");
+    let root = homes[0].clone();
+    let _stop = StopsDemo(root.clone());
+    let pid: i32 = std::fs::read_to_string(root.join("run/server.lock"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid), "the demo's server {pid} runs");
+    c.send(b"Z");
+    assert_eq!(
+        c.exit_code(),
+        101,
+        "a panic's exit code; screen:\n{}",
+        c.text()
+    );
+    c.assert_restored();
+    // The message comes after the terminal was given back (the alternate screen left).
+    let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+    let left = raw
+        .rfind("\x1b[?1049l")
+        .expect("the alternate screen was left");
+    let after = &raw[left..];
+    assert!(
+        after.contains("panicked") && after.contains("test-panic-on-key"),
+        "{after}"
+    );
+    assert!(
+        after.contains("the demo's server was stopped and its throwaway home removed"),
+        "{after}"
+    );
+    assert!(
+        !root.exists(),
+        "the throwaway home {} is left",
+        root.display()
+    );
+    assert!(!alive(pid), "the demo's server {pid} is left running");
+}
+
+/// The new-session dialog with a first prompt, for the interactive form of every tool (their
+/// fakes, in the server's PTY): the prompt reaches the tool as a submitted turn, and what the
+/// person types next is a turn of its own, not appended to the first.
+#[test]
+fn a_new_pty_sessions_first_prompt_is_a_turn_for_every_tool() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let mut path = s.shims.as_os_str().to_owned();
+    path.push(":/usr/local/bin:/usr/bin:/bin");
+    let mut c = Cockpit::spawn_in(
+        &["--home", s.home.path().to_str().unwrap()],
+        40,
+        120,
+        "xterm-256color",
+        &[("PATH", path.to_str().unwrap())],
+        Some(std::path::Path::new(&ws)),
+    );
+    c.wait("the empty list", |t| t.contains("Sessions"));
+    for (i, tool) in ["claude", "codex", "gemini", "grok", "opencode"]
+        .into_iter()
+        .enumerate()
+    {
+        c.send(b"n");
+        c.wait("the new-session dialog", |t| t.contains("New session"));
+        for _ in 0..i {
+            c.send(b"\x1b[C");
+        }
+        c.wait("the profile", |t| t.contains(&format!("‹ {tool} ›")));
+        c.send(b"\t\t\t");
+        c.send(format!("first {tool}").as_bytes());
+        c.wait("the typed prompt", |t| t.contains(&format!("first {tool}")));
+        c.send(b"\r");
+        let t = c.wait("the first turn answered", |t| {
+            t.contains(&format!("demo reply #1: you said \"first {tool}\""))
+        });
+        assert!(!t.contains("New session"), "{t}");
+        c.send(b"a");
+        c.wait("attached", |t| t.contains("ATTACHED"));
+        c.send(format!("second {tool}\r").as_bytes());
+        let t = c.wait("the second turn", |t| t.contains("demo reply #2: you said"));
+        assert!(
+            t.contains(&format!("demo reply #2: you said \"second {tool}\"")),
+            "typed input joined the first prompt: {t}"
+        );
+        c.send(b"\x1c");
+        c.wait("back in the cockpit", |t| !t.contains("ATTACHED"));
+    }
+    // Five runs, one of each tool, each with two turns in its transcript of the screen.
+    let v = s.expect(200, "GET", RUNS, None);
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), 5, "{v}");
+    for r in items {
+        let run = r["ref"].as_str().unwrap();
+        let screen = s.expect(200, "GET", &s.run_path(run, "/screen"), None);
+        let text = screen.to_string();
+        assert!(text.contains("demo reply #2"), "{run}: {text}");
+    }
+    c.send(b"q");
+    assert_eq!(c.exit_code(), 0);
+}
+
+#[test]
+fn term_dumb_is_refused_with_a_pointer_to_session_list() {
+    let s = DemoServer::start(&[]);
+    let mut c = Cockpit::open(&s, 24, 80, "dumb");
+    assert_eq!(c.exit_code(), 2, "{}", c.text());
+    let t = c.wait("the refusal", |t| t.contains("session list"));
+    assert!(
+        t.contains("TERM=dumb") && t.contains("proctor session list"),
+        "{t}"
+    );
+    assert!(!c.screen.lock().unwrap().screen().alternate_screen());
+    // The demo too, before it sets anything up.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = Cockpit::spawn(
+        &["demo"],
+        24,
+        80,
+        "dumb",
+        &[("TMPDIR", tmp.path().to_str().unwrap())],
+    );
+    assert_eq!(d.exit_code(), 2, "{}", d.text());
+    let t = d.wait("the demo's refusal", |t| t.contains("session list"));
+    assert!(t.contains("--no-cockpit"), "{t}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+/// Every character on the screen, with the ones that are not ASCII.
+fn non_ascii(t: &str) -> Vec<char> {
+    let mut v: Vec<char> = t.chars().filter(|c| !c.is_ascii()).collect();
+    v.dedup();
+    v
+}
+
+#[test]
+fn term_linux_draws_ascii_borders_and_glyphs() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let run = start(
+        &s,
+        json!({"tool": "claude", "transport": "pty", "workspace": ws, "name": "a long name to cut in the narrow list"}),
+    );
+    for (rows, cols) in [(24, 80), (40, 120)] {
+        let mut c = Cockpit::open(&s, rows, cols, "linux");
+        let t = c.wait("the list and the live terminal", |t| {
+            t.contains(&run) && t.contains("fake Claude Code")
+        });
+        assert_eq!(non_ascii(&t), Vec::<char>::new(), "{cols}x{rows}:\n{t}");
+        assert!(t.contains("+-") && t.contains('|'), "ASCII borders: {t}");
+        for (open, what) in [
+            (&b"?"[..], "Keys"),
+            (b":", "Run an action"),
+            (b"n", "New session"),
+            (b"s", "Stop "),
+            (b"/", "esc back"),
+        ] {
+            c.send(open);
+            let t = c.wait(what, |t| t.contains(what));
+            assert_eq!(
+                non_ascii(&t),
+                Vec::<char>::new(),
+                "{what} {cols}x{rows}:\n{t}"
+            );
+            c.send(b"\x1b");
+            c.wait("closed", |t| !t.contains(what));
+        }
+        c.send(b"q");
+        assert_eq!(c.exit_code(), 0);
+        c.assert_restored();
+    }
 }

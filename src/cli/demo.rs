@@ -1,5 +1,6 @@
 //! `proctor demo`: the cockpit on a throwaway home, backed by the provider fakes.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -37,6 +38,72 @@ pub struct DemoArgs {
     /// With --no-cockpit: print the home and the runs as JSON.
     #[arg(long, requires = "no_cockpit")]
     pub json: bool,
+
+    /// Tests only: the cockpit panics when this key is pressed (to prove that the demo's
+    /// server is stopped and its throwaway home removed after a panic too).
+    #[arg(long, hide = true, value_name = "KEY")]
+    pub test_panic_on_key: Option<char>,
+}
+
+/// What the demo leaves behind, undone when dropped: on every way out of [`run`] once the
+/// demo is set up, a panic of the cockpit included (unwinding drops it after the panic hook
+/// gave the terminal back and printed the message).
+struct Cleanup<'a> {
+    home: &'a Home,
+    /// The throwaway home to remove; `None` for a home given with --home (its server is
+    /// stopped, the folder kept).
+    throwaway: Option<PathBuf>,
+    keep: bool,
+    done: bool,
+}
+
+impl Cleanup<'_> {
+    fn finish(mut self) -> anyhow::Result<()> {
+        self.done = true;
+        self.undo()
+    }
+
+    fn undo(&self) -> anyhow::Result<()> {
+        if self.keep {
+            let h = show_path(self.home.root.as_deref().unwrap_or(&self.home.data));
+            eprintln!(
+                "proctor demo: kept. open it: proctor --home {h}; stop it: proctor --home {h} server stop"
+            );
+            return Ok(());
+        }
+        match &self.throwaway {
+            Some(root) => demo::discard(self.home, root)?,
+            None => {
+                let client = crate::client::Client::new(self.home)?.with_token(self.home)?;
+                let _ = crate::client::block_on(client.call(
+                    hyper::Method::POST,
+                    "/v1/server/stop",
+                    None,
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let what = match (self.keep, &self.throwaway) {
+            (true, _) => "the demo was kept",
+            (false, Some(_)) => "the demo's server was stopped and its throwaway home removed",
+            (false, None) => "the demo's server was stopped",
+        };
+        match self.undo() {
+            Ok(()) => eprintln!("proctor demo: the cockpit failed; {what}"),
+            Err(e) => {
+                eprintln!("proctor demo: the cockpit failed, and cleaning up failed too: {e:#}")
+            }
+        }
+    }
 }
 
 pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -45,6 +112,14 @@ pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
             "the demo opens the cockpit, which needs a terminal on stdin and stdout; \
              use `proctor demo --no-cockpit` to set it up and leave it running",
         ));
+    }
+    if !args.no_cockpit
+        && crate::tui::term::TermKind::from_env() == crate::tui::term::TermKind::Dumb
+    {
+        return Err(super::UsageError::new(format!(
+            "{}; `proctor demo --no-cockpit` sets the demo up without the cockpit",
+            crate::tui::TuiError::DumbTerminal
+        )));
     }
     let (home, throwaway) = match &ctx.home_flag {
         Some(_) => (ctx.home()?, None),
@@ -88,25 +163,18 @@ pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let result = crate::tui::run(&home, crate::tui::Options::default());
-    if !args.keep {
-        match &throwaway {
-            Some(root) => demo::discard(&home, root)?,
-            None => {
-                let client = crate::client::Client::new(&home)?.with_token(&home)?;
-                let _ = crate::client::block_on(client.call(
-                    hyper::Method::POST,
-                    "/v1/server/stop",
-                    None,
-                ));
-            }
-        }
-    } else {
-        let h = show_path(&root);
-        eprintln!(
-            "proctor demo: kept. open it: proctor --home {h}; stop it: proctor --home {h} server stop"
-        );
-    }
+    let cleanup = Cleanup {
+        home: &home,
+        throwaway,
+        keep: args.keep,
+        done: false,
+    };
+    let opts = crate::tui::Options {
+        test_panic_key: args.test_panic_on_key,
+        ..Default::default()
+    };
+    let result = crate::tui::run(&home, opts);
+    cleanup.finish()?;
     result?;
     Ok(ExitCode::SUCCESS)
 }

@@ -132,7 +132,22 @@ pub enum PromptFor {
     Rename(String),
     SendInput(String),
     Snooze(String),
-    NewSession,
+    /// A new session; for a PTY session, the first prompt the cockpit types into its
+    /// terminal once the tool is up (see [`FirstPrompt`]).
+    NewSession(Option<String>),
+}
+
+/// The first prompt of a PTY session the cockpit started. A terminal program takes a turn as
+/// typed keys ending with Enter, and only once it reads its keys: the prompt is typed when
+/// the run has written its first output (the tool drew its screen), then Enter (`\r`, the key
+/// every interactive form submits with) as a key of its own, so that a tool that reads a burst
+/// of keys as a paste still sees the Enter that submits it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstPrompt {
+    pub run: String,
+    pub text: String,
+    /// The text was sent; Enter follows.
+    pub typing: bool,
 }
 
 /// A dialog over the cockpit.
@@ -243,9 +258,21 @@ pub enum AttachFrom {
 /// Why a request was made: where its answer goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallTag {
-    Action { action: Action, run: String },
+    Action {
+        action: Action,
+        run: String,
+    },
     Prompt(PromptFor),
-    Resize { run: String, rows: u16, cols: u16 },
+    Resize {
+        run: String,
+        rows: u16,
+        cols: u16,
+    },
+    /// A PTY session's first prompt: its text, then (`enter`) the Enter that submits it.
+    FirstPrompt {
+        run: String,
+        enter: bool,
+    },
 }
 
 /// A request to the server.
@@ -358,6 +385,10 @@ pub struct App {
     /// Indices into `runs`, in display order, after hiding and filtering.
     pub view: Vec<usize>,
     pub selected: Option<String>,
+    /// The run the person chose (a key, a click, a new session). A filter or a toggle that
+    /// hides it moves the selection only while it is hidden: clearing the filter (Esc)
+    /// selects it again.
+    pub chosen: Option<String>,
     pub list_offset: usize,
     pub show_archived: bool,
     pub show_snoozed: bool,
@@ -411,6 +442,14 @@ pub struct App {
     pub key_path: Option<PathBuf>,
     last_watch: Option<ViewWatch>,
 
+    /// First prompts waiting for their PTY session's tool to be up.
+    pub first_prompts: Vec<FirstPrompt>,
+    /// The terminal draws ASCII only (`TERM=linux`, `vt…`): every frame goes through
+    /// [`super::term::asciify`].
+    pub ascii: bool,
+    /// Tests only: a key that makes the cockpit panic (`proctor demo --test-panic-on-key`).
+    pub test_panic_key: Option<char>,
+
     pub now: DateTime<Utc>,
     pub quit: bool,
     pub dirty: bool,
@@ -432,6 +471,7 @@ impl App {
             server_error: None,
             view: Vec::new(),
             selected: None,
+            chosen: None,
             list_offset: 0,
             show_archived: false,
             show_snoozed: false,
@@ -472,6 +512,9 @@ impl App {
             page_rows: 10,
             key_path: None,
             last_watch: None,
+            first_prompts: Vec::new(),
+            ascii: false,
+            test_panic_key: None,
             now: Utc::now(),
             quit: false,
             dirty: true,
@@ -589,10 +632,27 @@ impl App {
         self.runs.iter().find(|x| x.run_ref == r)
     }
 
+    /// Takes a new list from the server. `view` holds indices into the old list, so the
+    /// selection's row is found before the list is replaced: a run that disappeared (deleted
+    /// here or by another client) hands the selection to the run now in its row.
+    fn replace_runs(&mut self, items: Vec<RunView>) {
+        let old_pos = self.selected_index();
+        self.runs = items;
+        self.view.clear();
+        self.refilter_from(old_pos);
+    }
+
     /// Recomputes the visible list: archived hidden (toggle), snoozed hidden until due
-    /// (toggle), the filter (ref, name, tool, profile; case-insensitive); pinned first, then
-    /// by recent activity.
+    /// (toggle), the filter (ref, name, tool, profile, state, worktree branch;
+    /// case-insensitive); pinned first, then by recent activity.
     pub fn refilter(&mut self) {
+        let old_pos = self.selected_index();
+        self.refilter_from(old_pos);
+    }
+
+    /// [`App::refilter`], `old_pos` being the selection's row before the change (`view` may
+    /// no longer index `runs`: only this row is used).
+    fn refilter_from(&mut self, old_pos: Option<usize>) {
         let needle = self.filter.value().to_lowercase();
         let now = self.now;
         let mut view: Vec<usize> = (0..self.runs.len())
@@ -612,6 +672,8 @@ impl App {
                     r.name.as_deref(),
                     Some(r.tool.as_str()),
                     Some(r.profile.as_str()),
+                    Some(r.state.as_str()),
+                    r.worktree_branch.as_deref(),
                 ]
                 .into_iter()
                 .flatten()
@@ -628,16 +690,22 @@ impl App {
                 std::cmp::Reverse(r.run_ref.clone()),
             )
         });
-        let old_pos = self
-            .selected
-            .as_deref()
-            .and_then(|s| self.view.iter().position(|&i| self.runs[i].run_ref == s));
         self.view = view;
-        let still = self
-            .selected
+        let shown = |app: &App, s: &str| app.view.iter().any(|&i| app.runs[i].run_ref == s);
+        // A chosen run that no longer exists (deleted) hands over to the one in its row.
+        if self
+            .chosen
             .as_deref()
-            .is_some_and(|s| self.view.iter().any(|&i| self.runs[i].run_ref == s));
-        if !still {
+            .is_some_and(|c| !self.runs.iter().any(|r| r.run_ref == c))
+        {
+            self.chosen = None;
+        }
+        let still = self.selected.as_deref().is_some_and(|s| shown(self, s));
+        if let Some(c) = self.chosen.clone()
+            && shown(self, &c)
+        {
+            self.selected = Some(c);
+        } else if !still {
             self.selected = if self.view.is_empty() {
                 None
             } else {
@@ -652,7 +720,9 @@ impl App {
     /// The position of the selection in the visible list.
     pub fn selected_index(&self) -> Option<usize> {
         let s = self.selected.as_deref()?;
-        self.view.iter().position(|&i| self.runs[i].run_ref == s)
+        self.view
+            .iter()
+            .position(|&i| self.runs.get(i).is_some_and(|r| r.run_ref == s))
     }
 
     fn select_index(&mut self, i: usize) {
@@ -663,6 +733,7 @@ impl App {
         self.gate_for = None;
         let i = i.min(self.view.len() - 1);
         self.selected = Some(self.runs[self.view[i]].run_ref.clone());
+        self.chosen.clone_from(&self.selected);
         self.sync_focus();
         self.dirty = true;
     }
@@ -1005,8 +1076,8 @@ impl App {
                 self.loaded = true;
                 self.total = page.total;
                 self.counts = page.counts;
-                self.runs = page.items;
-                self.refilter();
+                self.replace_runs(page.items);
+                self.first_prompts_due();
             }
             Msg::Runs(Err(e)) => {
                 self.server_error = Some(text::one_line(&e, 300));
@@ -1037,10 +1108,16 @@ impl App {
                 self.gates.insert(candidate, result);
             }
             Msg::Intents(result) => {
+                let old_pos = self
+                    .selected_intent()
+                    .and_then(|cur| self.intent_list().iter().position(|i| i.id == cur.id));
                 self.intents = Some(result.map(|mut v| {
                     v.sort_by_key(|i| std::cmp::Reverse(ev::id_number(&i.id)));
                     v
                 }));
+                let chosen = self.intent_selected.take();
+                self.intent_selected =
+                    keep_in_place(self.intent_list(), |i| i.id.as_str(), chosen, old_pos);
             }
             Msg::Receipts(result) => {
                 let result = result.map(|mut v| {
@@ -1061,7 +1138,13 @@ impl App {
                         .collect(),
                     Err(_) => Vec::new(),
                 };
+                let old_pos = self
+                    .selected_receipt()
+                    .and_then(|cur| self.receipt_list().iter().position(|r| r.id == cur.id));
                 self.receipts = Some(result);
+                let chosen = self.receipt_selected.take();
+                self.receipt_selected =
+                    keep_in_place(self.receipt_list(), |r| r.id.as_str(), chosen, old_pos);
                 self.verify(fresh);
             }
             Msg::Verified { id, verification } => {
@@ -1162,6 +1245,9 @@ impl App {
             LiveEvent::NotLive(state) => slot.state = LiveState::NotLive(state),
             LiveEvent::Error(e) => slot.state = LiveState::Error(text::one_line(&e, 300)),
         }
+        if !self.first_prompts.is_empty() {
+            self.first_prompts_due();
+        }
         if self.mode.is_attach()
             && !matches!(
                 self.live.as_ref().map(|s| &s.state),
@@ -1171,6 +1257,52 @@ impl App {
             self.mode = Mode::Normal;
             self.info("the session ended: back to the cockpit");
         }
+    }
+
+    /// Types the first prompts whose tool is up: the run wrote output (the list says so, or
+    /// the live pane holds some). A run that ended first drops its prompt, with a message.
+    fn first_prompts_due(&mut self) {
+        let mut due = Vec::new();
+        let mut ended = Vec::new();
+        for p in self.first_prompts.iter().filter(|p| !p.typing) {
+            let Some(r) = self.runs.iter().find(|r| r.run_ref == p.run) else {
+                continue;
+            };
+            let wrote = r.output.as_ref().is_some_and(|o| o.bytes > 0)
+                || self
+                    .live
+                    .as_ref()
+                    .is_some_and(|s| s.run == p.run && s.buf.seq() > 0);
+            if !r.state().is_live() {
+                ended.push((p.run.clone(), r.state.clone()));
+            } else if wrote {
+                due.push((p.run.clone(), p.text.clone()));
+            }
+        }
+        for (run, state) in ended {
+            self.first_prompts.retain(|p| p.run != run);
+            self.error(format!(
+                "{run} is {state} before its first prompt could be typed"
+            ));
+        }
+        for (run, text) in due {
+            if let Some(p) = self.first_prompts.iter_mut().find(|p| p.run == run) {
+                p.typing = true;
+            }
+            self.type_first_prompt(&run, &text, false);
+        }
+    }
+
+    fn type_first_prompt(&mut self, run: &str, text: &str, enter: bool) {
+        self.push(Effect::Call(Call {
+            tag: CallTag::FirstPrompt {
+                run: run.to_string(),
+                enter,
+            },
+            method: Method::POST,
+            path: format!("{RUNS}/runs/{run}/input"),
+            body: Some(json!({ "text": text })),
+        }));
     }
 
     fn on_call_done(&mut self, tag: CallTag, result: Result<Value, String>) {
@@ -1193,6 +1325,24 @@ impl App {
                 }
                 Err(e) => self.error(format!("resizing {run} to {cols}×{rows}: {e}")),
             },
+            CallTag::FirstPrompt { run, enter } => {
+                let at = self.first_prompts.iter().position(|p| p.run == run);
+                match (result, enter) {
+                    (Ok(_), false) => self.type_first_prompt(&run, "\r", true),
+                    (Ok(_), true) => {
+                        if let Some(i) = at {
+                            self.first_prompts.remove(i);
+                        }
+                        self.success(format!("sent the first prompt to {run}"));
+                    }
+                    (Err(e), _) => {
+                        if let Some(i) = at {
+                            self.first_prompts.remove(i);
+                        }
+                        self.error(format!("typing the first prompt into {run} failed: {e}"));
+                    }
+                }
+            }
             CallTag::Action { action, run } => {
                 match result {
                     Ok(v) => self.success(done_message(action, &run, &v)),
@@ -1205,7 +1355,7 @@ impl App {
                     Mode::Modal(m) => match (&**m, &purpose) {
                         (Modal::Prompt { purpose: p, .. }, _) => *p == purpose,
                         (Modal::Snooze { run, .. }, PromptFor::Snooze(r)) => run == r,
-                        (Modal::NewSession { .. }, PromptFor::NewSession) => true,
+                        (Modal::NewSession { .. }, PromptFor::NewSession(_)) => true,
                         _ => false,
                     },
                     _ => false,
@@ -1222,10 +1372,25 @@ impl App {
                                 Some(u) => format!("{r} snoozed until {}", text::one_line(u, 40)),
                                 None => format!("{r} no longer snoozed"),
                             },
-                            PromptFor::NewSession => {
+                            PromptFor::NewSession(first) => {
                                 let r = v["ref"].as_str().unwrap_or("?").to_string();
                                 self.selected = Some(r.clone());
-                                format!("started {}", text::one_line(&r, 20))
+                                self.chosen = Some(r.clone());
+                                match first {
+                                    Some(t) if v["ref"].is_string() => {
+                                        self.first_prompts.push(FirstPrompt {
+                                            run: r.clone(),
+                                            text: t.clone(),
+                                            typing: false,
+                                        });
+                                        format!(
+                                            "started {}; its first prompt is typed once the tool \
+                                             is up",
+                                            text::one_line(&r, 20)
+                                        )
+                                    }
+                                    _ => format!("started {}", text::one_line(&r, 20)),
+                                }
                             }
                         };
                         self.success(msg);
@@ -1415,6 +1580,12 @@ impl App {
 
     pub fn on_key(&mut self, key: KeyEvent) {
         self.dirty = true;
+        if let Some(c) = self.test_panic_key
+            && key.code == ratatui::crossterm::event::KeyCode::Char(c)
+            && self.mode.is_normal()
+        {
+            panic!("a panic asked for by --test-panic-on-key (tests only)");
+        }
         if self.mode.is_attach() {
             if self.keymap.is_prefix(&key) {
                 self.mode = Mode::Normal;
@@ -1516,16 +1687,23 @@ impl App {
                             "workspace": ns.workspace,
                             "transport": ns.transport.name(),
                         });
-                        if let Some(p) = ns.prompt {
-                            body["prompt"] = json!(p);
+                        let pty = ns.transport == crate::providers::Transport::Pty;
+                        // A pipe session's first prompt is a turn of its protocol, sent by
+                        // the server; a PTY session's is typed by the cockpit once its tool
+                        // is up (see `FirstPrompt`).
+                        let mut first = None;
+                        match ns.prompt {
+                            Some(p) if pty => first = Some(p),
+                            Some(p) => body["prompt"] = json!(p),
+                            None => {}
                         }
-                        if ns.transport == crate::providers::Transport::Pty {
+                        if pty {
                             let (r, c) = self.pane_size();
                             body["rows"] = json!(r);
                             body["cols"] = json!(c);
                         }
                         self.push(Effect::Call(Call {
-                            tag: CallTag::Prompt(PromptFor::NewSession),
+                            tag: CallTag::Prompt(PromptFor::NewSession(first)),
                             method: Method::POST,
                             path: format!("{RUNS}/runs"),
                             body: Some(body),
@@ -1616,7 +1794,7 @@ impl App {
                     })
                 }
             }
-            PromptFor::Snooze(_) | PromptFor::NewSession => {
+            PromptFor::Snooze(_) | PromptFor::NewSession(_) => {
                 Err("this dialog has its own form".to_string())
             }
         };
@@ -1686,8 +1864,8 @@ impl App {
                 }
                 if let Some(why) = self.refusal(Action::Approve) {
                     p.set_unavailable(Action::Approve, why);
-                } else if self.approve_target().is_err() {
-                    p.set_unavailable(Action::Approve, "no intent awaits authority here");
+                } else if let Err(why) = self.approve_target() {
+                    p.set_unavailable(Action::Approve, why);
                 }
                 p.set_unavailable(Action::Palette, "the palette is open");
                 self.open(Modal::Palette(p));
@@ -1808,8 +1986,10 @@ impl App {
                 let Some(r) = need_run(self) else { return };
                 if !r.state().is_live() {
                     self.info(format!(
-                        "{} is {}: nothing to attach to (r resumes it)",
-                        r.run_ref, r.state
+                        "{} is {}: nothing to attach to{}",
+                        r.run_ref,
+                        r.state,
+                        if resumable(&r) { " (r resumes it)" } else { "" }
                     ));
                 } else if !r.is_pty() {
                     self.dispatch(Action::SendInput);
@@ -1878,18 +2058,27 @@ impl App {
                 let (title, consequence, yes) = match action {
                     Action::Stop => (
                         format!("Stop {}?", r.run_ref),
-                        "Its process group gets SIGTERM, then SIGKILL after the server's grace. \
-                         The record stays; r resumes the conversation later.",
+                        format!(
+                            "Its process group gets SIGTERM, then SIGKILL after the server's \
+                             grace. {}",
+                            if resumable(&r) {
+                                "The record stays; r resumes the conversation later."
+                            } else {
+                                "The record stays, but it cannot be resumed: the tool reported \
+                                 no conversation to go back to."
+                            }
+                        ),
                         "Stop",
                     ),
                     Action::Cleanup => (
                         format!("Clean up {}?", r.run_ref),
-                        "Its marks are dropped and its output released. Only delete remains.",
+                        "Its marks are dropped and its output released. Only delete remains."
+                            .to_string(),
                         "Clean up",
                     ),
                     _ => (
                         format!("Delete {}?", r.run_ref),
-                        "Its record and transcripts are removed for good.",
+                        "Its record and transcripts are removed for good.".to_string(),
                         "Delete",
                     ),
                 };
@@ -1945,10 +2134,17 @@ impl App {
                 .iter()
                 .find(|i| i.run == run && i.awaiting())
                 .ok_or_else(|| {
-                    format!(
-                        "no publication intent of {} awaits authority (3 lists the intents)",
-                        text::one_line(run, 20)
-                    )
+                    // The count is the header's (one source: `awaiting_authority`).
+                    match self.awaiting_authority() {
+                        0 => "no publication intent awaits authority".to_string(),
+                        n => format!(
+                            "{n} publication intent{} await{} authority, none of {} (3 lists \
+                             the intents)",
+                            if n == 1 { "" } else { "s" },
+                            if n == 1 { "s" } else { "" },
+                            text::one_line(run, 20)
+                        ),
+                    }
                 })?
         };
         if !it.awaiting() {
@@ -2071,6 +2267,30 @@ const RUN_ACTIONS: [Action; 14] = [
     Action::ScrollUp,
 ];
 
+/// Whether resume can work for `r`, as far as the list tells: the server resumes only a
+/// conversation the tool reported (`conversation_id`), and never a cleaned run.
+fn resumable(r: &RunView) -> bool {
+    r.conversation_id.is_some() && r.state() != super::data::RunState::Cleaned
+}
+
+/// The chosen item of a list that changed: the same item while it is listed; when it is
+/// gone, the item now in its row (`old_pos`), clamped to the list; `None` for an empty list
+/// or when nothing was chosen (the newest is shown selected).
+fn keep_in_place<T>(
+    list: &[T],
+    id_of: impl Fn(&T) -> &str,
+    chosen: Option<String>,
+    old_pos: Option<usize>,
+) -> Option<String> {
+    let id = chosen?;
+    if list.iter().any(|x| id_of(x) == id) {
+        return Some(id);
+    }
+    let pos = old_pos?;
+    let last = list.len().checked_sub(1)?;
+    Some(id_of(&list[pos.min(last)]).to_string())
+}
+
 /// The request of a one-shot action on a run (`ctx`: the run and, for resume, the size).
 fn action_call(
     action: Action,
@@ -2146,3 +2366,6 @@ fn done_message(action: Action, run: &str, v: &Value) -> String {
         other => format!("{} {run}", other.name()),
     }
 }
+
+#[cfg(test)]
+mod tests;

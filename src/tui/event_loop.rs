@@ -78,6 +78,9 @@ where
         queue!(self.backend_mut(), terminal::BeginSynchronizedUpdate)?;
         self.draw(|f| {
             super::ui::draw(f, app);
+            if app.ascii {
+                super::term::asciify(f.buffer_mut());
+            }
         })
         .map_err(Into::into)?;
         let b = self.backend_mut();

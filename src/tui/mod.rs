@@ -30,6 +30,8 @@ pub struct Options {
     /// Flags for a server this call starts (as for `proctor serve`); ignored when a server
     /// already runs.
     pub serve_args: Vec<String>,
+    /// Tests only (`proctor demo --test-panic-on-key`): the cockpit panics on this key.
+    pub test_panic_key: Option<char>,
 }
 
 /// Why the cockpit could not run.
@@ -40,6 +42,11 @@ pub enum TuiError {
          pipe, use `proctor session list`"
     )]
     NotATerminal,
+    #[error(
+        "TERM=dumb: this terminal cannot draw the full-screen cockpit; to list sessions, use \
+         `proctor session list` (or set TERM to the terminal's type, e.g. TERM=xterm-256color)"
+    )]
+    DumbTerminal,
     #[error(transparent)]
     Client(#[from] ClientError),
     #[error(transparent)]
@@ -84,6 +91,10 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
     if !term::is_terminal() {
         return Err(TuiError::NotATerminal);
     }
+    let kind = term::TermKind::from_env();
+    if kind == term::TermKind::Dumb {
+        return Err(TuiError::DumbTerminal);
+    }
     // Settings, keys and looks first: a mistake in them is reported before the terminal is
     // taken, naming the file, the key and the value.
     let settings = config::CockpitConfig::load(&home.config).map_err(Box::new)?;
@@ -111,6 +122,8 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
         };
         let mut app = app::App::new(host_name(), home_label(home), keymap, theme);
         app.who = who;
+        app.test_panic_key = opts.test_panic_key;
+        app.ascii = kind == term::TermKind::Ascii;
         app.key_path = Some(crate::authority::keys::default_key_path(home));
         // What the new-session form offers: this home's profiles (the defaults, one per
         // tool, then the added ones) and the folder the cockpit was started in.

@@ -46,6 +46,11 @@ impl Confirm {
         }
     }
 
+    /// What the dialog says happens.
+    pub fn consequence(&self) -> &str {
+        &self.consequence
+    }
+
     /// Whether Yes has the focus.
     pub fn yes_selected(&self) -> bool {
         self.on_yes

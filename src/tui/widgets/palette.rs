@@ -22,7 +22,8 @@ use crate::tui::role::Role;
 use crate::tui::theme::Theme;
 
 const CONTEXTS: &[Context] = &[Context::Palette, Context::Modal];
-const NAME_WIDTH: usize = 16;
+/// The narrowest the name column gets (names are cut below their length only then).
+const MIN_NAME_WIDTH: usize = 8;
 const KEY_WIDTH: usize = 10;
 
 #[derive(Debug, Clone)]
@@ -94,6 +95,14 @@ impl Palette {
             e.unavailable = Some(reason.into());
         }
         self.refilter();
+    }
+
+    /// Why `action` cannot be chosen, if it cannot.
+    pub fn unavailable(&self, action: Action) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|e| e.action == action)
+            .and_then(|e| e.unavailable.as_deref())
     }
 
     pub fn query(&self) -> &str {
@@ -272,7 +281,18 @@ impl Palette {
         }
         scroll = scroll.min(self.matches.len().saturating_sub(rows));
         self.scroll.set(scroll);
-        let desc_width = usize::from(list.width).saturating_sub(NAME_WIDTH + KEY_WIDTH + 4);
+        // The name column fits the longest name (a narrow dialog cuts names, never lets
+        // them run into the key column).
+        let longest = self
+            .entries
+            .iter()
+            .map(|e| e.action.name().chars().count())
+            .max()
+            .unwrap_or(0);
+        let name_width = longest
+            .max(MIN_NAME_WIDTH)
+            .min((usize::from(list.width).saturating_sub(KEY_WIDTH + 4) / 2).max(MIN_NAME_WIDTH));
+        let desc_width = usize::from(list.width).saturating_sub(name_width + KEY_WIDTH + 4);
         let lines: Vec<Line> = self
             .matches
             .iter()
@@ -290,7 +310,9 @@ impl Palette {
                 let style = row_style(theme, base, selected);
                 let mut spans = vec![Span::styled(if selected { "▸ " } else { "  " }, style)];
                 let name = e.action.name();
-                for (ci, c) in name.chars().enumerate() {
+                let cut = name.chars().count() > name_width;
+                let kept = if cut { name_width - 1 } else { name_width };
+                for (ci, c) in name.chars().take(kept).enumerate() {
                     let s = if m.positions.contains(&ci) && e.unavailable.is_none() {
                         style.patch(theme.style(Role::Highlight))
                     } else {
@@ -298,7 +320,10 @@ impl Palette {
                     };
                     spans.push(Span::styled(c.to_string(), s));
                 }
-                let pad = NAME_WIDTH.saturating_sub(name.chars().count()) + 1;
+                if cut {
+                    spans.push(Span::styled("…", style));
+                }
+                let pad = name_width.saturating_sub(name.chars().count().min(name_width)) + 1;
                 spans.push(Span::styled(" ".repeat(pad), style));
                 let key = crate::text::one_line(e.key.as_deref().unwrap_or(""), KEY_WIDTH);
                 let key_pad = KEY_WIDTH
@@ -399,6 +424,40 @@ mod tests {
     fn typed(p: &mut Palette, km: &Keymap, s: &str) {
         for c in s.chars() {
             assert_eq!(p.handle_key(&ch(c), km), Outcome::Continue);
+        }
+    }
+
+    #[test]
+    fn long_names_keep_out_of_the_key_column() {
+        let km = Keymap::defaults();
+        let theme = Theme::default_theme();
+        for (w, h) in SIZES {
+            let mut p = Palette::new(&km, UNDER, Needs::Admin);
+            typed(&mut p, &km, "p");
+            let t = draw(w, h, |f| p.render(f, f.area(), &theme, &km));
+            let buf = t.backend().buffer();
+            // Every key starts in one column, after the longest name and a space.
+            // The column (in cells) where the key of the row listing `name` starts.
+            let key_x = |name: &str, key: &str| {
+                for y in 0..buf.area.height {
+                    let r: Vec<char> = row(buf, y).chars().collect();
+                    let text: String = r.iter().collect();
+                    for marker in ["▸ ", "  "] {
+                        let needle: Vec<char> = format!("{marker}{name} ").chars().collect();
+                        if let Some(at) = r.windows(needle.len()).position(|w| w == needle) {
+                            let after = at + needle.len();
+                            let k = r[after..].iter().position(|c| *c != ' ').unwrap();
+                            let found: String = r[after + k..].iter().take(key.len()).collect();
+                            assert_eq!(found, key, "{text}");
+                            return after + k;
+                        }
+                    }
+                }
+                panic!("{name} is not listed");
+            };
+            let long = key_x("approve-publication", "P");
+            assert_eq!(key_x("palette", ":"), long, "{w}x{h}");
+            assert_eq!(key_x("pin", "p"), long, "{w}x{h}");
         }
     }
 

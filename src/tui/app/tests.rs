@@ -1,0 +1,492 @@
+//! The cockpit's state without a terminal: what happens to the selection when a list
+//! shrinks under it, the filter, the stop dialog's words, the palette's count.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::tui::data::{Counts, RunView, RunsPage};
+use crate::tui::evidence::{IntentView, ReceiptItem};
+use crate::tui::keymap::Keymap;
+use crate::tui::theme::Theme;
+
+fn run(r#ref: &str, minute: u32, extra: Value) -> RunView {
+    let mut v = json!({
+        "ref": r#ref, "tool": "claude", "profile": "claude", "transport": "pty",
+        "workspace": "/home/op/src/app", "demo": true,
+        "created_at": format!("2026-11-30T11:{minute:02}:00.000Z"), "state": "running",
+        "generation": 1, "started_at": format!("2026-11-30T11:{minute:02}:01.000Z"),
+    });
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+/// Six runs, the newest (shown first) `run-0006`.
+fn six() -> Vec<RunView> {
+    (1..=6)
+        .map(|i| run(&format!("run-000{i}"), i * 5, json!({})))
+        .collect()
+}
+
+fn page(runs: Vec<RunView>) -> Msg {
+    let counts = Counts::of(&runs);
+    Msg::Runs(Ok(RunsPage {
+        total: runs.len(),
+        items: runs,
+        counts,
+    }))
+}
+
+fn app_with(runs: Vec<RunView>) -> App {
+    let mut app = App::new(
+        "host".into(),
+        "~/proctor".into(),
+        Keymap::defaults(),
+        Theme::default_theme(),
+    );
+    app.now = crate::tui::data::instant("2026-11-30T12:00:00.000Z").unwrap();
+    app.on_msg(page(runs));
+    app
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn ch(c: char) -> KeyEvent {
+    let m = if c.is_uppercase() {
+        KeyModifiers::SHIFT
+    } else {
+        KeyModifiers::NONE
+    };
+    KeyEvent::new(KeyCode::Char(c), m)
+}
+
+fn shown(app: &App) -> Vec<String> {
+    app.view
+        .iter()
+        .map(|&i| app.runs[i].run_ref.clone())
+        .collect()
+}
+
+#[test]
+fn the_last_run_deleted_while_selected_selects_the_new_last() {
+    let mut app = app_with(six());
+    assert_eq!(shown(&app)[5], "run-0001");
+    app.on_key(ch('G'));
+    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    // `D` on it, confirmed: the server deletes it; the next poll has five runs.
+    let mut runs = six();
+    runs.retain(|r| r.run_ref != "run-0001");
+    app.on_msg(page(runs));
+    assert_eq!(app.selected.as_deref(), Some("run-0002"));
+    assert_eq!(app.selected_index(), Some(4));
+}
+
+#[test]
+fn a_run_deleted_from_another_client_selects_the_one_in_its_place() {
+    let mut app = app_with(six());
+    app.on_key(ch('j'));
+    app.on_key(ch('j'));
+    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    let mut runs = six();
+    runs.retain(|r| r.run_ref != "run-0004");
+    app.on_msg(page(runs));
+    // The one below it moved up into its row.
+    assert_eq!(app.selected.as_deref(), Some("run-0003"));
+    // Every run but one gone at once, then all of them.
+    app.on_msg(page(vec![run("run-0006", 30, json!({}))]));
+    assert_eq!(app.selected.as_deref(), Some("run-0006"));
+    app.on_msg(page(vec![]));
+    assert_eq!(app.selected, None);
+    assert!(app.view.is_empty());
+}
+
+#[test]
+fn a_cleaned_run_deleted_with_d_does_not_panic_and_the_list_draws() {
+    let mut runs = six();
+    runs[0] = run(
+        "run-0001",
+        5,
+        json!({"state": "cleaned", "ended_at": "2026-11-30T11:06:00.000Z"}),
+    );
+    let mut app = app_with(runs.clone());
+    app.on_key(ch('G'));
+    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    app.on_key(ch('D'));
+    assert!(matches!(&app.mode, Mode::Modal(m) if matches!(**m, Modal::Confirm { .. })));
+    app.on_key(ch('y'));
+    let calls: Vec<_> = app
+        .take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Call(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].method, Method::DELETE);
+    runs.remove(0);
+    app.on_msg(page(runs));
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+    t.draw(|f| {
+        crate::tui::ui::draw(f, &mut app);
+    })
+    .unwrap();
+    assert_eq!(app.selected.as_deref(), Some("run-0002"));
+}
+
+fn intent(id: &str, run: &str, state: &str) -> IntentView {
+    serde_json::from_value(json!({
+        "id": id, "run": run, "branch": "fix", "title": "Fix", "state": state,
+        "candidate": {"id": format!("cand-{id}")},
+    }))
+    .unwrap()
+}
+
+fn receipt(id: &str) -> ReceiptItem {
+    serde_json::from_value(json!({"id": id, "kind": "signed"})).unwrap()
+}
+
+#[test]
+fn an_intent_gone_from_the_list_selects_the_one_in_its_place() {
+    let mut app = app_with(six());
+    let list = |ids: &[&str]| {
+        Msg::Intents(Ok(ids
+            .iter()
+            .map(|i| intent(i, "run-0001", "blocked"))
+            .collect()))
+    };
+    app.on_msg(list(&["int-0001", "int-0002", "int-0003", "int-0004"]));
+    app.on_key(ch('3'));
+    app.on_key(ch('j'));
+    app.on_key(ch('j'));
+    assert_eq!(app.selected_intent().unwrap().id, "int-0002");
+    app.on_msg(list(&["int-0001", "int-0003", "int-0004"]));
+    assert_eq!(app.selected_intent().unwrap().id, "int-0001");
+    // The last one selected, then gone.
+    app.on_key(ch('G'));
+    assert_eq!(app.selected_intent().unwrap().id, "int-0001");
+    app.on_msg(list(&["int-0003", "int-0004"]));
+    assert_eq!(app.selected_intent().unwrap().id, "int-0003");
+    app.on_msg(list(&[]));
+    assert!(app.selected_intent().is_none());
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+    t.draw(|f| {
+        crate::tui::ui::draw(f, &mut app);
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_receipt_gone_from_the_list_selects_the_one_in_its_place() {
+    let mut app = app_with(six());
+    let list = |ids: &[&str]| Msg::Receipts(Ok(ids.iter().map(|i| receipt(i)).collect()));
+    app.on_msg(list(&["rcpt-0001", "rcpt-0002", "rcpt-0003"]));
+    app.on_key(ch('4'));
+    app.on_key(ch('j'));
+    assert_eq!(app.selected_receipt().unwrap().id, "rcpt-0002");
+    app.on_msg(list(&["rcpt-0001", "rcpt-0003"]));
+    assert_eq!(app.selected_receipt().unwrap().id, "rcpt-0001");
+    app.on_msg(list(&[]));
+    assert!(app.selected_receipt().is_none());
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+    t.draw(|f| {
+        crate::tui::ui::draw(f, &mut app);
+    })
+    .unwrap();
+    let _ = key(KeyCode::Esc);
+}
+
+fn confirm_text(app: &App) -> String {
+    match &app.mode {
+        Mode::Modal(m) => match &**m {
+            Modal::Confirm { dialog, .. } => dialog.consequence().to_string(),
+            _ => panic!("not a confirmation"),
+        },
+        _ => panic!("no dialog"),
+    }
+}
+
+#[test]
+fn the_stop_dialog_promises_a_resume_only_when_there_is_a_conversation() {
+    let runs = vec![
+        run("run-0001", 5, json!({})),
+        run("run-0002", 10, json!({"conversation_id": "c0ffee-1"})),
+        run(
+            "run-0003",
+            15,
+            json!({"transport": "pipe", "conversation_id": "c-2"}),
+        ),
+    ];
+    let mut app = app_with(runs);
+    // Newest first: run-0003, run-0002, run-0001.
+    for (steps, resumes) in [(0, true), (1, true), (2, false)] {
+        app.on_key(ch('g'));
+        for _ in 0..steps {
+            app.on_key(ch('j'));
+        }
+        app.dispatch(Action::Stop);
+        let t = confirm_text(&app);
+        assert_eq!(t.contains("r resumes"), resumes, "{:?}: {t}", app.selected);
+        if !resumes {
+            assert!(t.contains("cannot be resumed"), "{t}");
+        }
+        app.on_key(key(KeyCode::Esc));
+    }
+}
+
+fn typed(app: &mut App, s: &str) {
+    for c in s.chars() {
+        app.on_key(ch(c));
+    }
+}
+
+#[test]
+fn the_filter_matches_state_tool_and_branch() {
+    let runs = vec![
+        run("run-0001", 5, json!({"state": "failed", "exit_code": 3})),
+        run(
+            "run-0002",
+            10,
+            json!({"tool": "codex", "profile": "work", "state": "idle"}),
+        ),
+        run(
+            "run-0003",
+            15,
+            json!({"worktree_branch": "proctor/run-0003", "name": "parser"}),
+        ),
+        run("run-0004", 20, json!({"name": "other"})),
+    ];
+    let mut app = app_with(runs);
+    for (needle, want) in [
+        ("failed", vec!["run-0001"]),
+        ("IDLE", vec!["run-0002"]),
+        ("codex", vec!["run-0002"]),
+        ("proctor/run-0003", vec!["run-0003"]),
+        ("parser", vec!["run-0003"]),
+    ] {
+        app.on_key(ch('/'));
+        typed(&mut app, needle);
+        assert_eq!(shown(&app), want, "filter {needle:?}");
+        app.on_key(key(KeyCode::Esc));
+        assert_eq!(shown(&app).len(), 4);
+    }
+}
+
+#[test]
+fn esc_from_the_filter_keeps_the_selected_run() {
+    let mut app = app_with(six());
+    app.on_key(ch('j'));
+    app.on_key(ch('j'));
+    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    // A filter that matches nothing on the way (`run-0004x`), then one that keeps it.
+    app.on_key(ch('/'));
+    typed(&mut app, "run-0004x");
+    assert_eq!(app.selected, None);
+    app.on_key(key(KeyCode::Backspace));
+    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.mode.is_normal());
+    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    // A filter that hides it shows another run selected while it is on; Esc brings the
+    // chosen run back.
+    app.on_key(ch('/'));
+    typed(&mut app, "run-0002");
+    assert_eq!(app.selected.as_deref(), Some("run-0002"));
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    // Kept with Enter, then cleared with Esc in the list: the same.
+    app.on_key(ch('/'));
+    typed(&mut app, "zzz");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.selected, None);
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    // Choosing another run while filtered makes that one the choice.
+    app.on_key(ch('/'));
+    typed(&mut app, "run-000");
+    app.on_key(key(KeyCode::Enter));
+    app.on_key(ch('G'));
+    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+}
+
+fn palette(app: &App) -> &crate::tui::widgets::palette::Palette {
+    match &app.mode {
+        Mode::Modal(m) => match &**m {
+            Modal::Palette(p) => p,
+            _ => panic!("not the palette"),
+        },
+        _ => panic!("no dialog"),
+    }
+}
+
+#[test]
+fn the_palette_and_the_header_count_the_same_intents_awaiting_authority() {
+    let key_file = tempfile::NamedTempFile::new().unwrap();
+    let mut app = app_with(six());
+    app.key_path = Some(key_file.path().to_path_buf());
+    app.on_msg(Msg::Intents(Ok(vec![
+        intent("int-0001", "run-0001", "awaiting_authority"),
+        intent("int-0002", "run-0002", "blocked"),
+    ])));
+    assert_eq!(app.awaiting_authority(), 1);
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48)).unwrap();
+    t.draw(|f| {
+        crate::tui::ui::draw(f, &mut app);
+    })
+    .unwrap();
+    let head = format!("{}", t.backend());
+    assert!(
+        head.contains("awaiting authority 1") || head.contains("auth 1"),
+        "{head}"
+    );
+    // The focused run (run-0006) has no intent: the palette names the header's count.
+    app.on_key(ch(':'));
+    let why = palette(&app)
+        .unavailable(Action::Approve)
+        .unwrap()
+        .to_string();
+    assert!(
+        why.starts_with("1 publication intent awaits authority, none of run-0006"),
+        "{why}"
+    );
+    app.on_key(key(KeyCode::Esc));
+    // The run whose intent awaits: available.
+    app.on_key(ch('G'));
+    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    app.on_key(ch(':'));
+    assert_eq!(palette(&app).unavailable(Action::Approve), None);
+    app.on_key(key(KeyCode::Esc));
+    // None awaiting: the palette says so, as the header's 0.
+    app.on_msg(Msg::Intents(Ok(vec![intent(
+        "int-0002", "run-0002", "blocked",
+    )])));
+    app.on_key(ch(':'));
+    assert_eq!(
+        palette(&app).unavailable(Action::Approve),
+        Some("no publication intent awaits authority")
+    );
+}
+
+fn calls(app: &mut App) -> Vec<Call> {
+    app.take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Call(c) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The new-session form filled in: the transport toggled `toggles` times from PTY, then the
+/// first prompt; Enter.
+fn start_session(app: &mut App, toggles: usize, prompt: &str) -> Call {
+    app.workspace = "/home/op/src/app".into();
+    app.on_key(ch('n'));
+    app.on_key(key(KeyCode::Tab));
+    app.on_key(key(KeyCode::Tab));
+    for _ in 0..toggles {
+        app.on_key(key(KeyCode::Right));
+    }
+    app.on_key(key(KeyCode::Tab));
+    typed(app, prompt);
+    app.take_effects();
+    app.on_key(key(KeyCode::Enter));
+    let mut c = calls(app);
+    assert_eq!(c.len(), 1, "{c:?}");
+    c.remove(0)
+}
+
+#[test]
+fn a_pty_sessions_first_prompt_is_typed_then_submitted_once_the_tool_is_up() {
+    let mut app = app_with(six());
+    let call = start_session(&mut app, 0, "fix the parser");
+    let body = call.body.clone().unwrap();
+    assert_eq!(body["transport"], "pty", "{body}");
+    // Not typed by the server at the spawn (no Enter, before the tool reads keys).
+    assert!(body.get("prompt").is_none(), "{body}");
+    app.on_msg(Msg::CallDone {
+        tag: call.tag,
+        result: Ok(json!({"ref": "run-0007", "state": "running"})),
+    });
+    assert!(calls(&mut app).is_empty());
+    // Listed, no output yet: nothing typed.
+    let mut runs = six();
+    runs.push(run("run-0007", 50, json!({"state": "starting"})));
+    app.on_msg(page(runs.clone()));
+    assert!(calls(&mut app).is_empty());
+    // The tool drew its screen: the text, then Enter as a key of its own.
+    runs[6] = run(
+        "run-0007",
+        50,
+        json!({"output": {"first_seq": 1, "next_seq": 3, "bytes": 120}}),
+    );
+    app.on_msg(page(runs.clone()));
+    let c = calls(&mut app);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].path, format!("{RUNS}/runs/run-0007/input"));
+    assert_eq!(c[0].body, Some(json!({"text": "fix the parser"})));
+    // Polled again meanwhile: not typed twice.
+    app.on_msg(page(runs));
+    assert!(calls(&mut app).is_empty());
+    app.on_msg(Msg::CallDone {
+        tag: c[0].tag.clone(),
+        result: Ok(json!({})),
+    });
+    let c = calls(&mut app);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].body, Some(json!({"text": "\r"})));
+    app.on_msg(Msg::CallDone {
+        tag: c[0].tag.clone(),
+        result: Ok(json!({})),
+    });
+    assert!(app.first_prompts.is_empty());
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("sent the first prompt")
+    );
+}
+
+#[test]
+fn a_pipe_sessions_first_prompt_goes_with_the_start_and_an_ended_pty_run_drops_it() {
+    let mut app = app_with(six());
+    let call = start_session(&mut app, 1, "one turn");
+    let body = call.body.clone().unwrap();
+    assert_eq!(body["transport"], "pipe", "{body}");
+    assert_eq!(body["prompt"], "one turn", "{body}");
+    app.on_msg(Msg::CallDone {
+        tag: call.tag,
+        result: Ok(json!({"ref": "run-0008"})),
+    });
+    assert!(app.first_prompts.is_empty());
+    let call = start_session(&mut app, 0, "never typed");
+    app.on_msg(Msg::CallDone {
+        tag: call.tag,
+        result: Ok(json!({"ref": "run-0007"})),
+    });
+    let mut runs = six();
+    runs.push(run(
+        "run-0007",
+        50,
+        json!({"state": "failed", "exit_code": 1,
+        "output": {"first_seq": 1, "next_seq": 3, "bytes": 40}}),
+    ));
+    app.on_msg(page(runs));
+    assert!(calls(&mut app).is_empty());
+    assert!(app.first_prompts.is_empty());
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("before its first prompt")
+    );
+}
