@@ -2138,8 +2138,7 @@ impl App {
                     match self.awaiting_authority() {
                         0 => "no publication intent awaits authority".to_string(),
                         n => format!(
-                            "{n} publication intent{} await{} authority, none of {} (3 lists \
-                             the intents)",
+                            "{n} intent{} await{} authority, none of {} (3 lists them)",
                             if n == 1 { "" } else { "s" },
                             if n == 1 { "s" } else { "" },
                             text::one_line(run, 20)

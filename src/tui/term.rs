@@ -131,8 +131,8 @@ impl TermKind {
 pub fn ascii_for(c: char) -> Option<char> {
     Some(match c {
         // Box drawing: lines, corners and junctions.
-        '═' => '=',
-        '─' | '━' | '┄' | '┅' | '┈' | '┉' | '╌' | '╍' | '╴' | '╶' | '╸' | '╺' | '╼' | '╾' => {
+        '═' | '━' => '=',
+        '─' | '┄' | '┅' | '┈' | '┉' | '╌' | '╍' | '╴' | '╶' | '╸' | '╺' | '╼' | '╾' => {
             '-'
         }
         '│' | '┃' | '┆' | '┇' | '┊' | '┋' | '╎' | '╏' | '║' | '╵' | '╷' | '╹' | '╻' | '╽' | '╿' => {
@@ -198,9 +198,10 @@ mod tests {
         use ratatui::buffer::Buffer;
         use ratatui::layout::Rect;
         let mut b = Buffer::empty(Rect::new(0, 0, 16, 1));
-        b.set_string(0, 0, "╭─│›…●·▏é世x", ratatui::style::Style::default());
+        b.set_string(0, 0, "╭─━│›…●·▏é世x", ratatui::style::Style::default());
         asciify(&mut b);
         let row: String = (0..16).map(|x| b[(x, 0)].symbol().to_string()).collect();
-        assert_eq!(row, "+-|>~*.|é世 x    ");
+        // The focused pane's heavy lines stay distinct: `=`.
+        assert_eq!(row, "+-=|>~*.|é世 x   ");
     }
 }

@@ -352,7 +352,7 @@ fn the_palette_and_the_header_count_the_same_intents_awaiting_authority() {
         .unwrap()
         .to_string();
     assert!(
-        why.starts_with("1 publication intent awaits authority, none of run-0006"),
+        why.starts_with("1 intent awaits authority, none of run-0006"),
         "{why}"
     );
     app.on_key(key(KeyCode::Esc));
