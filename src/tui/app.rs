@@ -148,6 +148,8 @@ pub struct FirstPrompt {
     pub text: String,
     /// The text was sent; Enter follows.
     pub typing: bool,
+    /// The run was in a list already (one without it since means it was deleted).
+    pub seen: bool,
 }
 
 /// A dialog over the cockpit.
@@ -1264,6 +1266,14 @@ impl App {
     fn first_prompts_due(&mut self) {
         let mut due = Vec::new();
         let mut ended = Vec::new();
+        let runs = &self.runs;
+        self.first_prompts.retain(|p| {
+            let listed = runs.iter().any(|r| r.run_ref == p.run);
+            listed || !p.seen
+        });
+        for p in &mut self.first_prompts {
+            p.seen |= runs.iter().any(|r| r.run_ref == p.run);
+        }
         for p in self.first_prompts.iter().filter(|p| !p.typing) {
             let Some(r) = self.runs.iter().find(|r| r.run_ref == p.run) else {
                 continue;
@@ -1382,6 +1392,7 @@ impl App {
                                             run: r.clone(),
                                             text: t.clone(),
                                             typing: false,
+                                            seen: false,
                                         });
                                         format!(
                                             "started {}; its first prompt is typed once the tool \

@@ -490,3 +490,24 @@ fn a_pipe_sessions_first_prompt_goes_with_the_start_and_an_ended_pty_run_drops_i
             .contains("before its first prompt")
     );
 }
+
+#[test]
+fn a_first_prompt_of_a_run_deleted_before_its_tool_was_up_is_dropped() {
+    let mut app = app_with(six());
+    let call = start_session(&mut app, 0, "never typed");
+    app.on_msg(Msg::CallDone {
+        tag: call.tag,
+        result: Ok(json!({"ref": "run-0007"})),
+    });
+    // Not listed yet (the start raced the poll): kept.
+    app.on_msg(page(six()));
+    assert_eq!(app.first_prompts.len(), 1);
+    let mut runs = six();
+    runs.push(run("run-0007", 50, json!({"state": "starting"})));
+    app.on_msg(page(runs));
+    assert_eq!(app.first_prompts.len(), 1);
+    // Listed, then gone (deleted from another client): dropped, nothing typed.
+    app.on_msg(page(six()));
+    assert!(app.first_prompts.is_empty());
+    assert!(calls(&mut app).is_empty());
+}
