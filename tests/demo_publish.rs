@@ -273,8 +273,7 @@ fn the_demo_publishes_for_real_with_a_demo_key_and_the_demo_forge() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("publication.published"), "{text}");
-    let pub_line =
-        std::fs::read_to_string(h.path().join("config/keys/publish.pub")).unwrap();
+    let pub_line = std::fs::read_to_string(h.path().join("config/keys/publish.pub")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let allowed = dir.path().join("allowed_signers");
     std::fs::write(&allowed, format!("proctor {}\n", pub_line.trim())).unwrap();
@@ -293,11 +292,17 @@ fn the_demo_publishes_for_real_with_a_demo_key_and_the_demo_forge() {
         String::from_utf8_lossy(&out.stderr)
     );
     let receipt = std::fs::read_to_string(&path).unwrap();
-    assert!(!receipt.contains(&token), "the forge token is in the receipt");
+    assert!(
+        !receipt.contains(&token),
+        "the forge token is in the receipt"
+    );
 
     // Neither the forge token nor the passphrase ever reached the terminal.
     let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
-    assert!(!raw.contains(&token), "the forge token reached the terminal");
+    assert!(
+        !raw.contains(&token),
+        "the forge token reached the terminal"
+    );
     assert!(!raw.contains(PASS), "the passphrase reached the terminal");
 
     // Closing the demo stops its server, and the demo forge with it.

@@ -409,6 +409,8 @@ pub struct App {
     pub page_rows: usize,
     /// The operator's publish key (the approval dialog decrypts it).
     pub key_path: Option<PathBuf>,
+    /// A home `proctor demo` prepared: with no key, `P` offers a throwaway demo key.
+    pub demo_key_offer: bool,
     last_watch: Option<ViewWatch>,
 
     pub now: DateTime<Utc>,
@@ -471,6 +473,7 @@ impl App {
             verifications: HashMap::new(),
             page_rows: 10,
             key_path: None,
+            demo_key_offer: false,
             last_watch: None,
             now: Utc::now(),
             quit: false,
@@ -1765,7 +1768,7 @@ impl App {
                 Err(why) => self.info(why),
                 Ok(intent) => {
                     match &self.key_path {
-                        Some(p) if p.exists() => {}
+                        Some(p) if p.exists() || self.demo_key_offer => {}
                         Some(p) => {
                             self.error(format!(
                                 "no publish key at {}: create it with `proctor key generate`, then \
