@@ -372,6 +372,130 @@ async fn page(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::publish::forge::{ForgeError, PullRequestAsk};
+
+    /// A demo home (token, forge configuration, a bare remote with `main` and `fix`) and the
+    /// demo forge serving it on a runtime of its own.
+    fn demo_home() -> (tempfile::TempDir, Home, tokio::runtime::Runtime, String) {
+        let dir = tempfile::Builder::new()
+            .prefix("pf")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let home = Home::resolve(Some(dir.path())).unwrap();
+        home.ensure().unwrap();
+        prepare(&home).unwrap();
+        let work = dir.path().join("work");
+        let remote = remote_path(&home);
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&remote).unwrap();
+        crate::git::Git::new(&remote)
+            .run(&["init", "-q", "--bare"])
+            .unwrap();
+        let git = crate::git::Git::new(&work);
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["config", "user.name", "t"],
+            &["config", "user.email", "t@t.invalid"],
+            &["commit", "-q", "--allow-empty", "-m", "one"],
+            &["branch", "fix"],
+        ] {
+            git.run(args).unwrap();
+        }
+        let url = remote.to_string_lossy().into_owned();
+        git.run(&["push", "-q", &url, "main", "fix"]).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (_, addr) = rt.block_on(start(&home)).unwrap().unwrap();
+        let address = format!("http://{addr}");
+        assert_eq!(
+            std::fs::read_to_string(address_path(&home)).unwrap().trim(),
+            address
+        );
+        std::fs::create_dir_all(&home.config).unwrap();
+        let cfg = format!(
+            "api_base = \"{}\"\nrepo = \"demo/lexer\"\ntoken_file = \"{}\"\n",
+            api_base(&address),
+            token_path(&home).display()
+        );
+        files::write_atomic(&adapter::config_path(&home), cfg.as_bytes()).unwrap();
+        (dir, home, rt, address)
+    }
+
+    fn ask(address: &str, head: &str) -> PullRequestAsk {
+        PullRequestAsk {
+            api_base: api_base(address),
+            owner: OWNER.into(),
+            repo: REPO.into(),
+            head: head.into(),
+            base: "main".into(),
+            title: "a <title>".into(),
+            body: "b".into(),
+        }
+    }
+
+    #[test]
+    fn the_real_adapter_opens_a_pull_request_on_the_demo_forge_with_the_demo_token_only() {
+        let (_dir, home, _rt, address) = demo_home();
+        let token = adapter::read_token(&adapter::load_config(&home).unwrap().token).unwrap();
+        let pr = adapter::open_pull_request(&ask(&address, "fix"), &token).unwrap();
+        assert_eq!(pr.number, 1);
+        assert_eq!(
+            pr.html_url,
+            format!("{address}/demo-forge/demo/lexer/pull/1")
+        );
+        // Recorded, with the head's tip in the bare remote.
+        let rec: Vec<Value> =
+            serde_json::from_slice(&std::fs::read(record_path(&home)).unwrap()).unwrap();
+        assert_eq!(rec.len(), 1);
+        let tip = crate::git::Git::new(remote_path(&home))
+            .text(&["rev-parse", "refs/heads/fix"])
+            .unwrap();
+        assert_eq!(rec[0]["head"]["sha"], tip.as_str());
+        assert_eq!(rec[0]["demo"], true);
+        // The same head again: GitHub's 422, its message carried.
+        match adapter::open_pull_request(&ask(&address, "fix"), &token) {
+            Err(ForgeError::Refused { status, message }) => {
+                assert_eq!(status, 422);
+                assert!(message.contains("already exists"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A head the remote does not have: 422.
+        match adapter::open_pull_request(&ask(&address, "nope"), &token) {
+            Err(ForgeError::Refused { status, message }) => {
+                assert_eq!(status, 422);
+                assert!(message.contains("not a branch"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Another token: 401, nothing recorded.
+        let other = home.state.join("other-token");
+        files::write_atomic(&other, b"demo_not_the_one\n").unwrap();
+        let wrong = adapter::read_token(&adapter::TokenSource::File(other)).unwrap();
+        match adapter::open_pull_request(&ask(&address, "fix"), &wrong) {
+            Err(ForgeError::Refused { status, .. }) => assert_eq!(status, 401),
+            other => panic!("{other:?}"),
+        }
+        let rec: Vec<Value> =
+            serde_json::from_slice(&std::fs::read(record_path(&home)).unwrap()).unwrap();
+        assert_eq!(rec.len(), 1);
+    }
+
+    #[test]
+    fn a_home_without_the_demo_token_serves_no_forge() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::resolve(Some(dir.path())).unwrap();
+        home.ensure().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        assert!(rt.block_on(start(&home)).unwrap().is_none());
+        assert!(!address_path(&home).exists());
+    }
 
     #[test]
     fn pages_escape_what_they_show() {

@@ -765,6 +765,64 @@ mod tests {
         assert_eq!(classify(&release), FieldKey::Ignored);
     }
 
+    fn screen(a: &Approval) -> String {
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 24)).unwrap();
+        t.draw(|f| a.render(f, f.area(), &Theme::default_theme()))
+            .unwrap();
+        let buf = t.backend().buffer().clone();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_demo_key_offer_takes_enter_or_esc_and_its_passphrase_is_masked() {
+        let mut a = Approval::new("int-0001");
+        a.show("\nA demo publish key\n\nEnter creates it; Esc refuses.\n".into());
+        let (tx, rx) = mpsc::channel();
+        a.ask(Field::Offer, "Create the demo key? ".into(), Reply::new(tx));
+        let s = screen(&a);
+        assert!(s.contains("Create the demo key? ▏"), "{s}");
+        assert!(s.contains("enter create the demo key"), "{s}");
+        // A character is not an answer; Enter is "yes".
+        a.handle_key(&ch('n'));
+        assert!(rx.try_recv().is_err());
+        assert_eq!(a.typed(), "");
+        a.handle_key(&key(KeyCode::Enter));
+        assert_eq!(rx.try_recv().unwrap().unwrap().as_str(), "yes");
+        assert!(screen(&a).contains("creating the demo key"));
+        // The new passphrase: masked, never shown, sent as typed.
+        let (tx, rx) = mpsc::channel();
+        a.ask(
+            Field::NewPassphrase,
+            "New passphrase: ".into(),
+            Reply::new(tx),
+        );
+        a.handle_key(&key(KeyCode::Enter));
+        assert!(rx.try_recv().is_err(), "an empty passphrase is not sent");
+        for c in "secret words here".chars() {
+            a.handle_key(&ch(c));
+        }
+        let s = screen(&a);
+        assert!(s.contains("New passphrase: (hidden)▏"), "{s}");
+        assert!(!s.contains("secret"), "{s}");
+        a.handle_key(&key(KeyCode::Enter));
+        assert_eq!(
+            rx.try_recv().unwrap().unwrap().as_str(),
+            "secret words here"
+        );
+        // Esc at the offer refuses.
+        let (tx, rx) = mpsc::channel();
+        a.ask(Field::Offer, "Create the demo key? ".into(), Reply::new(tx));
+        a.handle_key(&key(KeyCode::Esc));
+        assert!(matches!(rx.try_recv().unwrap(), Err(PromptError::Aborted)));
+    }
+
     #[test]
     fn wrapping_keeps_every_character_within_the_width() {
         use unicode_width::UnicodeWidthStr;
