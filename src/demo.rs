@@ -258,9 +258,9 @@ fn demo_repository(home: &Home, forge_address: &str) -> Result<PathBuf, DemoErro
     // The forge of the demo's intent: the demo forge, served by the demo's server.
     let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
     let forge = format!(
-        "# proctor demo: the demo forge, a loopback fake of GitHub's REST API served by the\n\
-         # demo's server ({name}). Nothing leaves this machine. Its token is a\n\
-         # demo token in a 0600 file, read as a real token_file is.\n\
+        "# proctor demo: the {name}, a fake of GitHub's REST API\n\
+         # served by the demo's server on 127.0.0.1. Nothing leaves this machine. Its token\n\
+         # is a demo token in a 0600 file, read as a real token_file is.\n\
          api_base = {api}\nrepo = \"{owner}/{repo}\"\nbase = \"main\"\ntoken_file = {token}\n",
         name = forge::NAME,
         api = quote(&forge::api_base(forge_address)),

@@ -193,8 +193,11 @@ pub fn demo_key(
         let first = prompter
             .ask(Field::NewPassphrase, &prompt)
             .map_err(declined)?;
-        if let Err(e) = keys::check_passphrase(first.as_bytes()) {
-            prompt = format!("({e}) New passphrase: ");
+        if keys::check_passphrase(first.as_bytes()).is_err() {
+            prompt = format!(
+                "(at least {} characters) New passphrase: ",
+                keys::MIN_PASSPHRASE_CHARS
+            );
             continue;
         }
         let second = prompter
