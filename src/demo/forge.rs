@@ -115,9 +115,23 @@ pub async fn start(
     if !is_demo_home(home) {
         return Ok(None);
     }
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .map_err(DemoForgeError::Listen)?;
+    // The port of the previous start when it is free: the intent recorded the forge's URL at
+    // proposal, so a restarted demo server keeps answering there.
+    let before = std::fs::read_to_string(address_path(home))
+        .ok()
+        .and_then(|a| {
+            a.trim()
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse::<u16>().ok())
+        });
+    let listener = match before {
+        Some(port) => match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(l) => Ok(l),
+            Err(_) => tokio::net::TcpListener::bind(("127.0.0.1", 0)).await,
+        },
+        None => tokio::net::TcpListener::bind(("127.0.0.1", 0)).await,
+    }
+    .map_err(DemoForgeError::Listen)?;
     let addr = listener.local_addr().map_err(DemoForgeError::Listen)?;
     let address = format!("http://{addr}");
     // A restarted server keeps the numbers it gave.
@@ -482,6 +496,25 @@ mod tests {
         let rec: Vec<Value> =
             serde_json::from_slice(&std::fs::read(record_path(&home)).unwrap()).unwrap();
         assert_eq!(rec.len(), 1);
+    }
+
+    #[test]
+    fn a_restarted_forge_answers_at_the_same_address_and_keeps_its_numbers() {
+        let (_dir, home, rt, address) = demo_home();
+        let token = adapter::read_token(&adapter::load_config(&home).unwrap().token).unwrap();
+        adapter::open_pull_request(&ask(&address, "fix"), &token).unwrap();
+        drop(rt);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (_, addr) = rt.block_on(start(&home)).unwrap().unwrap();
+        assert_eq!(format!("http://{addr}"), address);
+        match adapter::open_pull_request(&ask(&address, "fix"), &token) {
+            Err(ForgeError::Refused { status, .. }) => assert_eq!(status, 422),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
