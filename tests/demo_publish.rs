@@ -176,7 +176,8 @@ fn get(url: &str) -> (u16, String) {
 fn the_demo_publishes_for_real_with_a_demo_key_and_the_demo_forge() {
     let h = common::TestHome::new();
     let mut c = Screen::demo(h.path(), 40, 160);
-    c.wait("the awaiting count", |t| t.contains("awaiting authority 1"));
+    // The cockpit opens once the demo is set up (its intent proposed).
+    c.wait("the sessions list", |t| t.contains("run-0006"));
     // The forge configuration names the demo forge and a credential file, not `false`.
     let cfg = std::fs::read_to_string(h.path().join("config/forge.toml")).unwrap();
     assert!(!cfg.contains("\"false\""), "{cfg}");
