@@ -2,14 +2,21 @@
 //! every state an operator meets: narrating at a human pace, idle, stopped with its exit
 //! code, failed. Every run is labelled demo by the server, because a fake backs it.
 //!
-//! One more session works in a worktree of a small throwaway git repository registered as a
-//! workspace with an approved check policy: its agent (a fake) writes a fix, the demo binds
-//! the candidate, runs the policy's check, and proposes a publication. So the cockpit's gate
-//! view (awaiting a person), its receipts and its intents have something real to show. The
-//! demo's forge has no credential (its token command is `false`) and nothing listens at its
-//! address: approving the intent (with a publish key: `proctor key generate`) goes through
-//! the whole dialog and spends the authorisation, then the adapter refuses before any effect
-//! (`token_unavailable`), and the receipt says so.
+//! One more session works in a worktree of a small throwaway git repository (with a bare
+//! remote beside it, its `origin`) registered as a workspace with an approved check policy:
+//! its agent (a fake) writes a fix, the demo binds the candidate, runs the policy's check, and
+//! proposes a publication. So the cockpit's gate view (awaiting a person), its receipts and
+//! its intents have something real to show.
+//!
+//! The demo completes a real publication: its server serves the demo forge ([`forge`], a
+//! loopback fake of GitHub's REST API, labelled demo), the forge configuration names it with
+//! a demo token in a 0600 file (`token_file`, the real credential mechanism), and the first
+//! `P` in the cockpit offers to create a throwaway demo publish key (its passphrase typed
+//! twice in the dialog, never a built-in one). Typing the revision and the passphrase then
+//! pushes to the bare remote with the lease, opens a pull request on the demo forge, and
+//! leaves a signed receipt.
+
+pub mod forge;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -43,6 +50,13 @@ pub enum DemoError {
     },
     #[error("the demo's git repository: {0}")]
     Git(#[from] crate::git::GitError),
+    #[error(transparent)]
+    Forge(#[from] forge::DemoForgeError),
+    #[error(
+        "the demo's server did not start the demo forge ({path} was not written within 30 s); \
+         its log says why"
+    )]
+    NoForge { path: PathBuf },
 }
 
 /// One demo session: how it is started and what it is meant to show.
@@ -94,6 +108,12 @@ const SCENES: [Scene; 5] = [
     },
 ];
 
+/// True in a home `proctor demo` prepared: the cockpit offers a throwaway demo publish key
+/// there, and its server serves the demo forge.
+pub fn is_demo_home(home: &Home) -> bool {
+    forge::is_demo_home(home)
+}
+
 /// A fresh, private folder for a throwaway home: `/tmp/proctor-demo-<random>` (short, so
 /// the server's socket path fits).
 pub fn throwaway_root() -> Result<PathBuf, DemoError> {
@@ -127,9 +147,12 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
     }
     let workspace = home.state.join("demo-workspace");
     files::ensure_private_dir(&workspace)?;
+    // The demo token first: the server serves the demo forge in a home that has one.
+    forge::prepare(home)?;
     let client = Client::new(home)?;
     client::block_on(client.ensure_server_env(home, &[], &[("PATH".to_string(), path)]))??;
     let client = client.with_token(home)?;
+    let forge_address = wait_for_forge(home)?;
     let mut refs = Vec::new();
     for scene in &SCENES {
         let mut body = json!({
@@ -153,7 +176,7 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
         refs.push((scene, r));
     }
     // The worktree scene starts now, so that its agent works while the others settle.
-    let repo = demo_repository(home)?;
+    let repo = demo_repository(home, &forge_address)?;
     let worktree_run = start_worktree_scene(&client, &repo)?;
     let mut out = Vec::new();
     for (scene, r) in refs {
@@ -186,9 +209,26 @@ pub const WORKTREE_SCENE: &str = "lexer escapes (worktree)";
 /// The demo repository's check policy: one trivial, real check.
 pub const DEMO_POLICY: &str = "[[check]]\nname = \"escapes\"\nargv = [\"grep\", \"-q\", \"skip the character after a backslash\", \"src/lexer.txt\"]\ndeadline_secs = 10\n";
 
+/// The demo forge's address, once the demo's server wrote it.
+fn wait_for_forge(home: &Home) -> Result<String, DemoError> {
+    let path = forge::address_path(home);
+    let started = Instant::now();
+    loop {
+        if let Ok(a) = std::fs::read_to_string(&path)
+            && a.ends_with('\n')
+        {
+            return Ok(a.trim().to_string());
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            return Err(DemoError::NoForge { path });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A small git repository (one commit, a bare remote beside it as `origin`) under the
-/// demo's state folder, and the demo's forge configuration.
-fn demo_repository(home: &Home) -> Result<PathBuf, DemoError> {
+/// demo's state folder, and the demo's forge configuration (the demo forge at `forge_address`).
+fn demo_repository(home: &Home, forge_address: &str) -> Result<PathBuf, DemoError> {
     let root = home.state.join("demo-git");
     files::ensure_private_dir(&root)?;
     let repo = root.join("lexer");
@@ -215,10 +255,19 @@ fn demo_repository(home: &Home) -> Result<PathBuf, DemoError> {
     let url = remote.to_string_lossy().into_owned();
     git.run(&["remote", "add", "origin", &url])?;
     git.run(&["push", "-q", "origin", "main"])?;
-    // The forge of the demo's intent: nothing listens there (see the module doc).
-    let forge = "# proctor demo: no forge runs here; opening a pull request fails, and says so.\n\
-                 api_base = \"http://127.0.0.1:9/api/v3\"\nrepo = \"demo/lexer\"\nbase = \"main\"\n\
-                 token_command = [\"false\"]\n";
+    // The forge of the demo's intent: the demo forge, served by the demo's server.
+    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let forge = format!(
+        "# proctor demo: the {name}, a fake of GitHub's REST API\n\
+         # served by the demo's server on 127.0.0.1. Nothing leaves this machine. Its token\n\
+         # is a demo token in a 0600 file, read as a real token_file is.\n\
+         api_base = {api}\nrepo = \"{owner}/{repo}\"\nbase = \"main\"\ntoken_file = {token}\n",
+        name = forge::NAME,
+        api = quote(&forge::api_base(forge_address)),
+        owner = forge::OWNER,
+        repo = forge::REPO,
+        token = quote(&forge::token_path(home).to_string_lossy()),
+    );
     files::ensure_private_dir(&home.config)?;
     files::write_atomic(&crate::publish::forge::config_path(home), forge.as_bytes())?;
     Ok(std::fs::canonicalize(&repo).map_err(|e| files::FilesError::io("resolve", &repo, e))?)

@@ -673,8 +673,9 @@ fn gate_view_and_receipts_pane_of_a_worktree_run_with_a_bound_candidate() {
 /// The approval dialog in a real terminal, on `proctor demo`'s home (a worktree run, its
 /// candidate checked, an intent awaiting authority) with a publish key: the terminal rules
 /// pass, a paste and an arrow key are ignored, the typed revision and the passphrase go to the
-/// shared flow, which mints and spends the authorisation; the demo's forge has no credential,
-/// so the flow's refusal (named) and its receipt are shown.
+/// shared flow, which mints and spends the authorisation; the demo forge opens the pull
+/// request, and the outcome and its receipt are shown (the whole demo path, from the demo key
+/// offer on, is tests/demo_publish.rs).
 #[test]
 fn the_approval_dialog_in_a_real_terminal_on_the_demo() {
     const PASS: &str = "correct horse battery staple";
@@ -730,8 +731,10 @@ fn the_approval_dialog_in_a_real_terminal_on_the_demo() {
     let t = c.wait("the masked passphrase", |t| t.contains("(hidden)▏"));
     assert!(!t.contains(PASS) && !t.contains("correct"), "{t}");
     c.send(b"\r");
-    let t = c.wait("the flow's end", |t| t.contains("REFUSED ("));
-    assert!(t.contains("REFUSED (token_unavailable)"), "{t}");
+    let t = c.wait("the flow's end", |t| {
+        t.contains("REFUSED (") || t.contains("PUBLISHED")
+    });
+    assert!(t.contains("PUBLISHED int-0001"), "{t}");
     assert!(t.contains("receipt ") && t.contains("rcpt-"), "{t}");
     // The authorisation was minted and spent exactly once, by the shared flow.
     let ledger = std::fs::read_to_string(s.home.ledger()).unwrap();

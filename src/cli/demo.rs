@@ -19,8 +19,10 @@ use crate::text;
 /// a worktree of a small throwaway git repository: its change is bound as a candidate, the
 /// repository's approved check ran on it (the gate awaits a person), and a publication intent
 /// awaits authority. Every session is labelled demo: no model runs, nothing leaves the
-/// machine (the demo's forge has no credential: an approval there is refused before any
-/// effect, and says so).
+/// machine. The demo's server serves the demo forge (a loopback fake of GitHub's REST API,
+/// labelled demo); `P` on the intent offers a throwaway demo publish key (its passphrase
+/// typed twice), and the approval then pushes to the demo's bare remote, opens a pull request
+/// on the demo forge and leaves a signed receipt (docs/cockpit.md).
 ///
 /// When the cockpit closes, the demo's server is stopped and the throwaway home removed,
 /// unless --keep. With --no-cockpit the demo is set up and left running, and the command

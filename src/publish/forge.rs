@@ -323,6 +323,17 @@ impl Token {
     fn header(&self) -> Zeroizing<String> {
         Zeroizing::new(format!("Bearer {}", self.0.as_str()))
     }
+
+    /// Whether an `Authorization` header carries this token (`Bearer <token>`), compared in
+    /// time independent of where they differ. For a forge of proctor's own: the demo's.
+    pub fn authorizes(&self, header: &str) -> bool {
+        let want = self.header();
+        let (a, b) = (want.as_bytes(), header.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
 }
 
 /// Reads the token from its source.

@@ -288,11 +288,26 @@ async fn serve(shared: Arc<Shared>, socket: &Path, limits: Limits) -> Result<Str
             *r = why.to_string();
         }
     };
+    // `proctor demo`'s home: the demo forge (a loopback fake, labelled demo) lives and ends
+    // with this server.
+    let demo_forge = match crate::demo::forge::start(&shared.home).await {
+        Ok(Some((task, addr))) => {
+            log(&format!("demo forge listening on http://{addr}"));
+            Some(task)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            log(&format!("demo forge not started: {e}"));
+            None
+        }
+    };
     let sessions = shared.sessions.clone();
     let in_a_run: listen::InARun = Arc::new(move |pid| sessions.holds_process(pid));
-    listen::serve(listener, api::router(shared), limits, in_a_run, shutdown)
-        .await
-        .map_err(io_err("serve on", socket))?;
+    let served = listen::serve(listener, api::router(shared), limits, in_a_run, shutdown).await;
+    if let Some(task) = demo_forge {
+        task.abort();
+    }
+    served.map_err(io_err("serve on", socket))?;
     let why = reason.lock().map(|r| r.clone()).unwrap_or_default();
     Ok(why)
 }

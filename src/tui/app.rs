@@ -442,6 +442,8 @@ pub struct App {
     pub page_rows: usize,
     /// The operator's publish key (the approval dialog decrypts it).
     pub key_path: Option<PathBuf>,
+    /// A home `proctor demo` prepared: with no key, `P` offers a throwaway demo key.
+    pub demo_key_offer: bool,
     last_watch: Option<ViewWatch>,
 
     /// First prompts waiting for their PTY session's tool to be up.
@@ -513,6 +515,7 @@ impl App {
             verifications: HashMap::new(),
             page_rows: 10,
             key_path: None,
+            demo_key_offer: false,
             last_watch: None,
             first_prompts: Vec::new(),
             ascii: false,
@@ -1954,7 +1957,7 @@ impl App {
                 Err(why) => self.info(why),
                 Ok(intent) => {
                     match &self.key_path {
-                        Some(p) if p.exists() => {}
+                        Some(p) if p.exists() || self.demo_key_offer => {}
                         Some(p) => {
                             self.error(format!(
                                 "no publish key at {}: create it with `proctor key generate`, then \

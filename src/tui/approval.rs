@@ -19,6 +19,7 @@ use zeroize::Zeroizing;
 
 use super::app::Msg;
 use super::widgets::approval::{Field, Reply};
+use crate::authority::keys;
 use crate::authority::tty::{self, TtyError};
 use crate::client::Client;
 use crate::publish::approve::{self, Outcome, PromptError, Prompter};
@@ -108,17 +109,139 @@ impl Prompter for ModalPrompter {
 }
 
 /// Runs the approval of `intent` on a thread of its own (the flow blocks on the server and on
-/// the dialog); its end comes back as [`ApprovalEvent::Done`].
+/// the dialog); its end comes back as [`ApprovalEvent::Done`]. With `offer_demo_key` (a home
+/// `proctor demo` prepared) and no key at `key_path`, the dialog first offers to create a
+/// throwaway demo key ([`demo_key`]) and the approval continues with it.
 pub fn spawn(
     client: Client,
     key_path: PathBuf,
     intent: String,
+    offer_demo_key: bool,
     tx: mpsc::Sender<Msg>,
     check: TerminalCheck,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut prompter = ModalPrompter::new(tx.clone(), check);
-        let outcome = approve::run(&client, &key_path, &intent, &mut prompter);
+        let made = if offer_demo_key && !key_path.exists() {
+            demo_key(&client, &key_path, &mut prompter)
+        } else {
+            Ok(())
+        };
+        let outcome = match made {
+            Ok(()) => approve::run(&client, &key_path, &intent, &mut prompter),
+            Err(refused) => *refused,
+        };
         let _ = tx.blocking_send(Msg::Approval(ApprovalEvent::Done(outcome)));
     })
 }
+
+/// How many times a passphrase may be chosen (as `proctor key generate`).
+const ATTEMPTS: usize = 3;
+
+/// The text of the demo key's offer (proctor's own words; the path is sanitised).
+fn offer_text(key_path: &std::path::Path) -> String {
+    format!(
+        "\nA demo publish key — proctor demo\n\n\
+         This is the demo's throwaway home, and it has no publish key yet: authorising the \
+         publication needs one. proctor can create a demo key now:\n\
+         \x20 key        {}\n\
+         \x20 kind       Ed25519, encrypted (scrypt, AES-256) under a passphrase you choose now\n\
+         \x20 passphrase at least {} characters, typed twice below, read only from this \
+         terminal; nothing shows it, nothing else can supply it\n\
+         \x20 server     registered with the demo's server as its first key\n\
+         It lives in the throwaway home and goes away with it. Outside the demo, `proctor key \
+         generate` makes a publish key.\n\n\
+         Enter creates it and goes on to the approval; Esc refuses (nothing is made).\n",
+        crate::text::one_line(&key_path.to_string_lossy(), 200),
+        keys::MIN_PASSPHRASE_CHARS
+    )
+}
+
+/// The demo's throwaway publish key: offered, its passphrase chosen in the dialog as
+/// `proctor key generate` chooses it at the terminal (twice, at least 12 characters, three
+/// attempts, the terminal rules checked before each answer), written at `key_path` (0600)
+/// and registered with the server as its first key (an authority route: this process is the
+/// proctor binary at its controlling terminal). A refusal says why; no receipt was reserved.
+pub fn demo_key(
+    client: &Client,
+    key_path: &std::path::Path,
+    prompter: &mut ModalPrompter,
+) -> Result<(), Box<Outcome>> {
+    let refused = |code: &str, message: String| {
+        Box::new(Outcome::Refused {
+            code: code.to_string(),
+            message,
+            receipt: None,
+        })
+    };
+    let declined = |e: PromptError| match e {
+        PromptError::Aborted => refused(
+            "aborted",
+            "no demo key was made, and no approval was opened. Outside the demo, `proctor key \
+             generate` makes a publish key"
+                .into(),
+        ),
+        other => refused(other.code(), other.to_string()),
+    };
+    prompter.show(&offer_text(key_path)).map_err(declined)?;
+    prompter
+        .ask(Field::Offer, "Create the demo key? ")
+        .map_err(declined)?;
+    let mut prompt = "New passphrase: ".to_string();
+    let mut chosen = None;
+    for _ in 0..ATTEMPTS {
+        let first = prompter
+            .ask(Field::NewPassphrase, &prompt)
+            .map_err(declined)?;
+        if keys::check_passphrase(first.as_bytes()).is_err() {
+            prompt = format!(
+                "(at least {} characters) New passphrase: ",
+                keys::MIN_PASSPHRASE_CHARS
+            );
+            continue;
+        }
+        let second = prompter
+            .ask(Field::NewPassphrase, "Passphrase again: ")
+            .map_err(declined)?;
+        if *first == *second {
+            chosen = Some(first);
+            break;
+        }
+        prompt = "(the two differed) New passphrase: ".to_string();
+    }
+    let Some(passphrase) = chosen else {
+        return Err(refused(
+            "no_passphrase",
+            format!(
+                "no passphrase chosen after {ATTEMPTS} attempts (too short, or the two entries \
+                 differed); no demo key was made"
+            ),
+        ));
+    };
+    let _ = prompter.notice("deriving the key's encryption key (scrypt, about a second)…");
+    let info = keys::generate(key_path, passphrase.as_bytes())
+        .map_err(|e| refused("demo_key", format!("the demo key was not made: {e}")))?;
+    drop(passphrase);
+    let body = serde_json::json!({"public_key_b64": info.public_key_b64, "key_id": info.key_id});
+    client
+        .call_blocking(hyper::Method::POST, KEYS_ROUTE, Some(body))
+        .map_err(|e| {
+            refused(
+                "demo_key_not_registered",
+                format!(
+                    "the demo key was made at {} but the server did not register it: {e}. \
+                     Remedy: `proctor key register`, then approve again",
+                    key_path.display()
+                ),
+            )
+        })?;
+    let _ = prompter.notice(&format!(
+        "demo key registered: keyid={} {}",
+        keys::KEY_ID_RECIPE,
+        info.key_id
+    ));
+    Ok(())
+}
+
+/// The route that registers the first publish key.
+const KEYS_ROUTE: &str = "/v1/m/authority/keys";

@@ -262,6 +262,7 @@ pub async fn run(
                                 client.clone(),
                                 key.clone(),
                                 intent,
+                                app.demo_key_offer,
                                 tx.clone(),
                                 super::approval::terminal_check(libc::STDIN_FILENO),
                             ));

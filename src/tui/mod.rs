@@ -125,6 +125,7 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
         app.test_panic_key = opts.test_panic_key;
         app.ascii = kind == term::TermKind::Ascii;
         app.key_path = Some(crate::authority::keys::default_key_path(home));
+        app.demo_key_offer = crate::demo::is_demo_home(home);
         // What the new-session form offers: this home's profiles (the defaults, one per
         // tool, then the added ones) and the folder the cockpit was started in.
         if let Some(user_home) = std::env::var_os("HOME").map(std::path::PathBuf::from)

@@ -1182,6 +1182,8 @@ fn ask(app: &mut App, field: Field) -> std::sync::mpsc::Receiver<Answer> {
         prompt: match field {
             Field::Revision => "Revision: ".into(),
             Field::Passphrase => "Passphrase for the publish key: ".into(),
+            Field::Offer => "Create the demo key? ".into(),
+            Field::NewPassphrase => "New passphrase: ".into(),
         },
         reply: Reply::new(tx),
     }));

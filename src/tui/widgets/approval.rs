@@ -74,6 +74,10 @@ impl fmt::Debug for Reply {
 pub enum Field {
     Revision,
     Passphrase,
+    /// The demo's offer of a throwaway publish key: Enter accepts, Esc refuses.
+    Offer,
+    /// A new key's passphrase (masked), typed twice.
+    NewPassphrase,
 }
 
 /// What a key means to the dialog. Anything but these is ignored.
@@ -274,6 +278,14 @@ impl Approval {
                 }
                 if !self.seen_all.get() {
                     self.note = Some("read every line first: Enter shows the next page".into());
+                } else if matches!(
+                    self.stage,
+                    Stage::Asking {
+                        field: Field::Offer,
+                        ..
+                    }
+                ) {
+                    self.note = Some("Enter creates the demo key; Esc refuses".into());
                 } else if self.value.len() + c.len_utf8() > MAX_ANSWER_BYTES {
                     self.note = Some(format!("at most {MAX_ANSWER_BYTES} bytes"));
                 } else {
@@ -306,6 +318,11 @@ impl Approval {
                         .into(),
                 );
             }
+            Stage::Working(field @ (Field::Offer | Field::NewPassphrase)) => {
+                self.abort_requested = true;
+                self.note = Some("refusing at the next step".into());
+                self.stage = Stage::Working(field);
+            }
             Stage::Working(Field::Revision) => {
                 self.abort_requested = true;
                 self.note = Some("refusing at the next step".into());
@@ -330,14 +347,20 @@ impl Approval {
             self.note = None;
             return;
         }
-        if self.value.is_empty() {
+        if self.value.is_empty() && field != Field::Offer {
             self.note = Some(match field {
                 Field::Revision => "type the full revision shown above, or Esc to refuse".into(),
                 Field::Passphrase => "type your publish key's passphrase, or Esc to refuse".into(),
+                Field::NewPassphrase | Field::Offer => {
+                    "choose a passphrase for the demo key, or Esc to refuse".into()
+                }
             });
             return;
         }
-        let answer = std::mem::replace(&mut self.value, Zeroizing::new(String::new()));
+        let answer = match field {
+            Field::Offer => Zeroizing::new("yes".to_string()),
+            _ => std::mem::replace(&mut self.value, Zeroizing::new(String::new())),
+        };
         if let Stage::Asking { reply, .. } =
             std::mem::replace(&mut self.stage, Stage::Working(field))
         {
@@ -464,8 +487,11 @@ impl Approval {
                     Field::Revision => {
                         text::one_line(&self.value, w.saturating_sub(label.len() + 2))
                     }
-                    Field::Passphrase if self.value.is_empty() => String::new(),
-                    Field::Passphrase => "(hidden)".to_string(),
+                    Field::Offer => String::new(),
+                    Field::Passphrase | Field::NewPassphrase if self.value.is_empty() => {
+                        String::new()
+                    }
+                    Field::Passphrase | Field::NewPassphrase => "(hidden)".to_string(),
                 };
                 let mut spans = vec![Span::styled(label, theme.style(Role::Key))];
                 if self.seen_all.get() {
@@ -486,6 +512,13 @@ impl Approval {
                     theme.style(Role::Dim),
                 )),
             ),
+            Stage::Working(Field::Offer | Field::NewPassphrase) => put(
+                field_y,
+                Line::from(Span::styled(
+                    "creating the demo key: deriving its encryption key, registering it…",
+                    theme.style(Role::Warning),
+                )),
+            ),
             Stage::Working(Field::Passphrase) => put(
                 field_y,
                 Line::from(Span::styled(
@@ -503,6 +536,20 @@ impl Approval {
                     theme.style(Role::Warning),
                 )),
             );
+        }
+        if let Stage::Asking {
+            field: Field::Offer,
+            ..
+        } = &self.stage
+        {
+            put(
+                hint_y,
+                keys_line(
+                    theme,
+                    &[("enter", "create the demo key"), ("esc", "refuse")],
+                ),
+            );
+            return;
         }
         put(
             hint_y,
@@ -716,6 +763,64 @@ mod tests {
         let mut release = ch('a');
         release.kind = KeyEventKind::Release;
         assert_eq!(classify(&release), FieldKey::Ignored);
+    }
+
+    fn screen(a: &Approval) -> String {
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 24)).unwrap();
+        t.draw(|f| a.render(f, f.area(), &Theme::default_theme()))
+            .unwrap();
+        let buf = t.backend().buffer().clone();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_demo_key_offer_takes_enter_or_esc_and_its_passphrase_is_masked() {
+        let mut a = Approval::new("int-0001");
+        a.show("\nA demo publish key\n\nEnter creates it; Esc refuses.\n".into());
+        let (tx, rx) = mpsc::channel();
+        a.ask(Field::Offer, "Create the demo key? ".into(), Reply::new(tx));
+        let s = screen(&a);
+        assert!(s.contains("Create the demo key? ▏"), "{s}");
+        assert!(s.contains("enter create the demo key"), "{s}");
+        // A character is not an answer; Enter is "yes".
+        a.handle_key(&ch('n'));
+        assert!(rx.try_recv().is_err());
+        assert_eq!(a.typed(), "");
+        a.handle_key(&key(KeyCode::Enter));
+        assert_eq!(rx.try_recv().unwrap().unwrap().as_str(), "yes");
+        assert!(screen(&a).contains("creating the demo key"));
+        // The new passphrase: masked, never shown, sent as typed.
+        let (tx, rx) = mpsc::channel();
+        a.ask(
+            Field::NewPassphrase,
+            "New passphrase: ".into(),
+            Reply::new(tx),
+        );
+        a.handle_key(&key(KeyCode::Enter));
+        assert!(rx.try_recv().is_err(), "an empty passphrase is not sent");
+        for c in "secret words here".chars() {
+            a.handle_key(&ch(c));
+        }
+        let s = screen(&a);
+        assert!(s.contains("New passphrase: (hidden)▏"), "{s}");
+        assert!(!s.contains("secret"), "{s}");
+        a.handle_key(&key(KeyCode::Enter));
+        assert_eq!(
+            rx.try_recv().unwrap().unwrap().as_str(),
+            "secret words here"
+        );
+        // Esc at the offer refuses.
+        let (tx, rx) = mpsc::channel();
+        a.ask(Field::Offer, "Create the demo key? ".into(), Reply::new(tx));
+        a.handle_key(&key(KeyCode::Esc));
+        assert!(matches!(rx.try_recv().unwrap(), Err(PromptError::Aborted)));
     }
 
     #[test]

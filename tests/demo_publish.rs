@@ -1,0 +1,328 @@
+//! The demo's whole publication path, driven through a real pseudo-terminal as a person would:
+//! `proctor demo` opens the cockpit, the intents view, `P`; the demo has no publish key, so
+//! the dialog offers a throwaway demo key (its passphrase typed twice, masked); then the full
+//! revision and the passphrase. Asserted against real effects: the demo's bare remote holds
+//! the branch at the revision, the demo forge (served by the demo's server on the loopback)
+//! recorded one pull request, and the receipt verifies with `proctor receipt verify` and with
+//! `ssh-keygen -Y verify`.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use serde_json::Value;
+
+const WAIT: Duration = Duration::from_secs(90);
+const PASS: &str = "demo horse battery staple";
+
+/// `proctor --home HOME demo` in a PTY of ours, its screen read through vt100.
+struct Screen {
+    _master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    screen: Arc<Mutex<vt100::Parser>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Screen {
+    fn demo(home: &Path, rows: u16, cols: u16) -> Screen {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_proctor"));
+        cmd.arg("--home");
+        cmd.arg(home);
+        cmd.arg("demo");
+        cmd.env_remove("PROCTOR_HOME");
+        cmd.env_remove("PROCTOR_TOKEN");
+        cmd.env_remove("NO_COLOR");
+        cmd.env("TERM", "xterm-256color");
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let rows = std::num::NonZeroU16::new(rows).unwrap();
+        let cols = std::num::NonZeroU16::new(cols).unwrap();
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let (sink, raw_sink) = (screen.clone(), raw.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        raw_sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                        sink.lock().unwrap().process(&buf[..n]);
+                    }
+                }
+            }
+        });
+        let writer = pair.master.take_writer().unwrap();
+        Screen {
+            _master: pair.master,
+            writer,
+            child,
+            screen,
+            raw,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let t = self.text();
+            if pred(&t) {
+                return t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the screen:\n{t}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Types like a person: one key at a time.
+    fn type_keys(&mut self, s: &str) {
+        for b in s.bytes() {
+            self.writer.write_all(&[b]).unwrap();
+            self.writer.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn exit_code(&mut self) -> u32 {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.exit_code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the demo did not exit; screen:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn receipts(home: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(home.join("data/receipts"))
+        .map(|d| {
+            d.map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The demo forge's base URL, as the demo wrote it into the forge configuration.
+fn api_base(home: &Path) -> String {
+    let cfg = std::fs::read_to_string(home.join("config/forge.toml")).unwrap();
+    let v: toml::Value = toml::from_str(&cfg).unwrap();
+    v["api_base"].as_str().unwrap().to_string()
+}
+
+fn get(url: &str) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .into();
+    let mut resp = agent.get(url).call().unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.body_mut().read_to_string().unwrap())
+}
+
+#[test]
+fn the_demo_publishes_for_real_with_a_demo_key_and_the_demo_forge() {
+    let h = common::TestHome::new();
+    let mut c = Screen::demo(h.path(), 40, 160);
+    // The cockpit opens once the demo is set up (its intent proposed).
+    c.wait("the sessions list", |t| t.contains("run-0006"));
+    // The forge configuration names the demo forge and a credential file, not `false`.
+    let cfg = std::fs::read_to_string(h.path().join("config/forge.toml")).unwrap();
+    assert!(!cfg.contains("\"false\""), "{cfg}");
+    assert!(cfg.contains("token_file"), "{cfg}");
+    let base = api_base(h.path());
+    assert!(
+        base.starts_with("http://127.0.0.1:") && base.contains("demo-forge"),
+        "{base}"
+    );
+    let token: toml::Value = toml::from_str(&cfg).unwrap();
+    let token_file = PathBuf::from(token["token_file"].as_str().unwrap());
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let token = token.trim().to_string();
+    assert!(!token.is_empty());
+    assert!(!h.path().join("config/keys/publish.p8").exists());
+
+    let owner = h.owner_token();
+    let (st, v) = common::call_as(
+        &h.socket(),
+        Some(&owner),
+        "GET",
+        "/v1/m/publish/intents",
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let intent = &v["items"][0];
+    assert_eq!(intent["state"], "awaiting_authority", "{v}");
+    let rev = intent["revision"].as_str().unwrap().to_string();
+    let branch = intent["branch"].as_str().unwrap().to_string();
+
+    // The intents view, P: the demo offers its throwaway key.
+    c.type_keys("3");
+    c.wait("the intent", |t| t.contains("AWAITING_AUTHORITY"));
+    c.type_keys("P");
+    c.wait("the demo key offer", |t| {
+        t.contains("no publish key") && t.contains("Create the demo key?")
+    });
+    c.type_keys("\r");
+    c.wait("the new passphrase", |t| t.contains("New passphrase: ▏"));
+    c.type_keys(PASS);
+    let t = c.wait("masked", |t| t.contains("New passphrase: (hidden)▏"));
+    assert!(!t.contains("horse"), "{t}");
+    c.type_keys("\r");
+    c.wait("the second entry", |t| t.contains("Passphrase again: ▏"));
+    c.type_keys(PASS);
+    c.type_keys("\r");
+    // The key is made and registered; the approval continues.
+    c.wait("the revision prompt", |t| {
+        t.contains("Authorise publication int-0001") && t.contains("Revision: ▏")
+    });
+    assert!(h.path().join("config/keys/publish.p8").exists());
+    c.type_keys(&rev);
+    c.wait("the typed revision", |t| {
+        t.contains(&format!("Revision: {rev}▏"))
+    });
+    c.type_keys("\r");
+    c.wait("the passphrase prompt", |t| {
+        t.contains("Passphrase for the publish key: ▏")
+    });
+    c.type_keys(PASS);
+    c.type_keys("\r");
+    let t = c.wait("the flow's end", |t| {
+        t.contains("PUBLISHED") || t.contains("REFUSED (")
+    });
+    assert!(t.contains("PUBLISHED int-0001"), "{t}");
+    assert!(t.contains("demo-forge"), "{t}");
+
+    // The bare remote has the branch at the revision.
+    let remote = h.path().join("state/demo-git/lexer-remote.git");
+    assert_eq!(
+        git(&remote, &["rev-parse", &format!("refs/heads/{branch}")]),
+        rev
+    );
+    // The demo forge recorded one pull request, of that branch at that revision.
+    let (st, body) = get(&format!("{base}/repos/demo/lexer/pulls"));
+    assert_eq!(st, 200, "{body}");
+    let pulls: Value = serde_json::from_str(&body).unwrap();
+    let pulls = pulls.as_array().unwrap();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert_eq!(pulls[0]["number"], 1);
+    assert_eq!(pulls[0]["head"]["ref"], branch.as_str());
+    assert_eq!(pulls[0]["head"]["sha"], rev.as_str());
+    assert_eq!(pulls[0]["base"]["ref"], "main");
+    // Its page says it is the demo's.
+    let url = pulls[0]["html_url"].as_str().unwrap().to_string();
+    let (st, page) = get(&url);
+    assert_eq!(st, 200);
+    assert!(page.contains("proctor demo forge"), "{page}");
+    assert!(page.contains("not GitHub"), "{page}");
+
+    // The receipt: published, signed, checked by proctor and by ssh-keygen.
+    let path = receipts(h.path()).pop().unwrap();
+    let out = h.run(&["receipt", "verify", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("publication.published"), "{text}");
+    let pub_line = std::fs::read_to_string(h.path().join("config/keys/publish.pub")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let allowed = dir.path().join("allowed_signers");
+    std::fs::write(&allowed, format!("proctor {}\n", pub_line.trim())).unwrap();
+    let out = Command::new("ssh-keygen")
+        .args(["-Y", "verify", "-f"])
+        .arg(&allowed)
+        .args(["-I", "proctor", "-n", "proctor-receipt", "-s"])
+        .arg(proctor::authority::statement::sig_path(&path))
+        .stdin(std::fs::File::open(&path).unwrap())
+        .output()
+        .expect("ssh-keygen (openssh-client) must be installed");
+    assert!(
+        out.status.success(),
+        "ssh-keygen -Y verify: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let receipt = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !receipt.contains(&token),
+        "the forge token is in the receipt"
+    );
+
+    // Neither the forge token nor the passphrase ever reached the terminal.
+    let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+    assert!(
+        !raw.contains(&token),
+        "the forge token reached the terminal"
+    );
+    assert!(!raw.contains(PASS), "the passphrase reached the terminal");
+
+    // Closing the demo stops its server, and the demo forge with it.
+    c.type_keys("\r");
+    c.wait("back in the list", |t| t.contains("Publication intents"));
+    c.type_keys("q");
+    assert_eq!(c.exit_code(), 0, "{}", c.text());
+    let deadline = Instant::now() + WAIT;
+    let port = base
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    while std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the demo forge outlived the demo"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
