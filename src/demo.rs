@@ -128,7 +128,11 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
     let workspace = home.state.join("demo-workspace");
     files::ensure_private_dir(&workspace)?;
     let client = Client::new(home)?;
-    client::block_on(client.ensure_server_env(home, &[], &[("PATH".to_string(), path)]))??;
+    client::block_on(client.ensure_server_env(
+        home,
+        &["--keep-server-path".to_string()],
+        &[("PATH".to_string(), path)],
+    ))??;
     let client = client.with_token(home)?;
     let mut refs = Vec::new();
     for scene in &SCENES {

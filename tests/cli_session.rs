@@ -815,3 +815,32 @@ fn a_terminal_larger_than_a_run_may_be_starts_and_attaches_at_the_limits() {
     assert_eq!(t.exit_code(), 0, "{}", t.text());
     e.ok(&["session", "stop", &run]);
 }
+
+#[test]
+fn without_transport_the_cli_and_the_api_start_a_pty_run_and_help_says_so() {
+    let e = Env::new();
+    let help = e.ok(&["session", "start", "--help"]);
+    assert!(
+        help.contains("[default: pty]"),
+        "`--help` names the default: {help}"
+    );
+    // The CLI without --transport.
+    let run = e.start(&["--tool", "claude"]);
+    assert_eq!(e.show(&run)["transport"], "pty");
+    e.ok(&["session", "stop", &run]);
+    // The API without the field: the same default.
+    let (status, v) = common::call_as(
+        &e.h.socket(),
+        Some(&e.h.owner_token()),
+        "POST",
+        "/v1/m/sessions/runs",
+        Some(serde_json::json!({
+            "tool": "codex",
+            "workspace": e.ws.path().to_str().unwrap(),
+        })),
+    );
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["transport"], "pty", "{v}");
+    let run = v["ref"].as_str().unwrap().to_string();
+    e.ok(&["session", "stop", &run]);
+}
