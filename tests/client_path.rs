@@ -202,14 +202,7 @@ fn a_missing_tools_error_names_the_path_it_searched() {
     // passed to the terminal).
     let out = home
         .cmd()
-        .args([
-            "session",
-            "start",
-            "--tool",
-            "gemini",
-            "--workspace",
-            &ws,
-        ])
+        .args(["session", "start", "--tool", "gemini", "--workspace", &ws])
         .env("PATH", "/nonexistent/\x1b[31mred:/bin")
         .output()
         .unwrap();
@@ -238,16 +231,10 @@ fn an_oversized_or_malformed_path_is_refused_422() {
         assert!(msg.contains(needle), "{needle:?} in {msg}");
     };
     // Too many bytes (the tool is on it: the size alone refuses it).
-    refused(
-        format!("{bin}:/{}", "x".repeat(40_000)),
-        "16384",
-    );
+    refused(format!("{bin}:/{}", "x".repeat(40_000)), "16384");
     // Too many entries.
     let many: Vec<String> = (0..400).map(|i| format!("/p{i}")).collect();
-    refused(
-        format!("{bin}:{}", many.join(":")),
-        "256",
-    );
+    refused(format!("{bin}:{}", many.join(":")), "256");
     // A NUL byte cannot be in an environment variable.
     refused(format!("{bin}:/a\0b"), "NUL");
     // Nothing was created by a refusal.
@@ -276,7 +263,9 @@ fn a_server_that_keeps_its_own_path_ignores_the_requests() {
         201,
         "POST",
         RUNS,
-        Some(json!({"tool": "codex", "transport": "pipe", "workspace": ws, "path": "/nonexistent"})),
+        Some(
+            json!({"tool": "codex", "transport": "pipe", "workspace": ws, "path": "/nonexistent"}),
+        ),
     );
     assert_eq!(v["demo"], true, "{v}");
     let run = v["ref"].as_str().unwrap().to_string();

@@ -53,14 +53,17 @@ fn the_demo_session_count_the_readme_states_is_what_the_demo_creates() {
         for (i, w) in words.iter().enumerate() {
             let next = words.get(i + 1).copied();
             let after = words.get(i + 2).copied();
-            let counts = next == Some("sessions")
-                || (next == Some("demo") && after == Some("sessions"));
+            let counts =
+                next == Some("sessions") || (next == Some("demo") && after == Some("sessions"));
             if counts && let Some(n) = number(w) {
                 claims.push((n, line.to_string()));
             }
         }
     }
-    assert!(!claims.is_empty(), "the README states how many sessions the demo has");
+    assert!(
+        !claims.is_empty(),
+        "the README states how many sessions the demo has"
+    );
 
     let home = TestHome::new();
     let out = home
@@ -112,10 +115,14 @@ fn the_setup_commands_exist_as_written() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
-        .unwrap();
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
     // `--locked` needs the lock file in the repository.
-    assert!(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock").is_file());
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("Cargo.lock")
+            .is_file()
+    );
     // "a Rust toolchain (1.89 or newer, edition 2024)".
     let claim = text
         .lines()
@@ -135,8 +142,14 @@ fn the_setup_commands_exist_as_written() {
     let ci = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run");
     if text.contains("`.ci/run`") {
         let ci = std::fs::read_to_string(&ci).expect(".ci/run exists");
-        assert!(ci.contains("cargo test --locked"), ".ci/run runs the README's test command");
-        assert!(ci.contains("cargo fmt") && ci.contains("clippy"), ".ci/run checks fmt and clippy");
+        assert!(
+            ci.contains("cargo test --locked"),
+            ".ci/run runs the README's test command"
+        );
+        assert!(
+            ci.contains("cargo fmt") && ci.contains("clippy"),
+            ".ci/run checks fmt and clippy"
+        );
     }
 }
 
@@ -172,7 +185,10 @@ fn every_proctor_verb_and_flag_the_readme_names_is_real() {
             continue;
         };
         let (ok, verb_help) = help(&[verb]);
-        assert!(ok, "README names `proctor {verb}`: `proctor {verb} --help` fails");
+        assert!(
+            ok,
+            "README names `proctor {verb}`: `proctor {verb} --help` fails"
+        );
         // A second word that the verb lists as a subcommand (`a|b` names two).
         let mut helps = vec![(vec![verb.to_string()], verb_help.clone())];
         if let Some(sub) = words.get(1) {
@@ -210,6 +226,9 @@ fn every_proctor_verb_and_flag_the_readme_names_is_real() {
         checked.insert(verb.to_string());
     }
     for verb in ["session", "demo", "serve", "ledger", "key", "publish"] {
-        assert!(checked.contains(verb), "the README's verbs were read ({verb}): {checked:?}");
+        assert!(
+            checked.contains(verb),
+            "the README's verbs were read ({verb}): {checked:?}"
+        );
     }
 }

@@ -1172,7 +1172,10 @@ mod tests {
             .unwrap();
         let defaults: Vec<_> = arg.get_default_values().iter().collect();
         assert_eq!(defaults, [crate::providers::DEFAULT_TRANSPORT.name()]);
-        assert_eq!(crate::providers::DEFAULT_TRANSPORT, crate::providers::Transport::Pty);
+        assert_eq!(
+            crate::providers::DEFAULT_TRANSPORT,
+            crate::providers::Transport::Pty
+        );
         let form =
             crate::tui::widgets::new_session::NewSessionForm::new(vec!["claude".into()], "/w");
         assert_eq!(form.transport(), crate::providers::DEFAULT_TRANSPORT);
