@@ -2243,7 +2243,6 @@ fn rebuild_record(run_ref: &str, events: &[RunEvent]) -> Option<RunRecord> {
         run_ref: run_ref.to_string(),
         tool: text("tool").unwrap_or_else(|| "unknown".into()),
         profile: text("profile").unwrap_or_else(|| "unknown".into()),
-        // A run created before the transport was recorded was a pipe run (the default then).
         transport: text("transport").unwrap_or_else(|| "pipe".into()),
         workspace: text("workspace").unwrap_or_default(),
         demo: f.get("demo").and_then(Value::as_bool).unwrap_or(false),
