@@ -150,7 +150,11 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
     // The demo token first: the server serves the demo forge in a home that has one.
     forge::prepare(home)?;
     let client = Client::new(home)?;
-    client::block_on(client.ensure_server_env(home, &[], &[("PATH".to_string(), path)]))??;
+    client::block_on(client.ensure_server_env(
+        home,
+        &["--keep-server-path".to_string()],
+        &[("PATH".to_string(), path)],
+    ))??;
     let client = client.with_token(home)?;
     let forge_address = wait_for_forge(home)?;
     let mut refs = Vec::new();

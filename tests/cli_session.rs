@@ -132,6 +132,8 @@ impl Env {
 fn a_pipe_session_from_start_to_its_observed_exit() {
     let e = Env::new();
     let run = e.start(&[
+        "--transport",
+        "pipe",
         "--tool",
         "claude",
         "--name",
@@ -224,7 +226,7 @@ fn a_pipe_session_from_start_to_its_observed_exit() {
 #[test]
 fn tail_follow_after_stop_exits_with_the_signal_status() {
     let e = Env::new();
-    let run = e.start(&["--tool", "codex", "--", "hi"]);
+    let run = e.start(&["--transport", "pipe", "--tool", "codex", "--", "hi"]);
     e.tail_until(&run, "demo reply #1");
     let stopped = e.ok(&["session", "stop", &run]);
     assert!(stopped.contains("stopped"), "{stopped}");
@@ -251,7 +253,7 @@ fn tail_follow_after_stop_exits_with_the_signal_status() {
 #[test]
 fn names_marks_archive_cleanup_and_delete() {
     let e = Env::new();
-    let run = e.start(&["--tool", "gemini"]);
+    let run = e.start(&["--transport", "pipe", "--tool", "gemini"]);
 
     // Names: a direction override is refused with the server's message; "" clears.
     let err = e.fails(&["session", "rename", &run, "\u{202e}evil"], 1);
@@ -382,7 +384,14 @@ fn a_pty_session_echoes_through_the_sanitiser() {
 fn a_lag_notice_when_output_was_evicted() {
     let e = Env::new();
     // 6 MB through a 4 MiB ring: the beginning is evicted.
-    let run = e.start(&["--tool", "claude", "--", "!emit 6000000"]);
+    let run = e.start(&[
+        "--transport",
+        "pipe",
+        "--tool",
+        "claude",
+        "--",
+        "!emit 6000000",
+    ]);
     e.wait_state(&run, &["idle"]);
     let out = e.run(&["session", "tail", &run]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -583,7 +592,7 @@ fn attach_types_into_a_pty_run_detaches_and_restores_the_terminal() {
 #[test]
 fn attach_to_a_pipe_run_sends_lines_as_turns() {
     let e = Env::new();
-    let run = e.start(&["--tool", "claude", "--", "first"]);
+    let run = e.start(&["--transport", "pipe", "--tool", "claude", "--", "first"]);
     e.tail_until(&run, "demo reply #1");
     let proctor = format!(
         "{} --home {}",
@@ -766,9 +775,13 @@ fn a_terminal_larger_than_a_run_may_be_starts_and_attaches_at_the_limits() {
         )
     };
     let home = e.h.path().to_str().unwrap().to_string();
+    // The start sends its PATH: the shims' one, as the operator's shell would have.
+    let path = format!("PATH={}", e.path_var);
     let mut t = common::pty::Term::spawn(
-        env!("CARGO_BIN_EXE_proctor"),
+        "/usr/bin/env",
         &[
+            &path,
+            env!("CARGO_BIN_EXE_proctor"),
             "--home",
             &home,
             "session",
@@ -813,5 +826,34 @@ fn a_terminal_larger_than_a_run_may_be_starts_and_attaches_at_the_limits() {
     );
     t.send(b"\x1c");
     assert_eq!(t.exit_code(), 0, "{}", t.text());
+    e.ok(&["session", "stop", &run]);
+}
+
+#[test]
+fn without_transport_the_cli_and_the_api_start_a_pty_run_and_help_says_so() {
+    let e = Env::new();
+    let help = e.ok(&["session", "start", "--help"]);
+    assert!(
+        help.contains("[default: pty]"),
+        "`--help` names the default: {help}"
+    );
+    // The CLI without --transport.
+    let run = e.start(&["--tool", "claude"]);
+    assert_eq!(e.show(&run)["transport"], "pty");
+    e.ok(&["session", "stop", &run]);
+    // The API without the field: the same default.
+    let (status, v) = common::call_as(
+        &e.h.socket(),
+        Some(&e.h.owner_token()),
+        "POST",
+        "/v1/m/sessions/runs",
+        Some(serde_json::json!({
+            "tool": "codex",
+            "workspace": e.ws.path().to_str().unwrap(),
+        })),
+    );
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["transport"], "pty", "{v}");
+    let run = v["ref"].as_str().unwrap().to_string();
     e.ok(&["session", "stop", &run]);
 }

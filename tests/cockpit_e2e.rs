@@ -279,7 +279,7 @@ fn open_list_focus_zoom_and_resize() {
     );
     let pipe = start(
         &s,
-        json!({"tool": "codex", "workspace": ws, "prompt": "hello from e2e"}),
+        json!({"transport": "pipe", "tool": "codex", "workspace": ws, "prompt": "hello from e2e"}),
     );
     s.wait_run(&pipe, "the first turn", |v| v["state"] == "idle");
     let mut c = Cockpit::open(&s, 30, 100, "xterm-256color");
@@ -604,7 +604,7 @@ fn bound_worktree_run(s: &DemoServer) -> (String, String, tempfile::TempDir) {
         201,
         "POST",
         RUNS,
-        Some(json!({"tool": "gemini", "workspace": ws, "worktree": true, "name": "lexer fix"})),
+        Some(json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true, "name": "lexer fix"})),
     );
     let run = v["ref"].as_str().unwrap().to_string();
     let worktree = std::path::PathBuf::from(v["workspace"].as_str().unwrap());

@@ -87,7 +87,7 @@ impl World {
         let (code, v) = self.s.call(
             "POST",
             RUNS,
-            Some(json!({"tool": "gemini", "workspace": self.ws, "worktree": true})),
+            Some(json!({"transport": "pipe", "tool": "gemini", "workspace": self.ws, "worktree": true})),
         );
         assert_eq!(code, 201, "{v}");
         let run = v["ref"].as_str().unwrap().to_string();
@@ -151,6 +151,8 @@ fn v1_green_then_one_byte_makes_it_stale_and_v2_is_judged_afresh() {
     let started = w.cli_json(&[
         "session",
         "start",
+        "--transport",
+        "pipe",
         "--tool",
         "gemini",
         "--workspace",
@@ -484,7 +486,7 @@ fn refusals_by_name_and_roles() {
     let (c, v) = w.s.call(
         "POST",
         RUNS,
-        Some(json!({"tool": "gemini", "workspace": w.ws})),
+        Some(json!({"transport": "pipe", "tool": "gemini", "workspace": w.ws})),
     );
     assert_eq!(c, 201, "{v}");
     let plain = v["ref"].as_str().unwrap().to_string();

@@ -239,7 +239,7 @@ impl World {
             201,
             "POST",
             RUNS,
-            Some(json!({"tool": "gemini", "workspace": ws, "worktree": true})),
+            Some(json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true})),
         );
         let run = v["ref"].as_str().unwrap().to_string();
         let worktree = PathBuf::from(v["workspace"].as_str().unwrap());

@@ -42,7 +42,7 @@ fn real_tools_handshake_and_stop_without_a_model_turn() {
             201,
             "POST",
             "/v1/m/sessions/runs",
-            Some(json!({"tool": tool, "workspace": ws})),
+            Some(json!({"transport": "pipe", "tool": tool, "workspace": ws})),
         );
         assert_eq!(v["demo"], false, "{tool} at {}", program.display());
         let run = v["ref"].as_str().unwrap().to_string();

@@ -29,7 +29,7 @@ fn pipe_run_launch_attach_input_and_conversation_id() {
     for tool in ["claude", "codex", "gemini", "grok", "opencode"] {
         let run = start(
             &s,
-            json!({"tool": tool, "workspace": ws, "prompt": "first words"}),
+            json!({"transport": "pipe", "tool": tool, "workspace": ws, "prompt": "first words"}),
         );
         let v = s.wait_run(&run, "the first turn", |v| v["state"] == "idle");
         assert!(
@@ -115,7 +115,7 @@ fn interrupt_ends_the_turn_and_the_process_stays() {
     let ws = workspace(&s);
     let run = start(
         &s,
-        json!({"tool": "codex", "workspace": ws, "prompt": "!sleep 20000"}),
+        json!({"transport": "pipe", "tool": "codex", "workspace": ws, "prompt": "!sleep 20000"}),
     );
     s.wait_run(&run, "the turn to start", |v| {
         v["state"] == "running" && v["conversation_id"].is_string()
@@ -178,7 +178,7 @@ fn stop_escalates_and_nothing_survives() {
     // An exit code is observed, not invented.
     let run = start(
         &s,
-        json!({"tool": "claude", "workspace": ws, "prompt": "!exit 7"}),
+        json!({"transport": "pipe", "tool": "claude", "workspace": ws, "prompt": "!exit 7"}),
     );
     let v = s.wait_run(&run, "the exit", |v| v["state"] == "failed");
     assert_eq!(v["exit_code"], 7);
@@ -203,7 +203,7 @@ fn resume_is_a_new_generation_on_the_same_conversation() {
     let ws = workspace(&s);
     let run = start(
         &s,
-        json!({"tool": "gemini", "workspace": ws, "prompt": "remember me"}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "prompt": "remember me"}),
     );
     let v = s.wait_run(&run, "idle", |v| v["state"] == "idle");
     let conv = v["conversation_id"].clone();
@@ -250,7 +250,7 @@ fn secrets_in_the_clients_environment_never_reach_the_child() {
     let ws = workspace(&s);
     let run = start(
         &s,
-        json!({"tool": "claude", "workspace": ws, "prompt": "!env OPENAI_API_KEY\n!env HTTPS_PROXY\n!env PATH"}),
+        json!({"transport": "pipe", "tool": "claude", "workspace": ws, "prompt": "!env OPENAI_API_KEY\n!env HTTPS_PROXY\n!env PATH"}),
     );
     let ev = s.attach(&run, 0, |e| {
         String::from_utf8_lossy(&output_of(e)).contains("demo reply")
@@ -467,19 +467,19 @@ fn errors_name_the_problem() {
     let (code, v) = s.call(
         "POST",
         RUNS,
-        Some(json!({"tool": "cursor", "workspace": ws})),
+        Some(json!({"transport": "pipe", "tool": "cursor", "workspace": ws})),
     );
     assert_eq!(code, 422, "{v}");
     let (code, v) = s.call(
         "POST",
         RUNS,
-        Some(json!({"tool": "claude", "workspace": "relative/dir"})),
+        Some(json!({"transport": "pipe", "tool": "claude", "workspace": "relative/dir"})),
     );
     assert_eq!(code, 422, "{v}");
     let (code, _) = s.call(
         "POST",
         RUNS,
-        Some(json!({"tool": "claude", "workspace": ws, "shell": "sh -c x"})),
+        Some(json!({"transport": "pipe", "tool": "claude", "workspace": ws, "shell": "sh -c x"})),
     );
     assert_eq!(code, 400, "unknown fields are refused, not ignored");
     s.expect(404, "GET", &s.run_path("run-9999", ""), None);
@@ -498,7 +498,7 @@ fn errors_name_the_problem() {
     let (code, v) = s.call(
         "POST",
         RUNS,
-        Some(json!({"tool": "codex", "workspace": ws})),
+        Some(json!({"transport": "pipe", "tool": "codex", "workspace": ws})),
     );
     assert_eq!(code, 422, "{v}");
     assert!(

@@ -172,7 +172,8 @@ fn every_refused_worktree_start_creates_nothing() {
     repo.git.run(&["branch", "feature", &first]).unwrap();
     let ws = workspace(&s, &repo);
     let wt = |extra: Value| {
-        let mut b = json!({"tool": "gemini", "workspace": ws, "worktree": true});
+        let mut b =
+            json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true});
         for (k, v) in extra.as_object().unwrap() {
             b[k] = v.clone();
         }
@@ -225,7 +226,7 @@ fn every_refused_worktree_start_creates_nothing() {
     refused(
         &s,
         &repo,
-        json!({"tool": "gemini", "workspace": ws, "worktree_from": "feature"}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree_from": "feature"}),
         422,
         "worktree_from",
     );
@@ -234,7 +235,7 @@ fn every_refused_worktree_start_creates_nothing() {
     refused(
         &s,
         &other,
-        json!({"tool": "gemini", "workspace": other.path().to_str().unwrap(), "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": other.path().to_str().unwrap(), "worktree": true}),
         422,
         "proctor workspace add",
     );
@@ -273,7 +274,7 @@ fn every_refused_worktree_start_creates_nothing() {
     refused(
         &s,
         &repo,
-        json!({"tool": "gemini", "workspace": ws_plain, "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws_plain, "worktree": true}),
         422,
         "not a git work tree",
     );
@@ -281,7 +282,7 @@ fn every_refused_worktree_start_creates_nothing() {
     refused(
         &s,
         &repo,
-        json!({"tool": "gemini", "workspace": ws_sub, "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws_sub, "worktree": true}),
         422,
         "subfolder",
     );
@@ -301,7 +302,7 @@ fn every_refused_worktree_start_creates_nothing() {
     refused(
         &s,
         &repo,
-        json!({"tool": "gemini", "workspace": ws_linked, "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws_linked, "worktree": true}),
         422,
         "linked worktree",
     );
@@ -313,7 +314,7 @@ fn every_refused_worktree_start_creates_nothing() {
     refused(
         &s,
         &repo,
-        json!({"tool": "gemini", "workspace": ws_bare, "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws_bare, "worktree": true}),
         422,
         "bare repository",
     );
@@ -323,7 +324,7 @@ fn every_refused_worktree_start_creates_nothing() {
     refused(
         &s,
         &repo,
-        json!({"tool": "gemini", "workspace": ws_empty, "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws_empty, "worktree": true}),
         422,
         "no commit",
     );
@@ -370,7 +371,7 @@ fn a_worktree_run_starts_where_asked_resumes_there_and_moves_nothing() {
 
     let (code, v) = start(
         &s,
-        json!({"tool": "gemini", "workspace": ws, "worktree": true, "worktree_from": "feature",
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true, "worktree_from": "feature",
                "prompt": "remember me"}),
     );
     assert_eq!(code, 201, "{v}");
@@ -424,7 +425,7 @@ fn a_worktree_run_starts_where_asked_resumes_there_and_moves_nothing() {
     // A full commit id retained by a branch; the run starts there.
     let (code, v) = start(
         &s,
-        json!({"tool": "gemini", "workspace": ws, "worktree": true, "worktree_from": first}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true, "worktree_from": first}),
     );
     assert_eq!(code, 201, "{v}");
     assert_eq!(v["worktree"]["base"], first);
@@ -433,7 +434,7 @@ fn a_worktree_run_starts_where_asked_resumes_there_and_moves_nothing() {
     // Without worktree_from: the workspace's current commit.
     let (code, v) = start(
         &s,
-        json!({"tool": "gemini", "workspace": ws, "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true}),
     );
     assert_eq!(code, 201, "{v}");
     assert_eq!(v["worktree"]["base"], second);
@@ -442,7 +443,7 @@ fn a_worktree_run_starts_where_asked_resumes_there_and_moves_nothing() {
 
     // no_setup skips an unapproved setup command once; the next start is refused again.
     setup(&s, &ws, "npm ci ", false);
-    let body = json!({"tool": "gemini", "workspace": ws, "worktree": true});
+    let body = json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true});
     let (code, v) = start(&s, body.clone());
     assert_eq!(code, 409, "{v}");
     let mut once = body.clone();
@@ -474,7 +475,7 @@ fn a_flagged_project_config_in_the_new_worktree_removes_it() {
     commit_all(&repo.git, "mcp");
     repo.git.run(&["checkout", "-q", "main"]).unwrap();
     let ws = workspace(&s, &repo);
-    let body = json!({"tool": "claude", "workspace": ws, "worktree": true, "worktree_from": "mcp"});
+    let body = json!({"transport": "pipe", "tool": "claude", "workspace": ws, "worktree": true, "worktree_from": "mcp"});
     let (code, v) = start(&s, body);
     assert_eq!(code, 409, "{v}");
     let m = message(&v);
@@ -488,7 +489,7 @@ fn a_flagged_project_config_in_the_new_worktree_removes_it() {
     // A tool that reads none of those files starts there; the refused start left no gap.
     let (code, v) = start(
         &s,
-        json!({"tool": "codex", "workspace": ws, "worktree": true, "worktree_from": "mcp"}),
+        json!({"transport": "pipe", "tool": "codex", "workspace": ws, "worktree": true, "worktree_from": "mcp"}),
     );
     assert_eq!(code, 201, "{v}");
     assert_eq!(v["ref"], "run-0001");
@@ -520,6 +521,8 @@ fn a_worktree_from_another_commit_is_reviewed_and_approved_with_from() {
     let start = [
         "session",
         "start",
+        "--transport",
+        "pipe",
         "--tool",
         "claude",
         "--workspace",
@@ -683,7 +686,7 @@ fn diff_and_diff_file_read_committed_objects_only() {
     let ws = workspace(&s, &repo);
     let (code, v) = start(
         &s,
-        json!({"tool": "gemini", "workspace": ws, "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true}),
     );
     assert_eq!(code, 201, "{v}");
     let run = v["ref"].as_str().unwrap().to_string();
@@ -763,7 +766,7 @@ fn diff_and_diff_file_read_committed_objects_only() {
     let plain = tempfile::tempdir_in("/tmp").unwrap();
     let (code, v) = start(
         &s,
-        json!({"tool": "gemini", "workspace": plain.path().to_str().unwrap()}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": plain.path().to_str().unwrap()}),
     );
     assert_eq!(code, 201, "{v}");
     assert_eq!(v["worktree_branch"], Value::Null);
@@ -797,7 +800,7 @@ fn diff_and_diff_file_read_committed_objects_only() {
 fn stopped_run(s: &DemoServer, ws: &str) -> (String, PathBuf) {
     let (code, v) = start(
         s,
-        json!({"tool": "gemini", "workspace": ws, "worktree": true}),
+        json!({"transport": "pipe", "tool": "gemini", "workspace": ws, "worktree": true}),
     );
     assert_eq!(code, 201, "{v}");
     let run = v["ref"].as_str().unwrap().to_string();
@@ -915,6 +918,8 @@ fn the_cli_starts_diffs_and_cleans_up_worktree_runs() {
     let out = h.run(&[
         "session",
         "start",
+        "--transport",
+        "pipe",
         "--tool",
         "gemini",
         "--workspace",
@@ -924,11 +929,22 @@ fn the_cli_starts_diffs_and_cleans_up_worktree_runs() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("approve-setup"));
     // --from without --worktree is a usage error.
-    let out = h.run(&["session", "start", "--tool", "gemini", "--from", "feature"]);
+    let out = h.run(&[
+        "session",
+        "start",
+        "--transport",
+        "pipe",
+        "--tool",
+        "gemini",
+        "--from",
+        "feature",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let out = h.run(&[
         "session",
         "start",
+        "--transport",
+        "pipe",
         "--tool",
         "gemini",
         "--workspace",
@@ -944,6 +960,8 @@ fn the_cli_starts_diffs_and_cleans_up_worktree_runs() {
     let text = h.ok(&[
         "session",
         "start",
+        "--transport",
+        "pipe",
         "--tool",
         "gemini",
         "--workspace",

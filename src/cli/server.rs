@@ -67,6 +67,13 @@ pub struct ServeArgs {
     /// recorded in the ledger's `server.started` event. A smaller one is for tests.
     #[arg(long, value_name = "MS", default_value_t = crate::authority::passphrase::DEFAULT_BASE_MS, value_parser = clap::value_parser!(u64).range(1..=600000))]
     pub passphrase_backoff_ms: u64,
+
+    /// Resolve the tools on this server's own PATH and run them with it, ignoring the PATH
+    /// a start request carries (by default the client's PATH is used: the CLI and the
+    /// cockpit send theirs). `proctor demo` starts its server so, so that every client of a
+    /// demo home gets the fakes.
+    #[arg(long)]
+    pub keep_server_path: bool,
 }
 
 impl ServeArgs {
@@ -75,6 +82,7 @@ impl ServeArgs {
             stop_grace: Duration::from_millis(self.stop_grace_ms),
             ring_bytes: (self.ring_kib as usize) * 1024,
             cgroups: !self.no_cgroups,
+            keep_server_path: self.keep_server_path,
             abort_at: match self.test_abort_at.as_deref() {
                 Some("spawn") => Some(crate::sessions::manager::AbortAt::Spawn),
                 Some(_) => Some(crate::sessions::manager::AbortAt::StartedInLedger),
@@ -112,6 +120,9 @@ impl ServeArgs {
         ];
         if self.no_cgroups {
             v.push("--no-cgroups".into());
+        }
+        if self.keep_server_path {
+            v.push("--keep-server-path".into());
         }
         if let Some(p) = &self.test_abort_at {
             v.push(format!("--test-abort-at={p}"));

@@ -205,8 +205,13 @@ impl std::fmt::Display for Tool {
     }
 }
 
+/// The transport of a start that names none: the CLI's `--transport` default, the API's
+/// default when the field is absent, and the cockpit's new-session dialog. One constant, so
+/// the three cannot drift. PTY: operators drive sessions interactively.
+pub const DEFAULT_TRANSPORT: Transport = Transport::Pty;
+
 impl Transport {
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Transport::Pipe => "pipe",
             Transport::Pty => "pty",
@@ -316,11 +321,82 @@ pub fn check_conversation_id(id: &str) -> Result<(), ProviderError> {
     }
 }
 
-/// Finds the tool's executable on `path_var` (a `PATH` value), at launch time.
+/// Whose `PATH` a launch searched: named in the error for a missing tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathFrom {
+    /// The PATH the start request carried (the client's: the CLI's or the cockpit's).
+    Client,
+    /// The PATH the server was started with.
+    Server,
+    /// The PATH recorded for the run when it started (a resume).
+    Run,
+}
+
+impl PathFrom {
+    pub fn name(self) -> &'static str {
+        match self {
+            PathFrom::Client => "client",
+            PathFrom::Server => "server",
+            PathFrom::Run => "run",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            PathFrom::Client => "the client's PATH (sent with the start request)",
+            PathFrom::Server => "the server's PATH (what `proctor serve` was started with)",
+            PathFrom::Run => "the PATH recorded for the run when it started",
+        }
+    }
+
+    fn remedy(self) -> &'static str {
+        match self {
+            PathFrom::Client => "put the folder that holds it on your PATH and start again",
+            PathFrom::Server => {
+                "put the folder that holds it on the PATH of the client that starts the run (the \
+                 CLI and the cockpit send theirs), or restart the server (`proctor server stop`) \
+                 from a shell whose PATH has it"
+            }
+            PathFrom::Run => {
+                "a resume runs the tool the run started with; reinstall it there, or start a new \
+                 run"
+            }
+        }
+    }
+}
+
+/// The longest PATH shown in an error (characters, after sanitising).
+const SHOWN_PATH: usize = 1000;
+
+/// Finds the tool's executable on `path_var` (a `PATH` value), at launch time. `from` says
+/// whose PATH it is, for the error.
 ///
 /// Only absolute `PATH` entries are searched: an empty or relative entry would make the
 /// result depend on the current folder, which a workspace controls. The first regular file
 /// with an execute bit wins, as `execvp` would choose.
+pub fn resolve_from(
+    tool: Tool,
+    path_var: Option<&OsStr>,
+    from: PathFrom,
+) -> Result<PathBuf, ProviderError> {
+    resolve(tool, path_var).map_err(|e| match e {
+        ProviderError::NotInstalled { tool, .. } => ProviderError::NotInstalled {
+            tool,
+            searched: match path_var {
+                Some(p) => format!(
+                    "{}: {}",
+                    from.describe(),
+                    crate::text::one_line(&p.to_string_lossy(), SHOWN_PATH)
+                ),
+                None => format!("{}, which is not set", from.describe()),
+            },
+            remedy: from.remedy(),
+        },
+        other => other,
+    })
+}
+
+/// [`resolve_from`] without naming whose PATH it is.
 pub fn resolve(tool: Tool, path_var: Option<&OsStr>) -> Result<PathBuf, ProviderError> {
     let program = tool.spec().program;
     if let Some(path_var) = path_var {
@@ -334,7 +410,17 @@ pub fn resolve(tool: Tool, path_var: Option<&OsStr>) -> Result<PathBuf, Provider
             }
         }
     }
-    Err(ProviderError::NotInstalled { tool })
+    Err(ProviderError::NotInstalled {
+        tool,
+        searched: match path_var {
+            Some(p) => format!(
+                "PATH {}",
+                crate::text::one_line(&p.to_string_lossy(), SHOWN_PATH)
+            ),
+            None => "PATH, which is not set".into(),
+        },
+        remedy: "put the folder that holds it on the PATH the run is started with",
+    })
 }
 
 fn is_executable_file(p: &Path) -> bool {
@@ -347,11 +433,16 @@ fn is_executable_file(p: &Path) -> bool {
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     #[error(
-        "{} is not installed: no executable named `{}` on PATH. Remedy: install {} for this \
-         user, or put the folder that holds `{}` on the PATH proctor's server runs with",
-        .tool, .tool.spec().program, .tool.spec().display_name, .tool.spec().program
+        "{} is not installed: no executable named `{}` in {} (only absolute entries are \
+         searched). Remedy: install {} for this user, or {}",
+        .tool, .tool.spec().program, .searched, .tool.spec().display_name, .remedy
     )]
-    NotInstalled { tool: Tool },
+    NotInstalled {
+        tool: Tool,
+        /// Whose PATH was searched and its value, sanitised and bounded.
+        searched: String,
+        remedy: &'static str,
+    },
     #[error("unknown tool `{name}`; the tools are: {}", Tool::names())]
     UnknownTool { name: String },
     #[error(
@@ -451,7 +542,10 @@ mod tests {
         let e = resolve(Tool::Codex, Some(&rel)).unwrap_err();
         assert!(matches!(
             e,
-            ProviderError::NotInstalled { tool: Tool::Codex }
+            ProviderError::NotInstalled {
+                tool: Tool::Codex,
+                ..
+            }
         ));
         let msg = resolve(Tool::Gemini, None).unwrap_err().to_string();
         assert!(msg.contains("gemini is not installed"), "{msg}");

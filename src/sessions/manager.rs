@@ -18,7 +18,7 @@ use crate::home::Home;
 use crate::ledger::Ledger;
 use crate::providers::profile::{ProfileError, Store};
 use crate::providers::protocol::{Event, StdioSession};
-use crate::providers::{self, ProviderError, Tool, Transport};
+use crate::providers::{self, PathFrom, ProviderError, Tool, Transport};
 use crate::runs::{self, ReadOutcome, Run, RunError, RunSpec, Stream, TermSize};
 use crate::text;
 use crate::workspaces::{self, AdmitError};
@@ -92,6 +92,39 @@ impl From<crate::ledger::LedgerError> for SessionError {
     }
 }
 
+/// The longest `path` a start request may carry, in bytes.
+pub const MAX_CLIENT_PATH_BYTES: usize = 16 * 1024;
+/// The most entries a start request's `path` may have.
+pub const MAX_CLIENT_PATH_ENTRIES: usize = 256;
+
+/// Checks a start request's `path` (the client's PATH): bounded in bytes and entries, no NUL
+/// (an environment variable cannot hold one). Relative and empty entries are allowed here
+/// (the caller's shell may have them) and are never searched for the tool.
+pub fn check_client_path(path: &str) -> Result<(), SessionError> {
+    let refuse = |why: String| {
+        SessionError::Unprocessable(format!(
+            "refusing the start request's path: {why}. Remedy: send a shorter PATH (the \
+             folders the tools live in are enough), or leave \"path\" out to use the server's"
+        ))
+    };
+    if path.len() > MAX_CLIENT_PATH_BYTES {
+        return Err(refuse(format!(
+            "it has {} bytes, more than {MAX_CLIENT_PATH_BYTES}",
+            path.len()
+        )));
+    }
+    let entries = path.split(':').count();
+    if entries > MAX_CLIENT_PATH_ENTRIES {
+        return Err(refuse(format!(
+            "it has {entries} entries, more than {MAX_CLIENT_PATH_ENTRIES}"
+        )));
+    }
+    if path.contains('\0') {
+        return Err(refuse("it contains a NUL byte".into()));
+    }
+    Ok(())
+}
+
 /// What `POST /runs` asks for.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +146,9 @@ pub struct StartRequest {
     pub worktree_from: Option<String>,
     /// With `worktree`: skip the workspace's setup command for this one start.
     pub no_setup: Option<bool>,
+    /// The client's PATH: the tool is resolved on it and the child runs with it (absent:
+    /// the server's). Bounded by [`check_client_path`].
+    pub path: Option<String>,
 }
 
 /// What `POST /runs/{ref}/input` carries.
@@ -173,6 +209,9 @@ pub struct Settings {
     /// Test hook: abort the server at a point of a run's start (the crash windows a
     /// restart must handle).
     pub abort_at: Option<AbortAt>,
+    /// Resolve and run the tools with the server's own PATH, ignoring a request's `path`
+    /// (`proctor serve --keep-server-path`; the demo's server).
+    pub keep_server_path: bool,
 }
 
 impl Default for Settings {
@@ -183,6 +222,7 @@ impl Default for Settings {
             transcript_cap: runs::transcript::DEFAULT_TRANSCRIPT_CAP,
             cgroups: true,
             abort_at: None,
+            keep_server_path: false,
         }
     }
 }
@@ -843,7 +883,11 @@ impl Sessions {
                 profile.tool.name()
             )));
         }
-        let transport = match req.transport.as_deref().unwrap_or("pipe") {
+        let transport = match req
+            .transport
+            .as_deref()
+            .unwrap_or(providers::DEFAULT_TRANSPORT.name())
+        {
             "pipe" => Transport::Pipe,
             "pty" => Transport::Pty,
             other => {
@@ -875,9 +919,17 @@ impl Sessions {
             rows: req.rows.unwrap_or(24).max(1),
             cols: req.cols.unwrap_or(80).max(1),
         };
-        let path_var = self.parent_var("PATH");
-        let program =
-            providers::resolve(profile.tool, path_var.as_deref()).map_err(|e| match e {
+        if let Some(p) = &req.path {
+            check_client_path(p)?;
+        }
+        let (path_var, path_from) = match &req.path {
+            Some(p) if !self.settings.keep_server_path => {
+                (Some(OsString::from(p)), PathFrom::Client)
+            }
+            _ => (self.parent_var("PATH"), PathFrom::Server),
+        };
+        let program = providers::resolve_from(profile.tool, path_var.as_deref(), path_from)
+            .map_err(|e| match e {
                 ProviderError::NotInstalled { .. } => SessionError::Unprocessable(e.to_string()),
                 other => SessionError::BadRequest(other.to_string()),
             })?;
@@ -949,6 +1001,10 @@ impl Sessions {
         if let Some(r) = &ws_ref {
             created["workspace_ref"] = json!(r);
         }
+        let recorded_path = path_var.as_ref().map(|p| p.to_string_lossy().into_owned());
+        if let Some(p) = &recorded_path {
+            created["path"] = json!(p);
+        }
         if let Some(w) = &info {
             created["worktree_branch"] = json!(w.branch);
             created["worktree_base"] = json!(w.base);
@@ -969,12 +1025,21 @@ impl Sessions {
             name,
             archived_at: None,
             worktree: info,
+            path: recorded_path,
             events: Vec::new(),
         };
         inner.records.insert(run_ref.clone(), rec);
         self.record(&mut inner, &run_ref, kinds::CREATED, created)?;
         let launch = self.spawn_generation(
-            &mut inner, &run_ref, 1, &profile, transport, size, None, &program,
+            &mut inner,
+            &run_ref,
+            1,
+            &profile,
+            transport,
+            size,
+            None,
+            &program,
+            (path_var.as_deref(), path_from),
         );
         if let Err(e) = launch {
             self.record(
@@ -1026,11 +1091,19 @@ impl Sessions {
         size: TermSize,
         resume: Option<&str>,
         program: &Path,
+        (path_var, path_from): (Option<&std::ffi::OsStr>, PathFrom),
     ) -> Result<(), SessionError> {
         let launch = providers::launch(profile.tool, transport, resume)
             .map_err(|e| SessionError::BadRequest(e.to_string()))?;
-        let mut env =
-            providers::env::launch_env(profile, self.parent_env.iter().cloned(), transport);
+        // The child's PATH is the one the tool was resolved on; the rest of the allowlist
+        // comes from the server's own environment.
+        let parent = self
+            .parent_env
+            .iter()
+            .filter(|(k, _)| k != "PATH")
+            .cloned()
+            .chain(path_var.map(|p| (OsString::from("PATH"), p.to_os_string())));
+        let mut env = providers::env::launch_env(profile, parent, transport);
         let tag = format!("{}{run_ref}:{generation}", self.tag_prefix);
         env.insert(OsString::from(TAG_VAR), OsString::from(&tag));
         let workspace = PathBuf::from(&inner.records[run_ref].workspace);
@@ -1084,7 +1157,7 @@ impl Sessions {
             std::process::abort();
         }
         let pid = run.pid();
-        let mut started = json!({"generation": generation, "pid": pid, "start_time": run.start_time(), "tag": tag, "program": program.to_string_lossy(), "hold": run.hold().name()});
+        let mut started = json!({"generation": generation, "pid": pid, "start_time": run.start_time(), "tag": tag, "program": program.to_string_lossy(), "hold": run.hold().name(), "path": path_var.map(|p| p.to_string_lossy()), "path_from": path_from.name()});
         if let Some(dir) = &cgroup {
             started["cgroup"] = json!(dir.to_string_lossy());
         }
@@ -1763,8 +1836,13 @@ impl Sessions {
         } else {
             Transport::Pipe
         };
-        let path_var = self.parent_var("PATH");
-        let program = providers::resolve(profile.tool, path_var.as_deref())
+        // The PATH recorded for the run (a resume runs the tool the run started with, whoever
+        // asks); a run recorded before PATHs were recorded uses the server's.
+        let (path_var, path_from) = match rec.path.clone().or_else(|| recorded_path(&rec)) {
+            Some(p) => (Some(OsString::from(p)), PathFrom::Run),
+            None => (self.parent_var("PATH"), PathFrom::Server),
+        };
+        let program = providers::resolve_from(profile.tool, path_var.as_deref(), path_from)
             .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
         let generation = d.generation + 1;
         self.record(
@@ -1783,6 +1861,7 @@ impl Sessions {
             size,
             Some(&conversation),
             &program,
+            (path_var.as_deref(), path_from),
         ) {
             self.record(
                 &mut inner,
@@ -2171,6 +2250,17 @@ fn rebuild_record(run_ref: &str, events: &[RunEvent]) -> Option<RunRecord> {
         name: None,
         archived_at,
         worktree: None,
+        path: text("path"),
         events: events.to_vec(),
     })
+}
+
+/// The PATH a run's `created` event recorded, if any.
+fn recorded_path(rec: &RunRecord) -> Option<String> {
+    rec.events
+        .iter()
+        .find(|e| e.kind == kinds::CREATED)
+        .and_then(|e| e.fields.get("path"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }

@@ -81,6 +81,10 @@ pub struct RunRecord {
     /// Set for a run started with `worktree: true`: its own linked worktree and branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeInfo>,
+    /// The PATH the run's tool was resolved on and runs with (the client's, or the
+    /// server's); a resume uses it. Absent for runs recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     #[serde(default)]
     pub events: Vec<RunEvent>,
 }
@@ -255,6 +259,7 @@ mod tests {
             name: None,
             archived_at: None,
             worktree: None,
+            path: None,
             events,
         }
     }

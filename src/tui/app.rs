@@ -420,6 +420,8 @@ pub struct App {
     /// The profiles the new-session form offers, and the folder it proposes.
     pub profiles: Vec<String>,
     pub workspace: String,
+    /// The cockpit's PATH, sent with a start so the server finds the tools this shell finds.
+    pub client_path: Option<String>,
 
     /// The latest bound candidate of each run, and the gates heard of (by candidate).
     pub candidates: BTreeMap<String, CandidateView>,
@@ -500,6 +502,7 @@ impl App {
                 .map(|t| t.name().to_string())
                 .collect(),
             workspace: String::new(),
+            client_path: None,
             candidates: BTreeMap::new(),
             gates: HashMap::new(),
             evidence_error: None,
@@ -1701,6 +1704,9 @@ impl App {
                             "workspace": ns.workspace,
                             "transport": ns.transport.name(),
                         });
+                        if let Some(p) = &self.client_path {
+                            body["path"] = json!(p);
+                        }
                         let pty = ns.transport == crate::providers::Transport::Pty;
                         // A pipe session's first prompt is a turn of its protocol, sent by
                         // the server; a PTY session's is typed by the cockpit once its tool

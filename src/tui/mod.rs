@@ -136,6 +136,7 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
         if let Ok(cwd) = std::env::current_dir() {
             app.workspace = cwd.to_string_lossy().into_owned();
         }
+        app.client_path = std::env::var("PATH").ok();
         let guard = term::TerminalGuard::enter(settings.mouse)?;
         let backend = ratatui::backend::CrosstermBackend::new(std::io::BufWriter::with_capacity(
             1 << 16,

@@ -10,6 +10,9 @@ use std::process::{Command, Output};
 /// A temporary home; the server started in it is stopped (SIGKILL if needed) on drop.
 pub struct TestHome {
     pub dir: tempfile::TempDir,
+    /// The PATH every command of this home runs with (None: the test's own). A start sends
+    /// the client's PATH, so the CLI must see the tools the test means (the shims).
+    pub path: Option<std::ffi::OsString>,
 }
 
 impl TestHome {
@@ -19,7 +22,7 @@ impl TestHome {
             .prefix("ph")
             .tempdir_in("/tmp")
             .unwrap();
-        TestHome { dir }
+        TestHome { dir, path: None }
     }
 
     pub fn path(&self) -> &Path {
@@ -32,6 +35,9 @@ impl TestHome {
             .env_remove("PROCTOR_TOKEN")
             .arg("--home")
             .arg(self.path());
+        if let Some(p) = &self.path {
+            c.env("PATH", p);
+        }
         c
     }
 
@@ -183,7 +189,7 @@ impl DemoServer {
     }
 
     pub fn start(serve_args: &[&str]) -> DemoServer {
-        let home = TestHome::new();
+        let mut home = TestHome::new();
         let shims = home.path().join("shims");
         proctor::providers::fake::install_shims(&shims, Path::new(env!("CARGO_BIN_EXE_proctor")))
             .unwrap();
@@ -203,6 +209,9 @@ impl DemoServer {
             String::from_utf8_lossy(&out.stderr)
         );
         let token = home.owner_token();
+        // The CLI of this home sees the shims too, as an operator's shell that started the
+        // server would.
+        home.path = Some(Self::path_with(&shims));
         DemoServer { home, shims, token }
     }
 

@@ -108,9 +108,13 @@ pub struct RefArgs {
 /// Start a session: launch a provider CLI in a workspace, owned by the server.
 ///
 /// Name the tool (--tool) or one of your profiles (--profile; `proctor profile list`). The
-/// tool is found on PATH as the server sees it (the PATH of the command that started the
-/// server). It runs in the workspace folder, with a cleaned environment (no API keys, no
-/// proxies).
+/// tool is found on this command's PATH (sent to the server with the request; absolute
+/// entries only, no shell), so a tool installed after the server started is found; the run
+/// keeps that PATH, and a resume uses it. It runs in the workspace folder, with a cleaned
+/// environment (no API keys, no proxies).
+///
+/// The run is a PTY run (the tool's interactive terminal form, for `attach` and the
+/// cockpit) unless --transport pipe asks for the tool's stdio protocol.
 ///
 /// Words after `--` are the first prompt: a first turn on a pipe run; on a PTY run they are
 /// typed, followed by Enter.
@@ -149,9 +153,10 @@ pub struct StartArgs {
     /// With --worktree: skip the workspace's setup command for this one start.
     #[arg(long, requires = "worktree")]
     pub no_setup: bool,
-    /// pipe: the tool's stdio protocol (turns, clean interrupts). pty: its interactive
-    /// terminal form, for `attach`.
-    #[arg(long, default_value = "pipe", value_parser = ["pipe", "pty"])]
+    /// pty: the tool's interactive terminal form, for `attach` and the cockpit (the
+    /// default, as in the cockpit's new-session dialog and the API). pipe: its stdio
+    /// protocol (turns, clean interrupts).
+    #[arg(long, default_value = crate::providers::DEFAULT_TRANSPORT.name(), value_parser = ["pipe", "pty"])]
     pub transport: String,
     /// A name for the run (at most 200 characters; no control or invisible characters).
     #[arg(long)]
@@ -487,6 +492,9 @@ fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
     };
     let pty = a.transport == "pty";
     let mut body = json!({"transport": a.transport, "workspace": workspace});
+    if let Some(path) = client_path()? {
+        body["path"] = json!(path);
+    }
     if a.worktree {
         body["worktree"] = json!(true);
         if let Some(from) = &a.from {
@@ -497,6 +505,22 @@ fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
         }
     }
     start_with(c, a, body, pty)
+}
+
+/// This command's PATH, sent with a start so the server finds the tools this shell finds.
+/// None when PATH is unset (the server's is used then).
+pub(crate) fn client_path() -> anyhow::Result<Option<String>> {
+    match std::env::var_os("PATH") {
+        None => Ok(None),
+        Some(p) => match p.into_string() {
+            Ok(s) => Ok(Some(s)),
+            Err(p) => Err(UsageError::new(format!(
+                "PATH is not valid UTF-8 ({}); the API carries it as a JSON string: fix PATH, \
+                 or unset it to use the server's",
+                text::one_line(&p.to_string_lossy(), 300)
+            ))),
+        },
+    }
 }
 
 /// The absolute, canonical path of the workspace folder, as UTF-8.
@@ -1137,6 +1161,25 @@ fn parse_until(raw: &str, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_default_transport_for_the_cli_the_api_and_the_cockpit() {
+        use clap::Args as _;
+        let cmd = StartArgs::augment_args(clap::Command::new("start"));
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "transport")
+            .unwrap();
+        let defaults: Vec<_> = arg.get_default_values().iter().collect();
+        assert_eq!(defaults, [crate::providers::DEFAULT_TRANSPORT.name()]);
+        assert_eq!(
+            crate::providers::DEFAULT_TRANSPORT,
+            crate::providers::Transport::Pty
+        );
+        let form =
+            crate::tui::widgets::new_session::NewSessionForm::new(vec!["claude".into()], "/w");
+        assert_eq!(form.transport(), crate::providers::DEFAULT_TRANSPORT);
+    }
 
     #[test]
     fn refs_are_normalised_or_refused() {

@@ -97,13 +97,18 @@ impl NewSessionForm {
             profiles,
             profile: 0,
             workspace: TextInput::new(workspace),
-            transport: Transport::Pty,
+            transport: crate::providers::DEFAULT_TRANSPORT,
             prompt: TextInput::default(),
             focus: Field::Profile,
             errors: Default::default(),
             error: None,
             workspace_check: None,
         }
+    }
+
+    /// The transport the form will start with.
+    pub fn transport(&self) -> Transport {
+        self.transport
     }
 
     pub fn with_transport(mut self, transport: Transport) -> NewSessionForm {
