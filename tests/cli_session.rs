@@ -815,3 +815,75 @@ fn a_terminal_larger_than_a_run_may_be_starts_and_attaches_at_the_limits() {
     assert_eq!(t.exit_code(), 0, "{}", t.text());
     e.ok(&["session", "stop", &run]);
 }
+
+/// A `claude` that draws with cursor movements in its PTY, as interactive tools do: a gap
+/// made by "cursor forward", then a jump to row 5; it waits for one line, then exits 3.
+fn cursor_claude(dir: &Path) {
+    let script = "#!/bin/sh\n\
+         PATH=/usr/bin:/bin\n\
+         printf 'Welcome\\033[1Cto\\033[5;1HClaude \\033[1;31mCode\\033[0m v2\\r\\n'\n\
+         read line\n\
+         printf 'bye %s\\r\\n' \"$line\"\n\
+         exit 3\n";
+    let p = dir.join("claude");
+    std::fs::write(&p, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_pty_tail_shows_the_screen_as_lines_of_text() {
+    let mut e = Env::new();
+    let tool = tempfile::tempdir().unwrap();
+    cursor_claude(tool.path());
+    e.path_var = format!("{}:{}", tool.path().display(), e.path_var);
+    let v = e.json(&[
+        "session",
+        "start",
+        "--json",
+        "--tool",
+        "claude",
+        "--transport",
+        "pty",
+    ]);
+    let run = v["ref"].as_str().unwrap().to_string();
+    let out = e.tail_until(&run, "Code");
+    // Words keep their spaces; lines end where the screen's rows end, blank rows included.
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        ["Welcome to", "", "", "", "Claude Code v2"],
+        "{out:?}"
+    );
+    // --color keeps the colours and attributes, as SGR the text module writes.
+    let coloured = e.ok(&["session", "tail", &run, "--color"]);
+    assert!(
+        coloured.contains("\u{1b}[0;1;31mCode\u{1b}[0m"),
+        "{coloured:?}"
+    );
+    // --raw is the child's bytes.
+    let raw = e.run(&["session", "tail", &run, "--raw"]);
+    assert!(
+        String::from_utf8_lossy(&raw.stdout).contains("Welcome\u{1b}[1Cto\u{1b}[5;1H"),
+        "{raw:?}"
+    );
+    // --follow renders the same way and keeps the run's exit status.
+    let follower = e
+        .cmd()
+        .args(["session", "tail", "--follow", &run])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    e.ok(&["session", "input", &run, "now"]);
+    let out = follower.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "Welcome to", "{stdout:?}");
+    assert_eq!(lines[4], "Claude Code v2", "{stdout:?}");
+    assert!(lines.contains(&"bye now"), "{stdout:?}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+}
