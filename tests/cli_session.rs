@@ -887,3 +887,114 @@ fn a_pty_tail_shows_the_screen_as_lines_of_text() {
     assert!(lines.contains(&"bye now"), "{stdout:?}");
     assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
 }
+
+/// A login's environment for an XDG home (no --home, no PROCTOR_HOME): `HOME` and, when
+/// given, `XDG_RUNTIME_DIR`; every other XDG variable unset, as sshd leaves them.
+fn xdg_login(home: &Path, runtime: Option<&Path>) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_proctor"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home);
+    if let Some(r) = runtime {
+        c.env("XDG_RUNTIME_DIR", r);
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+#[test]
+fn logins_with_and_without_xdg_runtime_dir_find_the_same_server() {
+    let t = tempfile::Builder::new()
+        .prefix("px")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let user_home = t.path().join("u");
+    let runtime = t.path().join("xdgrun");
+    for d in [&user_home, &runtime] {
+        std::fs::create_dir(d).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    // The first login has XDG_RUNTIME_DIR (pam_systemd sets it) and starts the server.
+    let first = xdg_login(&user_home, Some(&runtime))
+        .args(["server", "status", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(1), "no server yet");
+    let out = xdg_login(&user_home, Some(&runtime))
+        .args(["serve"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let status = |rt: Option<&Path>| -> Value {
+        let out = xdg_login(&user_home, rt)
+            .args(["server", "status", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "server status from a login (XDG_RUNTIME_DIR {rt:?}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let a = status(Some(&runtime));
+    // The second login (sshd with `UsePAM no`) has no XDG_RUNTIME_DIR.
+    let b = status(None);
+    let stop = || {
+        let _ = xdg_login(&user_home, None)
+            .args(["server", "stop"])
+            .output();
+    };
+    if a["pid"] != b["pid"] || a["socket"] != b["socket"] {
+        stop();
+        panic!("two logins, two servers: {a} / {b}");
+    }
+    // A verb that needs the server works from the second login too.
+    let out = xdg_login(&user_home, None)
+        .args(["token", "list"])
+        .output()
+        .unwrap();
+    stop();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `proctor home` says where the socket is, the same for both logins.
+    let home_a = xdg_login(&user_home, Some(&runtime))
+        .args(["home", "--json"])
+        .output()
+        .unwrap();
+    let home_b = xdg_login(&user_home, None)
+        .args(["home", "--json"])
+        .output()
+        .unwrap();
+    let va: Value = serde_json::from_slice(&home_a.stdout).unwrap();
+    let vb: Value = serde_json::from_slice(&home_b.stdout).unwrap();
+    assert_eq!(va["socket"], vb["socket"], "{va} / {vb}");
+    assert_eq!(va["socket"], a["socket"], "{va} / {a}");
+}
+
+#[test]
+fn a_live_server_whose_socket_is_gone_is_named_with_its_pid_and_socket() {
+    let h = TestHome::new();
+    h.ok(&["serve"]);
+    let pid = h.server_pid().unwrap();
+    std::fs::remove_file(h.socket()).unwrap();
+    let out = h.run(&["token", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("pid {pid}")), "{err}");
+    assert!(
+        err.contains(&h.socket().display().to_string()),
+        "names the socket: {err}"
+    );
+    assert!(
+        err.contains(&format!("kill {pid}")),
+        "names the remedy: {err}"
+    );
+    assert!(common::alive(pid), "the server is left alone");
+    // SAFETY: plain kill(2) of the server this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+}
