@@ -998,3 +998,51 @@ fn a_live_server_whose_socket_is_gone_is_named_with_its_pid_and_socket() {
     // SAFETY: plain kill(2) of the server this test started.
     unsafe { libc::kill(pid, libc::SIGTERM) };
 }
+
+#[test]
+fn tail_follow_on_a_terminal_shows_the_live_screen_then_the_final_one_once() {
+    let mut e = Env::new();
+    let tool = tempfile::tempdir().unwrap();
+    cursor_claude(tool.path());
+    e.path_var = format!("{}:{}", tool.path().display(), e.path_var);
+    let v = e.json(&[
+        "session",
+        "start",
+        "--json",
+        "--tool",
+        "claude",
+        "--transport",
+        "pty",
+    ]);
+    let run = v["ref"].as_str().unwrap().to_string();
+    e.tail_until(&run, "Code");
+    let mut t = common::pty::Term::proctor(e.h.path(), &["session", "tail", "--follow", &run]);
+    // While the run is live, its screen is shown under a header, before anything is final.
+    t.wait_for("live screen");
+    t.wait_for("Claude Code v2");
+    e.ok(&["session", "input", &run, "now"]);
+    assert_eq!(t.exit_code(), 3, "{}", t.text());
+    // What a person sees at the end: the final screen once, the live view gone.
+    let mut vt = vt100::Parser::new(
+        std::num::NonZeroU16::new(50).unwrap(),
+        std::num::NonZeroU16::new(160).unwrap(),
+        0,
+    );
+    vt.process(t.text().as_bytes());
+    let seen = vt.screen().contents();
+    let lines: Vec<&str> = seen.lines().map(str::trim_end).collect();
+    assert!(!seen.contains("live screen"), "{seen}");
+    assert_eq!(
+        lines.iter().filter(|l| **l == "Welcome to").count(),
+        1,
+        "{seen}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| **l == "bye now").count(),
+        1,
+        "{seen}"
+    );
+    let at = lines.iter().position(|l| *l == "Welcome to").unwrap();
+    assert_eq!(lines[at + 4], "Claude Code v2", "{seen}");
+    assert!(seen.contains(&format!("[{run} exited: code 3]")), "{seen}");
+}
