@@ -1046,3 +1046,40 @@ fn tail_follow_on_a_terminal_shows_the_live_screen_then_the_final_one_once() {
     assert_eq!(lines[at + 4], "Claude Code v2", "{seen}");
     assert!(seen.contains(&format!("[{run} exited: code 3]")), "{seen}");
 }
+
+#[test]
+fn a_ledger_writer_listening_elsewhere_is_named_and_no_second_server_starts() {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let h = TestHome::new();
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(h.path().join("data"))
+        .unwrap();
+    // This test stands in for a server whose socket is somewhere this login does not look:
+    // it holds the ledger's write lock and listens on another socket.
+    let ledger = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .append(true)
+        .mode(0o600)
+        .open(h.ledger())
+        .unwrap();
+    ledger.lock().unwrap();
+    let elsewhere = tempfile::Builder::new()
+        .prefix("pel")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let other = elsewhere.path().join("server.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&other).unwrap();
+    let out = h.run(&["token", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let me = std::process::id();
+    assert!(err.contains(&format!("pid {me}")), "{err}");
+    assert!(err.contains(&other.display().to_string()), "{err}");
+    assert!(err.contains(&h.socket().display().to_string()), "{err}");
+    assert!(err.contains(&format!("kill {me}")), "{err}");
+    // No server was started to fail on the lock.
+    assert!(!h.path().join("state/server.log").exists(), "{err}");
+    drop(ledger);
+}
