@@ -59,6 +59,20 @@ pub enum ClientError {
         log: PathBuf,
         tail: String,
     },
+    #[error(
+        "a live server (pid {pid}) holds this home's ledger ({ledger}) but does not answer at \
+         {socket}, where this login looks for it{}. Remedy: stop it with `kill {pid}` (SIGTERM: \
+         it stops its runs and records that in the ledger), then run the command again; the \
+         next command starts a server at {socket}",
+        listening_note(.listening, .socket)
+    )]
+    Unreachable {
+        pid: u32,
+        ledger: PathBuf,
+        socket: PathBuf,
+        /// The Unix socket paths the kernel says that process listens on.
+        listening: Vec<PathBuf>,
+    },
     #[error("the server exited while starting ({status}); its log ({log}) ends with:\n{tail}")]
     StartFailed {
         status: String,
@@ -238,7 +252,8 @@ impl Client {
         }
         let log = home.server_log_path();
         // A server that holds the home's lock and does not answer yet is starting: wait
-        // for it (never start a second one, never advise stopping it).
+        // for it (never start a second one, never advise stopping it). One that listens
+        // already, but not where we look, is named.
         if server::server_lock_held(home) {
             let started = Instant::now();
             loop {
@@ -248,6 +263,9 @@ impl Client {
                 }
                 if !server::server_lock_held(home) {
                     break;
+                }
+                if let Some(e) = self.unreachable(home, true) {
+                    return Err(e);
                 }
                 if started.elapsed() > START_TIMEOUT {
                     return Err(ClientError::StillStarting {
@@ -259,6 +277,11 @@ impl Client {
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
+        }
+        // A live process writes this home's ledger without holding our lock: a server
+        // whose socket is elsewhere. A second server would only fail on the ledger's lock.
+        if let Some(e) = self.unreachable(home, false) {
+            return Err(e);
         }
         let mut child = spawn_detached_server(home, serve_args, env)?;
         let started = Instant::now();
@@ -283,6 +306,29 @@ impl Client {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+    }
+
+    /// The error for a live server that holds `home`'s ledger but does not answer at our
+    /// socket: who holds the ledger's lock and where it listens, as the kernel reports them
+    /// (`/proc/locks`, its descriptors, `/proc/net/unix`). With `listening_only`, a holder
+    /// that listens on no socket yet (it is still starting) is not an error.
+    fn unreachable(&self, home: &Home, listening_only: bool) -> Option<ClientError> {
+        let ledger = home.ledger_path();
+        let pid = ledger_writer(&ledger)?;
+        let listening = listening_sockets(pid);
+        if listening_only && listening.is_empty() {
+            return None;
+        }
+        // It has just bound our socket: the next probe reaches it.
+        if listening.contains(&self.socket) && self.socket.exists() {
+            return None;
+        }
+        Some(ClientError::Unreachable {
+            pid,
+            ledger,
+            socket: self.socket.clone(),
+            listening,
+        })
     }
 
     /// [`Client::call`] from synchronous code (the CLI), on a small runtime of its own.
@@ -637,6 +683,86 @@ fn spawn_detached_server(
         path: exe,
         err,
     })
+}
+
+/// What [`ClientError::Unreachable`] says about where the server listens.
+fn listening_note(listening: &[PathBuf], socket: &Path) -> String {
+    let shown = |p: &Path| crate::text::one_line(&p.display().to_string(), 300);
+    match listening {
+        [] => "; it listens on no Unix socket".to_string(),
+        l if l.iter().any(|p| p == socket) => format!(
+            "; it listens on {} but that file is gone (removed while it ran)",
+            shown(socket)
+        ),
+        l => format!(
+            "; it listens on {}",
+            l.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// The pid that holds the write lock (`flock`, exclusive) of the ledger at `path`, as
+/// `/proc/locks` reports it, checked against the process's open files (it has the ledger
+/// open). `None` when no live process holds it.
+pub fn ledger_writer(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = std::fs::metadata(path).ok()?.ino();
+    let real = std::fs::canonicalize(path).ok()?;
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        // `1: FLOCK  ADVISORY  WRITE 4696 fe:00:10018981 0 EOF`; waiters carry `->`.
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || f[1] != "FLOCK" || f[3] != "WRITE" {
+            return None;
+        }
+        let pid: u32 = f[4].parse().ok()?;
+        let lock_ino: u64 = f[5].rsplit(':').next()?.parse().ok()?;
+        (lock_ino == ino && has_open(pid, &real)).then_some(pid)
+    })
+}
+
+/// Whether process `pid` has `file` open.
+fn has_open(pid: u32, file: &Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == file))
+}
+
+/// The paths of the Unix sockets process `pid` listens on (`/proc/net/unix`: the name a
+/// socket was bound to, shown even once the file is removed).
+pub fn listening_sockets(pid: u32) -> Vec<PathBuf> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let inodes: std::collections::HashSet<String> = fds
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|t| {
+            let t = t.to_string_lossy();
+            t.strip_prefix("socket:[")
+                .and_then(|r| r.strip_suffix(']'))
+                .map(str::to_string)
+        })
+        .collect();
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+        return Vec::new();
+    };
+    // `Num RefCount Protocol Flags Type St Inode Path`; flag 0x10000 is a listening socket.
+    const ACCEPTING: u32 = 0x0001_0000;
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().take(7).collect();
+            let flags = u32::from_str_radix(f.get(3)?, 16).ok()?;
+            // The path is the rest of the line (it may hold spaces); abstract names
+            // (`@…`) are not files.
+            let path = &line[line.find(" /")? + 1..];
+            (flags & ACCEPTING != 0 && inodes.contains(*f.get(6)?)).then(|| PathBuf::from(path))
+        })
+        .collect()
 }
 
 /// The last lines of a log, through the sanitiser.

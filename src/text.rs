@@ -41,10 +41,15 @@
 //! child through (clipboard writes, titles and queries whose replies would be typed into
 //! the child are dropped).
 //!
+//! [`style`] is the third: which colours and attributes proctor may write in front of
+//! sanitised text when it prints a PTY run's screen with colours (`session tail --color`);
+//! it writes them itself, from structured values, and never copies the child's sequences.
+//!
 //! Run names are not displayed text but stored data; [`validate_run_name`] refuses the same
 //! invisible characters instead of marking them.
 
 pub mod attach;
+pub mod style;
 
 use std::fmt;
 use std::iter::Peekable;

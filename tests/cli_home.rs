@@ -73,9 +73,15 @@ fn flag_beats_env_and_env_beats_xdg() {
         path_of("state"),
         xdg.join("state/proctor").to_str().unwrap()
     );
+    // The runtime folder derives from the home, never from XDG_RUNTIME_DIR (a per-login
+    // variable): in the state folder.
     assert_eq!(
         path_of("runtime"),
-        xdg.join("run/proctor").to_str().unwrap()
+        xdg.join("state/proctor/run").to_str().unwrap()
+    );
+    assert_eq!(
+        v["socket"],
+        xdg.join("state/proctor/run/server.sock").to_str().unwrap()
     );
     // `home` only reports: nothing was created.
     assert!(!xdg.exists());

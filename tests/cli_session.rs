@@ -857,3 +857,271 @@ fn without_transport_the_cli_and_the_api_start_a_pty_run_and_help_says_so() {
     let run = v["ref"].as_str().unwrap().to_string();
     e.ok(&["session", "stop", &run]);
 }
+
+/// A `claude` that draws with cursor movements in its PTY, as interactive tools do: a gap
+/// made by "cursor forward", then a jump to row 5; it waits for one line, then exits 3.
+fn cursor_claude(dir: &Path) {
+    let script = "#!/bin/sh\n\
+         PATH=/usr/bin:/bin\n\
+         printf 'Welcome\\033[1Cto\\033[5;1HClaude \\033[1;31mCode\\033[0m v2\\r\\n'\n\
+         read line\n\
+         printf 'bye %s\\r\\n' \"$line\"\n\
+         exit 3\n";
+    let p = dir.join("claude");
+    std::fs::write(&p, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_pty_tail_shows_the_screen_as_lines_of_text() {
+    let mut e = Env::new();
+    let tool = tempfile::tempdir().unwrap();
+    cursor_claude(tool.path());
+    e.path_var = format!("{}:{}", tool.path().display(), e.path_var);
+    let v = e.json(&[
+        "session",
+        "start",
+        "--json",
+        "--tool",
+        "claude",
+        "--transport",
+        "pty",
+    ]);
+    let run = v["ref"].as_str().unwrap().to_string();
+    let out = e.tail_until(&run, "Code");
+    // Words keep their spaces; lines end where the screen's rows end, blank rows included.
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        ["Welcome to", "", "", "", "Claude Code v2"],
+        "{out:?}"
+    );
+    // --color keeps the colours and attributes, as SGR the text module writes.
+    let coloured = e.ok(&["session", "tail", &run, "--color"]);
+    assert!(
+        coloured.contains("\u{1b}[0;1;31mCode\u{1b}[0m"),
+        "{coloured:?}"
+    );
+    // --raw is the child's bytes.
+    let raw = e.run(&["session", "tail", &run, "--raw"]);
+    assert!(
+        String::from_utf8_lossy(&raw.stdout).contains("Welcome\u{1b}[1Cto\u{1b}[5;1H"),
+        "{raw:?}"
+    );
+    // --follow renders the same way and keeps the run's exit status.
+    let follower = e
+        .cmd()
+        .args(["session", "tail", "--follow", &run])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    e.ok(&["session", "input", &run, "now"]);
+    let out = follower.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "Welcome to", "{stdout:?}");
+    assert_eq!(lines[4], "Claude Code v2", "{stdout:?}");
+    assert!(lines.contains(&"bye now"), "{stdout:?}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+}
+
+/// A login's environment for an XDG home (no --home, no PROCTOR_HOME): `HOME` and, when
+/// given, `XDG_RUNTIME_DIR`; every other XDG variable unset, as sshd leaves them.
+fn xdg_login(home: &Path, runtime: Option<&Path>) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_proctor"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home);
+    if let Some(r) = runtime {
+        c.env("XDG_RUNTIME_DIR", r);
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+#[test]
+fn logins_with_and_without_xdg_runtime_dir_find_the_same_server() {
+    let t = tempfile::Builder::new()
+        .prefix("px")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let user_home = t.path().join("u");
+    let runtime = t.path().join("xdgrun");
+    for d in [&user_home, &runtime] {
+        std::fs::create_dir(d).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    // The first login has XDG_RUNTIME_DIR (pam_systemd sets it) and starts the server.
+    let first = xdg_login(&user_home, Some(&runtime))
+        .args(["server", "status", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(1), "no server yet");
+    let out = xdg_login(&user_home, Some(&runtime))
+        .args(["serve"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let status = |rt: Option<&Path>| -> Value {
+        let out = xdg_login(&user_home, rt)
+            .args(["server", "status", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "server status from a login (XDG_RUNTIME_DIR {rt:?}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let a = status(Some(&runtime));
+    // The second login (sshd with `UsePAM no`) has no XDG_RUNTIME_DIR.
+    let b = status(None);
+    let stop = || {
+        let _ = xdg_login(&user_home, None)
+            .args(["server", "stop"])
+            .output();
+    };
+    if a["pid"] != b["pid"] || a["socket"] != b["socket"] {
+        stop();
+        panic!("two logins, two servers: {a} / {b}");
+    }
+    // A verb that needs the server works from the second login too.
+    let out = xdg_login(&user_home, None)
+        .args(["token", "list"])
+        .output()
+        .unwrap();
+    stop();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `proctor home` says where the socket is, the same for both logins.
+    let home_a = xdg_login(&user_home, Some(&runtime))
+        .args(["home", "--json"])
+        .output()
+        .unwrap();
+    let home_b = xdg_login(&user_home, None)
+        .args(["home", "--json"])
+        .output()
+        .unwrap();
+    let va: Value = serde_json::from_slice(&home_a.stdout).unwrap();
+    let vb: Value = serde_json::from_slice(&home_b.stdout).unwrap();
+    assert_eq!(va["socket"], vb["socket"], "{va} / {vb}");
+    assert_eq!(va["socket"], a["socket"], "{va} / {a}");
+}
+
+#[test]
+fn a_live_server_whose_socket_is_gone_is_named_with_its_pid_and_socket() {
+    let h = TestHome::new();
+    h.ok(&["serve"]);
+    let pid = h.server_pid().unwrap();
+    std::fs::remove_file(h.socket()).unwrap();
+    let out = h.run(&["token", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("pid {pid}")), "{err}");
+    assert!(
+        err.contains(&h.socket().display().to_string()),
+        "names the socket: {err}"
+    );
+    assert!(
+        err.contains(&format!("kill {pid}")),
+        "names the remedy: {err}"
+    );
+    assert!(common::alive(pid), "the server is left alone");
+    // SAFETY: plain kill(2) of the server this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+}
+
+#[test]
+fn tail_follow_on_a_terminal_shows_the_live_screen_then_the_final_one_once() {
+    let mut e = Env::new();
+    let tool = tempfile::tempdir().unwrap();
+    cursor_claude(tool.path());
+    e.path_var = format!("{}:{}", tool.path().display(), e.path_var);
+    let v = e.json(&[
+        "session",
+        "start",
+        "--json",
+        "--tool",
+        "claude",
+        "--transport",
+        "pty",
+    ]);
+    let run = v["ref"].as_str().unwrap().to_string();
+    e.tail_until(&run, "Code");
+    let mut t = common::pty::Term::proctor(e.h.path(), &["session", "tail", "--follow", &run]);
+    // While the run is live, its screen is shown under a header, before anything is final.
+    t.wait_for("live screen");
+    t.wait_for("Claude Code v2");
+    e.ok(&["session", "input", &run, "now"]);
+    assert_eq!(t.exit_code(), 3, "{}", t.text());
+    // What a person sees at the end: the final screen once, the live view gone.
+    let mut vt = vt100::Parser::new(
+        std::num::NonZeroU16::new(50).unwrap(),
+        std::num::NonZeroU16::new(160).unwrap(),
+        0,
+    );
+    vt.process(t.text().as_bytes());
+    let seen = vt.screen().contents();
+    let lines: Vec<&str> = seen.lines().map(str::trim_end).collect();
+    assert!(!seen.contains("live screen"), "{seen}");
+    assert_eq!(
+        lines.iter().filter(|l| **l == "Welcome to").count(),
+        1,
+        "{seen}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| **l == "bye now").count(),
+        1,
+        "{seen}"
+    );
+    let at = lines.iter().position(|l| *l == "Welcome to").unwrap();
+    assert_eq!(lines[at + 4], "Claude Code v2", "{seen}");
+    assert!(seen.contains(&format!("[{run} exited: code 3]")), "{seen}");
+}
+
+#[test]
+fn a_ledger_writer_listening_elsewhere_is_named_and_no_second_server_starts() {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let h = TestHome::new();
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(h.path().join("data"))
+        .unwrap();
+    // This test stands in for a server whose socket is somewhere this login does not look:
+    // it holds the ledger's write lock and listens on another socket.
+    let ledger = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .append(true)
+        .mode(0o600)
+        .open(h.ledger())
+        .unwrap();
+    ledger.lock().unwrap();
+    let elsewhere = tempfile::Builder::new()
+        .prefix("pel")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let other = elsewhere.path().join("server.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&other).unwrap();
+    let out = h.run(&["token", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let me = std::process::id();
+    assert!(err.contains(&format!("pid {me}")), "{err}");
+    assert!(err.contains(&other.display().to_string()), "{err}");
+    assert!(err.contains(&h.socket().display().to_string()), "{err}");
+    assert!(err.contains(&format!("kill {me}")), "{err}");
+    // No server was started to fail on the lock.
+    assert!(!h.path().join("state/server.log").exists(), "{err}");
+    drop(ledger);
+}

@@ -117,19 +117,45 @@ fn stop_records_and_removes_the_socket() {
 }
 
 #[test]
-fn a_socket_path_too_long_is_refused_with_a_remedy() {
+fn a_home_whose_socket_path_is_too_long_gets_a_short_private_runtime_folder() {
     let base = tempfile::tempdir().unwrap();
     let long = base.path().join("x".repeat(120));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_proctor"))
-        .arg("--home")
-        .arg(&long)
-        .args(["serve"])
-        .output()
-        .unwrap();
-    assert_ne!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("at most 107"), "{err}");
-    assert!(err.contains("shorter --home"), "{err}");
+    let proctor = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_proctor"))
+            .env_remove("PROCTOR_HOME")
+            .arg("--home")
+            .arg(&long)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = proctor(&["serve"]);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let home: serde_json::Value =
+        serde_json::from_slice(&proctor(&["home", "--json"]).stdout).unwrap();
+    let socket = home["socket"].as_str().unwrap().to_string();
+    let stop = proctor(&["server", "stop"]);
+    assert!(stop.status.success());
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    assert!(
+        socket.starts_with(&format!("/tmp/proctor-{uid}/")) && socket.len() <= 107,
+        "{socket}"
+    );
+    assert!(
+        said.contains(&socket),
+        "serve names the socket it used: {said}"
+    );
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(format!("/tmp/proctor-{uid}")).unwrap();
+    assert!(meta.is_dir() && meta.uid() == uid && meta.mode() & 0o777 == 0o700);
+    // This home's folder there holds only its locks now.
+    let _ = std::fs::remove_dir_all(std::path::Path::new(&socket).parent().unwrap());
 }
 
 #[test]

@@ -11,8 +11,11 @@ use crate::files;
 /// Print where proctor keeps its state, and check that it is private.
 ///
 /// The home is resolved from --home, else $PROCTOR_HOME, else the XDG folders (data,
-/// config, state, runtime). Folders that exist are checked: one that another user owns,
-/// or that group or others can write, is refused with exit 2. Nothing is created.
+/// config, state). The runtime folder (the server's socket and locks) derives from the home
+/// alone, never from XDG_RUNTIME_DIR: `run/` in the home (for XDG, in the state folder), or
+/// /tmp/proctor-<uid>/<hash> when the socket's path there would be too long. Folders that
+/// exist are checked: one that another user owns, or that group or others can write, is
+/// refused with exit 2. Nothing is created.
 #[derive(Debug, Args)]
 pub struct HomeArgs {
     /// Print JSON instead of aligned text.
@@ -33,6 +36,8 @@ struct Report {
     root: Option<std::path::PathBuf>,
     parts: Vec<Part>,
     ledger: std::path::PathBuf,
+    /// The server's socket: the same for every login of this user naming this home.
+    socket: std::path::PathBuf,
 }
 
 pub fn run(ctx: &Ctx, args: HomeArgs) -> anyhow::Result<ExitCode> {
@@ -63,6 +68,7 @@ pub fn run(ctx: &Ctx, args: HomeArgs) -> anyhow::Result<ExitCode> {
         root: home.root.clone(),
         parts,
         ledger: home.ledger_path(),
+        socket: home.socket_path(),
     };
     if args.json {
         print_json(&report)?;
@@ -81,5 +87,6 @@ pub fn run(ctx: &Ctx, args: HomeArgs) -> anyhow::Result<ExitCode> {
         println!("{:<8} {}{note}", p.name, show_path(&p.path));
     }
     println!("ledger   {}", show_path(&report.ledger));
+    println!("socket   {}", show_path(&report.socket));
     Ok(ExitCode::SUCCESS)
 }

@@ -34,7 +34,7 @@ pub const PROTOCOL: u32 = 1;
 /// This build's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// `sun_path` holds 108 bytes on Linux, the final NUL included.
-pub const MAX_SOCKET_PATH: usize = 107;
+pub const MAX_SOCKET_PATH: usize = crate::home::MAX_SOCKET_PATH;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -54,8 +54,7 @@ pub enum ServerError {
     AlreadyRunning { pid: Option<u32> },
     #[error(
         "the socket path {path} is {len} bytes long; a Unix socket path holds at most \
-         {MAX_SOCKET_PATH}. Remedy: use a shorter --home (or PROCTOR_HOME), or set \
-         XDG_RUNTIME_DIR to a short folder"
+         {MAX_SOCKET_PATH}. Remedy: use a shorter --home (or PROCTOR_HOME)"
     )]
     SocketPathTooLong { path: PathBuf, len: usize },
     #[error("cannot {op} {path}: {err}")]

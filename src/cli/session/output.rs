@@ -1,6 +1,7 @@
 //! Output frames on their way to the operator: decoding the `output`, `lag` and `end` events
-//! of the attach stream, sanitising a byte stream that arrives in frames cut anywhere, and
-//! describing an observed exit.
+//! of the attach stream, sanitising a byte stream that arrives in frames cut anywhere,
+//! rendering a PTY run's bytes through a terminal emulator into lines of text
+//! ([`ScreenText`]), and describing an observed exit.
 
 use base64::Engine;
 use serde_json::Value;
@@ -248,6 +249,164 @@ fn decoded(buf: &[u8]) -> impl Iterator<Item = (usize, char)> + '_ {
     })
 }
 
+/// A PTY run's output as lines of text: the bytes go through a vt100 terminal emulator of
+/// the run's size, and what is printed is the screen it draws, row by row, never the bytes.
+///
+/// A row is *final* once it has scrolled off the top of the screen (on the primary or the
+/// alternate screen): [`ScreenText::feed`] returns those rows, oldest first, and they never
+/// change again. The rows still on the screen may be redrawn by the child; they are read with
+/// [`ScreenText::screen_lines`] (at the end of the output, or as a provisional view).
+///
+/// Each row becomes one line: its cells' text left to right (an empty cell is a space, so
+/// words keep the gaps a cursor movement made), trailing blanks dropped, through the
+/// sanitiser ([`text::one_line`]). With colours, each change of a cell's style is written as
+/// one SGR sequence by [`text::style::sgr`] (only the colours and attributes the text
+/// module allows), and a styled line ends with a reset.
+pub struct ScreenText {
+    parser: vt100::Parser<Scrolled>,
+    scratch: vt100::Parser,
+    cols: u16,
+    color: bool,
+}
+
+/// The rows that left the top of the screen, in vt100's "basic formatted" form (text and
+/// SGR only), waiting to be rendered.
+#[derive(Default)]
+struct Scrolled {
+    rows: Vec<String>,
+}
+
+impl vt100::Callbacks for Scrolled {
+    fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, _alternate: bool) {
+        let mut formatted = String::new();
+        // A fresh state per row: each row's text is complete on its own. Writing into a
+        // String cannot fail.
+        let mut st = vt100::capture::BasicFormattedCaptureState::new();
+        let _ = row.write_formatted_basic(&mut formatted, &mut st);
+        self.rows.push(formatted);
+    }
+}
+
+fn nz(n: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(n.max(1)).unwrap_or(std::num::NonZeroU16::MIN)
+}
+
+impl ScreenText {
+    /// An empty screen of `rows` × `cols`; `color` keeps the cells' colours and attributes.
+    pub fn new(rows: u16, cols: u16, color: bool) -> ScreenText {
+        ScreenText {
+            parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Scrolled::default()),
+            scratch: vt100::Parser::new(nz(1), nz(cols), 0),
+            cols: cols.max(1),
+            color,
+        }
+    }
+
+    /// Feeds the child's bytes; returns the rows that became final (scrolled off), as
+    /// lines without their line feed.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.parser.process(bytes);
+        let rows = std::mem::take(&mut self.parser.callbacks_mut().rows);
+        rows.iter()
+            .map(|formatted| {
+                // Replay the row on a one-row screen, so it is read cell by cell as the
+                // live screen is.
+                self.scratch.process(b"\x1b[m\x1b[2K\r");
+                self.scratch.process(formatted.as_bytes());
+                row_line(self.scratch.screen(), 0, self.cols, self.color)
+            })
+            .collect()
+    }
+
+    /// The screen's rows as lines, the blank rows after the last written one dropped;
+    /// each line at most `max_cols` cells wide.
+    pub fn screen_lines(&self, max_cols: u16) -> Vec<String> {
+        let screen = self.parser.screen();
+        let rows = screen.size().0.get();
+        let cols = self.cols.min(max_cols.max(1));
+        let mut lines: Vec<String> = (0..rows)
+            .map(|r| row_line(screen, r, cols, self.color))
+            .collect();
+        while lines.last().is_some_and(|l| l.is_empty()) {
+            lines.pop();
+        }
+        lines
+    }
+}
+
+fn cell_style(cell: &vt100::Cell) -> text::style::Style {
+    fn colour(c: vt100::Color) -> text::style::Colour {
+        match c {
+            vt100::Color::Default => text::style::Colour::Default,
+            vt100::Color::Idx(i) => text::style::Colour::Index(i),
+            vt100::Color::Rgb(r, g, b) => text::style::Colour::Rgb(r, g, b),
+        }
+    }
+    text::style::Style {
+        fg: colour(cell.fgcolor()),
+        bg: colour(cell.bgcolor()),
+        bold: cell.bold(),
+        dim: cell.dim(),
+        italic: cell.italic(),
+        underline: cell.underline(),
+        inverse: cell.inverse(),
+    }
+}
+
+/// One screen row as a line: the first `cols` cells, trailing blanks dropped (a blank with a
+/// background colour or inverse is kept when colours are shown).
+fn row_line(screen: &vt100::Screen, row: u16, cols: u16, color: bool) -> String {
+    let blank = |c: &vt100::Cell| {
+        let s = c.contents();
+        let text_blank = s.is_empty() || s == " ";
+        text_blank && (!color || (c.bgcolor() == vt100::Color::Default && !c.inverse()))
+    };
+    let mut end = 0u16;
+    for col in 0..cols {
+        if let Some(c) = screen.cell(row, col)
+            && !c.is_wide_continuation()
+            && !blank(c)
+        {
+            end = col + if c.is_wide() { 2 } else { 1 };
+        }
+    }
+    let end = end.min(cols);
+    let mut out = String::new();
+    let mut seg = String::new();
+    let mut cur = text::style::Style::default();
+    for col in 0..end {
+        let Some(cell) = screen.cell(row, col) else {
+            break;
+        };
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        if cell.is_wide() && col + 1 >= end {
+            // A wide character cut by the width: show that something is there.
+            seg.push('…');
+            break;
+        }
+        if color {
+            let st = cell_style(cell);
+            if st != cur {
+                out.push_str(&text::one_line(&seg, usize::MAX));
+                seg.clear();
+                out.push_str(&text::style::sgr(&st));
+                cur = st;
+            }
+        }
+        match cell.contents() {
+            "" => seg.push(' '),
+            s => seg.push_str(s),
+        }
+    }
+    out.push_str(&text::one_line(&seg, usize::MAX));
+    if !cur.is_plain() {
+        out.push_str(&text::style::sgr(&text::style::Style::default()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +466,67 @@ mod tests {
         // The unterminated string is released, and the sanitiser drops it whole.
         assert_eq!(s.push(&big), "");
         assert_eq!(s.push(b"later"), "later");
+    }
+
+    fn render(bytes: &[u8], rows: u16, cols: u16, color: bool) -> (Vec<String>, Vec<String>) {
+        let mut t = ScreenText::new(rows, cols, color);
+        let done = t.feed(bytes);
+        (done, t.screen_lines(u16::MAX))
+    }
+
+    #[test]
+    fn cursor_movements_keep_the_gaps_and_rows_become_lines() {
+        let (done, screen) = render(b"Welcome\x1b[1Cto\x1b[5;1HClaude", 24, 80, false);
+        assert!(done.is_empty());
+        assert_eq!(screen, ["Welcome to", "", "", "", "Claude"]);
+    }
+
+    #[test]
+    fn rows_that_scroll_off_are_final_in_order() {
+        let (done, screen) = render(b"one\r\ntwo\r\n\x1b[32mthree\x1b[m\r\nfour", 2, 10, false);
+        assert_eq!(done, ["one", "two"]);
+        assert_eq!(screen, ["three", "four"]);
+        let (done, _) = render(
+            b"one\r\n\x1b[1;32mtwo\x1b[m x\r\nthree\r\nfour",
+            2,
+            10,
+            true,
+        );
+        assert_eq!(done, ["one", "\x1b[0;1;32mtwo\x1b[0m x"]);
+    }
+
+    #[test]
+    fn the_childs_sequences_never_pass_and_cells_are_sanitised() {
+        let (_, screen) = render(
+            b"\x1b]52;c;cHduZWQ=\x07\x1b]0;title\x07a\xe2\x80\xaeb \x1b[5mblink\x1b[8mhidden\x1b[m",
+            3,
+            40,
+            true,
+        );
+        assert_eq!(screen.len(), 1, "{screen:?}");
+        let line = &screen[0];
+        assert!(line.contains("a⟨U+202E⟩b"), "{line:?}");
+        assert!(!line.contains("52;") && !line.contains("title"), "{line:?}");
+        // Blink and conceal are not written: the styled text is plain again.
+        assert!(line.contains("blinkhidden"), "{line:?}");
+        for esc in line.match_indices('\x1b') {
+            let rest = &line[esc.0 + 1..];
+            let end = rest.find('m').unwrap();
+            assert!(
+                rest[1..end]
+                    .bytes()
+                    .all(|c| c.is_ascii_digit() || c == b';'),
+                "{line:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn wide_characters_and_a_width_limit() {
+        let mut t = ScreenText::new(2, 10, false);
+        t.feed("日本 abc".as_bytes());
+        assert_eq!(t.screen_lines(u16::MAX), ["日本 abc"]);
+        assert_eq!(t.screen_lines(3), ["日…"]);
     }
 
     #[test]

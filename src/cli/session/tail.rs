@@ -1,24 +1,36 @@
 //! `proctor session tail`: a run's output for SSH and scripts.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use hyper::Method;
 use serde_json::Value;
 
-use super::output::{self, Exit, Sanitiser};
+use super::output::{self, Exit, Sanitiser, ScreenText};
 use super::{normalise_ref, run_path};
 use crate::client::{self, Client};
 use crate::text;
 
 /// Print a run's output, for SSH sessions and scripts.
 ///
-/// Prints the output the server holds for the run, from seq 1 (or --from SEQ) on: the
-/// child's stdout on stdout and its stderr on stderr (a PTY run has one stream, on stdout).
-/// Everything goes through proctor's sanitiser (escape sequences and controls removed,
-/// invisible characters shown as ⟨U+XXXX⟩) unless --raw, which writes the child's bytes
-/// exactly as it wrote them.
+/// Prints the output the server holds for the run, from seq 1 (or --from SEQ) on.
+///
+/// A pipe run: the child's stdout on stdout and its stderr on stderr, through proctor's
+/// sanitiser (escape sequences and controls removed, invisible characters shown as
+/// ⟨U+XXXX⟩).
+///
+/// A PTY run: the bytes go through a terminal emulator of the run's size (as the server
+/// reports it now) and what is printed is the screen it draws, as lines of text: each row of
+/// the screen one line, the gaps that cursor movements made kept as spaces, trailing blanks
+/// dropped, every cell through the sanitiser. A row is printed once it is final, when it has
+/// scrolled off the top of the screen; the rows still on the screen are printed at the end
+/// (without --follow: the screen as it stands now). --color keeps the cells' colours and
+/// attributes, written by proctor as plain SGR (colours, bold, dim, italic, underline,
+/// inverse; nothing else, and never the child's own sequences).
+///
+/// --raw writes the child's bytes exactly as it wrote them (escape sequences included).
 ///
 /// Without --follow: prints what is held now and exits 0 (if the run has ended, its exit is
 /// printed on stderr too).
@@ -26,7 +38,11 @@ use crate::text;
 /// With --follow: keeps printing until the run ends, then prints `[run-0001 exited: code 3]`
 /// (or `signal SIGKILL`, or `exit not observed`) on stderr and exits with the run's status:
 /// its exit code, 128 + the signal's number when a signal ended it, 1 when the exit was not
-/// observed.
+/// observed. For a PTY run, final rows are printed as they scroll off; when stdout is a
+/// terminal (`ssh -t`), the screen's current rows are also shown below them, redrawn in
+/// place (at most ten times a second) under a `live screen` line, and replaced by the final
+/// screen when the run ends. When stdout is not a terminal (a pipe, `ssh` without -t), only
+/// final rows are printed until the run ends, then the final screen.
 ///
 /// Notices go to stderr between brackets: output evicted from the server's bounded buffer
 /// before it was read (`[… output before seq N was evicted …]`; the command goes on), and a
@@ -51,6 +67,9 @@ pub struct TailArgs {
     /// Write the child's bytes unsanitised (escape sequences included).
     #[arg(long)]
     pub raw: bool,
+    /// A PTY run: keep the screen's colours and attributes (written by proctor as SGR).
+    #[arg(long, conflicts_with = "raw")]
+    pub color: bool,
 }
 
 pub fn run(c: &Client, a: TailArgs) -> anyhow::Result<ExitCode> {
@@ -69,17 +88,120 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Where frames go: stdout frames to stdout, stderr frames to stderr.
-struct Printer {
-    raw: bool,
-    out: Sanitiser,
-    err: Sanitiser,
+/// Where frames go.
+enum Printer {
+    /// A pipe run (or --raw): stdout frames to stdout, stderr frames to stderr.
+    Streams {
+        raw: bool,
+        out: Sanitiser,
+        err: Sanitiser,
+    },
+    /// A PTY run: the screen, as lines of text.
+    Screen(Box<ScreenOut>),
+}
+
+/// How long a live view waits between two redraws.
+const REDRAW_EVERY: Duration = Duration::from_millis(100);
+
+/// A PTY run rendered through the emulator, with an optional live view of the screen.
+struct ScreenOut {
+    text: ScreenText,
+    live: Option<Live>,
+}
+
+/// The screen's current rows, drawn below the final lines on the operator's terminal and
+/// redrawn in place.
+struct Live {
+    run_ref: String,
+    /// Rows of the operator's terminal the view takes now (0: not drawn).
+    shown: usize,
+    dirty: bool,
+    last_draw: Option<Instant>,
+}
+
+impl ScreenOut {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let done = self.text.feed(bytes);
+        if !done.is_empty() {
+            self.clear_live()?;
+            let mut out = std::io::stdout().lock();
+            for l in &done {
+                writeln!(out, "{l}")?;
+            }
+        }
+        if let Some(l) = &mut self.live {
+            l.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// Erases the live view (proctor's own cursor movements, never the child's bytes).
+    fn clear_live(&mut self) -> std::io::Result<()> {
+        if let Some(l) = &mut self.live
+            && l.shown > 0
+        {
+            write!(std::io::stdout().lock(), "\r\x1b[{}A\x1b[J", l.shown)?;
+            l.shown = 0;
+            l.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// When the live view should be redrawn next, if it needs it.
+    fn redraw_due(&self) -> Option<Instant> {
+        let l = self.live.as_ref()?;
+        l.dirty
+            .then(|| l.last_draw.map_or_else(Instant::now, |t| t + REDRAW_EVERY))
+    }
+
+    /// Draws the screen's rows that fit the operator's terminal below a `live screen` line.
+    fn draw_live(&mut self) -> std::io::Result<()> {
+        self.clear_live()?;
+        let Some(l) = &mut self.live else {
+            return Ok(());
+        };
+        let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+        // Lines narrower than the terminal never wrap, and the view never scrolls out of
+        // reach of the cursor movements that erase it.
+        let mut lines = self.text.screen_lines(cols.saturating_sub(1).max(1));
+        let room = usize::from(rows).saturating_sub(2).max(1);
+        if lines.len() > room {
+            lines.drain(..lines.len() - room);
+        }
+        let mut out = std::io::stdout().lock();
+        let header = format!("── {} live screen (redrawn until final) ", l.run_ref);
+        let header = text::one_line(&header, usize::from(cols.saturating_sub(1).max(1)));
+        writeln!(out, "\x1b[2m{header}\x1b[0m")?;
+        for line in &lines {
+            writeln!(out, "{line}")?;
+        }
+        out.flush()?;
+        l.shown = lines.len() + 1;
+        l.dirty = false;
+        l.last_draw = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Replaces the live view with the screen's rows, for good.
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.clear_live()?;
+        self.live = None;
+        let mut out = std::io::stdout().lock();
+        for l in self.text.screen_lines(u16::MAX) {
+            writeln!(out, "{l}")?;
+        }
+        out.flush()
+    }
 }
 
 impl Printer {
     fn write(&mut self, f: &output::Frame) -> std::io::Result<()> {
+        let (raw, out, err) = match self {
+            Printer::Screen(s) => return s.write(&f.bytes),
+            Printer::Streams { raw, out, err } => (*raw, out, err),
+        };
         let to_err = f.stream == "stderr";
-        if self.raw {
+        if raw {
             return if to_err {
                 std::io::stderr().lock().write_all(&f.bytes)
             } else {
@@ -87,10 +209,10 @@ impl Printer {
             };
         }
         if to_err {
-            let t = self.err.push(&f.bytes);
+            let t = err.push(&f.bytes);
             std::io::stderr().lock().write_all(t.as_bytes())
         } else {
-            let t = self.out.push(&f.bytes);
+            let t = out.push(&f.bytes);
             std::io::stdout().lock().write_all(t.as_bytes())
         }
     }
@@ -100,13 +222,47 @@ impl Printer {
         std::io::stderr().lock().flush()
     }
 
-    /// Releases what the sanitisers hold (end of output).
+    /// Takes the live view off the terminal before a notice is printed on stderr.
+    fn before_notice(&mut self) -> std::io::Result<()> {
+        match self {
+            Printer::Screen(s) => s.clear_live(),
+            Printer::Streams { .. } => Ok(()),
+        }
+    }
+
+    /// Releases what is held (end of output): the sanitisers' tails, or the screen's rows.
     fn finish(&mut self) -> std::io::Result<()> {
-        let o = self.out.finish();
-        std::io::stdout().lock().write_all(o.as_bytes())?;
-        let e = self.err.finish();
-        std::io::stderr().lock().write_all(e.as_bytes())?;
+        match self {
+            Printer::Screen(s) => s.finish()?,
+            Printer::Streams { out, err, .. } => {
+                let o = out.finish();
+                std::io::stdout().lock().write_all(o.as_bytes())?;
+                let e = err.finish();
+                std::io::stderr().lock().write_all(e.as_bytes())?;
+            }
+        }
         self.flush()
+    }
+}
+
+/// The size a PTY run's terminal has now (the emulator renders at it).
+async fn run_size(c: &Client, run_ref: &str) -> (u16, u16) {
+    let default = crate::runs::TermSize::default();
+    match c
+        .call(Method::GET, &run_path(run_ref, "screen"), None)
+        .await
+    {
+        Ok(v) => {
+            let get = |k: &str, d: u16| {
+                v["size"][k]
+                    .as_u64()
+                    .and_then(|n| u16::try_from(n).ok())
+                    .filter(|&n| n > 0)
+                    .unwrap_or(d)
+            };
+            (get("rows", default.rows), get("cols", default.cols))
+        }
+        Err(_) => (default.rows, default.cols),
     }
 }
 
@@ -127,17 +283,47 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             Some(next.saturating_sub(1))
         }
     };
+    let mut p = if view["transport"].as_str() == Some("pty") && !a.raw {
+        let (rows, cols) = run_size(c, run_ref).await;
+        let live_view = (a.follow && live && std::io::stdout().is_terminal()).then(|| Live {
+            run_ref: run_ref.to_string(),
+            shown: 0,
+            dirty: false,
+            last_draw: None,
+        });
+        Printer::Screen(Box::new(ScreenOut {
+            text: ScreenText::new(rows, cols, a.color),
+            live: live_view,
+        }))
+    } else {
+        Printer::Streams {
+            raw: a.raw,
+            out: Sanitiser::default(),
+            err: Sanitiser::default(),
+        }
+    };
     let mut stream = c
         .stream(&format!("{}?from={from}", run_path(run_ref, "attach")))
         .await?;
-    let mut p = Printer {
-        raw: a.raw,
-        out: Sanitiser::default(),
-        err: Sanitiser::default(),
-    };
     let mut next = from;
     loop {
-        let Some(ev) = stream.next().await? else {
+        let due = match &p {
+            Printer::Screen(s) => s.redraw_due(),
+            Printer::Streams { .. } => None,
+        };
+        let ev = match due {
+            None => stream.next().await?,
+            Some(at) => tokio::select! {
+                ev = stream.next() => ev?,
+                () = tokio::time::sleep_until(at.into()) => {
+                    if let Printer::Screen(s) = &mut p {
+                        s.draw_live()?;
+                    }
+                    continue;
+                }
+            },
+        };
+        let Some(ev) = ev else {
             p.finish()?;
             eprintln!(
                 "[{run_ref}: the server closed the stream before the run ended; \
@@ -167,13 +353,18 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             }
             "lag" => {
                 let first = data["first_available"].as_u64().unwrap_or(next);
-                p.finish()?;
+                match &mut p {
+                    // The screen goes on from where the output resumes.
+                    Printer::Screen(s) => s.clear_live()?,
+                    Printer::Streams { .. } => p.finish()?,
+                }
                 eprintln!(
                     "[… {run_ref}: output before seq {first} was evicted from the server's buffer \
                      before it was read …]"
                 );
                 next = first;
                 if stop_at.is_some_and(|s| first > s) {
+                    p.finish()?;
                     return Ok(ExitCode::SUCCESS);
                 }
             }
@@ -189,6 +380,7 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             }
             "notice" => match data["notice"].as_str() {
                 Some("cursor_ahead") => {
+                    p.before_notice()?;
                     let n = data["next"].as_u64().unwrap_or(next);
                     eprintln!(
                         "[{run_ref}: seq {} is past the output so far; continuing from seq {n}]",
@@ -210,7 +402,10 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
                     );
                     return Ok(ExitCode::from(1));
                 }
-                _ => eprintln!("[{run_ref}: notice {}]", text::one_line(&ev.data, 300)),
+                _ => {
+                    p.before_notice()?;
+                    eprintln!("[{run_ref}: notice {}]", text::one_line(&ev.data, 300));
+                }
             },
             _ => {}
         }
