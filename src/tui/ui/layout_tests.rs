@@ -316,7 +316,8 @@ fn a_long_status_message_is_readable_in_full_at_80_columns() {
     let t = draw(&mut app, 40, 12);
     let buf = t.backend().buffer();
     let screen = rows(buf, buf.area);
-    assert!(screen[6].contains("cannot start"), "{}", screen.join("\n"));
+    assert!(screen[6].starts_with("──"), "{}", screen.join("\n"));
+    assert!(screen[7].contains("cannot start"), "{}", screen.join("\n"));
     assert!(
         screen[11].trim_end().ends_with('…'),
         "{}",

@@ -399,7 +399,7 @@ impl Plan {
     /// state's word, the gate's short word and `demo` first; what is left grows the names
     /// (up to [`NAME_FIRST`] columns), then shows the age, then the states' sources, then
     /// the tool's profile, then a worktree run's branch and the longest names, then the
-    /// gate's long words; anything more goes to the name.
+    /// gate's long words; anything more is left blank at the end of the row.
     fn new(cells: &[Cells], width: usize) -> Plan {
         let (full, mins) = Plan::natural(cells);
         let mut p = Plan {
@@ -447,15 +447,13 @@ impl Plan {
         // A worktree run's branch after its name, and the longest names.
         grow(&mut p.name_w, full.name_w, &mut left);
         if p.gate_w > 0 && full.gate_w > p.gate_w && left >= full.gate_w - p.gate_w {
-            left -= full.gate_w - p.gate_w;
             p.gate_w = full.gate_w;
             p.long_gate = true;
         } else if p.gate_w == full.gate_w {
             p.long_gate = true;
         }
-        if full.name_w > 0 {
-            p.name_w += left;
-        }
+        // What is left stays blank at the end of the row: the columns stay next to the
+        // names they describe.
         p
     }
 }

@@ -136,8 +136,8 @@ fn message_lines(msg: &str, width: u16) -> Vec<String> {
 }
 
 /// Where the status line draws: its one row, or for a message longer than the width the
-/// rows the message needs, growing upward over the panes (at most half of `screen`'s
-/// height). The panes keep their size: the live terminal is not resized by a message.
+/// rows the message needs and a rule above them, growing upward over the panes (at most
+/// half of `screen`'s height). The panes keep their size: the live terminal is not resized by a message.
 pub fn message_area(app: &App, status: Rect, screen: Rect) -> Rect {
     let Some(s) = app.status.as_ref().filter(|_| !app.mode.is_attach()) else {
         return status;
@@ -146,6 +146,8 @@ pub fn message_area(app: &App, status: Rect, screen: Rect) -> Rect {
         return status;
     }
     let want = message_lines(&s.text, status.width).len();
+    // A message of more than one row has a rule above it, between it and the panes.
+    let want = if want > 1 { want + 1 } else { want };
     let most = usize::from((screen.height / 2).max(1));
     let n = u16::try_from(want.clamp(1, most)).unwrap_or(1);
     let top = (status.y + 1).saturating_sub(n).max(screen.y);
@@ -189,6 +191,13 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         // Every row of the message, wrapped; `area` has the rows it needs (see
         // [`message_area`]), so nothing is cut unless the screen is too short for it.
         let lines = message_lines(&s.text, area.width);
+        let mut area = area;
+        if area.height > 1 {
+            let rule = "─".repeat(usize::from(area.width));
+            buf.set_stringn(area.x, area.y, rule, w, app.theme.style(Role::Border));
+            area.y += 1;
+            area.height -= 1;
+        }
         let n = usize::from(area.height);
         for (k, l) in lines.iter().take(n).enumerate() {
             let y = area.y + k as u16;
