@@ -6,6 +6,7 @@
 //! a signal arrives, or the input ends. The terminal is given back on every path.
 
 pub mod action;
+pub mod ansi;
 pub mod app;
 pub mod approval;
 pub mod config;
@@ -138,7 +139,7 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
         }
         app.client_path = std::env::var("PATH").ok();
         let guard = term::TerminalGuard::enter(settings.mouse)?;
-        let backend = ratatui::backend::CrosstermBackend::new(std::io::BufWriter::with_capacity(
+        let backend = ansi::Backend::new(std::io::BufWriter::with_capacity(
             1 << 16,
             std::io::stdout(),
         ));

@@ -6,6 +6,8 @@ mod events;
 mod gate;
 mod header;
 mod intents;
+#[cfg(test)]
+mod layout_tests;
 mod live;
 mod modal;
 mod receipts;
@@ -41,11 +43,18 @@ pub struct Areas {
     pub zoomed: bool,
 }
 
-/// Wide screens put the list and the events on the left and the live terminal on the
-/// right; narrow ones stack list, live terminal and events.
-pub const WIDE: u16 = 120;
+/// Screens this wide put the list and the events on the left and the live terminal on the
+/// right; narrower ones stack list, live terminal and events, so that the terminal keeps
+/// the screen's width.
+pub const WIDE: u16 = 160;
 
-pub fn layout(area: Rect, zoomed: bool, tab: Tab) -> Areas {
+/// The columns the live terminal keeps beside the list (80 and its borders): what the
+/// providers' interactive forms are designed for.
+pub const LIVE_MIN: u16 = 82;
+
+/// The screen's areas. `list_rows` is how many runs the sessions list may show (every run
+/// the cockpit holds: a filter does not change the layout, nor the live terminal's size).
+pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
     let [body, status] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
     if zoomed {
         return Areas {
@@ -72,9 +81,12 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab) -> Areas {
         };
     }
     let (sessions, live, events) = if main.width >= WIDE {
+        // The list has half the screen, but the terminal keeps 80 columns, and the list
+        // at least two fifths.
+        let w = main.width;
+        let list_w = (w / 2).min(w.saturating_sub(LIVE_MIN)).max(w * 2 / 5);
         let [left, right] =
-            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
-                .areas(main);
+            Layout::horizontal([Constraint::Length(list_w), Constraint::Min(1)]).areas(main);
         let [s, e] =
             Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(left);
         (s, right, e)
@@ -84,8 +96,12 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab) -> Areas {
         let [s, g] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(main);
         (s, g, Rect::default())
     } else {
-        let list_h = (main.height / 3).max(5);
-        let events_h = if main.height >= 20 { 6 } else { 4 };
+        // The list has the rows its runs need (with its header and borders), up to two
+        // fifths of the height; the events two lines, six on a tall screen; the live
+        // terminal the rest.
+        let h = main.height;
+        let list_h = list_rows.saturating_add(3).min(h * 2 / 5).max(5);
+        let events_h = if h >= 34 { 6 } else { 4 };
         let [s, l, e] = Layout::vertical([
             Constraint::Length(list_h),
             Constraint::Min(3),
@@ -133,7 +149,11 @@ pub fn span<'a>(app: &App, role: Role, s: impl Into<std::borrow::Cow<'a, str>>) 
 /// (the size the PTY should have).
 pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
     let zoomed = app.zoomed && app.tab == Tab::Sessions;
-    let areas = layout(frame.area(), zoomed, app.tab);
+    // Every run the cockpit holds, not only the listed ones: typing a filter does not
+    // resize the live terminal.
+    let list_rows = u16::try_from(app.runs.len()).unwrap_or(u16::MAX);
+    let screen = frame.area();
+    let areas = layout(screen, zoomed, app.tab, list_rows);
     app.areas = areas;
     // The PTY follows the live pane only while it is drawn.
     if app.tab == Tab::Sessions {
@@ -172,7 +192,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
         Tab::Intents => intents::draw(app, areas.main, buf),
         Tab::Receipts => receipts::draw(app, areas.main, buf),
     }
-    status::draw(app, areas.status, buf);
+    let status_area = status::message_area(app, areas.status, screen);
+    status::draw(app, status_area, buf);
     if app.mode.is_attach()
         && let Some(c) = cursor
     {

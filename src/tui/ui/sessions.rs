@@ -120,66 +120,26 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         );
         return;
     }
-    // Columns: marks, ref, name, tool, state · source, age, demo.
     let w = usize::from(inner.width);
-    let ref_w = app
-        .view
-        .iter()
-        .map(|&i| app.runs[i].run_ref.width())
-        .max()
-        .unwrap_or(8)
-        .min(14);
-    // The gate column appears once a listed run is a worktree run or has a candidate; the
-    // tool and the state then give it room.
-    let show_gate = app.view.iter().any(|&i| {
-        let r = &app.runs[i];
-        r.worktree_branch.is_some() || app.candidates.contains_key(&r.run_ref)
-    });
-    let tool_w = app
-        .view
-        .iter()
-        .map(|&i| tool_label(&app.runs[i]).width())
-        .max()
-        .unwrap_or(6)
-        .clamp(4, if show_gate { 8 } else { 12 });
-    // Short gate words on a narrow list.
-    let long_gate = w >= 100;
-    let gate_w = match (show_gate, long_gate) {
-        (false, _) => 0,
-        (true, false) => 8,
-        (true, true) => 14,
-    };
-    // On a narrow list the gate takes the age's place.
-    let age_w = if show_gate && w < 70 { 0 } else { 4 };
-    let demo_w = 4;
-    let marks_w = 5;
-    let col = |width: usize| if width == 0 { 0 } else { width + 1 };
-    let fixed = marks_w + ref_w + 1 + tool_w + 1 + 1 + col(gate_w) + col(age_w) + demo_w;
-    let rest = w.saturating_sub(fixed + 1);
-    // The state and its source matter most: `running · output 12s ago` fits in 24.
-    let state_w = rest
-        .saturating_sub(8)
-        .clamp(9.min(rest), if show_gate { 23 } else { 24 });
-    let name_w = rest.saturating_sub(state_w + 1);
+    let now = app.now;
+    let cells: Vec<Cells> = app.view.iter().map(|&i| cells(app, &app.runs[i])).collect();
+    let plan = Plan::new(&cells, w);
 
     // Header row.
-    let mut head = format!(
-        "{}{} {} {} {} ",
-        " ".repeat(marks_w),
-        pad("REF", ref_w),
-        pad("NAME", name_w),
-        pad("TOOL", tool_w),
-        pad("STATE", state_w),
-    );
-    if gate_w > 0 {
-        head.push_str(&pad("GATE", gate_w));
-        head.push(' ');
+    let mut head = " ".repeat(plan.marks.len());
+    for (title, width) in [
+        ("REF", plan.ref_w),
+        ("NAME", plan.name_w),
+        ("TOOL", plan.tool_w),
+        ("STATE", plan.state_w),
+        ("GATE", plan.gate_w),
+        ("AGE", plan.age_w),
+    ] {
+        if width > 0 {
+            head.push_str(&pad(title, width));
+            head.push(' ');
+        }
     }
-    if age_w > 0 {
-        head.push_str(&pad("AGE", age_w));
-        head.push(' ');
-    }
-    head.push_str(&pad("", demo_w));
     buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
     let rows = usize::from(inner.height) - 1;
     if rows == 0 {
@@ -193,9 +153,15 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         app.list_offset = sel + 1 - rows;
     }
     app.list_offset = app.list_offset.min(app.view.len().saturating_sub(rows));
-    let now = app.now;
     let list_focused = focused(app, Pane::Sessions);
-    for (k, &i) in app.view.iter().skip(app.list_offset).take(rows).enumerate() {
+    for (k, (&i, c)) in app
+        .view
+        .iter()
+        .zip(&cells)
+        .skip(app.list_offset)
+        .take(rows)
+        .enumerate()
+    {
         let r = &app.runs[i];
         let y = inner.y + 1 + k as u16;
         let selected = app.selected.as_deref() == Some(r.run_ref.as_str());
@@ -203,70 +169,292 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         let st = |role: Role| base.patch(app.theme.style(role));
         let mut marks = String::new();
         marks.push(if selected { '›' } else { ' ' });
-        marks.push(if r.pinned { '*' } else { ' ' });
-        marks.push(if r.is_snoozed(now) {
-            'z'
-        } else if r.is_archived() {
-            'a'
-        } else {
-            ' '
-        });
-        marks.push(if r.done { '✓' } else { ' ' });
+        if plan.marks.pin {
+            marks.push(if r.pinned { '*' } else { ' ' });
+        }
+        if plan.marks.hidden {
+            marks.push(if r.is_snoozed(now) {
+                'z'
+            } else if r.is_archived() {
+                'a'
+            } else {
+                ' '
+            });
+        }
+        if plan.marks.done {
+            marks.push(if r.done { '✓' } else { ' ' });
+        }
         marks.push(' ');
-        let (state, source) = r.state_source(now);
-        let state_text = if source.is_empty() {
-            state
-        } else {
-            format!("{state} · {source}")
-        };
-        let age = instant(&r.created_at)
-            .map(|t| ago(now, t))
-            .unwrap_or_default();
-        let name = r.name.as_deref().unwrap_or("");
-        // A worktree run's branch follows its name (sanitised with it).
-        let name = match r.worktree_branch.as_deref() {
-            Some(b) if name.is_empty() => format!("⎇ {b}"),
-            Some(b) => format!("{name} ⎇ {b}"),
-            None => name.to_string(),
-        };
         let mut spans = vec![
             Span::styled(marks, st(Role::Marker)),
-            Span::styled(pad(&r.run_ref, ref_w), st(Role::Text)),
-            Span::styled(" ", base),
-            Span::styled(pad(&name, name_w), st(Role::Text)),
-            Span::styled(" ", base),
-            Span::styled(pad(&tool_label(r), tool_w), st(Role::Dim)),
-            Span::styled(" ", base),
-            Span::styled(pad(&state_text, state_w), st(state_role(r.state()))),
+            Span::styled(pad(&r.run_ref, plan.ref_w), st(Role::Text)),
             Span::styled(" ", base),
         ];
-        if gate_w > 0 {
-            let (label, role) = match app.run_gate(&r.run_ref) {
-                None if r.worktree_branch.is_some() => ("unbound".to_string(), Role::Dim),
-                None => (String::new(), Role::Dim),
-                Some(Ok(None)) => ("…".to_string(), Role::Dim),
-                Some(Ok(Some(g))) => (
-                    if long_gate { g.label() } else { g.short() }.to_string(),
-                    gate_role(g),
-                ),
-                Some(Err(_)) => ("?".to_string(), Role::Error),
-            };
-            spans.push(Span::styled(pad(&label, gate_w), st(role)));
-            spans.push(Span::styled(" ", base));
+        let cell = |spans: &mut Vec<Span<'static>>, text: &str, width: usize, role: Role| {
+            if width > 0 {
+                spans.push(Span::styled(pad(text, width), st(role)));
+                spans.push(Span::styled(" ", base));
+            }
+        };
+        cell(&mut spans, &c.name, plan.name_w, Role::Text);
+        cell(&mut spans, &c.tool, plan.tool_w, Role::Dim);
+        // The state with its source when both fit, else the state's word alone: never a
+        // source cut to a letter.
+        let state = if c.state_full.width() <= plan.state_w {
+            &c.state_full
+        } else {
+            &c.state_word
+        };
+        cell(&mut spans, state, plan.state_w, state_role(r.state()));
+        let (gate, gate_role) = match &c.gate {
+            Some(g) if plan.long_gate => (g.long.as_str(), g.role),
+            Some(g) => (g.short.as_str(), g.role),
+            None => ("", Role::Dim),
+        };
+        cell(&mut spans, gate, plan.gate_w, gate_role);
+        cell(&mut spans, &c.age, plan.age_w, Role::Dim);
+        if plan.demo_w > 0 {
+            spans.push(Span::styled(
+                pad(if r.demo { "demo" } else { "" }, plan.demo_w),
+                st(Role::Demo),
+            ));
         }
-        if age_w > 0 {
-            spans.push(Span::styled(pad(&age, age_w), st(Role::Dim)));
-            spans.push(Span::styled(" ", base));
-        }
-        spans.push(Span::styled(
-            pad(if r.demo { "demo" } else { "" }, demo_w),
-            st(Role::Demo),
-        ));
         // Fill the row so the selection covers it.
         for x in inner.x..inner.x + inner.width {
             buf[(x, y)].set_style(base);
         }
         buf.set_line(inner.x, y, &Line::from(spans), inner.width);
+    }
+}
+
+/// What one run shows in each column, sanitised.
+struct Cells {
+    name: String,
+    /// The width of the name alone, without a worktree run's branch.
+    name_core_w: usize,
+    tool: String,
+    ref_w: usize,
+    /// `running`.
+    state_word: String,
+    /// `running · output 2s ago`.
+    state_full: String,
+    gate: Option<GateCell>,
+    age: String,
+    demo: bool,
+    pinned: bool,
+    hidden: bool,
+    done: bool,
+}
+
+struct GateCell {
+    long: String,
+    short: String,
+    role: Role,
+}
+
+fn cells(app: &App, r: &RunView) -> Cells {
+    let now = app.now;
+    let (state, source) = r.state_source(now);
+    let state_full = if source.is_empty() {
+        state.clone()
+    } else {
+        format!("{state} · {source}")
+    };
+    let name = r.name.as_deref().unwrap_or("");
+    let name_core_w = text::one_line(name, usize::MAX).width();
+    // A worktree run's branch follows its name (sanitised with it).
+    let name = match r.worktree_branch.as_deref() {
+        Some(b) if name.is_empty() => format!("⎇ {b}"),
+        Some(b) => format!("{name} ⎇ {b}"),
+        None => name.to_string(),
+    };
+    let gate = match app.run_gate(&r.run_ref) {
+        None if r.worktree_branch.is_some() => Some(("unbound", "unbound", Role::Dim)),
+        None => None,
+        Some(Ok(None)) => Some(("…", "…", Role::Dim)),
+        Some(Ok(Some(g))) => Some((g.label(), g.short(), gate_role(g))),
+        Some(Err(_)) => Some(("?", "?", Role::Error)),
+    }
+    .map(|(long, short, role)| GateCell {
+        long: long.to_string(),
+        short: short.to_string(),
+        role,
+    });
+    Cells {
+        name: text::one_line(&name, usize::MAX),
+        name_core_w,
+        tool: text::one_line(&tool_label(r), usize::MAX),
+        ref_w: text::one_line(&r.run_ref, usize::MAX).width(),
+        state_word: state,
+        state_full,
+        gate,
+        age: instant(&r.created_at)
+            .map(|t| ago(now, t))
+            .unwrap_or_default(),
+        demo: r.demo,
+        pinned: r.pinned,
+        hidden: r.is_snoozed(now) || r.is_archived(),
+        done: r.done,
+    }
+}
+
+/// Which mark slots the marks column has: the selection's always, the others only when a
+/// listed run uses them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Marks {
+    pin: bool,
+    hidden: bool,
+    done: bool,
+}
+
+impl Marks {
+    /// The column's width, its trailing space included.
+    fn len(self) -> usize {
+        2 + usize::from(self.pin) + usize::from(self.hidden) + usize::from(self.done)
+    }
+}
+
+/// The columns' widths for one list (0: not drawn).
+#[derive(Debug, Clone, Copy, Default)]
+struct Plan {
+    marks: Marks,
+    ref_w: usize,
+    name_w: usize,
+    tool_w: usize,
+    state_w: usize,
+    gate_w: usize,
+    long_gate: bool,
+    age_w: usize,
+    demo_w: usize,
+}
+
+/// The narrowest widths worth drawing.
+struct Mins {
+    /// The widest state word (`running`).
+    state: usize,
+    /// The widest short gate word (`awaiting`).
+    gate: usize,
+    /// The widest name without its branch, up to [`NAME_FIRST`].
+    name_core: usize,
+    /// The tool column before it grows (`opencode`).
+    tool: usize,
+}
+
+/// How wide the names grow before the other columns have their room: one very long name
+/// does not take the age and the states' sources from every row.
+const NAME_FIRST: usize = 32;
+
+/// The widest of `f` over the cells.
+fn widest(cells: &[Cells], f: impl Fn(&Cells) -> usize) -> usize {
+    cells.iter().map(f).max().unwrap_or(0)
+}
+
+impl Plan {
+    /// The natural widths: what each column needs to show every listed run in full. A
+    /// column no run has a value for is absent.
+    fn natural(cells: &[Cells]) -> (Plan, Mins) {
+        let any = |f: fn(&Cells) -> bool| cells.iter().any(f);
+        let header = |w: usize, title: &str| if w == 0 { 0 } else { w.max(title.len()) };
+        let marks = Marks {
+            pin: any(|c| c.pinned),
+            hidden: any(|c| c.hidden),
+            done: any(|c| c.done),
+        };
+        let gate_short = widest(cells, |c| c.gate.as_ref().map_or(0, |g| g.short.width()));
+        let gate_long = widest(cells, |c| c.gate.as_ref().map_or(0, |g| g.long.width()));
+        let plan = Plan {
+            marks,
+            ref_w: header(widest(cells, |c| c.ref_w), "REF").min(14),
+            name_w: header(widest(cells, |c| c.name.width()), "NAME"),
+            tool_w: header(widest(cells, |c| c.tool.width()), "TOOL").min(16),
+            state_w: header(widest(cells, |c| c.state_full.width()), "STATE"),
+            gate_w: header(gate_long, "GATE"),
+            long_gate: true,
+            age_w: header(widest(cells, |c| c.age.width()), "AGE"),
+            demo_w: if any(|c| c.demo) { 4 } else { 0 },
+        };
+        let mins = Mins {
+            state: header(widest(cells, |c| c.state_word.width()), "STATE"),
+            gate: header(gate_short, "GATE"),
+            name_core: widest(cells, |c| c.name_core_w).min(NAME_FIRST),
+            tool: plan.tool_w.min(8),
+        };
+        (plan, mins)
+    }
+
+    /// The width of the drawn row (each drawn column and its separator).
+    fn total(&self) -> usize {
+        let col = |w: usize| if w == 0 { 0 } else { w + 1 };
+        self.marks.len()
+            + col(self.ref_w)
+            + col(self.name_w)
+            + col(self.tool_w)
+            + col(self.state_w)
+            + col(self.gate_w)
+            + col(self.age_w)
+            + self.demo_w
+    }
+
+    /// The widths for a list `width` columns wide. The ref, the tool (8 columns), the
+    /// state's word, the gate's short word and `demo` first; what is left grows the names
+    /// (up to [`NAME_FIRST`] columns), then shows the age, then the states' sources, then
+    /// the tool's profile, then a worktree run's branch and the longest names, then the
+    /// gate's long words; anything more is left blank at the end of the row.
+    fn new(cells: &[Cells], width: usize) -> Plan {
+        let (full, mins) = Plan::natural(cells);
+        let mut p = Plan {
+            tool_w: mins.tool,
+            state_w: mins.state,
+            gate_w: mins.gate,
+            long_gate: false,
+            age_w: 0,
+            name_w: 0,
+            ..full
+        };
+        let name_sep = usize::from(full.name_w > 0);
+        // On a very narrow list the name keeps a few columns: the tool is cut first, then
+        // the gate (the Gate view has it) gives way.
+        let name_min = mins.name_core.min(8);
+        if p.total() + name_sep + name_min > width {
+            p.tool_w = p.tool_w.min(4);
+        }
+        if p.total() + name_sep + name_min > width {
+            p.gate_w = 0;
+        }
+        let mut left = width.saturating_sub(p.total() + name_sep);
+        let grow = |cur: &mut usize, want: usize, left: &mut usize| {
+            let add = want.saturating_sub(*cur).min(*left);
+            *cur += add;
+            *left -= add;
+        };
+        // The names first, to their full width.
+        grow(&mut p.name_w, mins.name_core, &mut left);
+        // The age, whole or not at all.
+        if full.age_w > 0 && left > full.age_w {
+            p.age_w = full.age_w;
+            left -= full.age_w + 1;
+        }
+        // The state's source: every row's, or the rows' whose state and source fit.
+        let fits = cells
+            .iter()
+            .map(|c| c.state_full.width())
+            .filter(|&n| n <= p.state_w + left)
+            .max()
+            .unwrap_or(0);
+        grow(&mut p.state_w, fits, &mut left);
+        // A profile's name after its tool's.
+        grow(&mut p.tool_w, full.tool_w, &mut left);
+        // A worktree run's branch after its name, and the longest names.
+        grow(&mut p.name_w, full.name_w, &mut left);
+        if p.gate_w > 0 && full.gate_w > p.gate_w && left >= full.gate_w - p.gate_w {
+            p.gate_w = full.gate_w;
+            p.long_gate = true;
+        } else if p.gate_w == full.gate_w {
+            p.long_gate = true;
+        }
+        // What is left stays blank at the end of the row: the columns stay next to the
+        // names they describe.
+        p
     }
 }
 

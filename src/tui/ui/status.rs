@@ -129,6 +129,35 @@ fn short(a: Action) -> &'static str {
     }
 }
 
+/// A message's rows at `width` columns: a space, then the text wrapped at spaces, one
+/// column kept free on the right.
+fn message_lines(msg: &str, width: u16) -> Vec<String> {
+    super::wrap(msg, usize::from(width.saturating_sub(2)), 0)
+}
+
+/// Where the status line draws: its one row, or for a message longer than the width the
+/// rows the message needs and a rule above them, growing upward over the panes (at most
+/// half of `screen`'s height). The panes keep their size: the live terminal is not resized by a message.
+pub fn message_area(app: &App, status: Rect, screen: Rect) -> Rect {
+    let Some(s) = app.status.as_ref().filter(|_| !app.mode.is_attach()) else {
+        return status;
+    };
+    if status.is_empty() {
+        return status;
+    }
+    let want = message_lines(&s.text, status.width).len();
+    // A message of more than one row has a rule above it, between it and the panes.
+    let want = if want > 1 { want + 1 } else { want };
+    let most = usize::from((screen.height / 2).max(1));
+    let n = u16::try_from(want.clamp(1, most)).unwrap_or(1);
+    let top = (status.y + 1).saturating_sub(n).max(screen.y);
+    Rect {
+        y: top,
+        height: status.y + 1 - top,
+        ..status
+    }
+}
+
 pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     if area.is_empty() {
         return;
@@ -159,13 +188,35 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
             Tone::Success => Role::Success,
             Tone::Error => Role::Error,
         };
-        let t = text::one_line(&s.text, w.saturating_sub(1));
-        buf.set_line(
-            area.x,
-            area.y,
-            &Line::from(vec![Span::raw(" "), span(app, role, t)]),
-            area.width,
-        );
+        // Every row of the message, wrapped; `area` has the rows it needs (see
+        // [`message_area`]), so nothing is cut unless the screen is too short for it.
+        let lines = message_lines(&s.text, area.width);
+        let mut area = area;
+        if area.height > 1 {
+            let rule = "─".repeat(usize::from(area.width));
+            buf.set_stringn(area.x, area.y, rule, w, app.theme.style(Role::Border));
+            area.y += 1;
+            area.height -= 1;
+        }
+        let n = usize::from(area.height);
+        for (k, l) in lines.iter().take(n).enumerate() {
+            let y = area.y + k as u16;
+            for x in area.x..area.x + area.width {
+                buf[(x, y)].set_symbol(" ");
+                buf[(x, y)].set_style(app.theme.style(Role::StatusBar));
+            }
+            let l = if k + 1 == n && lines.len() > n {
+                text::one_line(&format!("{l}…"), w.saturating_sub(1))
+            } else {
+                l.clone()
+            };
+            buf.set_line(
+                area.x,
+                y,
+                &Line::from(vec![Span::raw(" "), span(app, role, l)]),
+                area.width,
+            );
+        }
         return;
     }
     let contexts: Vec<Context> = app.contexts();
