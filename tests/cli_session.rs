@@ -1125,3 +1125,56 @@ fn a_ledger_writer_listening_elsewhere_is_named_and_no_second_server_starts() {
     assert!(!h.path().join("state/server.log").exists(), "{err}");
     drop(ledger);
 }
+
+/// A `claude` that starts as interactive tools do: it draws a banner, switches its terminal
+/// to raw mode with TCSAFLUSH (which discards keys typed before it was up), draws its
+/// prompt, then reads keys until Enter, twice.
+fn raw_mode_claude(dir: &Path) {
+    let script = r"#!/usr/bin/python3
+import os, termios, tty
+os.write(1, b'Raw Claude v1\r\n')
+tty.setraw(0, termios.TCSAFLUSH)
+for turn in (1, 2):
+    os.write(1, b'> ')
+    line = b''
+    while True:
+        c = os.read(0, 1)
+        if not c or c == b'\r':
+            break
+        line += c
+    os.write(1, b'turn %d: %s\r\n' % (turn, line))
+";
+    let p = dir.join("claude");
+    std::fs::write(&p, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_pty_runs_first_prompt_is_typed_once_the_tool_is_up_then_submitted() {
+    let mut e = Env::new();
+    let tool = tempfile::tempdir().unwrap();
+    raw_mode_claude(tool.path());
+    e.path_var = format!("{}:{}", tool.path().display(), e.path_var);
+    let v = e.json(&[
+        "session",
+        "start",
+        "--json",
+        "--tool",
+        "claude",
+        "--transport",
+        "pty",
+        "--",
+        "fix",
+        "the",
+        "lexer",
+    ]);
+    let run = v["ref"].as_str().unwrap().to_string();
+    // Typed after the tool switched to raw mode (not discarded), then Enter: one turn.
+    let out = e.tail_until(&run, "turn 1:");
+    assert!(out.contains("turn 1: fix the lexer"), "{out:?}");
+    // What is typed next is a turn of its own, not joined onto the first.
+    e.ok(&["session", "input", &run, "and the parser"]);
+    let out = e.tail_until(&run, "turn 2:");
+    assert!(out.contains("turn 2: and the parser"), "{out:?}");
+}

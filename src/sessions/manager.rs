@@ -248,6 +248,13 @@ pub enum Containment {
 /// How often the keeper scans each run's processes (attribution, adopted zombies).
 const KEEP_INTERVAL: Duration = Duration::from_millis(200);
 
+/// How long a PTY run's first prompt waits for the tool's first output before it is typed
+/// anyway (the keys then wait in the terminal's input queue).
+const FIRST_PROMPT_WAIT: Duration = Duration::from_secs(10);
+/// How long the tool's output must pause, after its first output, before the first prompt
+/// is typed: a tool drawing its screen writes a burst, then waits for keys.
+const FIRST_PROMPT_QUIET: Duration = Duration::from_millis(200);
+
 /// The manager; shared by every request as `Arc<Sessions>`.
 pub struct Sessions {
     home: Home,
@@ -1051,16 +1058,80 @@ impl Sessions {
             return Ok(self.view(&inner, &run_ref, None));
         }
         if let Some(prompt) = req.prompt.filter(|p| !p.is_empty()) {
-            self.input_locked(
-                &mut inner,
-                &run_ref,
-                &InputRequest {
-                    text: Some(prompt),
-                    ..Default::default()
-                },
-            )?;
+            let now = match transport {
+                Transport::Pty => self.type_first_prompt(&inner, &run_ref, prompt),
+                Transport::Pipe => Some(prompt),
+            };
+            if let Some(text) = now {
+                self.input_locked(
+                    &mut inner,
+                    &run_ref,
+                    &InputRequest {
+                        text: Some(text),
+                        ..Default::default()
+                    },
+                )?;
+            }
         }
         Ok(self.view(&inner, &run_ref, None))
+    }
+
+    /// A PTY run's first prompt is typed as a person would: once the tool has written its
+    /// first output and paused ([`FIRST_PROMPT_QUIET`]; at most [`FIRST_PROMPT_WAIT`] after
+    /// the spawn: a tool that switches its terminal to raw mode may discard keys typed
+    /// earlier),
+    /// the text, then Enter as a key of its own, so that the tool takes it as a submitted
+    /// turn and not as text pasted ahead of its prompt. A run that ends first gets nothing.
+    /// Returns what to type at once instead, when no thread can wait.
+    fn type_first_prompt(
+        self: &Arc<Self>,
+        inner: &Inner,
+        run_ref: &str,
+        prompt: String,
+    ) -> Option<String> {
+        let ring = inner.live.get(run_ref).map(|l| l.run.ring().clone())?;
+        let text = prompt.trim_end_matches(['\r', '\n']).to_string();
+        let prompt_now = format!("{text}\r");
+        let me = Arc::clone(self);
+        let run = run_ref.to_string();
+        let spawned = std::thread::Builder::new()
+            .name(format!("first-prompt-{run}"))
+            .spawn(move || {
+                // Up: it has drawn something, and then gone quiet (waiting for keys).
+                let deadline = std::time::Instant::now() + FIRST_PROMPT_WAIT;
+                ring.wait_readable(1, FIRST_PROMPT_WAIT);
+                loop {
+                    let next = ring.status().next_seq;
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if ring.ended().is_some()
+                        || left.is_zero()
+                        || !ring.wait_readable(next, FIRST_PROMPT_QUIET.min(left))
+                    {
+                        break;
+                    }
+                }
+                if ring.ended().is_some() {
+                    return;
+                }
+                for (i, keys) in [text, "\r".to_string()].into_iter().enumerate() {
+                    if i == 1 {
+                        // The tool reads the text before the key that submits it.
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    let typed = me.input(
+                        &run,
+                        &InputRequest {
+                            text: Some(keys),
+                            ..Default::default()
+                        },
+                    );
+                    if typed.is_err() {
+                        return; // the run is no longer live: nothing waits for the prompt
+                    }
+                }
+            });
+        // No thread to wait with: type it now (the keys wait in the input queue).
+        spawned.err().map(|_| prompt_now)
     }
 
     /// The next run ref, taken now (refs are never reused once recorded).

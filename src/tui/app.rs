@@ -132,24 +132,9 @@ pub enum PromptFor {
     Rename(String),
     SendInput(String),
     Snooze(String),
-    /// A new session; for a PTY session, the first prompt the cockpit types into its
-    /// terminal once the tool is up (see [`FirstPrompt`]).
-    NewSession(Option<String>),
-}
-
-/// The first prompt of a PTY session the cockpit started. A terminal program takes a turn as
-/// typed keys ending with Enter, and only once it reads its keys: the prompt is typed when
-/// the run has written its first output (the tool drew its screen), then Enter (`\r`, the key
-/// every interactive form submits with) as a key of its own, so that a tool that reads a burst
-/// of keys as a paste still sees the Enter that submits it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FirstPrompt {
-    pub run: String,
-    pub text: String,
-    /// The text was sent; Enter follows.
-    pub typing: bool,
-    /// The run was in a list already (one without it since means it was deleted).
-    pub seen: bool,
+    /// A new session; whether it has a first prompt (on a PTY session the server types it
+    /// once the tool is up, then Enter).
+    NewSession(bool),
 }
 
 /// A dialog over the cockpit.
@@ -260,21 +245,9 @@ pub enum AttachFrom {
 /// Why a request was made: where its answer goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallTag {
-    Action {
-        action: Action,
-        run: String,
-    },
+    Action { action: Action, run: String },
     Prompt(PromptFor),
-    Resize {
-        run: String,
-        rows: u16,
-        cols: u16,
-    },
-    /// A PTY session's first prompt: its text, then (`enter`) the Enter that submits it.
-    FirstPrompt {
-        run: String,
-        enter: bool,
-    },
+    Resize { run: String, rows: u16, cols: u16 },
 }
 
 /// A request to the server.
@@ -448,8 +421,6 @@ pub struct App {
     pub demo_key_offer: bool,
     last_watch: Option<ViewWatch>,
 
-    /// First prompts waiting for their PTY session's tool to be up.
-    pub first_prompts: Vec<FirstPrompt>,
     /// The terminal draws ASCII only (`TERM=linux`, `vt…`): every frame goes through
     /// [`super::term::asciify`].
     pub ascii: bool,
@@ -520,7 +491,6 @@ impl App {
             key_path: None,
             demo_key_offer: false,
             last_watch: None,
-            first_prompts: Vec::new(),
             ascii: false,
             test_panic_key: None,
             now: Utc::now(),
@@ -1085,7 +1055,6 @@ impl App {
                 self.total = page.total;
                 self.counts = page.counts;
                 self.replace_runs(page.items);
-                self.first_prompts_due();
             }
             Msg::Runs(Err(e)) => {
                 self.server_error = Some(text::one_line(&e, 300));
@@ -1253,9 +1222,6 @@ impl App {
             LiveEvent::NotLive(state) => slot.state = LiveState::NotLive(state),
             LiveEvent::Error(e) => slot.state = LiveState::Error(text::one_line(&e, 300)),
         }
-        if !self.first_prompts.is_empty() {
-            self.first_prompts_due();
-        }
         if self.mode.is_attach()
             && !matches!(
                 self.live.as_ref().map(|s| &s.state),
@@ -1265,60 +1231,6 @@ impl App {
             self.mode = Mode::Normal;
             self.info("the session ended: back to the cockpit");
         }
-    }
-
-    /// Types the first prompts whose tool is up: the run wrote output (the list says so, or
-    /// the live pane holds some). A run that ended first drops its prompt, with a message.
-    fn first_prompts_due(&mut self) {
-        let mut due = Vec::new();
-        let mut ended = Vec::new();
-        let runs = &self.runs;
-        self.first_prompts.retain(|p| {
-            let listed = runs.iter().any(|r| r.run_ref == p.run);
-            listed || !p.seen
-        });
-        for p in &mut self.first_prompts {
-            p.seen |= runs.iter().any(|r| r.run_ref == p.run);
-        }
-        for p in self.first_prompts.iter().filter(|p| !p.typing) {
-            let Some(r) = self.runs.iter().find(|r| r.run_ref == p.run) else {
-                continue;
-            };
-            let wrote = r.output.as_ref().is_some_and(|o| o.bytes > 0)
-                || self
-                    .live
-                    .as_ref()
-                    .is_some_and(|s| s.run == p.run && s.buf.seq() > 0);
-            if !r.state().is_live() {
-                ended.push((p.run.clone(), r.state.clone()));
-            } else if wrote {
-                due.push((p.run.clone(), p.text.clone()));
-            }
-        }
-        for (run, state) in ended {
-            self.first_prompts.retain(|p| p.run != run);
-            self.error(format!(
-                "{run} is {state} before its first prompt could be typed"
-            ));
-        }
-        for (run, text) in due {
-            if let Some(p) = self.first_prompts.iter_mut().find(|p| p.run == run) {
-                p.typing = true;
-            }
-            self.type_first_prompt(&run, &text, false);
-        }
-    }
-
-    fn type_first_prompt(&mut self, run: &str, text: &str, enter: bool) {
-        self.push(Effect::Call(Call {
-            tag: CallTag::FirstPrompt {
-                run: run.to_string(),
-                enter,
-            },
-            method: Method::POST,
-            path: format!("{RUNS}/runs/{run}/input"),
-            body: Some(json!({ "text": text })),
-        }));
     }
 
     fn on_call_done(&mut self, tag: CallTag, result: Result<Value, String>) {
@@ -1341,24 +1253,6 @@ impl App {
                 }
                 Err(e) => self.error(format!("resizing {run} to {cols}×{rows}: {e}")),
             },
-            CallTag::FirstPrompt { run, enter } => {
-                let at = self.first_prompts.iter().position(|p| p.run == run);
-                match (result, enter) {
-                    (Ok(_), false) => self.type_first_prompt(&run, "\r", true),
-                    (Ok(_), true) => {
-                        if let Some(i) = at {
-                            self.first_prompts.remove(i);
-                        }
-                        self.success(format!("sent the first prompt to {run}"));
-                    }
-                    (Err(e), _) => {
-                        if let Some(i) = at {
-                            self.first_prompts.remove(i);
-                        }
-                        self.error(format!("typing the first prompt into {run} failed: {e}"));
-                    }
-                }
-            }
             CallTag::Action { action, run } => {
                 match result {
                     Ok(v) => self.success(done_message(action, &run, &v)),
@@ -1392,21 +1286,13 @@ impl App {
                                 let r = v["ref"].as_str().unwrap_or("?").to_string();
                                 self.selected = Some(r.clone());
                                 self.chosen = Some(r.clone());
-                                match first {
-                                    Some(t) if v["ref"].is_string() => {
-                                        self.first_prompts.push(FirstPrompt {
-                                            run: r.clone(),
-                                            text: t.clone(),
-                                            typing: false,
-                                            seen: false,
-                                        });
-                                        format!(
-                                            "started {}; its first prompt is typed once the tool \
-                                             is up",
-                                            text::one_line(&r, 20)
-                                        )
-                                    }
-                                    _ => format!("started {}", text::one_line(&r, 20)),
+                                if *first {
+                                    format!(
+                                        "started {}; its first prompt is typed once the tool is up",
+                                        text::one_line(&r, 20)
+                                    )
+                                } else {
+                                    format!("started {}", text::one_line(&r, 20))
                                 }
                             }
                         };
@@ -1708,14 +1594,11 @@ impl App {
                             body["path"] = json!(p);
                         }
                         let pty = ns.transport == crate::providers::Transport::Pty;
-                        // A pipe session's first prompt is a turn of its protocol, sent by
-                        // the server; a PTY session's is typed by the cockpit once its tool
-                        // is up (see `FirstPrompt`).
-                        let mut first = None;
-                        match ns.prompt {
-                            Some(p) if pty => first = Some(p),
-                            Some(p) => body["prompt"] = json!(p),
-                            None => {}
+                        // On a PTY session the server types it once the tool is up, then
+                        // Enter; on a pipe session it is the protocol's first turn.
+                        let first = ns.prompt.is_some();
+                        if let Some(p) = ns.prompt {
+                            body["prompt"] = json!(p);
                         }
                         if pty {
                             let (r, c) = self.pane_size();

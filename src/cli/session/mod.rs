@@ -116,8 +116,9 @@ pub struct RefArgs {
 /// The run is a PTY run (the tool's interactive terminal form, for `attach` and the
 /// cockpit) unless --transport pipe asks for the tool's stdio protocol.
 ///
-/// Words after `--` are the first prompt: a first turn on a pipe run; on a PTY run they are
-/// typed, followed by Enter.
+/// Words after `--` are the first prompt: a first turn on a pipe run; on a PTY run the
+/// server types them once the tool has written its first output, then Enter, as a person
+/// would.
 ///
 /// With --worktree the tool works in a new git worktree on a new branch
 /// (proctor/<run-ref>) of the workspace's repository, under the home's worktrees folder:
@@ -557,11 +558,8 @@ fn start_with(c: &Client, a: StartArgs, mut body: Value, pty: bool) -> anyhow::R
         body["name"] = json!(n);
     }
     if !a.prompt.is_empty() {
-        let mut prompt = a.prompt.join(" ");
-        if pty {
-            prompt.push('\r'); // Enter, as a terminal sends it
-        }
-        body["prompt"] = json!(prompt);
+        // On a PTY run the server types it once the tool is up, then Enter.
+        body["prompt"] = json!(a.prompt.join(" "));
     }
     if pty && let Some((rows, cols)) = terminal_size() {
         body["rows"] = json!(rows);

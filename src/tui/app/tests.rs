@@ -403,111 +403,33 @@ fn start_session(app: &mut App, toggles: usize, prompt: &str) -> Call {
 }
 
 #[test]
-fn a_pty_sessions_first_prompt_is_typed_then_submitted_once_the_tool_is_up() {
+fn a_sessions_first_prompt_and_path_go_with_the_start_for_the_server() {
+    // PTY: the server types it once the tool is up, then Enter (tested in
+    // tests/cli_session.rs against a tool that discards keys typed before it is up).
     let mut app = app_with(six());
+    app.client_path = Some("/opt/new/bin:/usr/bin".into());
     let call = start_session(&mut app, 0, "fix the parser");
     let body = call.body.clone().unwrap();
     assert_eq!(body["transport"], "pty", "{body}");
-    // Not typed by the server at the spawn (no Enter, before the tool reads keys).
-    assert!(body.get("prompt").is_none(), "{body}");
+    assert_eq!(body["prompt"], "fix the parser", "{body}");
+    // The cockpit's PATH goes with it: the server looks for the tool there.
+    assert_eq!(body["path"], "/opt/new/bin:/usr/bin", "{body}");
     app.on_msg(Msg::CallDone {
         tag: call.tag,
         result: Ok(json!({"ref": "run-0007", "state": "running"})),
     });
+    // The cockpit types nothing itself.
     assert!(calls(&mut app).is_empty());
-    // Listed, no output yet: nothing typed.
-    let mut runs = six();
-    runs.push(run("run-0007", 50, json!({"state": "starting"})));
-    app.on_msg(page(runs.clone()));
-    assert!(calls(&mut app).is_empty());
-    // The tool drew its screen: the text, then Enter as a key of its own.
-    runs[6] = run(
-        "run-0007",
-        50,
-        json!({"output": {"first_seq": 1, "next_seq": 3, "bytes": 120}}),
-    );
-    app.on_msg(page(runs.clone()));
-    let c = calls(&mut app);
-    assert_eq!(c.len(), 1, "{c:?}");
-    assert_eq!(c[0].path, format!("{RUNS}/runs/run-0007/input"));
-    assert_eq!(c[0].body, Some(json!({"text": "fix the parser"})));
-    // Polled again meanwhile: not typed twice.
-    app.on_msg(page(runs));
-    assert!(calls(&mut app).is_empty());
-    app.on_msg(Msg::CallDone {
-        tag: c[0].tag.clone(),
-        result: Ok(json!({})),
-    });
-    let c = calls(&mut app);
-    assert_eq!(c.len(), 1, "{c:?}");
-    assert_eq!(c[0].body, Some(json!({"text": "\r"})));
-    app.on_msg(Msg::CallDone {
-        tag: c[0].tag.clone(),
-        result: Ok(json!({})),
-    });
-    assert!(app.first_prompts.is_empty());
     assert!(
         app.status
             .as_ref()
             .unwrap()
             .text
-            .contains("sent the first prompt")
+            .contains("first prompt is typed once the tool is up")
     );
-}
-
-#[test]
-fn a_pipe_sessions_first_prompt_goes_with_the_start_and_an_ended_pty_run_drops_it() {
-    let mut app = app_with(six());
+    // Pipe: the protocol's first turn, the same field.
     let call = start_session(&mut app, 1, "one turn");
     let body = call.body.clone().unwrap();
     assert_eq!(body["transport"], "pipe", "{body}");
     assert_eq!(body["prompt"], "one turn", "{body}");
-    app.on_msg(Msg::CallDone {
-        tag: call.tag,
-        result: Ok(json!({"ref": "run-0008"})),
-    });
-    assert!(app.first_prompts.is_empty());
-    let call = start_session(&mut app, 0, "never typed");
-    app.on_msg(Msg::CallDone {
-        tag: call.tag,
-        result: Ok(json!({"ref": "run-0007"})),
-    });
-    let mut runs = six();
-    runs.push(run(
-        "run-0007",
-        50,
-        json!({"state": "failed", "exit_code": 1,
-        "output": {"first_seq": 1, "next_seq": 3, "bytes": 40}}),
-    ));
-    app.on_msg(page(runs));
-    assert!(calls(&mut app).is_empty());
-    assert!(app.first_prompts.is_empty());
-    assert!(
-        app.status
-            .as_ref()
-            .unwrap()
-            .text
-            .contains("before its first prompt")
-    );
-}
-
-#[test]
-fn a_first_prompt_of_a_run_deleted_before_its_tool_was_up_is_dropped() {
-    let mut app = app_with(six());
-    let call = start_session(&mut app, 0, "never typed");
-    app.on_msg(Msg::CallDone {
-        tag: call.tag,
-        result: Ok(json!({"ref": "run-0007"})),
-    });
-    // Not listed yet (the start raced the poll): kept.
-    app.on_msg(page(six()));
-    assert_eq!(app.first_prompts.len(), 1);
-    let mut runs = six();
-    runs.push(run("run-0007", 50, json!({"state": "starting"})));
-    app.on_msg(page(runs));
-    assert_eq!(app.first_prompts.len(), 1);
-    // Listed, then gone (deleted from another client): dropped, nothing typed.
-    app.on_msg(page(six()));
-    assert!(app.first_prompts.is_empty());
-    assert!(calls(&mut app).is_empty());
 }
