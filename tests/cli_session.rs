@@ -641,10 +641,7 @@ fn hostile_claude(dir: &Path, log: &Path) {
          done\n",
         log = sh_quote(log)
     );
-    let p = dir.join("claude");
-    std::fs::write(&p, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    install_claude(dir, &script);
 }
 
 /// What a terminal answers to the queries in `out` (the replies it would type into the
@@ -858,6 +855,44 @@ fn without_transport_the_cli_and_the_api_start_a_pty_run_and_help_says_so() {
     e.ok(&["session", "stop", &run]);
 }
 
+/// Writes `script` as an executable named `claude` in `dir`: a stand-in tool for one test,
+/// not the real one (nothing claims it is Claude Code).
+fn install_claude(dir: &Path, script: &str) {
+    let p = dir.join("claude");
+    std::fs::write(&p, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+impl Env {
+    /// Starts a PTY run of a `claude` that `install` writes into a folder put first on
+    /// this environment's PATH; returns the run's ref and the folder (kept while it lives).
+    fn start_stand_in(
+        &mut self,
+        install: fn(&Path),
+        prompt: &[&str],
+    ) -> (String, tempfile::TempDir) {
+        let tool = tempfile::tempdir().unwrap();
+        install(tool.path());
+        self.path_var = format!("{}:{}", tool.path().display(), self.path_var);
+        let mut args = vec![
+            "session",
+            "start",
+            "--json",
+            "--tool",
+            "claude",
+            "--transport",
+            "pty",
+        ];
+        if !prompt.is_empty() {
+            args.push("--");
+            args.extend_from_slice(prompt);
+        }
+        let v = self.json(&args);
+        (v["ref"].as_str().unwrap().to_string(), tool)
+    }
+}
+
 /// A `claude` that draws with cursor movements in its PTY, as interactive tools do: a gap
 /// made by "cursor forward", then a jump to row 5; it waits for one line, then exits 3.
 fn cursor_claude(dir: &Path) {
@@ -867,28 +902,13 @@ fn cursor_claude(dir: &Path) {
          read line\n\
          printf 'bye %s\\r\\n' \"$line\"\n\
          exit 3\n";
-    let p = dir.join("claude");
-    std::fs::write(&p, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    install_claude(dir, script);
 }
 
 #[test]
 fn a_pty_tail_shows_the_screen_as_lines_of_text() {
     let mut e = Env::new();
-    let tool = tempfile::tempdir().unwrap();
-    cursor_claude(tool.path());
-    e.path_var = format!("{}:{}", tool.path().display(), e.path_var);
-    let v = e.json(&[
-        "session",
-        "start",
-        "--json",
-        "--tool",
-        "claude",
-        "--transport",
-        "pty",
-    ]);
-    let run = v["ref"].as_str().unwrap().to_string();
+    let (run, _tool) = e.start_stand_in(cursor_claude, &[]);
     let out = e.tail_until(&run, "Code");
     // Words keep their spaces; lines end where the screen's rows end, blank rows included.
     let lines: Vec<&str> = out.lines().collect();
@@ -1044,19 +1064,7 @@ fn a_live_server_whose_socket_is_gone_is_named_with_its_pid_and_socket() {
 #[test]
 fn tail_follow_on_a_terminal_shows_the_live_screen_then_the_final_one_once() {
     let mut e = Env::new();
-    let tool = tempfile::tempdir().unwrap();
-    cursor_claude(tool.path());
-    e.path_var = format!("{}:{}", tool.path().display(), e.path_var);
-    let v = e.json(&[
-        "session",
-        "start",
-        "--json",
-        "--tool",
-        "claude",
-        "--transport",
-        "pty",
-    ]);
-    let run = v["ref"].as_str().unwrap().to_string();
+    let (run, _tool) = e.start_stand_in(cursor_claude, &[]);
     e.tail_until(&run, "Code");
     let mut t = common::pty::Term::proctor(e.h.path(), &["session", "tail", "--follow", &run]);
     // While the run is live, its screen is shown under a header, before anything is final.
@@ -1144,32 +1152,13 @@ for turn in (1, 2):
         line += c
     os.write(1, b'turn %d: %s\r\n' % (turn, line))
 ";
-    let p = dir.join("claude");
-    std::fs::write(&p, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    install_claude(dir, script);
 }
 
 #[test]
 fn a_pty_runs_first_prompt_is_typed_once_the_tool_is_up_then_submitted() {
     let mut e = Env::new();
-    let tool = tempfile::tempdir().unwrap();
-    raw_mode_claude(tool.path());
-    e.path_var = format!("{}:{}", tool.path().display(), e.path_var);
-    let v = e.json(&[
-        "session",
-        "start",
-        "--json",
-        "--tool",
-        "claude",
-        "--transport",
-        "pty",
-        "--",
-        "fix",
-        "the",
-        "lexer",
-    ]);
-    let run = v["ref"].as_str().unwrap().to_string();
+    let (run, _tool) = e.start_stand_in(raw_mode_claude, &["fix", "the", "lexer"]);
     // Typed after the tool switched to raw mode (not discarded), then Enter: one turn.
     let out = e.tail_until(&run, "turn 1:");
     assert!(out.contains("turn 1: fix the lexer"), "{out:?}");

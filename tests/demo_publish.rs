@@ -8,123 +8,24 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use common::pty::{Term, WAIT};
 use serde_json::Value;
-
-const WAIT: Duration = Duration::from_secs(90);
 const PASS: &str = "demo horse battery staple";
 
-/// `proctor --home HOME demo` in a PTY of ours, its screen read through vt100.
-struct Screen {
-    _master: Box<dyn MasterPty + Send>,
-    writer: Box<dyn Write + Send>,
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    screen: Arc<Mutex<vt100::Parser>>,
-    raw: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Screen {
-    fn demo(home: &Path, rows: u16, cols: u16) -> Screen {
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_proctor"));
-        cmd.arg("--home");
-        cmd.arg(home);
-        cmd.arg("demo");
-        cmd.env_remove("PROCTOR_HOME");
-        cmd.env_remove("PROCTOR_TOKEN");
-        cmd.env_remove("NO_COLOR");
-        cmd.env("TERM", "xterm-256color");
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let rows = std::num::NonZeroU16::new(rows).unwrap();
-        let cols = std::num::NonZeroU16::new(cols).unwrap();
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
-        let raw = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let (sink, raw_sink) = (screen.clone(), raw.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 65536];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        raw_sink.lock().unwrap().extend_from_slice(&buf[..n]);
-                        sink.lock().unwrap().process(&buf[..n]);
-                    }
-                }
-            }
-        });
-        let writer = pair.master.take_writer().unwrap();
-        Screen {
-            _master: pair.master,
-            writer,
-            child,
-            screen,
-            raw,
-        }
-    }
-
-    fn text(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
-    }
-
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let t = self.text();
-            if pred(&t) {
-                return t;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; the screen:\n{t}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Types like a person: one key at a time.
-    fn type_keys(&mut self, s: &str) {
-        for b in s.bytes() {
-            self.writer.write_all(&[b]).unwrap();
-            self.writer.flush().unwrap();
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    fn exit_code(&mut self) -> u32 {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                return st.exit_code();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the demo did not exit; screen:\n{}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Screen {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
+/// `proctor --home HOME demo` in a PTY of ours (its screen read through vt100).
+fn demo(home: &Path, rows: u16, cols: u16) -> Term {
+    Term::spawn_env(
+        env!("CARGO_BIN_EXE_proctor"),
+        &["--home", home.to_str().unwrap(), "demo"],
+        rows,
+        cols,
+        &[("TERM", "xterm-256color")],
+        &["NO_COLOR"],
+    )
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -175,9 +76,9 @@ fn get(url: &str) -> (u16, String) {
 #[test]
 fn the_demo_publishes_for_real_with_a_demo_key_and_the_demo_forge() {
     let h = common::TestHome::new();
-    let mut c = Screen::demo(h.path(), 40, 160);
+    let mut c = demo(h.path(), 40, 160);
     // The cockpit opens once the demo is set up (its intent proposed).
-    c.wait("the sessions list", |t| t.contains("run-0006"));
+    c.wait_screen("the sessions list", |t| t.contains("run-0006"));
     // The forge configuration names the demo forge and a credential file, not `false`.
     let cfg = std::fs::read_to_string(h.path().join("config/forge.toml")).unwrap();
     assert!(!cfg.contains("\"false\""), "{cfg}");
@@ -210,36 +111,36 @@ fn the_demo_publishes_for_real_with_a_demo_key_and_the_demo_forge() {
 
     // The intents view, P: the demo offers its throwaway key.
     c.type_keys("3");
-    c.wait("the intent", |t| t.contains("AWAITING_AUTHORITY"));
+    c.wait_screen("the intent", |t| t.contains("AWAITING_AUTHORITY"));
     c.type_keys("P");
-    c.wait("the demo key offer", |t| {
+    c.wait_screen("the demo key offer", |t| {
         t.contains("no publish key") && t.contains("Create the demo key?")
     });
     c.type_keys("\r");
-    c.wait("the new passphrase", |t| t.contains("New passphrase: ▏"));
+    c.wait_screen("the new passphrase", |t| t.contains("New passphrase: ▏"));
     c.type_keys(PASS);
-    let t = c.wait("masked", |t| t.contains("New passphrase: (hidden)▏"));
+    let t = c.wait_screen("masked", |t| t.contains("New passphrase: (hidden)▏"));
     assert!(!t.contains("horse"), "{t}");
     c.type_keys("\r");
-    c.wait("the second entry", |t| t.contains("Passphrase again: ▏"));
+    c.wait_screen("the second entry", |t| t.contains("Passphrase again: ▏"));
     c.type_keys(PASS);
     c.type_keys("\r");
     // The key is made and registered; the approval continues.
-    c.wait("the revision prompt", |t| {
+    c.wait_screen("the revision prompt", |t| {
         t.contains("Authorise publication int-0001") && t.contains("Revision: ▏")
     });
     assert!(h.path().join("config/keys/publish.p8").exists());
     c.type_keys(&rev);
-    c.wait("the typed revision", |t| {
+    c.wait_screen("the typed revision", |t| {
         t.contains(&format!("Revision: {rev}▏"))
     });
     c.type_keys("\r");
-    c.wait("the passphrase prompt", |t| {
+    c.wait_screen("the passphrase prompt", |t| {
         t.contains("Passphrase for the publish key: ▏")
     });
     c.type_keys(PASS);
     c.type_keys("\r");
-    let t = c.wait("the flow's end", |t| {
+    let t = c.wait_screen("the flow's end", |t| {
         t.contains("PUBLISHED") || t.contains("REFUSED (")
     });
     assert!(t.contains("PUBLISHED int-0001"), "{t}");
@@ -299,7 +200,7 @@ fn the_demo_publishes_for_real_with_a_demo_key_and_the_demo_forge() {
     );
 
     // Neither the forge token nor the passphrase ever reached the terminal.
-    let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+    let raw = c.text();
     assert!(
         !raw.contains(&token),
         "the forge token reached the terminal"
@@ -308,9 +209,9 @@ fn the_demo_publishes_for_real_with_a_demo_key_and_the_demo_forge() {
 
     // Closing the demo stops its server, and the demo forge with it.
     c.type_keys("\r");
-    c.wait("back in the list", |t| t.contains("Publication intents"));
+    c.wait_screen("back in the list", |t| t.contains("Publication intents"));
     c.type_keys("q");
-    assert_eq!(c.exit_code(), 0, "{}", c.text());
+    assert_eq!(c.exit_code(), 0, "{}", c.screen());
     let deadline = Instant::now() + WAIT;
     let port = base
         .trim_start_matches("http://127.0.0.1:")

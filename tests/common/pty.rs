@@ -19,12 +19,25 @@ pub struct Term {
     out: Arc<Mutex<Vec<u8>>>,
     /// Set by the reader at the end of the output (every slave side closed).
     eof: Arc<AtomicBool>,
+    size: (u16, u16),
 }
 
 impl Term {
     /// Starts `program args…` in a `rows`×`cols` terminal, without the caller's
     /// PROCTOR_HOME and PROCTOR_TOKEN.
     pub fn spawn(program: &str, args: &[&str], rows: u16, cols: u16) -> Term {
+        Term::spawn_env(program, args, rows, cols, &[], &[])
+    }
+
+    /// [`Term::spawn`], with `set` added to the environment and `unset` removed from it.
+    pub fn spawn_env(
+        program: &str,
+        args: &[&str],
+        rows: u16,
+        cols: u16,
+        set: &[(&str, &str)],
+        unset: &[&str],
+    ) -> Term {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -37,6 +50,12 @@ impl Term {
         cmd.args(args);
         cmd.env_remove("PROCTOR_HOME");
         cmd.env_remove("PROCTOR_TOKEN");
+        for v in unset {
+            cmd.env_remove(v);
+        }
+        for (k, v) in set {
+            cmd.env(k, v);
+        }
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let out = Arc::new(Mutex::new(Vec::new()));
@@ -60,6 +79,7 @@ impl Term {
             child,
             out,
             eof,
+            size: (rows, cols),
         }
     }
 
@@ -73,6 +93,32 @@ impl Term {
     /// Everything written so far, lossily decoded.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    /// What the terminal shows now: everything written so far, through a vt100 emulator of
+    /// the terminal's size.
+    pub fn screen(&self) -> String {
+        let rows = std::num::NonZeroU16::new(self.size.0).unwrap();
+        let cols = std::num::NonZeroU16::new(self.size.1).unwrap();
+        let mut p = vt100::Parser::new(rows, cols, 0);
+        p.process(&self.out.lock().unwrap());
+        p.screen().contents()
+    }
+
+    /// Waits until what the terminal shows satisfies `pred` (`what` names it on failure).
+    pub fn wait_screen(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let t = self.screen();
+            if pred(&t) {
+                return t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the screen:\n{t}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Waits until the output contains `needle`.
