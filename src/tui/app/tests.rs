@@ -1,7 +1,7 @@
 //! The cockpit's state without a terminal: what happens to the selection when a list
 //! shrinks under it, the filter, the stop dialog's words, the palette's count.
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::KeyCode;
 use serde_json::{Value, json};
 
 use super::*;
@@ -9,6 +9,7 @@ use crate::tui::data::{Counts, RunView, RunsPage};
 use crate::tui::evidence::{IntentView, ReceiptItem};
 use crate::tui::keymap::Keymap;
 use crate::tui::theme::Theme;
+use crate::tui::ui::tests::{ch, key};
 
 fn run(r#ref: &str, minute: u32, extra: Value) -> RunView {
     let mut v = json!({
@@ -49,19 +50,6 @@ fn app_with(runs: Vec<RunView>) -> App {
     app.now = crate::tui::data::instant("2026-11-30T12:00:00.000Z").unwrap();
     app.on_msg(page(runs));
     app
-}
-
-fn key(code: KeyCode) -> KeyEvent {
-    KeyEvent::new(code, KeyModifiers::NONE)
-}
-
-fn ch(c: char) -> KeyEvent {
-    let m = if c.is_uppercase() {
-        KeyModifiers::SHIFT
-    } else {
-        KeyModifiers::NONE
-    };
-    KeyEvent::new(KeyCode::Char(c), m)
 }
 
 fn shown(app: &App) -> Vec<String> {

@@ -24,16 +24,7 @@ fn now() -> DateTime<Utc> {
 }
 
 fn run(r#ref: &str, extra: Value) -> RunView {
-    let mut v = json!({
-        "ref": r#ref, "tool": "claude", "profile": "claude", "transport": "pty",
-        "workspace": "/home/op/src/app", "demo": true,
-        "created_at": "2026-11-30T11:58:00.000Z", "state": "running", "generation": 1,
-        "started_at": "2026-11-30T11:58:01.000Z", "pinned": false, "done": false,
-    });
-    for (k, x) in extra.as_object().unwrap() {
-        v[k] = x.clone();
-    }
-    serde_json::from_value(v).unwrap()
+    super::tests::run_at(r#ref, "11:58", extra)
 }
 
 /// The demo's six sessions, as `proctor demo` lists them (src/demo.rs), the worktree one

@@ -31,11 +31,18 @@ fn now() -> DateTime<Utc> {
 }
 
 fn run(r#ref: &str, extra: Value) -> RunView {
+    run_at(r#ref, "11:00", extra)
+}
+
+/// A running demo PTY run of claude created at `hh_mm` on the fixtures' day (started a
+/// second later), with `extra` fields over it.
+pub(crate) fn run_at(r#ref: &str, hh_mm: &str, extra: Value) -> RunView {
     let mut v = json!({
         "ref": r#ref, "tool": "claude", "profile": "claude", "transport": "pty",
         "workspace": "/home/op/src/app", "demo": true,
-        "created_at": "2026-11-30T11:00:00.000Z", "state": "running", "generation": 1,
-        "started_at": "2026-11-30T11:00:01.000Z", "pinned": false, "done": false,
+        "created_at": format!("2026-11-30T{hh_mm}:00.000Z"), "state": "running",
+        "generation": 1, "started_at": format!("2026-11-30T{hh_mm}:01.000Z"),
+        "pinned": false, "done": false,
     });
     for (k, x) in extra.as_object().unwrap() {
         v[k] = x.clone();
@@ -559,11 +566,12 @@ fn filter_times(s: &str) -> String {
     out
 }
 
-fn key(code: KeyCode) -> KeyEvent {
+pub(crate) fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
 
-fn ch(c: char) -> KeyEvent {
+/// A character key as a terminal sends it (an upper-case letter with Shift).
+pub(crate) fn ch(c: char) -> KeyEvent {
     let m = if c.is_uppercase() {
         KeyModifiers::SHIFT
     } else {
