@@ -217,16 +217,31 @@ pub fn authorisation_spent(home: &Home, identity: &str) -> Result<Option<u64>, G
 /// Evaluates the gate of `candidate_id` now: recomputes the candidate's identity and reads
 /// its workspace's approved policy (`workspaces::approved_policy`). Call it before any
 /// transition that relies on the candidate's evidence.
-pub fn evaluate(home: &Home, candidate_id: &str) -> Result<Gate, GateError> {
+/// `checks` is the server's record of the attempts in progress (the task node shows one).
+pub fn evaluate(
+    home: &Home,
+    candidate_id: &str,
+    checks: &checks::InProgress,
+) -> Result<Gate, GateError> {
     let lookup = |ws: &str| crate::workspaces::approved_policy(home, ws).map_err(|e| e.to_string());
-    evaluate_with(home, candidate_id, &lookup)
+    evaluate_in(home, candidate_id, &lookup, Some(checks))
 }
 
-/// Evaluates the gate of `candidate_id` now, reading the approved policy through `lookup`.
+/// Evaluates the gate of `candidate_id` now, reading the approved policy through `lookup`,
+/// with no attempt in progress.
 pub fn evaluate_with(
     home: &Home,
     candidate_id: &str,
     lookup: PolicyLookup<'_>,
+) -> Result<Gate, GateError> {
+    evaluate_in(home, candidate_id, lookup, None)
+}
+
+fn evaluate_in(
+    home: &Home,
+    candidate_id: &str,
+    lookup: PolicyLookup<'_>,
+    checks: Option<&checks::InProgress>,
 ) -> Result<Gate, GateError> {
     let cand = candidate::require(home, candidate_id)?;
     let currency = candidate::currency(&cand);
@@ -237,7 +252,8 @@ pub fn evaluate_with(
         None => None,
     };
     let all = store::list(home)?;
-    judge(home, &cand, &currency, policy, &all)
+    let running = checks.and_then(|c| c.running(&cand.id));
+    judge(home, &cand, &currency, policy, &all, running)
 }
 
 fn judge(
@@ -246,6 +262,7 @@ fn judge(
     currency: &Currency,
     policy: Option<(String, String, String)>,
     all: &[Entry],
+    running: Option<checks::Running>,
 ) -> Result<Gate, GateError> {
     let digest = cand.identity.digest.as_str();
     let current = matches!(currency, Currency::Current);
@@ -380,7 +397,6 @@ fn judge(
     let latest_stale = history.iter().rev().find(|h| !h.fresh);
 
     // Task.
-    let running = checks::running(home, &cand.id);
     let task = Node::new("task", "task", "run the policy's checks on these bytes");
     let task = if let Some(r) = &running {
         let elapsed = r.check_started.map(|t| t.elapsed().as_secs()).unwrap_or(0);

@@ -146,50 +146,51 @@ pub struct Running {
     pub bound_secs: u64,
 }
 
-fn in_progress() -> &'static Mutex<HashMap<String, Running>> {
-    static MAP: std::sync::OnceLock<Mutex<HashMap<String, Running>>> = std::sync::OnceLock::new();
-    MAP.get_or_init(|| Mutex::new(HashMap::new()))
+/// The attempts in progress on one home's candidates, by candidate id. The server owns one
+/// (in its state) and hands it to [`run`]; nothing process-wide, so two servers in one
+/// process never see or block each other's attempts.
+#[derive(Debug, Default)]
+pub struct InProgress {
+    map: Mutex<HashMap<String, Running>>,
 }
 
-/// The key of a candidate in the in-progress map (one process may serve several homes in
-/// tests).
-fn key(home: &Home, candidate: &str) -> String {
-    format!("{}\0{candidate}", home.data.display())
-}
+impl InProgress {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
-/// The attempt running on `candidate` in this process, if any.
-pub fn running(home: &Home, candidate: &str) -> Option<Running> {
-    in_progress()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&key(home, candidate))
-        .cloned()
+    /// The attempt running on `candidate`, if any.
+    pub fn running(&self, candidate: &str) -> Option<Running> {
+        self.map().get(candidate).cloned()
+    }
+
+    /// Holds `candidate`'s slot as an attempt does, until the guard is dropped (for tests
+    /// of the server's state).
+    #[cfg(test)]
+    pub(crate) fn hold(&self, candidate: &str) -> Result<impl Drop + '_, CheckError> {
+        Slot::take(self, candidate)
+    }
 }
 
 fn set_running(slot: &Slot, f: impl FnOnce(&mut Running)) {
-    if let Some(r) = in_progress()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_mut(&slot.0)
-    {
+    if let Some(r) = slot.0.map().get_mut(&slot.1) {
         f(r);
     }
 }
 
 /// Holds a candidate's slot while its checks run.
-struct Slot(String);
+struct Slot<'a>(&'a InProgress, String);
 
-impl Slot {
-    fn take(home: &Home, candidate: &str) -> Result<Slot, CheckError> {
-        let mut m = in_progress().lock().unwrap_or_else(|e| e.into_inner());
-        let k = key(home, candidate);
-        if m.contains_key(&k) {
+impl<'a> Slot<'a> {
+    fn take(checks: &'a InProgress, candidate: &str) -> Result<Slot<'a>, CheckError> {
+        let mut m = checks.map();
+        if m.contains_key(candidate) {
             return Err(CheckError::InProgress {
                 candidate: candidate.to_string(),
             });
         }
         m.insert(
-            k.clone(),
+            candidate.to_string(),
             Running {
                 evidence: String::new(),
                 started_at: crate::ledger::now_at(),
@@ -200,16 +201,13 @@ impl Slot {
                 bound_secs: 0,
             },
         );
-        Ok(Slot(k))
+        Ok(Slot(checks, candidate.to_string()))
     }
 }
 
-impl Drop for Slot {
+impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        in_progress()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.0);
+        self.0.map().remove(&self.1);
     }
 }
 
@@ -241,12 +239,13 @@ pub fn approved_policy(
 pub fn run(
     home: &Home,
     ledger: &Ledger,
+    checks: &InProgress,
     candidate_id: &str,
     checker: &Actor,
 ) -> Result<Entry, CheckError> {
     let cand = candidate::require(home, candidate_id)?;
     let policy = approved_policy(home, &cand)?;
-    run_with(home, ledger, candidate_id, policy, checker)
+    run_with(home, ledger, checks, candidate_id, policy, checker)
 }
 
 /// Runs the policy's checks on a candidate and records one evidence entry (with its
@@ -255,12 +254,13 @@ pub fn run(
 pub fn run_with(
     home: &Home,
     ledger: &Ledger,
+    checks: &InProgress,
     candidate_id: &str,
     policy: Option<ApprovedPolicy>,
     checker: &Actor,
 ) -> Result<Entry, CheckError> {
     let cand = candidate::require(home, candidate_id)?;
-    let slot = Slot::take(home, &cand.id)?;
+    let slot = Slot::take(checks, &cand.id)?;
     let policy = policy.ok_or_else(|| CheckError::PolicyNotApproved {
         candidate: cand.id.clone(),
         workspace: cand.workspace_ref.clone(),

@@ -23,6 +23,7 @@ fn check(f: &Fixture, cand: &str, text: &str) -> crate::evidence::store::Entry {
     checks::run_with(
         &f.home,
         &f.ledger,
+        &Default::default(),
         cand,
         Some(ApprovedPolicy {
             workspace: "ws-0001".into(),
@@ -90,6 +91,7 @@ fn v1_green_then_one_byte_then_v2_judged_afresh() {
     let e = checks::run_with(
         &f.home,
         &f.ledger,
+        &Default::default(),
         &v1.id,
         Some(ApprovedPolicy {
             workspace: "ws-0001".into(),

@@ -27,8 +27,12 @@ pub const MAX_TITLE_CHARS: usize = 256;
 /// The longest body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-/// Serialises id allocation and rewrites inside the server.
-static STORE: Mutex<()> = Mutex::new(());
+/// Serialises id allocation and rewrites of one home's intents. The server owns one (in its
+/// state); nothing process-wide, so two servers in one process never wait on each other.
+#[derive(Debug, Default)]
+pub struct Store {
+    lock: Mutex<()>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum IntentError {
@@ -256,8 +260,8 @@ pub fn list(home: &Home) -> Result<Vec<Intent>, IntentError> {
 }
 
 /// Stores a new intent under the next free id (its `id` field is set here).
-pub fn create(home: &Home, mut intent: Intent) -> Result<Intent, IntentError> {
-    let _guard = STORE.lock().map_err(|_| IntentError::Poisoned)?;
+pub fn create(store: &Store, home: &Home, mut intent: Intent) -> Result<Intent, IntentError> {
+    let _guard = store.lock.lock().map_err(|_| IntentError::Poisoned)?;
     let dir = intents_dir(home);
     files::ensure_private_dir(&dir)?;
     let next = list(home)?
@@ -273,11 +277,12 @@ pub fn create(home: &Home, mut intent: Intent) -> Result<Intent, IntentError> {
 
 /// Replaces a stored intent with `update(intent)`, under the store's lock.
 pub fn update(
+    store: &Store,
     home: &Home,
     id: &str,
     update: impl FnOnce(&mut Intent),
 ) -> Result<Intent, IntentError> {
-    let _guard = STORE.lock().map_err(|_| IntentError::Poisoned)?;
+    let _guard = store.lock.lock().map_err(|_| IntentError::Poisoned)?;
     let mut intent = load(home, id)?;
     update(&mut intent);
     write(home, &intent)?;

@@ -25,6 +25,7 @@ fn receipts_bind_every_digest_with_its_recipe_and_verify() {
     let e = checks::run_with(
         &f.home,
         &f.ledger,
+        &Default::default(),
         &c.id,
         Some(ApprovedPolicy {
             workspace: "ws-0001".into(),

@@ -214,8 +214,8 @@ async fn run_checks(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let (home, ledger, by) = (s.home.clone(), s.ledger.clone(), actor(&c));
-    let entry = blocking(move || checks::run(&home, &ledger, &id, &by)).await?;
+    let by = actor(&c);
+    let entry = blocking(move || checks::run(&s.home, &s.ledger, &s.checks, &id, &by)).await?;
     Ok((StatusCode::CREATED, axum::Json(entry)).into_response())
 }
 
@@ -225,7 +225,7 @@ async fn checks_progress(State(s): State<Arc<Shared>>, Path(id): Path<String>) -
     if !ev::valid_id(&id, "cand-") {
         return Err(bad_id(&id, "candidate", "cand-0001"));
     }
-    Ok(axum::Json(match checks::running(&s.home, &id) {
+    Ok(axum::Json(match s.checks.running(&id) {
         None => json!({"candidate": id, "running": false}),
         Some(r) => {
             let elapsed = r.check_started.map(|t| t.elapsed().as_secs()).unwrap_or(0);
@@ -246,8 +246,7 @@ async fn checks_progress(State(s): State<Arc<Shared>>, Path(id): Path<String>) -
 }
 
 async fn gate_of(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
-    let home = s.home.clone();
-    let g = blocking(move || gate::evaluate(&home, &id)).await?;
+    let g = blocking(move || gate::evaluate(&s.home, &id, &s.checks)).await?;
     Ok(axum::Json(g).into_response())
 }
 

@@ -97,6 +97,8 @@ pub struct Shared {
     pub me: crate::peer::ServerSelf,
     pub authority: authority_api::AuthorityState,
     pub publish: publish_api::PublishState,
+    /// The evidence checks in progress on this home's candidates.
+    pub checks: crate::evidence::checks::InProgress,
     shutdown: tokio::sync::Notify,
 }
 
@@ -226,6 +228,7 @@ pub fn run_foreground(
         me: crate::peer::ServerSelf::current(),
         authority: authority_api::AuthorityState::new(authority),
         publish: publish_api::PublishState::default(),
+        checks: Default::default(),
         shutdown: tokio::sync::Notify::new(),
     });
     shared.record(

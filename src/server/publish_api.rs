@@ -357,6 +357,7 @@ fn propose_blocking(
 
     let (state, causes, gate_view) = judge(s, &cand)?;
     let made = intent::create(
+        &s.publish.intents,
         home,
         Intent {
             format: intent::FORMAT.to_string(),
@@ -415,7 +416,7 @@ fn judge(
     s: &Shared,
     cand: &candidate::Candidate,
 ) -> Result<(IntentState, Vec<String>, Value), ApiError> {
-    let g = gate::evaluate(&s.home, &cand.id).map_err(internal)?;
+    let g = gate::evaluate(&s.home, &cand.id, &s.checks).map_err(internal)?;
     let mut causes = g.causes.clone();
     // `passed` means an authorisation for these bytes was spent before (an earlier intent,
     // perhaps one whose push failed); a new intent still needs its own authorisation.
@@ -475,6 +476,8 @@ pub struct PublishState {
     spending: Mutex<()>,
     /// Recent re-evaluations of awaiting intents.
     judged: Mutex<Judged>,
+    /// The lock of this home's intent files.
+    pub intents: intent::Store,
 }
 
 fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>, ApiError> {
@@ -1169,7 +1172,7 @@ fn spend_blocking(
         json!({"approval": id, "intent": it.id, "revision": it.revision,
                "outcome": outcome, "effects": effects, "error": error_json}),
     )?;
-    intent::update(&s.home, &it.id, |i| {
+    intent::update(&s.publish.intents, &s.home, &it.id, |i| {
         i.state = if outcome == Outcome::Published {
             IntentState::Published
         } else {

@@ -57,6 +57,7 @@ impl TestServer {
             me: crate::peer::ServerSelf::current(),
             authority: AuthorityState::new(authority),
             publish: super::publish_api::PublishState::default(),
+            checks: Default::default(),
             shutdown: tokio::sync::Notify::new(),
         });
         TestServer { dir, state }
@@ -144,5 +145,84 @@ pub(crate) fn caller(token_id: &str, principal: Principal) -> Caller {
         principal,
         token_principal: principal,
         peer: crate::peer::Peer::unknown(),
+    }
+}
+
+/// Two servers for two homes in one process share nothing: each one's intents, their lock
+/// and its evidence attempts in progress are its own.
+#[cfg(test)]
+mod two_servers {
+    use super::TestServer;
+    use crate::publish::intent;
+
+    fn an_intent() -> intent::Intent {
+        let id = "0".repeat(40);
+        serde_json::from_value(serde_json::json!({
+            "format": intent::FORMAT, "id": "", "created_at": crate::ledger::now_at(),
+            "proposed_by": "tok-person", "run": "run-0001",
+            "candidate": {"id": "cand-0001", "digest": "d", "recipe": "r", "base": id,
+                          "index_tree": id, "worktree_tree": id},
+            "repo": "/nonexistent", "worktree": "/nonexistent",
+            "remote": {"name": "origin", "url": "file:///nonexistent"},
+            "branch": "proctor/run-0001", "expected_tip": null, "title": "t", "body": "",
+            "commit": {"tree": id, "parent": id, "message": "t\n", "author_name": "A",
+                       "author_email": "a@example.org", "date": "1700000000 +0000"},
+            "revision": id,
+            "forge": {"api_base": "http://127.0.0.1:1", "owner": "o", "repo": "r", "base": "main"},
+            "state": "awaiting_authority", "causes": [], "gate": {},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn intents_made_in_one_are_neither_seen_nor_locked_by_the_other() {
+        let (a, b) = (TestServer::new(), TestServer::new());
+        let (sa, sb) = (&a.state, &b.state);
+        let made = intent::create(&sa.publish.intents, &sa.home, an_intent()).unwrap();
+        assert_eq!(made.id, "int-0001");
+        assert!(
+            intent::list(&sb.home).unwrap().is_empty(),
+            "B sees A's intent"
+        );
+        // While A's intent store is locked (inside its update), B creates and updates its
+        // own: B's store is not A's (with one process-wide lock this would never return).
+        intent::update(&sa.publish.intents, &sa.home, "int-0001", |i| {
+            let other = intent::create(&sb.publish.intents, &sb.home, an_intent()).unwrap();
+            assert_eq!(other.id, "int-0001", "B numbers its own intents");
+            intent::update(&sb.publish.intents, &sb.home, "int-0001", |j| {
+                j.title = "B's".into()
+            })
+            .unwrap();
+            i.title = "A's".into();
+        })
+        .unwrap();
+        assert_eq!(intent::load(&sa.home, "int-0001").unwrap().title, "A's");
+        assert_eq!(intent::load(&sb.home, "int-0001").unwrap().title, "B's");
+        assert_eq!(intent::list(&sa.home).unwrap().len(), 1);
+        assert_eq!(intent::list(&sb.home).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_evidence_attempt_in_one_neither_shows_in_nor_blocks_the_other() {
+        let (a, b) = (TestServer::new(), TestServer::new());
+        let (sa, sb) = (&a.state, &b.state);
+        let held = sa.checks.hold("cand-0001").unwrap();
+        assert!(sa.checks.running("cand-0001").is_some());
+        assert!(
+            sa.checks.hold("cand-0001").is_err(),
+            "A's second attempt waits for its first"
+        );
+        assert!(
+            sb.checks.running("cand-0001").is_none(),
+            "B sees A's attempt"
+        );
+        let other = sb
+            .checks
+            .hold("cand-0001")
+            .expect("B is blocked by A's attempt");
+        drop(held);
+        assert!(sa.checks.running("cand-0001").is_none());
+        assert!(sb.checks.running("cand-0001").is_some());
+        drop(other);
     }
 }

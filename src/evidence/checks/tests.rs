@@ -12,7 +12,16 @@ fn policy(text: &str) -> Option<ApprovedPolicy> {
 }
 
 fn run_policy(f: &Fixture, cand: &str, text: &str) -> Result<Entry, CheckError> {
-    run_with(&f.home, &f.ledger, cand, policy(text), &actor())
+    run_policy_in(f, &InProgress::default(), cand, text)
+}
+
+fn run_policy_in(
+    f: &Fixture,
+    checks: &InProgress,
+    cand: &str,
+    text: &str,
+) -> Result<Entry, CheckError> {
+    run_with(&f.home, &f.ledger, checks, cand, policy(text), &actor())
 }
 
 fn read(f: &Fixture, e: &Entry, out: &Output) -> Vec<u8> {
@@ -185,7 +194,15 @@ argv = ["sh", "-c", "sleep 300 & echo started"]
 fn refusals_policy_staleness_already_judged_and_concurrency() {
     let f = Fixture::new();
     let c = f.bind().unwrap();
-    let e = run_with(&f.home, &f.ledger, &c.id, None, &actor()).unwrap_err();
+    let e = run_with(
+        &f.home,
+        &f.ledger,
+        &Default::default(),
+        &c.id,
+        None,
+        &actor(),
+    )
+    .unwrap_err();
     assert_eq!(e.code(), "policy_not_approved");
     assert!(
         e.to_string().contains("proctor workspace approve-policy"),
@@ -205,9 +222,10 @@ fn refusals_policy_staleness_already_judged_and_concurrency() {
     assert_eq!(e.code(), "stale");
     assert!(e.to_string().starts_with("stale: bind again"), "{e}");
 
-    let _slot = Slot::take(&f.home, &c.id).unwrap();
+    let checks = InProgress::default();
+    let _slot = Slot::take(&checks, &c.id).unwrap();
     assert_eq!(
-        run_policy(&f, &c.id, text).unwrap_err().code(),
+        run_policy_in(&f, &checks, &c.id, text).unwrap_err().code(),
         "in_progress"
     );
     assert_eq!(store::for_candidate(&f.home, &c.id).unwrap().len(), 2);

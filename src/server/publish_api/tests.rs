@@ -111,7 +111,8 @@ impl World {
         std::fs::write(wt.join("a.txt"), "two\n").unwrap();
         std::fs::write(wt.join("b.txt"), "bee\n").unwrap();
         let cand = crate::candidate::bind(home, ledger, "run-0001", Some(&info), &actor()).unwrap();
-        let entry = crate::evidence::checks::run(home, ledger, &cand.id, &actor()).unwrap();
+        let entry = crate::evidence::checks::run(home, ledger, &s.state.checks, &cand.id, &actor())
+            .unwrap();
         assert!(entry.passed(), "{entry:?}");
 
         // The forge: configured, unreachable (the pull request fails after the push).
