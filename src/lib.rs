@@ -16,6 +16,7 @@ pub mod git;
 pub mod home;
 pub mod ledger;
 pub mod peer;
+pub mod process_group;
 pub mod providers;
 pub mod publish;
 pub mod receipts;

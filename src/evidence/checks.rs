@@ -761,25 +761,25 @@ fn run_check(
                     status = Some(st);
                     ended = now;
                     if process::group_has_live_members(pgid) {
-                        let _ = signal_group(pgid, libc::SIGKILL);
+                        let _ = crate::process_group::signal_group(pgid, libc::SIGKILL);
                         rec.stray_processes_killed = true;
                     }
                 }
                 Ok(None) => {
                     if term_at.is_none() && now >= deadline {
                         rec.timed_out = true;
-                        let _ = signal_group(pgid, libc::SIGTERM);
+                        let _ = crate::process_group::signal_group(pgid, libc::SIGTERM);
                         term_at = Some(now);
                     } else if let Some(t) = term_at
                         && !killed
                         && now >= t + KILL_GRACE
                     {
-                        let _ = signal_group(pgid, libc::SIGKILL);
+                        let _ = crate::process_group::signal_group(pgid, libc::SIGKILL);
                         killed = true;
                     }
                 }
                 Err(_) => {
-                    let _ = signal_group(pgid, libc::SIGKILL);
+                    let _ = crate::process_group::signal_group(pgid, libc::SIGKILL);
                 }
             }
         }
@@ -873,19 +873,6 @@ fn run_check(
     };
     rec.passed = rec.cause.is_none();
     Ok(rec)
-}
-
-fn signal_group(pgid: u32, sig: libc::c_int) -> io::Result<()> {
-    let pgid = libc::pid_t::try_from(pgid)
-        .ok()
-        .filter(|&p| p > 1)
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: a negative pid addresses exactly the process group.
-    if unsafe { libc::kill(-pgid, sig) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// Looks for each required artifact in the copy, hashes it and keeps a copy beside the

@@ -233,34 +233,9 @@ fn probe(target: libc::pid_t) -> bool {
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Sends `sig` to the process group `pgid`. Refuses groups 0 and 1 (which `kill(2)` would
-/// read as "my own group" and "every process").
-pub(crate) fn signal_group(pgid: u32, sig: libc::c_int) -> io::Result<()> {
-    let pgid = libc::pid_t::try_from(pgid)
-        .ok()
-        .filter(|&p| p > 1)
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: a negative pid addresses exactly the process group; no memory is involved.
-    if unsafe { libc::kill(-pgid, sig) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Sends `sig` to one process.
-pub(crate) fn signal_process(pid: u32, sig: libc::c_int) -> io::Result<()> {
-    let pid = libc::pid_t::try_from(pid)
-        .ok()
-        .filter(|&p| p > 1)
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: as above.
-    if unsafe { libc::kill(pid, sig) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
+/// The one guarded signal function (refuses pids 0, 1 and negative ones), shared by every
+/// stop path.
+pub(crate) use crate::process_group::{signal_group, signal_process};
 
 /// Finds `program` on the `PATH` given in `env` (the child's environment, not this
 /// process's), the way `execvp` would, and returns an absolute path. A name that contains a

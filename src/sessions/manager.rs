@@ -2201,15 +2201,11 @@ fn end_processes(ids: &[runs::Ident], cgroups: &[PathBuf], grace: Duration) -> b
     let same = |id: &runs::Ident| runs::proc_stat(id.0).is_some_and(|s| s.start_time == id.1);
     let signal_all = |sig: libc::c_int| {
         for id in ids.iter().filter(|id| same(id)) {
-            let p = id.0 as libc::pid_t;
-            // SAFETY: plain kill(2) on processes identified by pid and start time.
-            unsafe {
-                // Its group too, when it leads one (ESRCH otherwise).
-                libc::kill(-p, sig);
-                libc::kill(p, sig);
-                if sig == libc::SIGTERM {
-                    libc::kill(p, libc::SIGCONT);
-                }
+            // Its group too, when it leads one (ESRCH otherwise); pids 0 and 1 refused.
+            let _ = crate::process_group::signal_group(id.0, sig);
+            let _ = crate::process_group::signal_process(id.0, sig);
+            if sig == libc::SIGTERM {
+                let _ = crate::process_group::signal_process(id.0, libc::SIGCONT);
             }
         }
         for c in cgroups {
