@@ -38,10 +38,30 @@ pub enum ValueError {
     TooDeep { path: String },
 }
 
+/// What a writer accepts beyond the ledger's form.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The ledger's form: integers only, depth bounded by [`MAX_DEPTH`].
+    Ledger,
+    /// Any value: other numbers as `serde_json::Number` displays them (shortest round trip), no
+    /// depth bound (the caller bounds it).
+    Any,
+}
+
 /// Writes `value` in canonical form, refusing floats and excessive depth.
 pub fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), ValueError> {
     let mut path = Vec::new();
-    write_at(out, value, 1, &mut path)
+    write_at(out, value, 1, &mut path, Mode::Ledger)
+}
+
+/// Writes any `value` in the same canonical form (no whitespace, keys sorted by their
+/// bytes, strings as [`write_str`]), except that a number that is not a 64-bit integer is
+/// written as `serde_json::Number` displays it and depth is not bounded: for digests over documents
+/// that are not ledger events (a project configuration scan).
+pub fn write_any(out: &mut Vec<u8>, value: &Value) {
+    let mut path = Vec::new();
+    // Mode::Any refuses nothing.
+    let _ = write_at(out, value, 1, &mut path, Mode::Any);
 }
 
 /// Writes a JSON object from already ordered `(key, value)` entries. Keys must be sorted by
@@ -60,7 +80,7 @@ pub(crate) fn write_object_entries<'a>(
         write_str(out, k);
         out.push(b':');
         path.push(PathSeg::Key(k));
-        write_at(out, v, 2, &mut path)?;
+        write_at(out, v, 2, &mut path, Mode::Ledger)?;
         path.pop();
     }
     out.push(b'}');
@@ -99,7 +119,9 @@ fn write_at<'a>(
     value: &'a Value,
     depth: usize,
     path: &mut Vec<PathSeg<'a>>,
+    mode: Mode,
 ) -> Result<(), ValueError> {
+    let too_deep = mode == Mode::Ledger && depth >= MAX_DEPTH;
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -109,6 +131,8 @@ fn write_at<'a>(
                 write_u64(out, u);
             } else if let Some(i) = n.as_i64() {
                 write_i64(out, i);
+            } else if mode == Mode::Any {
+                out.extend_from_slice(n.to_string().as_bytes());
             } else {
                 return Err(ValueError::NotAnInteger {
                     path: render_path(path),
@@ -118,7 +142,7 @@ fn write_at<'a>(
         }
         Value::String(s) => write_str(out, s),
         Value::Array(items) => {
-            if depth >= MAX_DEPTH {
+            if too_deep {
                 return Err(ValueError::TooDeep {
                     path: render_path(path),
                 });
@@ -129,18 +153,18 @@ fn write_at<'a>(
                     out.push(b',');
                 }
                 path.push(PathSeg::Index(i));
-                write_at(out, item, depth + 1, path)?;
+                write_at(out, item, depth + 1, path, mode)?;
                 path.pop();
             }
             out.push(b']');
         }
         Value::Object(map) => {
-            if depth >= MAX_DEPTH {
+            if too_deep {
                 return Err(ValueError::TooDeep {
                     path: render_path(path),
                 });
             }
-            write_map(out, map, depth, path)?;
+            write_map(out, map, depth, path, mode)?;
         }
     }
     Ok(())
@@ -151,6 +175,7 @@ fn write_map<'a>(
     map: &'a Map<String, Value>,
     depth: usize,
     path: &mut Vec<PathSeg<'a>>,
+    mode: Mode,
 ) -> Result<(), ValueError> {
     // Sort explicitly: the order must not depend on how `Map` is implemented.
     let mut entries: Vec<(&'a String, &'a Value)> = map.iter().collect();
@@ -163,7 +188,7 @@ fn write_map<'a>(
         write_str(out, k);
         out.push(b':');
         path.push(PathSeg::Key(k));
-        write_at(out, v, depth + 1, path)?;
+        write_at(out, v, depth + 1, path, mode)?;
         path.pop();
     }
     out.push(b'}');
@@ -579,7 +604,7 @@ pub fn diagnose(line: &[u8]) -> Diagnosis {
     };
     let mut out = Vec::with_capacity(line.len());
     let mut path = Vec::new();
-    if let Err(e) = write_map(&mut out, &map, 1, &mut path) {
+    if let Err(e) = write_map(&mut out, &map, 1, &mut path, Mode::Ledger) {
         return match e {
             ValueError::NotAnInteger { path, number } => {
                 Diagnosis::NotAnInteger(format!("{path} is {number}"))
@@ -611,6 +636,32 @@ mod tests {
 
     fn canon(v: &Value) -> Vec<u8> {
         to_vec(v).unwrap()
+    }
+
+    #[test]
+    fn the_writer_for_any_value_is_the_ledgers_plus_other_numbers_and_depth() {
+        let v = json!({"b": 1, "a": {"z": [1, {"y": null, "x": true}], "é": "\u{7}\n", "Z": -3}});
+        let mut any = Vec::new();
+        write_any(&mut any, &v);
+        assert_eq!(any, canon(&v), "same bytes as the ledger's writer");
+        let mut any = Vec::new();
+        write_any(&mut any, &json!({"f": 1.5, "e": 1e300, "n": -0.25}));
+        let shown = |f: f64| serde_json::Number::from_f64(f).unwrap().to_string();
+        assert_eq!(
+            String::from_utf8(any).unwrap(),
+            format!(r#"{{"e":{},"f":1.5,"n":-0.25}}"#, shown(1e300))
+        );
+        let mut deep = json!(0);
+        for _ in 0..MAX_DEPTH + 5 {
+            deep = json!([deep]);
+        }
+        let mut any = Vec::new();
+        write_any(&mut any, &deep);
+        assert_eq!(any, serde_json::to_vec(&deep).unwrap());
+        assert!(
+            to_vec(&deep).is_err(),
+            "the ledger's form still bounds depth"
+        );
     }
 
     #[test]

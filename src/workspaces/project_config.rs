@@ -1355,38 +1355,10 @@ pub fn canonical_document(files: &[FileReport]) -> Vec<u8> {
     out
 }
 
-/// Canonical JSON of any value (depth is bounded by the scan's depth check).
+/// Canonical JSON of any value (depth is bounded by the scan's depth check): the ledger's
+/// one canonical writer, in its mode for any value.
 fn write_canonical(out: &mut Vec<u8>, v: &Value) {
-    match v {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
-        Value::String(s) => crate::ledger::canonical::write_str(out, s),
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(out, x);
-            }
-            out.push(b']');
-        }
-        Value::Object(o) => {
-            let mut entries: Vec<(&String, &Value)> = o.iter().collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (i, (k, x)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                crate::ledger::canonical::write_str(out, k);
-                out.push(b':');
-                write_canonical(out, x);
-            }
-            out.push(b'}');
-        }
-    }
+    crate::ledger::canonical::write_any(out, v)
 }
 
 #[cfg(test)]
