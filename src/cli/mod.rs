@@ -11,6 +11,7 @@ use crate::home::{Home, HomeError};
 use crate::text;
 
 mod cockpit;
+mod completions;
 mod demo;
 mod demo_agent;
 mod digest;
@@ -71,6 +72,8 @@ pub enum Command {
     Digest(digest::DigestArgs),
     Demo(demo::DemoArgs),
     DemoAgent(demo_agent::DemoAgentArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -142,6 +145,8 @@ pub fn main() -> ExitCode {
             Command::Profile(args) => profile::run(&ctx, args),
             Command::Demo(args) => demo::run(&ctx, args),
             Command::DemoAgent(args) => demo_agent::run(args),
+            Command::Completions(args) => completions::completions(args),
+            Command::Man(args) => completions::man(args),
             Command::Ledger(args) => ledger::run(&ctx, args),
             Command::Session(args) => session::run(&ctx, args),
             Command::Workspace(args) => workspace::run(&ctx, args),
