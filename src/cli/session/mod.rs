@@ -35,7 +35,7 @@ const RUNS: &str = "/v1/m/sessions/runs";
 ///
 /// Every command starts the server when none runs for the home. Exit codes: 0 success;
 /// 1 the server refused (its status and message are printed) or the operation failed;
-/// 2 bad usage. `tail --follow` exits with the run's own exit status (see its help).
+/// 2 bad usage or an unsafe home. `tail --follow` exits with the run's own exit status (see its help).
 #[derive(Debug, Args)]
 pub struct SessionArgs {
     #[command(subcommand)]
