@@ -1167,3 +1167,45 @@ fn a_pty_runs_first_prompt_is_typed_once_the_tool_is_up_then_submitted() {
     let out = e.tail_until(&run, "turn 2:");
     assert!(out.contains("turn 2: and the parser"), "{out:?}");
 }
+
+#[test]
+fn an_unknown_state_is_a_usage_error_naming_the_states_and_help_lists_them() {
+    let e = Env::new();
+    let out = e.run(&["session", "list", "--state", "runing"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "no list for a bad state: {out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for st in [
+        "starting",
+        "running",
+        "idle",
+        "stopped",
+        "failed",
+        "lost",
+        "cleaned",
+        "recovering",
+    ] {
+        assert!(err.contains(st), "{st} missing from {err}");
+    }
+    let help = e.ok(&["session", "list", "--help"]);
+    assert!(
+        help.contains("possible values") && help.contains("recovering"),
+        "{help}"
+    );
+    // A valid state still lists.
+    let v: Value =
+        serde_json::from_str(&e.ok(&["session", "list", "--state", "running", "--json"])).unwrap();
+    assert!(v.is_object(), "{v}");
+}
+
+#[test]
+fn an_unknown_run_says_how_to_list_runs() {
+    let e = Env::new();
+    for verb in ["show", "stop", "events"] {
+        let out = e.run(&["session", verb, "run-9999"]);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("run-9999"), "{verb}: {err}");
+        assert!(err.contains("proctor session list"), "{verb}: {err}");
+    }
+}

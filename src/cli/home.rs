@@ -6,7 +6,6 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{Ctx, print_json, show_path};
-use crate::files;
 
 /// Print where proctor keeps its state, and check that it is private.
 ///
@@ -41,15 +40,8 @@ struct Report {
 }
 
 pub fn run(ctx: &Ctx, args: HomeArgs) -> anyhow::Result<ExitCode> {
+    // Refuses an unsafe home (every folder that exists is checked); creates nothing.
     let home = ctx.home()?;
-    for dir in home.folders() {
-        if dir.exists() {
-            files::check_dir_is_private(dir).map_err(|source| crate::home::HomeError::Unsafe {
-                source_kind: home.source,
-                source,
-            })?;
-        }
-    }
     let parts = vec![
         ("data", &home.data),
         ("config", &home.config),

@@ -11,6 +11,7 @@ use crate::home::{Home, HomeError};
 use crate::text;
 
 mod cockpit;
+mod completions;
 mod demo;
 mod demo_agent;
 mod digest;
@@ -71,6 +72,8 @@ pub enum Command {
     Digest(digest::DigestArgs),
     Demo(demo::DemoArgs),
     DemoAgent(demo_agent::DemoAgentArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -94,8 +97,20 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// The resolved home, refused (exit 2, one message for every verb) when one of its
+    /// folders that exist is unsafe: another user owns it, or group or others can write it.
+    /// Nothing is created: a verb that writes creates the folders itself ([`Home::ensure`]).
     pub fn home(&self) -> Result<Home, HomeError> {
-        Home::resolve(self.home_flag.as_deref())
+        let home = Home::resolve(self.home_flag.as_deref())?;
+        for dir in home.folders() {
+            if dir.exists() {
+                crate::files::check_dir_is_private(dir).map_err(|source| HomeError::Unsafe {
+                    source_kind: home.source,
+                    source,
+                })?;
+            }
+        }
+        Ok(home)
     }
 }
 
@@ -130,6 +145,8 @@ pub fn main() -> ExitCode {
             Command::Profile(args) => profile::run(&ctx, args),
             Command::Demo(args) => demo::run(&ctx, args),
             Command::DemoAgent(args) => demo_agent::run(args),
+            Command::Completions(args) => completions::completions(args),
+            Command::Man(args) => completions::man(args),
             Command::Ledger(args) => ledger::run(&ctx, args),
             Command::Session(args) => session::run(&ctx, args),
             Command::Workspace(args) => workspace::run(&ctx, args),
@@ -150,12 +167,25 @@ pub fn main() -> ExitCode {
 
 fn exit_code_for(e: &anyhow::Error) -> u8 {
     if e.chain()
-        .any(|c| c.is::<HomeError>() || c.is::<UsageError>())
+        .any(|c| c.is::<UsageError>() || is_home_refusal(c))
     {
         2
     } else {
         1
     }
+}
+
+/// A refused home, also when it reached the verb through the client or the server (their
+/// `transparent` variants hide it from the error chain).
+fn is_home_refusal(e: &(dyn std::error::Error + 'static)) -> bool {
+    use crate::client::ClientError;
+    use crate::server::ServerError;
+    e.is::<HomeError>()
+        || matches!(e.downcast_ref(), Some(ServerError::Home(_)))
+        || matches!(
+            e.downcast_ref(),
+            Some(ClientError::Server(ServerError::Home(_)))
+        )
 }
 
 /// Prints a value as pretty JSON on stdout. JSON escapes every control character, so

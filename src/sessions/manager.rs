@@ -31,7 +31,10 @@ pub const TAG_VAR: &str = "PROCTOR_RUN_TAG";
 /// Why a call failed, with the HTTP status it maps to.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    #[error("no run {0}")]
+    #[error(
+        "no run {0}. Remedy: list the runs with `proctor session list` (--all shows archived \
+         and snoozed ones too)"
+    )]
     NotFound(String),
     #[error("{0}")]
     Conflict(String),

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::{Ctx, UsageError, print_json, show_path};
 use crate::client::{self, Client};
+use crate::sessions::record::State;
 use crate::text;
 
 mod attach;
@@ -34,7 +35,7 @@ const RUNS: &str = "/v1/m/sessions/runs";
 ///
 /// Every command starts the server when none runs for the home. Exit codes: 0 success;
 /// 1 the server refused (its status and message are printed) or the operation failed;
-/// 2 bad usage. `tail --follow` exits with the run's own exit status (see its help).
+/// 2 bad usage or an unsafe home. `tail --follow` exits with the run's own exit status (see its help).
 #[derive(Debug, Args)]
 pub struct SessionArgs {
     #[command(subcommand)]
@@ -92,6 +93,34 @@ pub enum SessionCommand {
     ///
     /// Exit 1 (409) when the run was not cleaned up first. The ledger keeps its history.
     Delete(RefArgs),
+}
+
+/// Every state the server derives for a run, in its lifecycle order: what `list --state`
+/// accepts (clap refuses anything else with exit 2 and lists these, as `--help` does).
+const STATES: [State; 8] = [
+    State::Starting,
+    State::Running,
+    State::Idle,
+    State::Stopped,
+    State::Failed,
+    State::Lost,
+    State::Cleaned,
+    State::Recovering,
+];
+
+/// Never called: a new [`State`] fails to compile here until it is added to [`STATES`].
+#[allow(dead_code)]
+fn states_are_complete(s: State) {
+    match s {
+        State::Starting
+        | State::Running
+        | State::Idle
+        | State::Stopped
+        | State::Failed
+        | State::Lost
+        | State::Cleaned
+        | State::Recovering => {}
+    }
 }
 
 /// A run ref, and --json.
@@ -235,8 +264,8 @@ pub struct CleanupArgs {
 /// --json prints the server's page as it is (nothing left out).
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Only runs in this state (starting, running, idle, stopped, failed, lost, cleaned, recovering).
-    #[arg(long)]
+    /// Only runs in this state.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(STATES.map(State::as_str)))]
     pub state: Option<String>,
     /// At most this many runs (1–200), plus your pinned runs outside them.
     #[arg(long, default_value_t = 50)]
@@ -607,12 +636,7 @@ fn start_with(c: &Client, a: StartArgs, mut body: Value, pty: bool) -> anyhow::R
 fn list(c: &Client, a: ListArgs) -> anyhow::Result<ExitCode> {
     let mut path = format!("{RUNS}?limit={}", a.limit);
     if let Some(st) = &a.state {
-        if !st.bytes().all(|b| b.is_ascii_lowercase()) {
-            return Err(UsageError::new(format!(
-                "state {} is not one of starting, running, idle, stopped, failed, lost, cleaned, recovering",
-                text::one_line(st, 40)
-            )));
-        }
+        // clap admitted only one of STATES: a plain lowercase word, safe in the query.
         path.push_str(&format!("&state={st}"));
     }
     let v = call(c, Method::GET, &path, None)?;
