@@ -16,7 +16,7 @@
 //! pushes to the bare remote with the lease, opens a pull request on the demo forge, and
 //! leaves a signed receipt.
 
-pub mod forge;
+pub use crate::publish::demo_forge as forge;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

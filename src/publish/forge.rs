@@ -480,7 +480,7 @@ pub fn open_pull_request(ask: &PullRequestAsk, token: &Token) -> Result<PullRequ
     let mut config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
-        .user_agent(format!("proctor/{}", crate::server::VERSION))
+        .user_agent(format!("proctor/{}", crate::version::VERSION))
         .timeout_global(Some(Duration::from_secs(60)))
         .tls_config(
             ureq::tls::TlsConfig::builder()

@@ -14,6 +14,7 @@
 pub mod adapter;
 pub mod approve;
 pub mod authorisation;
+pub mod demo_forge;
 pub mod forge;
 pub mod intent;
 pub mod receipt;

@@ -29,10 +29,8 @@ mod workspaces_api;
 pub use authority_api::AuthoritySettings;
 pub use listen::Limits;
 
-/// The wire protocol's version. A client refuses a server that speaks another one.
-pub const PROTOCOL: u32 = 1;
-/// This build's version.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use crate::log::log;
+pub use crate::version::{PROTOCOL, VERSION};
 /// `sun_path` holds 108 bytes on Linux, the final NUL included.
 pub const MAX_SOCKET_PATH: usize = crate::home::MAX_SOCKET_PATH;
 
@@ -292,7 +290,7 @@ async fn serve(shared: Arc<Shared>, socket: &Path, limits: Limits) -> Result<Str
     };
     // `proctor demo`'s home: the demo forge (a loopback fake, labelled demo) lives and ends
     // with this server.
-    let demo_forge = match crate::demo::forge::start(&shared.home).await {
+    let demo_forge = match crate::publish::demo_forge::start(&shared.home).await {
         Ok(Some((task, addr))) => {
             log(&format!("demo forge listening on http://{addr}"));
             Some(task)
@@ -312,10 +310,4 @@ async fn serve(shared: Arc<Shared>, socket: &Path, limits: Limits) -> Result<Str
     served.map_err(io_err("serve on", socket))?;
     let why = reason.lock().map(|r| r.clone()).unwrap_or_default();
     Ok(why)
-}
-
-/// One line to the server's log (stderr, which a detached server points at its log file).
-pub fn log(line: &str) {
-    let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    eprintln!("{at} {}", crate::text::one_line(line, 4096));
 }

@@ -343,7 +343,7 @@ impl Sessions {
                     let missing: Vec<RunEvent> =
                         events.iter().filter(|e| e.seq > last).cloned().collect();
                     if !missing.is_empty() {
-                        crate::server::log(&format!(
+                        crate::log::log(&format!(
                             "sessions: {run_ref}: {} ledger event(s) missing from its run.json \
                              (a crash between the two writes) were added to it",
                             missing.len()
@@ -354,7 +354,7 @@ impl Sessions {
                 }
                 None => {
                     if let Some(rec) = rebuild_record(run_ref, events) {
-                        crate::server::log(&format!(
+                        crate::log::log(&format!(
                             "sessions: {run_ref}: run.json is missing; rebuilt from its {} \
                              ledger event(s) (its name and worktree details are not in the \
                              ledger and stay unknown)",
@@ -388,11 +388,11 @@ impl Sessions {
             }
         };
         match &containment {
-            Containment::Cgroups(b) => crate::server::log(&format!(
+            Containment::Cgroups(b) => crate::log::log(&format!(
                 "sessions: each run is held in a cgroup of its own under {}",
                 b.dir.display()
             )),
-            Containment::Subreaper { reason } => crate::server::log(&format!(
+            Containment::Subreaper { reason } => crate::log::log(&format!(
                 "sessions: no cgroup can hold runs ({reason}); runs are held by the subreaper \
                  fallback (descendants attributed by scanning)"
             )),
@@ -627,7 +627,7 @@ impl Sessions {
         ledger_fields.insert("run".into(), Value::String(run_ref.to_string()));
         let seq = self.ledger.append(kind, &ledger_fields)?;
         if kind == kinds::STARTED && self.settings.abort_at == Some(AbortAt::StartedInLedger) {
-            crate::server::log("test hook: aborting with `started` in the ledger only");
+            crate::log::log("test hook: aborting with `started` in the ledger only");
             std::process::abort();
         }
         map.remove("run");
@@ -666,7 +666,7 @@ impl Sessions {
             self.sweep_cgroup_leftovers(&BTreeSet::new());
             return;
         }
-        crate::server::log(&format!(
+        crate::log::log(&format!(
             "sessions: sweeping {} run(s) a previous server left live",
             refs.len()
         ));
@@ -690,11 +690,11 @@ impl Sessions {
                         swept.insert(folder);
                     }
                 }
-                Err(e) => crate::server::log(&format!("sessions: cannot sweep {r}: {e}")),
+                Err(e) => crate::log::log(&format!("sessions: cannot sweep {r}: {e}")),
             }
         }
         self.sweep_cgroup_leftovers(&swept);
-        crate::server::log("sessions: sweep done");
+        crate::log::log("sessions: sweep done");
     }
 
     /// Ends one run's leftovers and records it lost. Returns its cgroup folder name.
@@ -776,7 +776,7 @@ impl Sessions {
         let ended = !found || end_processes(&pids, &cgroups, self.settings.stop_grace);
         for c in &cgroups {
             if let Err(e) = runs::cgroup::remove(c) {
-                crate::server::log(&format!(
+                crate::log::log(&format!(
                     "sessions: {run_ref}: cannot remove the cgroup {}: {e}",
                     c.display()
                 ));
@@ -796,7 +796,7 @@ impl Sessions {
                 json!({"generation": d.generation, "pid": pid, "found": found, "ended": ended, "processes": pids.len(), "reason": reason}),
             )
             .inspect_err(|e| {
-                crate::server::log(&format!("sessions: {run_ref}: cannot record lost: {e}"))
+                crate::log::log(&format!("sessions: {run_ref}: cannot record lost: {e}"))
             });
         inner.recovering.remove(run_ref);
         Some(folder)
@@ -831,7 +831,7 @@ impl Sessions {
         for dir in leftovers {
             let e = runs::cgroup::end_all(&dir, self.settings.stop_grace, runs::KILL_WAIT);
             if e.found || !e.removed {
-                crate::server::log(&format!(
+                crate::log::log(&format!(
                     "sessions: a run cgroup left behind, {}: {}",
                     dir.display(),
                     if e.found {
@@ -1212,7 +1212,7 @@ impl Sessions {
         if let Containment::Cgroups(base) = &self.containment {
             match base.create(run_ref, generation) {
                 Ok(dir) => spec.cgroup = Some(dir),
-                Err(e) => crate::server::log(&format!(
+                Err(e) => crate::log::log(&format!(
                     "sessions: {run_ref}: cannot create its cgroup under {} ({e}); it is held \
                      by the subreaper fallback",
                     base.dir.display()
@@ -1227,7 +1227,7 @@ impl Sessions {
             SessionError::Unprocessable(e.to_string())
         })?;
         if self.settings.abort_at == Some(AbortAt::Spawn) {
-            crate::server::log("test hook: aborting right after a spawn, before `started`");
+            crate::log::log("test hook: aborting right after a spawn, before `started`");
             std::process::abort();
         }
         let pid = run.pid();
@@ -1318,7 +1318,7 @@ impl Sessions {
         // session) ends with it; its cgroup folder goes once it is empty.
         self.keep();
         if !run.end_remaining(self.settings.stop_grace) {
-            crate::server::log(&format!(
+            crate::log::log(&format!(
                 "sessions: {run_ref}: processes it left could not all be ended"
             ));
         }

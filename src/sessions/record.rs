@@ -89,26 +89,7 @@ pub struct RunRecord {
     pub events: Vec<RunEvent>,
 }
 
-/// A worktree run's isolated checkout, as observed when it was created (before the tool
-/// started). A candidate is bound against this starting point.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct WorktreeInfo {
-    /// The linked worktree's absolute path (under the home's worktrees folder).
-    pub path: String,
-    /// The new branch the worktree is on, e.g. `proctor/run-0003`.
-    pub branch: String,
-    /// The repository (the registered workspace's root) the worktree belongs to.
-    pub repo: String,
-    /// The full commit id the worktree started at (HEAD at creation).
-    pub base: String,
-    /// The tree id of the worktree's index at creation.
-    pub index_tree: String,
-    /// True when `git status --porcelain --ignored` was empty at creation.
-    pub clean_at_start: bool,
-    /// The registered workspace's ref, when the run was started from one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace_ref: Option<String>,
-}
+pub use crate::worktrees::WorktreeInfo;
 
 /// The derived, observed view of a run.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -14,6 +14,7 @@
 //!
 //! Nothing here executes the setup command, the policy or any file of the folder.
 
+pub mod policy;
 pub mod project_config;
 
 use std::io::BufRead;
@@ -271,7 +272,7 @@ impl Change {
             }),
             Change::PolicySet { ws, text } => json!({
                 "workspace": ws, "policy": text, "sha256": sha256_hex(text.as_bytes()),
-                "recipe": crate::evidence::policy::POLICY_DIGEST_RECIPE, "by": by,
+                "recipe": policy::POLICY_DIGEST_RECIPE, "by": by,
             }),
             Change::Approved {
                 ws,
@@ -969,7 +970,7 @@ pub fn approve_setup(
     approve_text(home, ledger, actor, ws, sha256, Subject::Setup)
 }
 
-/// Sets the check policy: validated with [`crate::evidence::policy::Policy::parse`] (422
+/// Sets the check policy: validated with [`policy::Policy::parse`] (422
 /// naming the problem). "" clears it.
 pub fn set_policy(
     home: &Home,
@@ -985,8 +986,7 @@ pub fn set_policy(
                 "the policy is not valid TOML of the expected shape: {e}"
             )));
         }
-        crate::evidence::policy::Policy::parse(policy)
-            .map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?;
+        policy::Policy::parse(policy).map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?;
     }
     mutate(home, ledger, actor, |reg| {
         let w = get(reg, ws)?;
@@ -1175,7 +1175,7 @@ pub fn view(w: &Workspace) -> Value {
         "setup_approval": w.setup.approval,
         "setup_approved": w.setup.approved(),
         "policy_sha256": opt_h(&w.policy),
-        "policy_recipe": crate::evidence::policy::POLICY_DIGEST_RECIPE,
+        "policy_recipe": policy::POLICY_DIGEST_RECIPE,
         "policy_approval": w.policy.approval,
         "policy_approved": !w.policy.text.is_empty() && w.policy.approved(),
         "project_config_approval": w.project_config_approval,

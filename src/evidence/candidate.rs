@@ -32,7 +32,7 @@ use crate::files::{self, FilesError};
 use crate::git::{Git, GitError};
 use crate::home::Home;
 use crate::ledger::{Ledger, LedgerError};
-use crate::sessions::record::WorktreeInfo;
+use crate::worktrees::WorktreeInfo;
 
 /// The format of the identity document.
 pub const IDENTITY_FORMAT: &str = "candidate-identity/1";
