@@ -10,8 +10,10 @@
 //!
 //! Residual: `super::` paths that climb out of a top-level module (none today) are not read.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Upward edges or cycle edges too big to remove so far, each with its reason. Each must
 /// still exist (a stale exception fails too), and each is named in `docs/architecture.md`
@@ -93,17 +95,6 @@ fn crate_root() -> (BTreeSet<String>, BTreeMap<String, String>) {
         }
     }
     (mods, aliases)
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The source without `//` and `/* */` comments (doc links are not dependencies).
@@ -225,7 +216,7 @@ struct Edge {
 fn edges(mods: &BTreeSet<String>, aliases: &BTreeMap<String, String>) -> Vec<Edge> {
     let src = root().join("src");
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    common::rust_files(&src, &mut files);
     files.sort();
     let mut out = Vec::new();
     for f in files {

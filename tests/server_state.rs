@@ -3,7 +3,9 @@
 //! one fails this test, naming the file and the line: put the state in the server's state
 //! (`server::Shared`) and pass it to the code that needs it, or add it here with a reason.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 
 /// (file under `src/`, the static's name, why it is not server state).
 const ALLOWED: &[(&str, &str, &str)] = &[
@@ -65,17 +67,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ),
 ];
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 /// The name of the static a line declares, if it declares one.
 fn declared(line: &str) -> Option<String> {
     let code = line.split("//").next().unwrap_or("").trim_start();
@@ -96,7 +87,7 @@ fn declared(line: &str) -> Option<String> {
 fn no_static_in_src_holds_server_state() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    common::rust_files(&src, &mut files);
     files.sort();
     let mut unknown = Vec::new();
     let mut seen = Vec::new();

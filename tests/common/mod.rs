@@ -471,3 +471,16 @@ impl DemoServer {
         v["secret"].as_str().unwrap().to_string()
     }
 }
+
+/// Every `.rs` file below `dir`, depth first (the source scans of the architecture and
+/// server-state tests).
+pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
