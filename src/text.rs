@@ -299,12 +299,16 @@ fn is_combining_mark(c: char) -> bool {
 // Character classes
 // ---------------------------------------------------------------------------------------------
 
-/// The 12 Bidi_Control code points: ALM, LRM, RLM, LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI.
+/// The 12 Bidi_Control code points: the nine explicit formatting characters, by their
+/// bidirectional class (`unicode-bidi`'s UAX #9 tables: LRE, RLE, PDF, LRO, RLO, LRI, RLI,
+/// FSI, PDI), and the three implicit marks, whose classes are ordinary strong ones (ALM is
+/// AL, LRM is L, RLM is R) and which are therefore named.
 pub fn is_bidi_control(c: char) -> bool {
+    use unicode_bidi::BidiClass::{FSI, LRE, LRI, LRO, PDF, PDI, RLE, RLI, RLO};
     matches!(
-        c,
-        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-    )
+        unicode_bidi::bidi_class(c),
+        LRE | RLE | PDF | LRO | RLO | LRI | RLI | FSI | PDI
+    ) || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}')
 }
 
 /// Default_Ignorable_Code_Point, from DerivedCoreProperties.txt of Unicode 15.0.0 (checked
