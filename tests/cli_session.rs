@@ -8,6 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::TestHome;
+use common::tmux::Tmux;
 use serde_json::Value;
 
 /// How long a wait for the server or a fake may take before the test gives up (a hang, not
@@ -439,71 +440,6 @@ fn start_needs_a_tool_or_profile_and_a_real_workspace() {
 // Interactive attach, driven through tmux
 // ---------------------------------------------------------------------------------------------
 
-/// A private tmux server (its own socket name), killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(cmd: &str) -> Option<Tmux> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            return None;
-        }
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let socket = format!("proctor-test-{}-{n}", std::process::id());
-        let t = Tmux { socket };
-        let out = t
-            .tmux(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "t", cmd])
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(t)
-    }
-
-    fn tmux(&self, args: &[&str]) -> std::io::Result<Output> {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "t"];
-        args.extend_from_slice(keys);
-        assert!(self.tmux(&args).unwrap().status.success());
-    }
-
-    fn screen(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-J", "-t", "t"]).unwrap();
-        String::from_utf8_lossy(&out.stdout).to_string()
-    }
-
-    fn wait_for(&self, needle: &str) -> String {
-        let deadline = Instant::now() + HANG;
-        loop {
-            let s = self.screen();
-            if s.contains(needle) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "`{needle}` never appeared on the screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
-
 fn wait_file(p: &Path) -> String {
     let deadline = Instant::now() + HANG;
     loop {
@@ -544,7 +480,7 @@ fn attach_types_into_a_pty_run_detaches_and_restores_the_terminal() {
         "env -u PROCTOR_HOME -u PROCTOR_TOKEN PATH='{}' PS1='READY$ ' sh",
         e.path_var.replace('\'', "'\\''")
     );
-    let Some(t) = Tmux::start(&shell) else {
+    let Some(t) = Tmux::start(100, 30, &shell) else {
         eprintln!("skipped: tmux is not installed, so there is no terminal to attach from");
         return;
     };
@@ -603,7 +539,7 @@ fn attach_to_a_pipe_run_sends_lines_as_turns() {
         "env -u PROCTOR_HOME -u PROCTOR_TOKEN PATH='{}' PS1='READY$ ' sh",
         e.path_var.replace('\'', "'\\''")
     );
-    let Some(t) = Tmux::start(&shell) else {
+    let Some(t) = Tmux::start(100, 30, &shell) else {
         eprintln!("skipped: tmux is not installed, so there is no terminal to attach from");
         return;
     };

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::tmux::Tmux;
 use serde_json::Value;
 
 /// How long a wait may take before the test gives up (a hang, not a speed requirement).
@@ -200,76 +201,6 @@ impl Operator {
     }
 }
 
-/// A private tmux server, killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(cols: u16, rows: u16, cmd: &str) -> Tmux {
-        let t = Tmux {
-            socket: format!("proctor-ssh-test-{}", std::process::id()),
-        };
-        let out = t
-            .tmux(&[
-                "new-session",
-                "-d",
-                "-x",
-                &cols.to_string(),
-                "-y",
-                &rows.to_string(),
-                "-s",
-                "t",
-                cmd,
-            ])
-            .unwrap();
-        assert!(out.status.success(), "tmux: {}", text(&out));
-        // Keep the pane once ssh is gone, to read what it left.
-        let _ = t.tmux(&["set-option", "-t", "t", "remain-on-exit", "on"]);
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> std::io::Result<Output> {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-    }
-
-    fn screen(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-t", "t"]).unwrap();
-        String::from_utf8_lossy(&out.stdout).to_string()
-    }
-
-    fn wait_for(&self, needle: &str) -> String {
-        let deadline = Instant::now() + HANG;
-        loop {
-            let s = self.screen();
-            if s.contains(needle) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "`{needle}` never appeared on the screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn pane_pid(&self) -> i32 {
-        let out = self
-            .tmux(&["display-message", "-p", "-t", "t", "#{pane_pid}"])
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
-
 /// The rows of a screen's text, trailing blanks and trailing blank rows dropped.
 fn rows(s: &str) -> Vec<String> {
     let mut v: Vec<String> = s.lines().map(|l| l.trim_end().to_string()).collect();
@@ -359,7 +290,7 @@ fn a_pty_session_over_ssh_tailed_and_watched_from_other_logins_survives_a_droppe
         .map(|a| sh_quote(a))
         .collect::<Vec<_>>()
         .join(" ");
-    let tmux = Tmux::start(120, 40, &format!("exec {cmdline}"));
+    let tmux = Tmux::start(120, 40, &format!("exec {cmdline}")).expect("tmux");
     let seen = tmux.wait_for(&run);
     assert!(seen.contains("claude"), "{seen}");
     // Drop the connection: the ssh client dies without a word to the server.

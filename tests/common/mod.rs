@@ -3,6 +3,7 @@
 
 pub mod keys;
 pub mod pty;
+pub mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
