@@ -44,15 +44,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 fn receipts(home: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(home.join("data/receipts"))
-        .map(|d| {
-            d.map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
+    common::receipt_files(home)
 }
 
 /// The demo forge's base URL, as the demo wrote it into the forge configuration.

@@ -318,15 +318,7 @@ impl World {
     }
 
     fn receipts(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(self.home().join("data/receipts"))
-            .map(|d| {
-                d.map(|e| e.unwrap().path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
+        common::receipt_files(self.home())
     }
 
     /// The statement inside a receipt file (signed or not).
