@@ -92,6 +92,12 @@ pub enum ClientError {
     },
     #[error("request to the server failed: {0}")]
     Http(String),
+    #[error(
+        "the server's answer to {path} does not match this client's contract ({err}); \
+         the server and the client are different builds: `proctor server stop`, then run \
+         the command again"
+    )]
+    Contract { path: String, err: String },
     #[error("the server answered {status}: {message}")]
     Api {
         status: StatusCode,
@@ -354,6 +360,52 @@ impl Client {
             return Ok(value);
         }
         Err(api_error(status, &value))
+    }
+
+    /// Sends one request with a typed body and reads a typed answer (the types of
+    /// [`crate::api`]). A non-2xx answer becomes [`ClientError::Api`]; an answer that does
+    /// not match the type, [`ClientError::Contract`].
+    pub async fn request<B: serde::Serialize + ?Sized, T: serde::de::DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<T, ClientError> {
+        let body = match body {
+            Some(b) => Some(serde_json::to_value(b).map_err(|e| ClientError::Contract {
+                path: path.to_string(),
+                err: e.to_string(),
+            })?),
+            None => None,
+        };
+        let v = self.call(method, path, body).await?;
+        serde_json::from_value(v).map_err(|e| ClientError::Contract {
+            path: path.to_string(),
+            err: e.to_string(),
+        })
+    }
+
+    /// `GET path`, read as `T`.
+    pub async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.request::<(), T>(Method::GET, path, None).await
+    }
+
+    /// [`Client::request`] from synchronous code (the CLI).
+    pub fn request_blocking<B: serde::Serialize + ?Sized, T: serde::de::DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<T, ClientError> {
+        block_on(self.request(method, path, body))?
+    }
+
+    /// [`Client::get`] from synchronous code (the CLI).
+    pub fn get_blocking<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<T, ClientError> {
+        block_on(self.get(path))?
     }
 
     /// Opens a server-sent event stream (`GET path`, `Accept: text/event-stream`). A non-2xx

@@ -2,6 +2,7 @@
 //!
 //! One module per concept; see `docs/architecture.md`.
 
+pub mod api;
 pub mod auth;
 pub mod authority;
 pub mod cli;

@@ -1,0 +1,76 @@
+//! The wire contract: every request and response body, query, SSE frame and error of the
+//! HTTP API as serde types, and every route path, in one place. The server's handlers, the
+//! client, every CLI verb and the cockpit use these types; nobody indexes an answer by
+//! string. The OpenAPI 3.1 document (`GET /v1/openapi.json`, `docs/openapi.json`) is
+//! generated from the same types ([`openapi`]).
+//!
+//! One sub-module per area of routes. Each declares its paths (constants, or functions for
+//! paths with parameters), its bodies, and a `Doc` (`utoipa::OpenApi`) listing its
+//! operations; [`openapi`] merges them.
+//!
+//! Rules every type here keeps (`docs/api.md`, "Conventions"):
+//! - the run is `ref` in every body;
+//! - every listing is [`Items`] (`{"items": [...]}`, with its own extra fields beside);
+//! - a field a type declares is always present: an absent value is `null`, never omitted.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub mod authority;
+pub mod evidence;
+pub mod publish;
+pub mod runs;
+pub mod server;
+pub mod workspaces;
+
+/// The body of every non-2xx answer: `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a stable machine code (`not_found`, `conflict`, `agent_refused`, …)
+/// and a sentence for a person that names the remedy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+}
+
+/// A listing: `{"items": [...]}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Items<T> {
+    pub items: Vec<T>,
+}
+
+impl<T> Items<T> {
+    pub fn new(items: Vec<T>) -> Self {
+        Items { items }
+    }
+}
+
+/// The OpenAPI 3.1 document of the whole API, generated from the types of this module.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    use utoipa::OpenApi;
+    let mut doc = server::Doc::openapi();
+    doc.merge(runs::Doc::openapi());
+    doc.merge(workspaces::Doc::openapi());
+    doc.merge(evidence::Doc::openapi());
+    doc.merge(publish::Doc::openapi());
+    doc.merge(authority::Doc::openapi());
+    doc.info.title = "proctor".to_string();
+    doc.info.version = crate::version::VERSION.to_string();
+    doc.info.description = Some(
+        "The HTTP API of the proctor server, over a Unix socket (docs/api.md). Every \
+         route but GET /v1/version needs a bearer token."
+            .to_string(),
+    );
+    doc
+}
+
+/// [`openapi`] as the pretty JSON checked in at `docs/openapi.json` (with a final newline).
+pub fn openapi_json() -> String {
+    let mut s = serde_json::to_string_pretty(&openapi()).expect("the OpenAPI document serialises");
+    s.push('\n');
+    s
+}

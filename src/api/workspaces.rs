@@ -1,0 +1,6 @@
+//! The workspaces routes' contract (see [`crate::api`]).
+
+/// The OpenAPI operations of this area.
+#[derive(utoipa::OpenApi)]
+#[openapi()]
+pub struct Doc;
