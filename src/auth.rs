@@ -62,6 +62,28 @@ impl std::str::FromStr for Principal {
     }
 }
 
+/// Who did something, as every record names it (the ledger's events, workspace approvals,
+/// candidate bindings and check runs, publication steps): the token that called (its id
+/// and name) and the principal the authorizer established for the call (`agent` whenever
+/// the kernel says the caller descends from the server, whatever the token says).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub token_id: String,
+    pub name: String,
+    pub principal: Principal,
+}
+
+impl Actor {
+    /// How an approval names its actor: `name (tok-…)`.
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.name, self.token_id)
+    }
+
+    pub fn is_agent(&self) -> bool {
+        self.principal == Principal::Agent
+    }
+}
+
 /// One stored token: never the secret, only its hash.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TokenRecord {

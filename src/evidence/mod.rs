@@ -11,20 +11,12 @@ pub use crate::workspaces::policy;
 pub mod receipts;
 pub mod store;
 
-use serde::{Deserialize, Serialize};
-
 /// The recipe of a digest of raw bytes (a file, a captured stream): SHA-256 of the exact
 /// bytes, lowercase hex.
 pub const BYTES_RECIPE: &str = "bytes-sha256/1";
 
-/// Who asked for a state change: the token that called (its id and name) and whether it
-/// is a person or an agent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Actor {
-    pub token_id: String,
-    pub name: String,
-    pub principal: String,
-}
+/// Who asked for a state change: the one actor type of [`crate::auth`].
+pub use crate::auth::Actor;
 
 // The numbered stores' helpers live in `files` (support); these names stay for the callers.
 pub(crate) use crate::files::{hash_file, numbered, reserve_numbered, valid_id};

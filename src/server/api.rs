@@ -31,6 +31,17 @@ pub struct Caller {
     pub peer: crate::peer::Peer,
 }
 
+impl Caller {
+    /// The caller as records name it (the one actor type, [`crate::auth::Actor`]).
+    pub fn actor(&self) -> crate::auth::Actor {
+        crate::auth::Actor {
+            token_id: self.token_id.clone(),
+            name: self.name.clone(),
+            principal: self.principal,
+        }
+    }
+}
+
 /// An API error: a status and a JSON body `{"error": {"code", "message"}}`.
 #[derive(Debug)]
 pub struct ApiError {

@@ -131,14 +131,7 @@ impl From<ReceiptError> for ApiError {
 }
 
 fn actor(c: &Caller) -> Actor {
-    Actor {
-        token_id: c.token_id.clone(),
-        name: c.name.clone(),
-        principal: match c.principal {
-            crate::auth::Principal::Person => "person".into(),
-            crate::auth::Principal::Agent => "agent".into(),
-        },
-    }
+    c.actor()
 }
 
 /// A candidate as the API shows it: the stored record, and its identity digest rendered

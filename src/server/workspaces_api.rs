@@ -84,11 +84,7 @@ pub fn routes() -> Router<Arc<Shared>> {
 type ApiResult = Result<Response, ApiError>;
 
 fn actor(c: &Caller) -> Actor {
-    Actor {
-        token_id: c.token_id.clone(),
-        name: c.name.clone(),
-        principal: c.principal,
-    }
+    c.actor()
 }
 
 fn body<T: serde::de::DeserializeOwned>(bytes: &axum::body::Bytes) -> Result<T, ApiError> {

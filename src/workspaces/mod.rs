@@ -25,7 +25,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::auth::Principal;
 use crate::files::{self, FilesError};
 use crate::home::Home;
 use crate::ledger::{Ledger, LedgerError};
@@ -405,28 +404,17 @@ fn current(home: &Home) -> Result<Registry, WorkspaceError> {
     Ok(with_pending(home, reg, &pending))
 }
 
-/// Who asks for a change (from the authorizer).
-#[derive(Debug, Clone)]
-pub struct Actor {
-    pub token_id: String,
-    pub name: String,
-    pub principal: Principal,
-}
+/// Who asks for a change (from the authorizer): the one actor type of [`crate::auth`].
+pub use crate::auth::Actor;
 
-impl Actor {
-    /// How an approval names its actor: `name (tok-…)`.
-    pub fn label(&self) -> String {
-        format!("{} ({})", self.name, self.token_id)
+/// Refuses an agent: only a person approves `what`.
+fn person(actor: &Actor, what: &str) -> Result<(), WorkspaceError> {
+    if actor.is_agent() {
+        return Err(WorkspaceError::AgentRefused(format!(
+            "an agent identity cannot approve {what}; a person approves it with a person's token"
+        )));
     }
-
-    fn person(&self, what: &str) -> Result<(), WorkspaceError> {
-        if self.principal == Principal::Agent {
-            return Err(WorkspaceError::AgentRefused(format!(
-                "an agent identity cannot approve {what}; a person approves it with a person's token"
-            )));
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// Validates a change against the registry, appends it to the ledger, applies it and
@@ -921,7 +909,7 @@ fn approve_text(
         Subject::Setup => ("the setup command", "setup"),
         _ => ("the check policy", "policy"),
     };
-    actor.person(label)?;
+    person(actor, label)?;
     let h = check_hash(sha256)?;
     mutate(home, ledger, actor, |reg| {
         let w = get(reg, ws)?;
@@ -1086,7 +1074,7 @@ pub fn approve_project_config_at(
     sha256: &str,
     from: Option<&str>,
 ) -> Result<(Workspace, project_config::Scan), WorkspaceError> {
-    actor.person("a folder's agent configuration")?;
+    person(actor, "a folder's agent configuration")?;
     let h = check_hash(sha256)?;
     // A commit's files never change: they are read before the registry lock is taken.
     let committed = match from {

@@ -33,7 +33,7 @@ pub(crate) fn actor() -> Actor {
     Actor {
         token_id: "tok-test".into(),
         name: "tester".into(),
-        principal: "person".into(),
+        principal: crate::auth::Principal::Person,
     }
 }
 

@@ -41,7 +41,7 @@ fn actor() -> Actor {
     Actor {
         token_id: "tok-person".into(),
         name: "tok-person".into(),
-        principal: "person".into(),
+        principal: crate::auth::Principal::Person,
     }
 }
 
