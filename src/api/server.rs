@@ -27,9 +27,20 @@ pub const OWNER_ROTATION: &str = "/v1/tokens/owner/rotation";
 /// `GET` (read): the OpenAPI 3.1 document of the API.
 pub const OPENAPI: &str = "/v1/openapi.json";
 
-/// [`TOKEN`] for one token id (percent-encoded: an id is the caller's text).
+/// [`TOKEN`] for one token id (percent-encoded as one path segment: an id is the caller's
+/// text).
 pub fn token(id: &str) -> String {
-    TOKEN.replace("{id}", &super::runs::percent_encode(id))
+    let segment: String = id
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    TOKEN.replace("{id}", &segment)
 }
 
 /// `GET /v1/version`.

@@ -28,6 +28,12 @@ pub enum State {
     Recovering,
 }
 
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl State {
     pub fn as_str(self) -> &'static str {
         match self {
