@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode, header};
 use hyper_util::rt::TokioIo;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::files;
@@ -190,15 +191,29 @@ impl Client {
             }
         };
         let (status, body) = self
-            .send(stream, Method::GET, "/v1/version", None, false)
+            .send(
+                stream,
+                Method::GET,
+                crate::api::server::VERSION,
+                None,
+                false,
+            )
             .await?;
         if !status.is_success() {
             return Err(ClientError::Http(format!(
                 "version probe answered {status}"
             )));
         }
-        let protocol = body["protocol"].as_u64().unwrap_or(0);
-        let version = body["version"].as_str().unwrap_or("?").to_string();
+        // An answer of another shape is another protocol's.
+        let info: crate::api::server::VersionInfo =
+            serde_json::from_value(body).unwrap_or(crate::api::server::VersionInfo {
+                name: String::new(),
+                version: "?".into(),
+                protocol: 0,
+                recovering: 0,
+            });
+        let protocol = u64::from(info.protocol);
+        let version = info.version;
         if protocol != u64::from(PROTOCOL) {
             return Err(ClientError::Protocol {
                 socket: self.socket.clone(),
@@ -206,7 +221,7 @@ impl Client {
                 version,
             });
         }
-        let recovering = body["recovering"].as_u64().unwrap_or(0);
+        let recovering = info.recovering as u64;
         Ok(Some(Probe {
             version,
             protocol,
@@ -519,13 +534,17 @@ impl Client {
 
 /// The error a non-2xx answer carries (`{"error": {"code", "message"}}`).
 fn api_error(status: StatusCode, value: &Value) -> ClientError {
-    ClientError::Api {
-        status,
-        code: value["error"]["code"].as_str().unwrap_or("").to_string(),
-        message: value["error"]["message"]
-            .as_str()
-            .unwrap_or("(no message)")
-            .to_string(),
+    match crate::api::ErrorBody::deserialize(value) {
+        Ok(b) => ClientError::Api {
+            status,
+            code: b.error.code,
+            message: b.error.message,
+        },
+        Err(_) => ClientError::Api {
+            status,
+            code: String::new(),
+            message: "(no message)".to_string(),
+        },
     }
 }
 

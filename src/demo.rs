@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use hyper::Method;
 use serde_json::{Value, json};
 
+use crate::api::runs::{self as wire, Accepted, InputRequest, RunView, StartRequest, State};
+use crate::api::server::Stopping;
 use crate::client::{self, Client, ClientError};
 use crate::files;
 use crate::home::Home;
@@ -128,7 +130,7 @@ pub fn throwaway_root() -> Result<PathBuf, DemoError> {
 }
 
 /// Starts the demo: shims, server, sessions. Returns the runs as the server shows them.
-pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
+pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<RunView>, DemoError> {
     if home.ledger_path().exists() {
         return Err(DemoError::NotEmpty {
             path: home.root.clone().unwrap_or_else(|| home.data.clone()),
@@ -159,23 +161,25 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
     let forge_address = wait_for_forge(home)?;
     let mut refs = Vec::new();
     for scene in &SCENES {
-        let mut body = json!({
-            "tool": scene.tool,
-            "transport": scene.transport,
-            "workspace": workspace,
-            "name": scene.name,
-            "rows": 30,
-            "cols": 100,
-        });
-        if scene.transport == "pipe" {
-            body["prompt"] = json!(scene.script);
-        }
-        let run = client::block_on(client.call(Method::POST, "/v1/m/sessions/runs", Some(body)))??;
-        let r = run["ref"].as_str().unwrap_or_default().to_string();
+        let body = StartRequest {
+            tool: Some(scene.tool.to_string()),
+            transport: Some(scene.transport.to_string()),
+            workspace: Some(workspace.to_string_lossy().into_owned()),
+            name: Some(scene.name.to_string()),
+            rows: Some(30),
+            cols: Some(100),
+            prompt: (scene.transport == "pipe").then(|| scene.script.to_string()),
+            ..Default::default()
+        };
+        let run: RunView = client.request_blocking(Method::POST, wire::RUNS, Some(&body))?;
+        let r = run.run_ref;
         if scene.transport == "pty" {
-            let input = json!({"text": format!("{}\r", scene.script)});
-            let path = format!("/v1/m/sessions/runs/{r}/input");
-            client::block_on(client.call(Method::POST, &path, Some(input)))??;
+            let input = InputRequest {
+                text: Some(format!("{}\r", scene.script)),
+                ..Default::default()
+            };
+            let _: Accepted =
+                client.request_blocking(Method::POST, &wire::at(wire::INPUT, &r), Some(&input))?;
         }
         refs.push((scene, r));
     }
@@ -184,11 +188,11 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<Value>, DemoError> {
     let worktree_run = start_worktree_scene(&client, &repo)?;
     let mut out = Vec::new();
     for (scene, r) in refs {
-        let path = format!("/v1/m/sessions/runs/{r}");
+        let path = wire::at(wire::RUN, &r);
         let started = Instant::now();
         loop {
-            let run = client::block_on(client.call(Method::GET, &path, None))??;
-            let state = run["state"].as_str().unwrap_or("").to_string();
+            let run: RunView = client.get_blocking(&path)?;
+            let state = run.state.as_str().to_string();
             if scene.settle.is_none_or(|want| want == state) {
                 out.push(run);
                 break;
@@ -308,38 +312,34 @@ fn start_worktree_scene(client: &Client, repo: &Path) -> Result<String, DemoErro
                   !write src/lexer.txt lex_string: skip the character after a backslash, then stop at the closing quote\n\
                   !say Fixed: an escaped quote no longer ends the string\n\
                   fix the lexer's escaped quotes";
-    let run = call(
-        client,
-        Method::POST,
-        "/v1/m/sessions/runs",
-        Some(json!({
-            "tool": "codex",
-            "transport": "pipe",
-            "workspace": ws,
-            "worktree": true,
-            "name": WORKTREE_SCENE,
-            "prompt": script,
-        })),
-    )?;
-    Ok(run["ref"].as_str().unwrap_or_default().to_string())
+    let body = StartRequest {
+        tool: Some("codex".into()),
+        transport: Some("pipe".into()),
+        workspace: Some(ws),
+        worktree: Some(true),
+        name: Some(WORKTREE_SCENE.into()),
+        prompt: Some(script.into()),
+        ..Default::default()
+    };
+    let run: RunView = client.request_blocking(Method::POST, wire::RUNS, Some(&body))?;
+    Ok(run.run_ref)
 }
 
 /// Once the agent's turn is over: binds the candidate, runs the policy's check, proposes the
 /// publication. Returns the run as the server shows it.
-fn finish_worktree_scene(client: &Client, run: &str) -> Result<Value, DemoError> {
-    let path = format!("/v1/m/sessions/runs/{run}");
+fn finish_worktree_scene(client: &Client, run: &str) -> Result<RunView, DemoError> {
+    let path = wire::at(wire::RUN, run);
     let started = Instant::now();
     loop {
-        let v = call(client, Method::GET, &path, None)?;
-        let state = v["state"].as_str().unwrap_or("").to_string();
-        if state == "idle" {
+        let v: RunView = client.get_blocking(&path)?;
+        if v.state == State::Idle {
             break;
         }
         if started.elapsed() > Duration::from_secs(30) {
             return Err(DemoError::Stuck {
                 name: WORKTREE_SCENE,
                 want: "idle",
-                got: state,
+                got: v.state.as_str().to_string(),
             });
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -370,13 +370,17 @@ fn finish_worktree_scene(client: &Client, run: &str) -> Result<Value, DemoError>
             "body": "An escaped quote no longer ends a string.\n\nProposed by `proctor demo`.",
         })),
     )?;
-    call(client, Method::GET, &path, None)
+    Ok(client.get_blocking(&path)?)
 }
 
 /// Stops the demo's server (its sessions end with it) and removes the throwaway folder.
 pub fn discard(home: &Home, root: &Path) -> Result<(), DemoError> {
     let client = Client::new(home)?.with_token(home)?;
-    let _ = client::block_on(client.call(Method::POST, "/v1/server/stop", None));
+    let _ = client.request_blocking::<(), Stopping>(
+        Method::POST,
+        crate::api::server::SERVER_STOP,
+        None,
+    );
     let started = Instant::now();
     while crate::server::server_lock_held(home) && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(50));

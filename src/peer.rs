@@ -64,7 +64,7 @@ impl ServerSelf {
 }
 
 /// Where a process stands relative to the server's process tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Ancestry {
     /// The server is one of its ancestors (or it is the server).

@@ -611,7 +611,7 @@ fn branch_tip(git: &Git, branch: &str) -> Option<String> {
 }
 
 /// One changed path.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct DiffEntry {
     pub path: String,
     /// git's status letter: A added, D deleted, M modified, T type changed.
@@ -619,7 +619,7 @@ pub struct DiffEntry {
 }
 
 /// `GET /runs/{ref}/diff`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Diff {
     pub branch: String,
     /// The merge base of the branch tip and the workspace's current commit.
@@ -719,7 +719,7 @@ struct Side {
 }
 
 /// `GET /runs/{ref}/diff/file?path=`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct DiffFile {
     pub branch: String,
     pub base: String,

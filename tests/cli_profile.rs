@@ -52,7 +52,7 @@ fn stderr(out: &Output) -> String {
 fn list_shows_the_five_defaults_without_writing_anything() {
     let e = env();
     let v = ok_json(&e.run(&["profile", "list", "--json"]));
-    let rows = v.as_array().unwrap();
+    let rows = v["items"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["claude", "codex", "gemini", "grok", "opencode"]);
     for r in rows {
@@ -112,7 +112,7 @@ fn add_then_list_and_the_store_is_private() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("added profile g2 (gemini, home "));
 
     let rows = ok_json(&e.run(&["profile", "list", "--json"]));
-    let rows = rows.as_array().unwrap();
+    let rows = rows["items"].as_array().unwrap();
     assert_eq!(rows.len(), 7);
     assert_eq!(rows[5]["name"], "work");
     assert_eq!(rows[5]["home_exists"], true);

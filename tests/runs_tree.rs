@@ -281,7 +281,7 @@ fn escapes_end_with_stop_and_with_a_crash(serve_args: &[&str], mechanism: &str) 
     s.serve(serve_args);
     for (r, _) in &runs {
         let v = s.wait_state(r, "lost");
-        assert!(v.get("exit_code").is_none(), "nothing fabricated: {v}");
+        assert!(v["exit_code"].is_null(), "nothing fabricated: {v}");
     }
     all_gone(&runs, "the restart sweep");
     let status = s.home.ok(&["server", "status"]);
@@ -354,7 +354,7 @@ fn a_crash_at(point: &str) {
     );
     s.serve(&["--stop-grace-ms", "300"]);
     let v = s.wait_state("run-0001", "lost");
-    assert!(v.get("exit_code").is_none(), "{v}");
+    assert!(v["exit_code"].is_null(), "{v}");
     assert!(!alive(l), "the leader survived the restart");
     assert!(!alive(e), "the escaped grandchild survived the restart");
 }

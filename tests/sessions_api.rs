@@ -37,7 +37,7 @@ fn pipe_run_launch_attach_input_and_conversation_id() {
             "{tool}: the tool's id is recorded: {v}"
         );
         assert!(
-            v.get("exit_code").is_none(),
+            v["exit_code"].is_null(),
             "no exit code before one is observed"
         );
         // Attach from 0 replays from the first frame.
@@ -217,7 +217,7 @@ fn resume_is_a_new_generation_on_the_same_conversation() {
     });
     assert_eq!(v["conversation_id"], conv);
     assert!(
-        v.get("exit_code").is_none(),
+        v["exit_code"].is_null(),
         "the new generation has no exit yet: {v}"
     );
     s.expect(
@@ -429,7 +429,7 @@ fn pins_snoozes_done_names_archive() {
         "the ledger records the ref, not the name"
     );
     let v = s.expect(200, "DELETE", &s.run_path(r, "/archive"), None);
-    assert!(v.get("archived_at").is_none());
+    assert!(v["archived_at"].is_null());
 
     // Cleanup and delete.
     s.expect(409, "DELETE", &s.run_path(r, ""), None);
@@ -550,7 +550,7 @@ fn a_killed_server_leaves_lost_runs_and_no_processes() {
     // The sweep runs once the socket listens; the run shows `recovering` until then.
     let v = s.wait_run(&run, "the sweep", |v| v["state"] != "recovering");
     assert_eq!(v["state"], "lost", "{v}");
-    assert!(v.get("exit_code").is_none(), "nothing fabricated: {v}");
+    assert!(v["exit_code"].is_null(), "nothing fabricated: {v}");
     assert!(
         !alive(pid) && !alive(grandchild),
         "the orphan's process group is gone"

@@ -1,6 +1,596 @@
-//! The runs routes' contract (see [`crate::api`]).
+//! The runs routes' contract (see [`crate::api`]): everything under `/v1/m/sessions/runs`.
+//!
+//! The route patterns are the constants below (axum's and OpenAPI's `{run}` syntax); a
+//! client fills one in with [`at`] (or the functions for routes with a query). The bodies
+//! the session manager answers are its own typed values ([`crate::sessions::view`]),
+//! re-exported here; the requests, the answers the routes build and the frames of the
+//! attach stream are declared here.
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
+pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
+pub use crate::sessions::record::{RunEvent, State};
+pub use crate::sessions::view::{
+    Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView, RunEvents,
+    RunPage, RunView, StopSignals, Stopped, TranscriptView, WorktreeView,
+};
+pub use crate::worktrees::{Diff, DiffEntry, DiffFile};
+
+use super::ErrorBody;
+
+/// The prefix of the runs area (the router nests [`crate::server`]'s run routes under it).
+pub const BASE: &str = "/v1/m/sessions";
+/// `GET` (list) and `POST` (start).
+pub const RUNS: &str = "/v1/m/sessions/runs";
+/// `GET` (show) and `DELETE`.
+pub const RUN: &str = "/v1/m/sessions/runs/{run}";
+pub const EVENTS: &str = "/v1/m/sessions/runs/{run}/events";
+pub const ATTACH: &str = "/v1/m/sessions/runs/{run}/attach";
+pub const SCREEN: &str = "/v1/m/sessions/runs/{run}/screen";
+pub const INPUT: &str = "/v1/m/sessions/runs/{run}/input";
+pub const INTERRUPT: &str = "/v1/m/sessions/runs/{run}/interrupt";
+pub const STOP: &str = "/v1/m/sessions/runs/{run}/stop";
+pub const RESUME: &str = "/v1/m/sessions/runs/{run}/resume";
+pub const RESIZE: &str = "/v1/m/sessions/runs/{run}/resize";
+/// `POST` sets, `DELETE` clears (the caller's own mark).
+pub const PIN: &str = "/v1/m/sessions/runs/{run}/pin";
+pub const SNOOZE: &str = "/v1/m/sessions/runs/{run}/snooze";
+pub const DONE: &str = "/v1/m/sessions/runs/{run}/done";
+/// `PUT`.
+pub const NAME: &str = "/v1/m/sessions/runs/{run}/name";
+/// `POST` archives, `DELETE` unarchives (for everyone).
+pub const ARCHIVE: &str = "/v1/m/sessions/runs/{run}/archive";
+pub const CLEANUP: &str = "/v1/m/sessions/runs/{run}/cleanup";
+pub const DIFF: &str = "/v1/m/sessions/runs/{run}/diff";
+pub const DIFF_FILE: &str = "/v1/m/sessions/runs/{run}/diff/file";
+
+/// A route pattern with its run filled in: `at(STOP, "run-0001")`. The ref must already be
+/// a ref (`run-` and digits), which never needs escaping.
+pub fn at(pattern: &str, run: &str) -> String {
+    pattern.replace("{run}", run)
+}
+
+/// `GET /runs?limit=N[&state=S]`.
+pub fn list(limit: usize, state: Option<State>) -> String {
+    match state {
+        Some(s) => format!("{RUNS}?limit={limit}&state={}", s.as_str()),
+        None => format!("{RUNS}?limit={limit}"),
+    }
+}
+
+/// `GET /runs/{ref}/attach?from=N`.
+pub fn attach(run: &str, from: u64) -> String {
+    format!("{}?from={from}", at(ATTACH, run))
+}
+
+/// `GET /runs/{ref}/diff/file?path=P` (P percent-encoded).
+pub fn diff_file(run: &str, path: &str) -> String {
+    format!("{}?path={}", at(DIFF_FILE, run), percent_encode(path))
+}
+
+/// A query value: every byte but the unreserved ones (RFC 3986) and `/` as %XX.
+pub fn percent_encode(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The body of `POST /runs/{ref}/resume` (optional) and `POST /runs/{ref}/resize` (both
+/// fields needed): a PTY run's terminal size.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SizeBody {
+    pub rows: Option<u16>,
+    pub cols: Option<u16>,
+}
+
+/// The body of `POST /runs/{ref}/snooze`: an RFC 3339 instant in the future.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SnoozeBody {
+    pub until: Option<String>,
+}
+
+/// The body of `PUT /runs/{ref}/name` (an empty name clears it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RenameBody {
+    pub name: Option<String>,
+}
+
+/// The body of `POST /runs/{ref}/cleanup` (any body is accepted; only an explicit
+/// `"discard_worktree": true` confirms a discard).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CleanupBody {
+    pub discard_worktree: Option<bool>,
+}
+
+/// `POST /runs/{ref}/input` answers 202 with this.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Accepted {
+    pub accepted: bool,
+}
+
+/// `POST /runs/{ref}/resize`: the size the run's terminal has now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Resized {
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    pub rows: u16,
+    pub cols: u16,
+}
+
+/// `GET /runs/{ref}/diff`: the paths the run's branch changed since it left the
+/// workspace's current commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RunDiff {
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    #[serde(flatten)]
+    pub diff: Diff,
+}
+
+/// `GET /runs/{ref}/diff/file?path=`: one changed path's text at base and at head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RunDiffFile {
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    #[serde(flatten)]
+    pub file: DiffFile,
+}
+
+/// The query of `GET /runs/{ref}/attach`: the first seq wanted (default: `Last-Event-ID` +
+/// 1, else 1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AttachQuery {
+    pub from: Option<u64>,
+}
+
+/// The query of `GET /runs/{ref}/diff/file`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DiffFileQuery {
+    /// A path `GET …/diff` lists.
+    pub path: Option<String>,
+}
+
+/// The SSE event names of `GET /runs/{ref}/attach`.
+pub mod sse {
+    /// Data: [`super::OutputEvent`]; its `id` is the last frame's seq.
+    pub const OUTPUT: &str = "output";
+    /// Data: [`super::LagEvent`].
+    pub const LAG: &str = "lag";
+    /// Data: [`super::EndEvent`]; the stream ends.
+    pub const END: &str = "end";
+    /// Data: [`super::NoticeEvent`].
+    pub const NOTICE: &str = "notice";
+}
+
+/// An `output` event: frames of the run's output, in seq order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OutputEvent {
+    pub first: Option<u64>,
+    pub last: Option<u64>,
+    pub frames: Vec<OutputFrame>,
+}
+
+/// One frame of output: its seq, its stream and its bytes in standard base64.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OutputFrame {
+    pub seq: u64,
+    pub stream: Stream,
+    pub b64: String,
+}
+
+/// A `lag` event: the ring no longer holds what the cursor asked for; the stream goes on
+/// from `first_available`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LagEvent {
+    pub requested: u64,
+    pub first_available: u64,
+}
+
+/// An `end` event: the generation's process ended; its exit as observed (both null and
+/// `unobserved` true when the wait failed: never fabricated).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+pub struct EndEvent {
+    pub last_seq: u64,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub signal: Option<String>,
+    #[serde(default)]
+    pub unobserved: bool,
+}
+
+/// A `notice` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "notice", rename_all = "snake_case")]
+pub enum NoticeEvent {
+    /// The server holds no output for the run (sent once; the stream ends).
+    NotLive { state: State, message: String },
+    /// The cursor is past the ring's next seq; the stream goes on from `next`.
+    CursorAhead { requested: u64, next: u64 },
+}
+
+/// The operations of this area, as the OpenAPI document declares them. They are declared
+/// here, in the contract, rather than on the server's handlers: the contract layer may not
+/// name the faces (`docs/architecture.md`, "Layers"). Each names the route constant and the
+/// body types the handler in `server::runs_api` takes and answers.
+#[allow(dead_code)]
+mod ops {
+    use super::*;
+    #[utoipa::path(
+        get,
+        path = RUNS,
+        tag = "runs",
+        description = "The runs, newest first (a page), then the caller's pinned runs outside the page (read).",
+        params(ListQuery),
+        responses(
+        (status = 200, description = "the answer", body = RunPage),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn list() {}
+    #[utoipa::path(
+        post,
+        path = RUNS,
+        tag = "runs",
+        description = "Starts a run (write). A launch failure is a 201 with state failed and its reason.",
+        request_body = StartRequest,
+        responses(
+        (status = 201, description = "the answer", body = RunView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn start() {}
+    #[utoipa::path(
+        get,
+        path = RUN,
+        tag = "runs",
+        description = "One run with the caller's marks (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = RunView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn show() {}
+    #[utoipa::path(
+        delete,
+        path = RUN,
+        tag = "runs",
+        description = "Deletes a cleaned run's record and transcripts (admin); 409 before cleanup.",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = Deleted),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn delete_run() {}
+    #[utoipa::path(
+        get,
+        path = EVENTS,
+        tag = "runs",
+        description = "The run's lifecycle events, oldest first (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = RunEvents),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn events() {}
+    #[utoipa::path(
+        get,
+        path = ATTACH,
+        tag = "runs",
+        description = "Server-sent events (read): `output` (OutputEvent, id = last seq), `lag` (LagEvent), `end` (EndEvent), `notice` (NoticeEvent).",
+        params(("run" = String, Path, description = "the run's ref, run-0001"), AttachQuery),
+        responses(
+        (status = 200, content_type = "text/event-stream", description = "the event stream"),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn attach() {}
+    #[utoipa::path(
+        get,
+        path = SCREEN,
+        tag = "runs",
+        description = "The screen of a live PTY run and the seq it includes (read); 409 when not live.",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = ScreenSnapshot),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn screen() {}
+    #[utoipa::path(
+        post,
+        path = INPUT,
+        tag = "runs",
+        description = "Types into the run (write): a turn on a pipe run, keys on a PTY run; 409 when not live.",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        request_body = InputRequest,
+        responses(
+        (status = 202, description = "the answer", body = Accepted),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn input() {}
+    #[utoipa::path(
+        post,
+        path = INTERRUPT,
+        tag = "runs",
+        description = "Interrupts the current turn (write); 409 when not live.",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = RunView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn interrupt() {}
+    #[utoipa::path(
+        post,
+        path = STOP,
+        tag = "runs",
+        description = "Stops the run's processes and answers once the exit is recorded (write).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = Stopped),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn stop() {}
+    #[utoipa::path(
+        post,
+        path = RESUME,
+        tag = "runs",
+        description = "A new generation on the stored conversation (write); 409 when live or without one.",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        request_body = SizeBody,
+        responses(
+        (status = 200, description = "the answer", body = RunView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn resume() {}
+    #[utoipa::path(
+        post,
+        path = RESIZE,
+        tag = "runs",
+        description = "Resizes a live PTY run's terminal (write).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        request_body = SizeBody,
+        responses(
+        (status = 200, description = "the answer", body = Resized),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn resize() {}
+    #[utoipa::path(
+        post,
+        path = PIN,
+        tag = "runs",
+        description = "Pins the run for the caller (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = MarksView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn pin() {}
+    #[utoipa::path(
+        delete,
+        path = PIN,
+        tag = "runs",
+        description = "Unpins the run for the caller (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = MarksView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn unpin() {}
+    #[utoipa::path(
+        post,
+        path = SNOOZE,
+        tag = "runs",
+        description = "Snoozes the run for the caller until an instant in the future (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        request_body = SnoozeBody,
+        responses(
+        (status = 200, description = "the answer", body = MarksView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn snooze() {}
+    #[utoipa::path(
+        delete,
+        path = SNOOZE,
+        tag = "runs",
+        description = "Ends the caller's snooze (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = MarksView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn unsnooze() {}
+    #[utoipa::path(
+        post,
+        path = DONE,
+        tag = "runs",
+        description = "Marks the run done for the caller (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = MarksView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn done() {}
+    #[utoipa::path(
+        delete,
+        path = DONE,
+        tag = "runs",
+        description = "Removes the caller's done mark (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = MarksView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn undone() {}
+    #[utoipa::path(
+        put,
+        path = NAME,
+        tag = "runs",
+        description = "Renames the run; an empty name clears it (write).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        request_body = RenameBody,
+        responses(
+        (status = 200, description = "the answer", body = RunView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn rename() {}
+    #[utoipa::path(
+        post,
+        path = ARCHIVE,
+        tag = "runs",
+        description = "Archives the run for everyone (write).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = RunView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn archive() {}
+    #[utoipa::path(
+        delete,
+        path = ARCHIVE,
+        tag = "runs",
+        description = "Unarchives the run (write).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = RunView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn unarchive() {}
+    #[utoipa::path(
+        post,
+        path = CLEANUP,
+        tag = "runs",
+        description = "Releases a run that is not live (admin); 409 when live or when work would be lost.",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        request_body = CleanupBody,
+        responses(
+        (status = 200, description = "the answer", body = CleanedUp),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn cleanup() {}
+    #[utoipa::path(
+        get,
+        path = DIFF,
+        tag = "runs",
+        description = "The paths a worktree run's branch changed (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = RunDiff),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn diff() {}
+    #[utoipa::path(
+        get,
+        path = DIFF_FILE,
+        tag = "runs",
+        description = "One changed path's text at base and at head (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001"), DiffFileQuery),
+        responses(
+        (status = 200, description = "the answer", body = RunDiffFile),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn diff_file() {}
+}
 
 /// The OpenAPI operations of this area.
 #[derive(utoipa::OpenApi)]
-#[openapi()]
+#[openapi(
+    paths(
+        ops::list,
+        ops::start,
+        ops::show,
+        ops::delete_run,
+        ops::events,
+        ops::attach,
+        ops::screen,
+        ops::input,
+        ops::interrupt,
+        ops::stop,
+        ops::resume,
+        ops::resize,
+        ops::pin,
+        ops::unpin,
+        ops::snooze,
+        ops::unsnooze,
+        ops::done,
+        ops::undone,
+        ops::rename,
+        ops::archive,
+        ops::unarchive,
+        ops::cleanup,
+        ops::diff,
+        ops::diff_file,
+    ),
+    components(schemas(
+        ErrorBody,
+        RunView,
+        State,
+        HoldView,
+        WorktreeView,
+        OutputView,
+        TranscriptView,
+        RunPage,
+        RunEvents,
+        RunEvent,
+        MarksView,
+        StopSignals,
+        Stopped,
+        Cleaned,
+        CleanedUp,
+        Deleted,
+        StartRequest,
+        InputRequest,
+        SizeBody,
+        SnoozeBody,
+        RenameBody,
+        CleanupBody,
+        Accepted,
+        Resized,
+        RunDiff,
+        RunDiffFile,
+        Diff,
+        DiffEntry,
+        DiffFile,
+        ScreenSnapshot,
+        TermSize,
+        Stream,
+        OutputEvent,
+        OutputFrame,
+        LagEvent,
+        EndEvent,
+        NoticeEvent,
+    )),
+    tags((name = "runs", description = "Agent sessions (runs): start, watch, steer, tidy"))
+)]
 pub struct Doc;

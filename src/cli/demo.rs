@@ -77,11 +77,11 @@ impl Cleanup<'_> {
             Some(root) => demo::discard(self.home, root)?,
             None => {
                 let client = crate::client::Client::new(self.home)?.with_token(self.home)?;
-                let _ = crate::client::block_on(client.call(
+                let _ = client.request_blocking::<(), crate::api::server::Stopping>(
                     hyper::Method::POST,
-                    "/v1/server/stop",
+                    crate::api::server::SERVER_STOP,
                     None,
-                ));
+                );
             }
         }
         Ok(())
@@ -147,17 +147,20 @@ pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
     let root = home.root.clone().unwrap_or_else(|| home.data.clone());
     if args.no_cockpit {
         if args.json {
-            print_json(&serde_json::json!({"home": root, "runs": runs}))?;
+            print_json(&Prepared {
+                home: &root,
+                runs: &runs,
+            })?;
         } else {
             for r in &runs {
-                let s = |k: &str| text::one_line(r[k].as_str().unwrap_or("-"), 40);
+                let s = |x: &str| text::one_line(x, 40);
                 println!(
                     "{}  {:<9} {:<8} {:<8} {}",
-                    s("ref"),
-                    s("tool"),
-                    s("state"),
+                    s(&r.run_ref),
+                    s(&r.tool),
+                    r.state.as_str(),
                     "demo",
-                    s("name")
+                    s(r.name.as_deref().unwrap_or("-"))
                 );
             }
             let h = show_path(&root);
@@ -179,4 +182,11 @@ pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
     cleanup.finish()?;
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `demo --no-cockpit --json`: the home and its runs as the server shows them.
+#[derive(serde::Serialize)]
+struct Prepared<'a> {
+    home: &'a std::path::Path,
+    runs: &'a [crate::api::runs::RunView],
 }

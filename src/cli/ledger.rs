@@ -183,7 +183,7 @@ fn tail(ctx: &Ctx, args: TailArgs) -> anyhow::Result<ExitCode> {
         match line {
             TailLine::Event(m) => {
                 if args.json {
-                    print_json_ascii(&Value::Object(m.clone()), false);
+                    print_json_ascii(&Value::Object(with_ref(m)), false);
                 } else {
                     println!("{}", render_event(m));
                 }
@@ -223,6 +223,19 @@ fn tail(ctx: &Ctx, args: TailArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A ledger line as `ledger tail --json` prints it: the run an event names is `ref`, as in
+/// every JSON proctor prints (the ledger itself keeps its `run` field: its lines are
+/// hashed as written).
+fn with_ref(m: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut m = m.clone();
+    if !m.contains_key("ref")
+        && let Some(run) = m.remove("run")
+    {
+        m.insert("ref".into(), run);
+    }
+    m
 }
 
 /// `seq  at  kind  key=value …`, every part sanitised.

@@ -107,7 +107,9 @@ pub fn run(ctx: &Ctx, args: ProfileArgs) -> anyhow::Result<ExitCode> {
         ProfileCommand::List(a) => {
             let profiles = store.list(&user_home()?).map_err(usage_or_fault)?;
             if a.json {
-                print_json(&profiles.iter().map(row).collect::<Vec<_>>())?;
+                print_json(&crate::api::Items::new(
+                    profiles.iter().map(row).collect::<Vec<_>>(),
+                ))?;
                 return Ok(ExitCode::SUCCESS);
             }
             let width = profiles

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use hyper::Method;
 
 use super::{Ctx, print_json, show_path};
+use crate::api::server::{self as wire, ContainmentView, ServerStatus, Stopping};
 use crate::client::{self, Client};
 use crate::server;
 
@@ -193,7 +194,10 @@ pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
         ServerCommand::Status { json } => {
             if client::block_on(client.probe())??.is_none() {
                 if json {
-                    print_json(&serde_json::json!({"running": false, "socket": client.socket}))?;
+                    print_json(&NotRunning {
+                        running: false,
+                        socket: &client.socket,
+                    })?;
                 } else {
                     println!(
                         "no server runs for this home (socket {})",
@@ -203,44 +207,40 @@ pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
             let client = client.with_token(&home)?;
-            let mut v = client::block_on(client.call(Method::GET, "/v1/server", None))??;
-            v["running"] = serde_json::Value::Bool(true);
+            let v: ServerStatus = client.get_blocking(wire::SERVER)?;
             if json {
-                print_json(&v)?;
+                print_json(&Running {
+                    running: true,
+                    status: &v,
+                })?;
             } else {
-                for key in [
-                    "version",
-                    "protocol",
-                    "pid",
-                    "started_at",
-                    "socket",
-                    "home",
-                    "ledger",
+                for (key, val) in [
+                    ("version", v.version.clone()),
+                    ("protocol", v.protocol.to_string()),
+                    ("pid", v.pid.to_string()),
+                    ("started_at", v.started_at.clone()),
+                    ("socket", v.socket.to_string_lossy().into_owned()),
+                    ("home", v.home.to_string_lossy().into_owned()),
+                    ("ledger", v.ledger.to_string_lossy().into_owned()),
                 ] {
-                    let val = match &v[key] {
-                        serde_json::Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
                     println!("{key:<10} {}", crate::text::one_line(&val, usize::MAX));
                 }
-                let h = &v["runs_held_by"];
-                let held = match h["mechanism"].as_str() {
-                    Some("cgroup") => format!(
-                        "a cgroup per run under {}",
-                        h["cgroup_base"].as_str().unwrap_or("?")
+                let (held, recovering) = match &v.runs_held_by {
+                    ContainmentView::Cgroup {
+                        cgroup_base,
+                        recovering,
+                    } => (format!("a cgroup per run under {cgroup_base}"), *recovering),
+                    ContainmentView::Subreaper { reason, recovering } => (
+                        format!("the server as child subreaper, no cgroup ({reason})"),
+                        *recovering,
                     ),
-                    Some("subreaper") => format!(
-                        "the server as child subreaper, no cgroup ({})",
-                        h["reason"].as_str().unwrap_or("?")
-                    ),
-                    _ => "unknown".into(),
                 };
                 println!(
                     "{:<10} {}",
                     "runs held",
                     crate::text::one_line(&held, usize::MAX)
                 );
-                if let Some(n) = h["recovering"].as_u64().filter(|n| *n > 0) {
+                if let Some(n) = Some(recovering).filter(|n| *n > 0) {
                     println!(
                         "{:<10} {n} run(s) a previous server left are being swept",
                         "recovering"
@@ -255,7 +255,8 @@ pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let client = client.with_token(&home)?;
-            client::block_on(client.call(Method::POST, "/v1/server/stop", None))??;
+            let _: Stopping =
+                client.request_blocking::<(), _>(Method::POST, wire::SERVER_STOP, None)?;
             let started = Instant::now();
             // Gone means its lock is released: the process has exited, not just its socket.
             while server::server_lock_held(&home) {
@@ -268,4 +269,19 @@ pub fn run(ctx: &Ctx, args: ServerArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `server status --json` when no server runs.
+#[derive(serde::Serialize)]
+struct NotRunning<'a> {
+    running: bool,
+    socket: &'a std::path::Path,
+}
+
+/// `server status --json`: the server's status, and that it runs.
+#[derive(serde::Serialize)]
+struct Running<'a> {
+    running: bool,
+    #[serde(flatten)]
+    status: &'a ServerStatus,
 }

@@ -4,11 +4,20 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use hyper::Method;
-use serde_json::json;
 
 use super::{Ctx, print_json};
+use crate::api::server::{self as wire, CreateToken, CreatedToken, OwnerRotated, Token, TokenList};
+use crate::auth::Principal;
 use crate::client::{self, Client};
 use crate::text;
+
+/// `person` or `agent`.
+fn who(p: Principal) -> &'static str {
+    match p {
+        Principal::Person => "person",
+        Principal::Agent => "agent",
+    }
+}
 
 /// Manage the bearer tokens that clients present to the server.
 ///
@@ -87,27 +96,29 @@ pub fn run(ctx: &Ctx, args: TokenArgs) -> anyhow::Result<ExitCode> {
             principal,
             json,
         } => {
-            let body = json!({"name": name, "role": role, "principal": principal});
-            let v = client::block_on(client.call(Method::POST, "/v1/tokens", Some(body)))??;
+            let body = CreateToken {
+                name,
+                role,
+                principal: Some(principal),
+            };
+            let v: CreatedToken =
+                client.request_blocking(Method::POST, wire::TOKENS, Some(&body))?;
             if json {
                 print_json(&v)?;
             } else {
                 println!(
                     "created {} ({}, {}, {})",
-                    text::one_line(v["id"].as_str().unwrap_or("?"), 64),
-                    text::one_line(v["name"].as_str().unwrap_or("?"), 64),
-                    text::one_line(v["role"].as_str().unwrap_or("?"), 16),
-                    text::one_line(v["principal"].as_str().unwrap_or("?"), 16),
+                    text::one_line(&v.token.id, 64),
+                    text::one_line(&v.token.name, 64),
+                    v.token.role.as_str(),
+                    who(v.token.principal),
                 );
                 println!("secret (shown once; store it now):");
-                println!(
-                    "{}",
-                    text::one_line(v["secret"].as_str().unwrap_or(""), 200)
-                );
+                println!("{}", text::one_line(&v.secret, 200));
             }
         }
         TokenCommand::List { json } => {
-            let v = client::block_on(client.call(Method::GET, "/v1/tokens", None))??;
+            let v: TokenList = client.get_blocking(wire::TOKENS)?;
             if json {
                 print_json(&v)?;
             } else {
@@ -115,35 +126,31 @@ pub fn run(ctx: &Ctx, args: TokenArgs) -> anyhow::Result<ExitCode> {
                     "{:<18} {:<20} {:<6} {:<7} {:<25} REVOKED",
                     "ID", "NAME", "ROLE", "WHO", "CREATED"
                 );
-                for t in v["items"].as_array().into_iter().flatten() {
-                    let s = |k: &str| text::one_line(t[k].as_str().unwrap_or("-"), 40);
+                for t in &v.items {
+                    let s = |x: &str| text::one_line(x, 40);
                     println!(
                         "{:<18} {:<20} {:<6} {:<7} {:<25} {}",
-                        s("id"),
-                        s("name"),
-                        s("role"),
-                        s("principal"),
-                        s("created_at"),
-                        s("revoked_at")
+                        s(&t.id),
+                        s(&t.name),
+                        t.role.as_str(),
+                        who(t.principal),
+                        s(&t.created_at),
+                        s(t.revoked_at.as_deref().unwrap_or("-"))
                     );
                 }
             }
         }
         TokenCommand::RotateOwner { json } => {
-            let v =
-                client::block_on(client.call(Method::POST, "/v1/tokens/owner/rotation", None))??;
+            let v: OwnerRotated =
+                client.request_blocking::<(), _>(Method::POST, wire::OWNER_ROTATION, None)?;
             if json {
                 print_json(&v)?;
             } else {
-                let revoked: Vec<String> = v["revoked"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|r| text::one_line(r.as_str().unwrap_or("?"), 64))
-                    .collect();
+                let revoked: Vec<String> =
+                    v.revoked.iter().map(|r| text::one_line(r, 64)).collect();
                 println!(
                     "owner token rotated: {} is the owner now; revoked {}",
-                    text::one_line(v["owner"]["id"].as_str().unwrap_or("?"), 64),
+                    text::one_line(&v.owner.id, 64),
                     if revoked.is_empty() {
                         "nothing".to_string()
                     } else {
@@ -152,32 +159,19 @@ pub fn run(ctx: &Ctx, args: TokenArgs) -> anyhow::Result<ExitCode> {
                 );
                 println!(
                     "the new secret is in {} (clients holding the old one get 401: restart them)",
-                    text::one_line(v["file"].as_str().unwrap_or("config/owner.token"), 200)
+                    text::one_line(&v.file.to_string_lossy(), 200)
                 );
             }
         }
         TokenCommand::Revoke { token } => {
-            let path = format!("/v1/tokens/{}", percent_encode(&token));
-            let v = client::block_on(client.call(Method::DELETE, &path, None))??;
+            let v: Token =
+                client.request_blocking::<(), _>(Method::DELETE, &wire::token(&token), None)?;
             println!(
                 "revoked {} ({})",
-                text::one_line(v["id"].as_str().unwrap_or("?"), 64),
-                text::one_line(v["name"].as_str().unwrap_or("?"), 64)
+                text::one_line(&v.id, 64),
+                text::one_line(&v.name, 64)
             );
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Percent-encodes a path segment (everything but unreserved ASCII).
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }

@@ -33,7 +33,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use portable_pty::MasterPty;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use process::{
     ExitStatus, ProcStat, group_exists, group_has_live_members, is_same_process, proc_stat,
@@ -76,7 +76,7 @@ pub const MAX_ROWS: u16 = 500;
 pub const MAX_COLS: u16 = 1000;
 
 /// A terminal size in character cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TermSize {
     pub rows: u16,
     pub cols: u16,
@@ -261,11 +261,12 @@ pub struct StopReport {
 
 /// The screen of a PTY run and the seq of the last frame it includes. Attaching from
 /// `seq + 1` after drawing `formatted` reproduces the terminal exactly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ScreenSnapshot {
     pub seq: u64,
     pub size: TermSize,
     /// (row, col) of the cursor, 0-based.
+    #[schema(value_type = Vec<u16>)]
     pub cursor: (u16, u16),
     /// Escape sequences that redraw the screen and its input modes (vt100's
     /// `state_formatted`). Untrusted: it comes from the child.

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::process::ExitStatus;
@@ -35,7 +35,7 @@ pub const MIN_RING_BYTES: usize = 256;
 
 /// Which output of the child a frame came from. A PTY run has one stream, `Stdout` (the
 /// terminal's output, where the child's stdout and stderr are merged by the terminal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
     Stdout,

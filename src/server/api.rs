@@ -11,10 +11,14 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{PROTOCOL, Shared, VERSION};
+use crate::api::server::{
+    self as wire, CreateToken, CreatedToken, OwnerRotated, PeerView, ServerStatus, Stopping, Token,
+    TokenList, VersionInfo, WhoAmI,
+};
+use crate::api::{ErrorBody, ErrorDetail};
 use crate::auth::{Principal, Role, TokenRecord};
 
 /// Who is calling, as the authorizer established it: the token's role, and a principal
@@ -91,7 +95,12 @@ pub fn person_only(caller: &Caller, what: &str, who_does: &str) -> Result<(), Ap
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message,
+            },
+        };
         (self.status, axum::Json(body)).into_response()
     }
 }
@@ -109,12 +118,13 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
         return Some(role);
     }
     Some(match (m, route) {
-        ("GET", "/v1/server") => Read,
-        ("GET", "/v1/whoami") => Read,
-        ("POST", "/v1/server/stop") => Admin,
-        ("GET", "/v1/tokens") => Admin,
-        ("POST", "/v1/tokens") => Admin,
-        ("DELETE", "/v1/tokens/{id}") => Admin,
+        ("GET", wire::SERVER) => Read,
+        ("GET", wire::WHOAMI) => Read,
+        ("GET", wire::OPENAPI) => Read,
+        ("POST", wire::SERVER_STOP) => Admin,
+        ("GET", wire::TOKENS) => Admin,
+        ("POST", wire::TOKENS) => Admin,
+        ("DELETE", wire::TOKEN) => Admin,
         ("POST", OWNER_ROTATE) => Admin,
         _ if route.starts_with(super::authority_api::BASE) => {
             return super::authority_api::authority_role(m, route);
@@ -122,13 +132,13 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
         _ if route.starts_with(super::publish_api::BASE) => {
             return super::publish_api::publish_role(m, route);
         }
-        _ => return runs_role(m, route.strip_prefix(super::runs_api::BASE)?),
+        _ => return runs_role(m, route),
     })
 }
 
 /// The owner token's rotation: a new owner secret in `config/owner.token`, the old one
 /// revoked, in one step (`proctor token rotate-owner`).
-pub const OWNER_ROTATE: &str = "/v1/tokens/owner/rotation";
+pub const OWNER_ROTATE: &str = wire::OWNER_ROTATION;
 
 /// Whether a route exercises authority, and so needs a person at a terminal as the kernel
 /// sees it ([`crate::peer::authority_check`]) on top of its role: every change under
@@ -148,39 +158,29 @@ pub fn needs_terminal(method: &Method, route: &str) -> bool {
 /// The roles of seed 002's permission table for the run routes. pin, snooze and done are
 /// the caller's own marks, so a viewer may set them.
 fn runs_role(method: &str, route: &str) -> Option<Role> {
+    use crate::api::runs::*;
     use Role::*;
     Some(match (method, route) {
-        (
-            "GET",
-            "/runs" | "/runs/{run}" | "/runs/{run}/events" | "/runs/{run}/attach"
-            | "/runs/{run}/screen",
-        ) => Read,
-        ("GET", "/runs/{run}/diff" | "/runs/{run}/diff/file") => Read,
-        ("POST" | "DELETE", "/runs/{run}/pin" | "/runs/{run}/snooze" | "/runs/{run}/done") => Read,
-        (
-            "POST",
-            "/runs"
-            | "/runs/{run}/input"
-            | "/runs/{run}/interrupt"
-            | "/runs/{run}/stop"
-            | "/runs/{run}/resume"
-            | "/runs/{run}/resize",
-        ) => Write,
-        ("PUT", "/runs/{run}/name") => Write,
-        ("POST" | "DELETE", "/runs/{run}/archive") => Write,
-        ("POST", "/runs/{run}/cleanup") => Admin,
-        ("DELETE", "/runs/{run}") => Admin,
+        ("GET", RUNS | RUN | EVENTS | ATTACH | SCREEN) => Read,
+        ("GET", DIFF | DIFF_FILE) => Read,
+        ("POST" | "DELETE", PIN | SNOOZE | DONE) => Read,
+        ("POST", RUNS | INPUT | INTERRUPT | STOP | RESUME | RESIZE) => Write,
+        ("PUT", NAME) => Write,
+        ("POST" | "DELETE", ARCHIVE) => Write,
+        ("POST", CLEANUP) => Admin,
+        ("DELETE", RUN) => Admin,
         _ => return None,
     })
 }
 
 pub fn router(state: Arc<Shared>) -> Router {
     let authed = Router::new()
-        .route("/v1/server", get(server_status))
-        .route("/v1/whoami", get(whoami))
-        .route("/v1/server/stop", post(server_stop))
-        .route("/v1/tokens", get(list_tokens).post(create_token))
-        .route("/v1/tokens/{id}", delete(revoke_token))
+        .route(wire::SERVER, get(server_status))
+        .route(wire::WHOAMI, get(whoami))
+        .route(wire::OPENAPI, get(openapi))
+        .route(wire::SERVER_STOP, post(server_stop))
+        .route(wire::TOKENS, get(list_tokens).post(create_token))
+        .route(wire::TOKEN, delete(revoke_token))
         .route(OWNER_ROTATE, post(rotate_owner))
         .nest(super::runs_api::BASE, super::runs_api::routes())
         .nest(super::authority_api::BASE, super::authority_api::routes())
@@ -189,7 +189,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .merge(super::evidence_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
-        .route("/v1/version", get(version))
+        .route(wire::VERSION, get(version))
         .merge(authed)
         .fallback(not_found)
         .with_state(state)
@@ -328,38 +328,53 @@ async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
 }
 
-async fn version(State(state): State<Arc<Shared>>) -> Response {
+async fn version(State(state): State<Arc<Shared>>) -> axum::Json<VersionInfo> {
     // `recovering`: runs a previous server left that this one is still sweeping.
-    axum::Json(json!({"name": "proctor", "version": VERSION, "protocol": PROTOCOL, "recovering": state.sessions.recovering()})).into_response()
+    axum::Json(VersionInfo {
+        name: "proctor".into(),
+        version: VERSION.into(),
+        protocol: PROTOCOL,
+        recovering: state.sessions.recovering(),
+    })
 }
 
-async fn server_status(State(state): State<Arc<Shared>>) -> ApiResult {
-    Ok(axum::Json(json!({
-        "name": "proctor",
-        "version": VERSION,
-        "protocol": PROTOCOL,
-        "pid": state.pid,
-        "started_at": state.started_at,
-        "socket": state.home.socket_path(),
-        "home": state.home.root.clone().unwrap_or_else(|| state.home.data.clone()),
-        "ledger": state.home.ledger_path(),
-        "runs_held_by": state.sessions.containment_view(),
-    }))
-    .into_response())
+async fn server_status(State(state): State<Arc<Shared>>) -> axum::Json<ServerStatus> {
+    axum::Json(ServerStatus {
+        name: "proctor".into(),
+        version: VERSION.into(),
+        protocol: PROTOCOL,
+        pid: state.pid,
+        started_at: state.started_at.clone(),
+        socket: state.home.socket_path(),
+        home: state
+            .home
+            .root
+            .clone()
+            .unwrap_or_else(|| state.home.data.clone()),
+        ledger: state.home.ledger_path(),
+        runs_held_by: state.sessions.containment_view(),
+    })
+}
+
+/// `GET /v1/openapi.json`: the document generated from the contract's types.
+async fn openapi() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(crate::api::openapi())
 }
 
 /// Who the caller is: a client (the cockpit) learns its role here, to show the actions its
 /// token cannot perform as unavailable instead of attempting them.
-async fn whoami(Extension(caller): Extension<Caller>) -> ApiResult {
-    Ok(axum::Json(json!({
-        "token_id": caller.token_id,
-        "name": caller.name,
-        "role": caller.role,
-        "principal": caller.principal,
-        "token_principal": caller.token_principal,
-        "peer": {"pid": caller.peer.pid, "ancestry": caller.peer.ancestry},
-    }))
-    .into_response())
+async fn whoami(Extension(caller): Extension<Caller>) -> axum::Json<WhoAmI> {
+    axum::Json(WhoAmI {
+        token_id: caller.token_id,
+        name: caller.name,
+        role: caller.role,
+        principal: caller.principal,
+        token_principal: caller.token_principal,
+        peer: PeerView {
+            pid: caller.peer.pid,
+            ancestry: caller.peer.ancestry,
+        },
+    })
 }
 
 async fn server_stop(
@@ -373,14 +388,11 @@ async fn server_stop(
         )
         .map_err(ApiError::internal)?;
     state.request_shutdown();
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"stopping": true}))).into_response())
-}
-
-fn public(r: &TokenRecord) -> Value {
-    json!({
-        "id": r.id, "name": r.name, "role": r.role, "principal": r.principal,
-        "created_at": r.created_at, "revoked_at": r.revoked_at,
-    })
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(Stopping { stopping: true }),
+    )
+        .into_response())
 }
 
 /// An agent principal sees only the agent tokens (`"only": "agent"` says the list was
@@ -391,25 +403,14 @@ async fn list_tokens(
 ) -> ApiResult {
     let tokens = state.tokens.lock().map_err(ApiError::internal)?;
     let agent = caller.principal == Principal::Agent;
-    let items: Vec<Value> = tokens
+    let items: Vec<Token> = tokens
         .records()
         .iter()
         .filter(|r| !agent || (r.principal == Principal::Agent && r.role != Role::Admin))
-        .map(public)
+        .map(Token::from)
         .collect();
-    let mut out = json!({"items": items});
-    if agent {
-        out["only"] = json!("agent");
-    }
-    Ok(axum::Json(out).into_response())
-}
-
-#[derive(Deserialize)]
-struct CreateToken {
-    name: String,
-    role: String,
-    #[serde(default)]
-    principal: Option<String>,
+    let only = agent.then(|| "agent".to_string());
+    Ok(axum::Json(TokenList { items, only }).into_response())
 }
 
 async fn create_token(
@@ -456,8 +457,10 @@ async fn create_token(
             json!({"token_id": record.id, "role": record.role, "principal": record.principal, "by": caller.token_id}),
         )
         .map_err(ApiError::internal)?;
-    let mut out = public(&record);
-    out["secret"] = Value::String(secret);
+    let out = CreatedToken {
+        token: Token::from(&record),
+        secret,
+    };
     Ok((StatusCode::CREATED, axum::Json(out)).into_response())
 }
 
@@ -503,7 +506,7 @@ async fn revoke_token(
             json!({"token_id": record.id, "by": caller.token_id}),
         )
         .map_err(ApiError::internal)?;
-    Ok(axum::Json(public(&record)).into_response())
+    Ok(axum::Json(Token::from(&record)).into_response())
 }
 
 /// `POST /v1/tokens/owner/rotation` (admin, a person at a terminal): a new owner secret in
@@ -526,7 +529,7 @@ async fn rotate_owner(
             .rotate_owner(&state.home.owner_token_path())
             .map_err(ApiError::internal)?
     };
-    let revoked: Vec<&str> = revoked.iter().map(|r| r.id.as_str()).collect();
+    let revoked: Vec<String> = revoked.iter().map(|r| r.id.clone()).collect();
     state
         .record(
             "auth.owner.rotated",
@@ -534,11 +537,11 @@ async fn rotate_owner(
                    "pid": caller.peer.pid}),
         )
         .map_err(ApiError::internal)?;
-    Ok(axum::Json(json!({
-        "owner": public(&record),
-        "revoked": revoked,
-        "file": state.home.owner_token_path(),
-    }))
+    Ok(axum::Json(OwnerRotated {
+        owner: Token::from(&record),
+        revoked,
+        file: state.home.owner_token_path(),
+    })
     .into_response())
 }
 

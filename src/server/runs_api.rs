@@ -1,4 +1,5 @@
-//! Routes under `/v1/m/sessions/runs`: the session run API of seed 002.
+//! Routes under `/v1/m/sessions/runs`: the session run API of seed 002. Every path, body
+//! and frame is the contract's ([`crate::api::runs`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -10,17 +11,20 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use base64::Engine;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Shared;
 use super::api::{ApiError, Caller, blocking};
+use crate::api::runs::{
+    self as wire, Accepted, AttachQuery, CleanupBody, DiffFileQuery, EndEvent, InputRequest,
+    LagEvent, ListQuery, NoticeEvent, RenameBody, Resized, RunDiff, RunDiffFile, SizeBody,
+    SnoozeBody, StartRequest,
+};
 use crate::runs::{self, Frame, ReadOutcome, Stream, TermSize};
 use crate::sessions::SessionError;
-use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
 use crate::worktrees::{self, WorktreeError};
 
-pub const BASE: &str = "/v1/m/sessions";
+pub use crate::api::runs::BASE;
 
 impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
@@ -52,8 +56,15 @@ impl From<WorktreeError> for ApiError {
 
 type ApiResult = Result<Response, ApiError>;
 
-fn ok(v: Value) -> ApiResult {
+fn ok(v: impl serde::Serialize) -> ApiResult {
     Ok(axum::Json(v).into_response())
+}
+
+/// A route of the contract as this router, nested under [`BASE`], mounts it.
+fn r(pattern: &'static str) -> &'static str {
+    pattern
+        .strip_prefix(BASE)
+        .expect("every run route is under the runs base")
 }
 
 fn json_body<T: serde::de::DeserializeOwned + Default>(
@@ -81,24 +92,24 @@ fn json_body<T: serde::de::DeserializeOwned + Default>(
 
 pub fn routes() -> Router<Arc<Shared>> {
     Router::new()
-        .route("/runs", get(list).post(start))
-        .route("/runs/{run}", get(show).delete(delete_run))
-        .route("/runs/{run}/events", get(events))
-        .route("/runs/{run}/attach", get(attach))
-        .route("/runs/{run}/screen", get(screen))
-        .route("/runs/{run}/input", post(input))
-        .route("/runs/{run}/interrupt", post(interrupt))
-        .route("/runs/{run}/stop", post(stop))
-        .route("/runs/{run}/resume", post(resume))
-        .route("/runs/{run}/resize", post(resize))
-        .route("/runs/{run}/pin", post(pin).delete(unpin))
-        .route("/runs/{run}/snooze", post(snooze).delete(unsnooze))
-        .route("/runs/{run}/done", post(done).delete(undone))
-        .route("/runs/{run}/name", put(rename))
-        .route("/runs/{run}/archive", post(archive).delete(unarchive))
-        .route("/runs/{run}/cleanup", post(cleanup))
-        .route("/runs/{run}/diff", get(diff))
-        .route("/runs/{run}/diff/file", get(diff_file))
+        .route(r(wire::RUNS), get(list).post(start))
+        .route(r(wire::RUN), get(show).delete(delete_run))
+        .route(r(wire::EVENTS), get(events))
+        .route(r(wire::ATTACH), get(attach))
+        .route(r(wire::SCREEN), get(screen))
+        .route(r(wire::INPUT), post(input))
+        .route(r(wire::INTERRUPT), post(interrupt))
+        .route(r(wire::STOP), post(stop))
+        .route(r(wire::RESUME), post(resume))
+        .route(r(wire::RESIZE), post(resize))
+        .route(r(wire::PIN), post(pin).delete(unpin))
+        .route(r(wire::SNOOZE), post(snooze).delete(unsnooze))
+        .route(r(wire::DONE), post(done).delete(undone))
+        .route(r(wire::NAME), put(rename))
+        .route(r(wire::ARCHIVE), post(archive).delete(unarchive))
+        .route(r(wire::CLEANUP), post(cleanup))
+        .route(r(wire::DIFF), get(diff))
+        .route(r(wire::DIFF_FILE), get(diff_file))
 }
 
 async fn list(
@@ -196,11 +207,6 @@ async fn events(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiRes
     ok(s.sessions.events(&run)?)
 }
 
-#[derive(Deserialize)]
-struct AttachQuery {
-    from: Option<u64>,
-}
-
 /// Server-sent events: `output` frames from the cursor, `lag` when the ring evicted what the
 /// cursor asks for, `end` with the observed exit, or one `notice` for a run that is not live.
 async fn attach(
@@ -229,9 +235,13 @@ async fn attach(
             }
             let Some(run) = handle else {
                 let ev = SseEvent::default()
-                    .event("notice")
-                    .json_data(json!({"notice": "not_live", "state": state.as_str(),
-                        "message": "this server holds no output for the run: it is not live here (resume starts a new generation)"}))
+                    .event(wire::sse::NOTICE)
+                    .json_data(NoticeEvent::NotLive {
+                        state,
+                        message: "this server holds no output for the run: it is not live \
+                                  here (resume starts a new generation)"
+                            .into(),
+                    })
                     .unwrap_or_default();
                 return Some((Ok::<_, Infallible>(ev), (None, cursor, true, state)));
             };
@@ -241,7 +251,7 @@ async fn attach(
                         let last = frames[frames.len() - 1].seq;
                         let data = output_data(&frames);
                         let ev = SseEvent::default()
-                            .event("output")
+                            .event(wire::sse::OUTPUT)
                             .id(last.to_string())
                             .data(data);
                         cursor = last + 1;
@@ -249,24 +259,31 @@ async fn attach(
                     }
                     ReadOutcome::Lag { first_available } => {
                         let ev = SseEvent::default()
-                            .event("lag")
-                            .json_data(
-                                json!({"requested": cursor, "first_available": first_available}),
-                            )
+                            .event(wire::sse::LAG)
+                            .json_data(LagEvent {
+                                requested: cursor,
+                                first_available,
+                            })
                             .unwrap_or_default();
                         return Some((Ok(ev), (Some(run), first_available, false, state)));
                     }
                     ReadOutcome::End(end) => {
-                        let mut v = json!({"last_seq": end.last_seq});
-                        match end.exit {
-                            Some(exit) => {
-                                v["exit_code"] = json!(exit.exit_code());
-                                v["signal"] = json!(exit.signal().map(crate::runs::signal_name));
-                            }
-                            None => v["unobserved"] = json!(true),
-                        }
+                        let v = match end.exit {
+                            Some(exit) => EndEvent {
+                                last_seq: end.last_seq,
+                                exit_code: exit.exit_code(),
+                                signal: exit.signal().map(crate::runs::signal_name),
+                                unobserved: false,
+                            },
+                            None => EndEvent {
+                                last_seq: end.last_seq,
+                                exit_code: None,
+                                signal: None,
+                                unobserved: true,
+                            },
+                        };
                         let ev = SseEvent::default()
-                            .event("end")
+                            .event(wire::sse::END)
                             .json_data(v)
                             .unwrap_or_default();
                         return Some((Ok(ev), (Some(run), cursor, true, state)));
@@ -274,8 +291,11 @@ async fn attach(
                     ReadOutcome::Pending { .. } => run.ring().readable(cursor).await,
                     ReadOutcome::Ahead { next } => {
                         let ev = SseEvent::default()
-                            .event("notice")
-                            .json_data(json!({"notice": "cursor_ahead", "requested": cursor, "next": next}))
+                            .event(wire::sse::NOTICE)
+                            .json_data(NoticeEvent::CursorAhead {
+                                requested: cursor,
+                                next,
+                            })
                             .unwrap_or_default();
                         return Some((Ok(ev), (Some(run), next, false, state)));
                     }
@@ -288,7 +308,8 @@ async fn attach(
         .into_response())
 }
 
-/// The data of an `output` event: `{"first","last","frames":[{"seq","stream","b64"}]}`.
+/// The data of an `output` event ([`wire::OutputEvent`]):
+/// `{"first","last","frames":[{"seq","stream","b64"}]}`.
 /// Written directly rather than through `serde_json::Value`: each payload is base64-encoded
 /// once, straight into the event, and nothing needs escaping (numbers, the two stream names
 /// and the base64 alphabet).
@@ -336,8 +357,7 @@ async fn screen(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiRes
     let snap = run_h
         .screen()
         .map_err(|e| ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string()))?;
-    ok(serde_json::to_value(snap)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?)
+    ok(snap)
 }
 
 async fn input(
@@ -348,7 +368,11 @@ async fn input(
     let req: InputRequest = json_body(&body, true)?;
     let sessions = s.sessions.clone();
     blocking(move || sessions.input(&run, &req)).await?;
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"accepted": true}))).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(Accepted { accepted: true }),
+    )
+        .into_response())
 }
 
 async fn interrupt(
@@ -369,15 +393,9 @@ async fn stop(
     ok(blocking(move || sessions.stop(&run, &c.token_id)).await?)
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct SizeBody {
-    rows: Option<u16>,
-    cols: Option<u16>,
-}
-
 async fn resume(
     State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
     Path(run): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult {
@@ -389,7 +407,7 @@ async fn resume(
         _ => None,
     };
     let sessions = s.sessions.clone();
-    ok(blocking(move || sessions.resume(&run, size)).await?)
+    ok(blocking(move || sessions.resume(&run, size, &c.token_id)).await?)
 }
 
 async fn resize(
@@ -408,7 +426,11 @@ async fn resize(
     };
     check_size(Some(rows), Some(cols))?;
     s.sessions.resize(&run, TermSize { rows, cols })?;
-    ok(json!({"run_ref": run, "rows": rows, "cols": cols}))
+    ok(Resized {
+        run_ref: run,
+        rows,
+        cols,
+    })
 }
 
 async fn pin(
@@ -425,11 +447,6 @@ async fn unpin(
     Path(run): Path<String>,
 ) -> ApiResult {
     ok(s.sessions.pin(&run, &c.token_id, false)?)
-}
-
-#[derive(Deserialize, Default)]
-struct SnoozeBody {
-    until: Option<String>,
 }
 
 async fn snooze(
@@ -479,15 +496,19 @@ async fn rename(
     Path(run): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult {
-    let v: Value = json_body::<Value>(&body, true)?;
-    let name = v.get("name").and_then(Value::as_str).ok_or_else(|| {
+    let needs = || {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_request",
             "rename needs {\"name\": string} (empty clears the name)",
         )
-    })?;
-    ok(s.sessions.rename(&run, name, &c.token_id)?)
+    };
+    // A body that is JSON but not of this shape (a number for the name, no name) gets the
+    // same answer as one without a name.
+    let v: Value = json_body(&body, true)?;
+    let b: RenameBody = serde_json::from_value(v).map_err(|_| needs())?;
+    let name = b.name.ok_or_else(needs)?;
+    ok(s.sessions.rename(&run, &name, &c.token_id)?)
 }
 
 async fn archive(
@@ -514,9 +535,9 @@ async fn cleanup(
     Path(run): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult {
-    let discard = serde_json::from_slice::<Value>(&body)
+    let discard = serde_json::from_slice::<CleanupBody>(&body)
         .ok()
-        .is_some_and(|v| v.get("discard_worktree") == Some(&Value::Bool(true)));
+        .is_some_and(|b| b.discard_worktree == Some(true));
     let sessions = s.sessions.clone();
     ok(blocking(move || sessions.cleanup(&run, &c.token_id, discard)).await?)
 }
@@ -532,24 +553,12 @@ fn worktree_of(s: &Shared, run: &str) -> Result<crate::sessions::record::Worktre
     })
 }
 
-fn with_run(v: impl serde::Serialize, run: &str) -> ApiResult {
-    let mut v = serde_json::to_value(v)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    v["run_ref"] = json!(run);
-    ok(v)
-}
-
 /// `GET /runs/{ref}/diff`: the paths the run's branch changed since it left the
 /// workspace's current commit (committed objects only).
 async fn diff(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
     let info = worktree_of(&s, &run)?;
-    let d = blocking(move || worktrees::diff(&info)).await?;
-    with_run(d, &run)
-}
-
-#[derive(Deserialize)]
-struct DiffFileQuery {
-    path: Option<String>,
+    let diff = blocking(move || worktrees::diff(&info)).await?;
+    ok(RunDiff { run_ref: run, diff })
 }
 
 /// `GET /runs/{ref}/diff/file?path=`: one changed path's text at base and at head.
@@ -566,8 +575,8 @@ async fn diff_file(
         )
     })?;
     let info = worktree_of(&s, &run)?;
-    let f = blocking(move || worktrees::diff_file(&info, &path)).await?;
-    with_run(f, &run)
+    let file = blocking(move || worktrees::diff_file(&info, &path)).await?;
+    ok(RunDiffFile { run_ref: run, file })
 }
 
 async fn delete_run(
@@ -581,6 +590,7 @@ async fn delete_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::sync::Arc;
 
     #[test]

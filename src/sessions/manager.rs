@@ -13,6 +13,10 @@ use serde_json::{Map, Value, json};
 
 use super::marks::{Mark, Marks, MarksError};
 use super::record::{Derived, RunEvent, RunRecord, State, kinds};
+use super::view::{
+    Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView, RunEvents,
+    RunPage, RunView, StopSignals, Stopped, TranscriptView, WorktreeView,
+};
 use crate::files;
 use crate::home::Home;
 use crate::ledger::Ledger;
@@ -129,7 +133,7 @@ pub fn check_client_path(path: &str) -> Result<(), SessionError> {
 }
 
 /// What `POST /runs` asks for.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRequest {
     pub tool: Option<String>,
@@ -154,8 +158,8 @@ pub struct StartRequest {
     pub path: Option<String>,
 }
 
-/// What `POST /runs/{ref}/input` carries.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+/// What `POST /runs/{ref}/input` carries: exactly one of `text`, `line`, `message`.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InputRequest {
     /// Text: a user turn for stdio forms, typed bytes for PTY forms.
@@ -163,6 +167,7 @@ pub struct InputRequest {
     /// claude stream-json only: one whole protocol line, passed as is.
     pub line: Option<String>,
     /// claude stream-json only: a `message` object, wrapped in a user frame.
+    #[schema(value_type = Option<Object>)]
     pub message: Option<Value>,
 }
 
@@ -439,15 +444,17 @@ impl Sessions {
     }
 
     /// How runs are held, for `GET /v1/server`.
-    pub fn containment_view(&self) -> Value {
+    pub fn containment_view(&self) -> ContainmentView {
         let recovering = self.lock().recovering.len();
         match &self.containment {
-            Containment::Cgroups(b) => {
-                json!({"mechanism": "cgroup", "cgroup_base": b.dir, "recovering": recovering})
-            }
-            Containment::Subreaper { reason } => {
-                json!({"mechanism": "subreaper", "reason": reason, "recovering": recovering})
-            }
+            Containment::Cgroups(b) => ContainmentView::Cgroup {
+                cgroup_base: b.dir.to_string_lossy().into_owned(),
+                recovering,
+            },
+            Containment::Subreaper { reason } => ContainmentView::Subreaper {
+                reason: reason.clone(),
+                recovering,
+            },
         }
     }
 
@@ -864,7 +871,7 @@ impl Sessions {
     }
 
     /// Starts a run.
-    pub fn start(self: &Arc<Self>, req: StartRequest) -> Result<Value, SessionError> {
+    pub fn start(self: &Arc<Self>, req: StartRequest) -> Result<RunView, SessionError> {
         let store = Store::new(&self.home.config);
         let user_home = self.user_home();
         let profile = match (&req.profile, &req.tool) {
@@ -1058,7 +1065,7 @@ impl Sessions {
                 kinds::LAUNCH_FAILED,
                 json!({"generation": 1, "error": e.to_string()}),
             )?;
-            return Ok(self.view(&inner, &run_ref, None));
+            return self.view(&inner, &run_ref, None);
         }
         if let Some(prompt) = req.prompt.filter(|p| !p.is_empty()) {
             let now = match transport {
@@ -1076,7 +1083,7 @@ impl Sessions {
                 )?;
             }
         }
-        Ok(self.view(&inner, &run_ref, None))
+        self.view(&inner, &run_ref, None)
     }
 
     /// A PTY run's first prompt is typed as a person would: once the tool has written its
@@ -1459,76 +1466,80 @@ impl Sessions {
             .ok_or_else(|| SessionError::NotFound(run_ref.to_string()))
     }
 
-    /// A run as the API shows it, with the caller's marks.
-    fn view(&self, inner: &Inner, run_ref: &str, caller: Option<&str>) -> Value {
-        let Some(rec) = inner.records.get(run_ref) else {
-            return Value::Null;
-        };
+    /// A run as the API shows it, with the caller's marks (none for a caller of `None`).
+    fn view(
+        &self,
+        inner: &Inner,
+        run_ref: &str,
+        caller: Option<&str>,
+    ) -> Result<RunView, SessionError> {
+        let rec = self.get_record(inner, run_ref)?;
         let d: Derived = rec.derive();
-        let recovering = inner.recovering.contains(run_ref);
-        let mut v = json!({
-            "ref": rec.run_ref,
-            "tool": rec.tool,
-            "profile": rec.profile,
-            "transport": rec.transport,
-            "workspace": rec.workspace,
-            "demo": rec.demo,
-            "created_at": rec.created_at,
-            "name": rec.name,
-        });
-        let obj = v.as_object_mut().expect("object");
-        if let Ok(Value::Object(dm)) = serde_json::to_value(&d) {
-            obj.extend(dm);
-        }
-        if recovering {
-            // Left live by a previous server, not swept yet: derived, never recorded.
-            obj.insert("state".into(), json!(State::Recovering.as_str()));
-        }
-        obj.insert("hold".into(), hold_view(inner, rec));
-        if let Some(a) = &rec.archived_at {
-            obj.insert("archived_at".into(), json!(a));
-        }
-        obj.insert(
-            "worktree_branch".into(),
-            json!(rec.worktree.as_ref().map(|w| &w.branch)),
-        );
-        obj.insert(
-            "worktree".into(),
-            match &rec.worktree {
-                Some(w) => {
-                    json!({"path": w.path, "branch": w.branch, "base": w.base, "repo": w.repo})
-                }
-                None => Value::Null,
-            },
-        );
-        if let Some(live) = inner.live.get(run_ref) {
+        // Left live by a previous server, not swept yet: derived, never recorded.
+        let state = if inner.recovering.contains(run_ref) {
+            State::Recovering
+        } else {
+            d.state
+        };
+        let live = inner.live.get(run_ref);
+        let output = live.map(|live| {
             let st = live.run.ring().status();
-            let mut output = json!({"first_seq": st.first_available, "next_seq": st.next_seq, "bytes": st.total_bytes});
-            if let Some(at) = st
-                .last_push_ms
-                .and_then(|ms| i64::try_from(ms).ok())
-                .and_then(chrono::DateTime::from_timestamp_millis)
-            {
-                output["last_at"] = json!(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+            OutputView {
+                first_seq: st.first_available,
+                next_seq: st.next_seq,
+                bytes: st.total_bytes,
+                last_at: st
+                    .last_push_ms
+                    .and_then(|ms| i64::try_from(ms).ok())
+                    .and_then(chrono::DateTime::from_timestamp_millis)
+                    .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
             }
-            obj.insert("output".into(), output);
-            if let Some(t) = live.run.transcript() {
-                obj.insert(
-                    "transcript".into(),
-                    json!({"bytes": t.bytes_written, "cap": t.cap_bytes, "capped": t.capped}),
-                );
-            }
-        }
-        if let Some(c) = caller {
-            let m: Mark = inner.marks.get(c, run_ref, &now());
-            obj.insert("pinned".into(), json!(m.pinned_at.is_some()));
-            obj.insert("pinned_at".into(), json!(m.pinned_at));
-            if let Some(u) = m.snoozed_until {
-                obj.insert("snoozed_until".into(), json!(u));
-            }
-            obj.insert("done".into(), json!(m.done));
-        }
-        v
+        });
+        let transcript = live
+            .and_then(|l| l.run.transcript())
+            .map(|t| TranscriptView {
+                bytes: t.bytes_written,
+                cap: t.cap_bytes,
+                capped: t.capped,
+            });
+        let m: Mark = match caller {
+            Some(c) => inner.marks.get(c, run_ref, &now()),
+            None => Mark::default(),
+        };
+        Ok(RunView {
+            run_ref: rec.run_ref.clone(),
+            tool: rec.tool.clone(),
+            profile: rec.profile.clone(),
+            transport: rec.transport.clone(),
+            workspace: rec.workspace.clone(),
+            demo: rec.demo,
+            created_at: rec.created_at.clone(),
+            name: rec.name.clone(),
+            state,
+            generation: d.generation,
+            pid: d.pid,
+            exit_code: d.exit_code,
+            signal: d.signal,
+            started_at: d.started_at,
+            ended_at: d.ended_at,
+            conversation_id: d.conversation_id,
+            reason: d.reason,
+            hold: hold_view(inner, rec),
+            archived_at: rec.archived_at.clone(),
+            worktree_branch: rec.worktree.as_ref().map(|w| w.branch.clone()),
+            worktree: rec.worktree.as_ref().map(|w| WorktreeView {
+                path: w.path.clone(),
+                branch: w.branch.clone(),
+                base: w.base.clone(),
+                repo: w.repo.clone(),
+            }),
+            output,
+            transcript,
+            pinned: m.pinned_at.is_some(),
+            pinned_at: m.pinned_at,
+            snoozed_until: m.snoozed_until,
+            done: m.done,
+        })
     }
 
     /// The worktree a run works in, if it was started with one.
@@ -1540,14 +1551,13 @@ impl Sessions {
         Ok(self.get_record(&inner, run_ref)?.worktree.clone())
     }
 
-    pub fn get(&self, run_ref: &str, caller: &str) -> Result<Value, SessionError> {
+    pub fn get(&self, run_ref: &str, caller: &str) -> Result<RunView, SessionError> {
         let inner = self.lock();
-        self.get_record(&inner, run_ref)?;
-        Ok(self.view(&inner, run_ref, Some(caller)))
+        self.view(&inner, run_ref, Some(caller))
     }
 
     /// A page of runs, newest first, plus the caller's pinned runs outside the page.
-    pub fn list(&self, caller: &str, q: &ListQuery) -> Result<Value, SessionError> {
+    pub fn list(&self, caller: &str, q: &ListQuery) -> Result<RunPage, SessionError> {
         let inner = self.lock();
         let limit = q.limit.unwrap_or(50);
         if limit == 0 || limit > 200 {
@@ -1590,10 +1600,10 @@ impl Sessions {
             let offset = q.offset.unwrap_or(0);
             (all.iter().skip(offset).take(limit).copied().collect(), None)
         };
-        let mut items: Vec<Value> = page
+        let mut items: Vec<RunView> = page
             .iter()
             .map(|r| self.view(&inner, &r.run_ref, Some(caller)))
-            .collect();
+            .collect::<Result<_, _>>()?;
         let mut pinned_extra = Vec::new();
         if !cursor_mode {
             let in_page: std::collections::HashSet<&str> =
@@ -1603,21 +1613,28 @@ impl Sessions {
                     && inner.records.contains_key(&r)
                     && pinned_extra.len() < super::marks::MAX_PINS
                 {
-                    pinned_extra.push(self.view(&inner, &r, Some(caller)));
+                    pinned_extra.push(self.view(&inner, &r, Some(caller))?);
                 }
             }
         }
         let total = all.len();
-        items.extend(pinned_extra.iter().cloned());
-        Ok(
-            json!({"items": items, "total": total, "pinned_outside_page": pinned_extra.len(), "next": next}),
-        )
+        let pinned_outside_page = pinned_extra.len();
+        items.extend(pinned_extra);
+        Ok(RunPage {
+            items,
+            total,
+            pinned_outside_page,
+            next,
+        })
     }
 
-    pub fn events(&self, run_ref: &str) -> Result<Value, SessionError> {
+    pub fn events(&self, run_ref: &str) -> Result<RunEvents, SessionError> {
         let inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?;
-        Ok(json!({"run_ref": run_ref, "items": rec.events}))
+        Ok(RunEvents {
+            run_ref: run_ref.to_string(),
+            items: rec.events.clone(),
+        })
     }
 
     /// The live handle of a run's current generation (also after it ended, while the
@@ -1723,7 +1740,7 @@ impl Sessions {
         self.input_locked(&mut inner, run_ref, req)
     }
 
-    pub fn interrupt(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+    pub fn interrupt(&self, run_ref: &str, by: &str) -> Result<RunView, SessionError> {
         let mut inner = self.lock();
         let state = self.get_record(&inner, run_ref)?.derive().state;
         let live = inner
@@ -1763,17 +1780,18 @@ impl Sessions {
             kinds::INTERRUPTED,
             json!({"generation": generation, "method": method, "by": by}),
         )?;
-        Ok(self.view(&inner, run_ref, None))
+        self.view(&inner, run_ref, Some(by))
     }
 
     /// Stops a run's process group (TERM, then KILL after the grace period) and returns once
     /// the exit is observed and recorded. Stopping a run that is not live changes nothing.
-    pub fn stop(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+    pub fn stop(&self, run_ref: &str, by: &str) -> Result<Stopped, SessionError> {
+        let unsignalled = |run: RunView| Stopped { run, stop: None };
         let run = {
             let mut inner = self.lock();
             let state = self.get_record(&inner, run_ref)?.derive().state;
             if !state.is_live() {
-                return Ok(self.view(&inner, run_ref, None));
+                return self.view(&inner, run_ref, Some(by)).map(unsignalled);
             }
             if inner.recovering.contains(run_ref) {
                 // Left by a previous server: its sweep is ending it; answer once it has.
@@ -1786,14 +1804,14 @@ impl Sessions {
                     let inner = self.lock();
                     if !inner.recovering.contains(run_ref) || std::time::Instant::now() >= deadline
                     {
-                        return Ok(self.view(&inner, run_ref, None));
+                        return self.view(&inner, run_ref, Some(by)).map(unsignalled);
                     }
                     drop(inner);
                     std::thread::sleep(Duration::from_millis(20));
                 }
             }
             let Some(live) = inner.live.get_mut(run_ref) else {
-                return Ok(self.view(&inner, run_ref, None));
+                return self.view(&inner, run_ref, Some(by)).map(unsignalled);
             };
             let run = live.run.clone();
             let generation = live.generation;
@@ -1818,9 +1836,14 @@ impl Sessions {
         for _ in 0..400 {
             let inner = self.lock();
             if !self.get_record(&inner, run_ref)?.derive().state.is_live() {
-                let mut v = self.view(&inner, run_ref, None);
-                v["stop"] = json!({"sent_term": report.sent_term, "sent_kill": report.sent_kill, "group_gone": report.group_gone});
-                return Ok(v);
+                return Ok(Stopped {
+                    run: self.view(&inner, run_ref, Some(by))?,
+                    stop: Some(StopSignals {
+                        sent_term: report.sent_term,
+                        sent_kill: report.sent_kill,
+                        group_gone: report.group_gone,
+                    }),
+                });
             }
             drop(inner);
             std::thread::sleep(Duration::from_millis(10));
@@ -1856,7 +1879,8 @@ impl Sessions {
         self: &Arc<Self>,
         run_ref: &str,
         size: Option<TermSize>,
-    ) -> Result<Value, SessionError> {
+        caller: &str,
+    ) -> Result<RunView, SessionError> {
         let mut inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?.clone();
         let d = rec.derive();
@@ -1944,7 +1968,7 @@ impl Sessions {
                 json!({"generation": generation, "error": e.to_string()}),
             )?;
         }
-        Ok(self.view(&inner, run_ref, None))
+        self.view(&inner, run_ref, Some(caller))
     }
 
     pub fn resize(&self, run_ref: &str, size: TermSize) -> Result<(), SessionError> {
@@ -1971,12 +1995,18 @@ impl Sessions {
         Ok(())
     }
 
-    fn marks_view(&self, inner: &Inner, run_ref: &str, caller: &str) -> Value {
+    fn marks_view(&self, inner: &Inner, run_ref: &str, caller: &str) -> MarksView {
         let m = inner.marks.get(caller, run_ref, &now());
-        json!({"run_ref": run_ref, "pinned": m.pinned_at.is_some(), "pinned_at": m.pinned_at, "snoozed_until": m.snoozed_until, "done": m.done})
+        MarksView {
+            run_ref: run_ref.to_string(),
+            pinned: m.pinned_at.is_some(),
+            pinned_at: m.pinned_at,
+            snoozed_until: m.snoozed_until,
+            done: m.done,
+        }
     }
 
-    pub fn pin(&self, run_ref: &str, caller: &str, on: bool) -> Result<Value, SessionError> {
+    pub fn pin(&self, run_ref: &str, caller: &str, on: bool) -> Result<MarksView, SessionError> {
         let mut inner = self.lock();
         self.ensure_not_cleaned(&inner, run_ref)?;
         if on {
@@ -1992,7 +2022,7 @@ impl Sessions {
         run_ref: &str,
         caller: &str,
         until: Option<&str>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<MarksView, SessionError> {
         let mut inner = self.lock();
         self.ensure_not_cleaned(&inner, run_ref)?;
         match until {
@@ -2015,7 +2045,7 @@ impl Sessions {
         Ok(self.marks_view(&inner, run_ref, caller))
     }
 
-    pub fn done(&self, run_ref: &str, caller: &str, on: bool) -> Result<Value, SessionError> {
+    pub fn done(&self, run_ref: &str, caller: &str, on: bool) -> Result<MarksView, SessionError> {
         let mut inner = self.lock();
         self.ensure_not_cleaned(&inner, run_ref)?;
         inner.marks.set_done(caller, run_ref, on)?;
@@ -2024,13 +2054,13 @@ impl Sessions {
 
     /// Renames (or, with an empty name, un-names) a run. The ledger records the ref, never
     /// the name; a name that is already the run's changes and records nothing.
-    pub fn rename(&self, run_ref: &str, raw: &str, caller: &str) -> Result<Value, SessionError> {
+    pub fn rename(&self, run_ref: &str, raw: &str, caller: &str) -> Result<RunView, SessionError> {
         let name =
             text::validate_run_name(raw).map_err(|e| SessionError::BadRequest(e.to_string()))?;
         let mut inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?;
         if rec.name == name {
-            return Ok(self.view(&inner, run_ref, Some(caller)));
+            return self.view(&inner, run_ref, Some(caller));
         }
         let rec = inner.records.get_mut(run_ref).expect("checked");
         let before = rec.name.clone();
@@ -2041,15 +2071,15 @@ impl Sessions {
             }
             return Err(e);
         }
-        Ok(self.view(&inner, run_ref, Some(caller)))
+        self.view(&inner, run_ref, Some(caller))
     }
 
     /// Archives or unarchives, for everyone. Idempotent, and a no-op records nothing.
-    pub fn archive(&self, run_ref: &str, on: bool, caller: &str) -> Result<Value, SessionError> {
+    pub fn archive(&self, run_ref: &str, on: bool, caller: &str) -> Result<RunView, SessionError> {
         let mut inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?;
         if rec.archived_at.is_some() == on {
-            return Ok(self.view(&inner, run_ref, Some(caller)));
+            return self.view(&inner, run_ref, Some(caller));
         }
         let rec = inner.records.get_mut(run_ref).expect("checked");
         rec.archived_at = on.then(now);
@@ -2059,7 +2089,7 @@ impl Sessions {
             kinds::UNARCHIVED
         };
         self.record(&mut inner, run_ref, kind, json!({}))?;
-        Ok(self.view(&inner, run_ref, Some(caller)))
+        self.view(&inner, run_ref, Some(caller))
     }
 
     /// Releases a run that has no live process: marks are dropped, its output handle
@@ -2071,12 +2101,15 @@ impl Sessions {
         run_ref: &str,
         by: &str,
         discard_worktree: bool,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<CleanedUp, SessionError> {
         let mut inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?;
         let state = rec.derive().state;
         if state == State::Cleaned {
-            return Ok(self.view(&inner, run_ref, None));
+            return Ok(CleanedUp {
+                run: self.view(&inner, run_ref, Some(by))?,
+                cleaned: None,
+            });
         }
         if state.is_live() {
             return Err(SessionError::Conflict(format!(
@@ -2084,11 +2117,24 @@ impl Sessions {
                 state.as_str()
             )));
         }
-        let fields = match rec.worktree.clone() {
-            None => json!({"worktree": "none", "by": by}),
+        // The ledger's fields as they always were (`{"worktree": "none", "by"}` without a
+        // worktree); the answer carries the same facts with every field present.
+        let (fields, cleaned) = match rec.worktree.clone() {
+            None => (
+                json!({"worktree": "none", "by": by}),
+                Cleaned {
+                    worktree: "none".into(),
+                    path: None,
+                    branch: None,
+                    branch_tip: None,
+                    branch_deleted: None,
+                    discarded: None,
+                    by: by.to_string(),
+                },
+            ),
             Some(info) => {
                 let r = worktrees::release(&info, discard_worktree)?;
-                json!({
+                let fields = json!({
                     "worktree": r.worktree,
                     "path": r.path,
                     "branch": r.branch,
@@ -2096,19 +2142,30 @@ impl Sessions {
                     "branch_deleted": r.branch_deleted,
                     "discarded": r.discarded,
                     "by": by,
-                })
+                });
+                let cleaned = Cleaned {
+                    worktree: r.worktree.to_string(),
+                    path: Some(r.path),
+                    branch: Some(r.branch),
+                    branch_tip: r.branch_tip,
+                    branch_deleted: Some(r.branch_deleted),
+                    discarded: Some(r.discarded),
+                    by: by.to_string(),
+                };
+                (fields, cleaned)
             }
         };
         inner.live.remove(run_ref);
         inner.marks.forget_run(run_ref)?;
-        self.record(&mut inner, run_ref, kinds::CLEANED, fields.clone())?;
-        let mut v = self.view(&inner, run_ref, None);
-        v["cleaned"] = fields;
-        Ok(v)
+        self.record(&mut inner, run_ref, kinds::CLEANED, fields)?;
+        Ok(CleanedUp {
+            run: self.view(&inner, run_ref, Some(by))?,
+            cleaned: Some(cleaned),
+        })
     }
 
     /// Deletes a cleaned run's record and its transcripts.
-    pub fn delete(&self, run_ref: &str, by: &str) -> Result<Value, SessionError> {
+    pub fn delete(&self, run_ref: &str, by: &str) -> Result<Deleted, SessionError> {
         let mut inner = self.lock();
         let state = self.get_record(&inner, run_ref)?.derive().state;
         if state != State::Cleaned {
@@ -2127,33 +2184,40 @@ impl Sessions {
         let dir = runs_dir(&self.home).join(run_ref);
         std::fs::remove_dir_all(&dir)
             .map_err(|e| SessionError::internal(format!("{}: {e}", dir.display())))?;
-        Ok(json!({"run_ref": run_ref, "deleted": true}))
+        Ok(Deleted {
+            run_ref: run_ref.to_string(),
+            deleted: true,
+        })
     }
 }
 
 /// How the run's current generation is held: `{"mechanism": "cgroup", "path": …}` or
 /// `{"mechanism": "subreaper"}`, from the live process or from its `started` event; null
 /// before any start.
-fn hold_view(inner: &Inner, rec: &RunRecord) -> Value {
+fn hold_view(inner: &Inner, rec: &RunRecord) -> Option<HoldView> {
     if let Some(l) = inner.live.get(&rec.run_ref) {
-        return serde_json::to_value(l.run.hold()).unwrap_or(Value::Null);
+        return Some(match l.run.hold() {
+            runs::tree::Hold::Cgroup { path } => HoldView::Cgroup {
+                path: Some(path.to_string_lossy().into_owned()),
+            },
+            runs::tree::Hold::Subreaper => HoldView::Subreaper,
+        });
     }
-    let Some(e) = rec.events.iter().rev().find(|e| e.kind == kinds::STARTED) else {
-        return Value::Null;
-    };
-    match (
-        e.fields.get("hold").and_then(Value::as_str),
-        e.fields.get("cgroup"),
-    ) {
-        (Some("cgroup"), Some(p)) => json!({"mechanism": "cgroup", "path": p}),
-        (Some(m), _) => json!({"mechanism": m}),
+    let e = rec.events.iter().rev().find(|e| e.kind == kinds::STARTED)?;
+    let cgroup = e.fields.get("cgroup").and_then(Value::as_str);
+    Some(match e.fields.get("hold").and_then(Value::as_str) {
+        Some("cgroup") => HoldView::Cgroup {
+            path: cgroup.map(str::to_string),
+        },
+        Some(_) => HoldView::Subreaper,
         // Started by a server from before holds were recorded: its process group only.
-        (None, _) => json!({"mechanism": "process_group"}),
-    }
+        None => HoldView::ProcessGroup,
+    })
 }
 
 /// `GET /runs` query.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     pub limit: Option<usize>,
     pub offset: Option<usize>,

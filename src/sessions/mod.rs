@@ -3,5 +3,8 @@
 pub mod manager;
 pub mod marks;
 pub mod record;
+pub mod view;
 
 pub use manager::{SessionError, Sessions};
+pub use record::State;
+pub use view::RunView;

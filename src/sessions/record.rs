@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The lifecycle states a run can be in, derived from its events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     /// Recorded, its process not (yet) spawned in this generation.
@@ -26,6 +26,12 @@ pub enum State {
     /// Left live by a server that stopped, and not yet swept by this one. Never derived
     /// from the events alone: the manager shows it until its sweep records `lost`.
     Recovering,
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl State {
@@ -52,13 +58,15 @@ impl State {
 }
 
 /// One lifecycle event of a run, as appended to the ledger (`seq` is the ledger's).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct RunEvent {
     pub seq: u64,
     pub at: String,
     /// The ledger kind, e.g. `sessions.run.started`.
     pub kind: String,
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    /// The event's own fields (`{}` when it has none).
+    #[serde(default)]
+    #[schema(value_type = Object)]
     pub fields: Map<String, Value>,
 }
 

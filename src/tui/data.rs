@@ -4,121 +4,25 @@
 //! state's source is read from the fields that establish it.
 
 use chrono::{DateTime, Utc};
-use hyper::Method;
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::api::runs as wire;
 use crate::auth::{Principal, Role};
 use crate::client::{Client, ClientError};
 
 /// The base of the run routes (`{RUNS}/runs/...`).
-pub const RUNS: &str = "/v1/m/sessions";
+pub use crate::api::runs::BASE as RUNS;
+/// One lifecycle event of a run (its `seq` is the ledger's).
+pub use crate::api::runs::RunEvent as EventItem;
+/// The lifecycle states (see `docs/api.md`): the domain's own, as the contract carries it.
+pub use crate::api::runs::State as RunState;
+/// The output ring of a live run, and one run as `GET /runs` shows it to the caller: the
+/// contract's types, rendered as they are.
+pub use crate::api::runs::{OutputView as Output, RunView};
+
 /// How many runs the cockpit lists: the newest ones, plus the caller's pinned runs outside
 /// that page (the server appends those).
 pub const LIST_LIMIT: usize = 200;
-
-/// The output ring of a live run.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-pub struct Output {
-    #[serde(default)]
-    pub first_seq: u64,
-    #[serde(default)]
-    pub next_seq: u64,
-    #[serde(default)]
-    pub bytes: u64,
-    /// When the run last wrote output (absent before its first byte, or from an older
-    /// server).
-    #[serde(default)]
-    pub last_at: Option<String>,
-}
-
-/// One run as `GET /runs` shows it to the caller.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct RunView {
-    #[serde(rename = "ref")]
-    pub run_ref: String,
-    pub tool: String,
-    pub profile: String,
-    pub transport: String,
-    #[serde(default)]
-    pub workspace: String,
-    #[serde(default)]
-    pub demo: bool,
-    #[serde(default)]
-    pub created_at: String,
-    #[serde(default)]
-    pub name: Option<String>,
-    pub state: String,
-    #[serde(default)]
-    pub generation: u64,
-    #[serde(default)]
-    pub pid: Option<u64>,
-    #[serde(default)]
-    pub exit_code: Option<i64>,
-    #[serde(default)]
-    pub signal: Option<String>,
-    #[serde(default)]
-    pub started_at: Option<String>,
-    #[serde(default)]
-    pub ended_at: Option<String>,
-    #[serde(default)]
-    pub reason: Option<String>,
-    #[serde(default)]
-    pub conversation_id: Option<String>,
-    #[serde(default)]
-    pub archived_at: Option<String>,
-    #[serde(default)]
-    pub output: Option<Output>,
-    #[serde(default)]
-    pub pinned: bool,
-    #[serde(default)]
-    pub pinned_at: Option<String>,
-    #[serde(default)]
-    pub snoozed_until: Option<String>,
-    #[serde(default)]
-    pub done: bool,
-    /// The branch of the run's own worktree (`proctor/run-0003`), for a worktree run.
-    #[serde(default)]
-    pub worktree_branch: Option<String>,
-}
-
-/// The lifecycle states (see `docs/api.md`); `Unknown` for a state this client does not know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RunState {
-    Starting,
-    Running,
-    Idle,
-    Stopped,
-    Failed,
-    Lost,
-    Cleaned,
-    /// Left live by a previous server; this one is still sweeping it.
-    Recovering,
-    Unknown,
-}
-
-impl RunState {
-    pub fn parse(s: &str) -> RunState {
-        match s {
-            "starting" => RunState::Starting,
-            "running" => RunState::Running,
-            "idle" => RunState::Idle,
-            "stopped" => RunState::Stopped,
-            "failed" => RunState::Failed,
-            "lost" => RunState::Lost,
-            "cleaned" => RunState::Cleaned,
-            "recovering" => RunState::Recovering,
-            _ => RunState::Unknown,
-        }
-    }
-
-    pub fn is_live(self) -> bool {
-        matches!(
-            self,
-            RunState::Starting | RunState::Running | RunState::Idle | RunState::Recovering
-        )
-    }
-}
 
 /// Parses an RFC 3339 instant.
 pub fn instant(s: &str) -> Option<DateTime<Utc>> {
@@ -140,7 +44,7 @@ pub fn ago(now: DateTime<Utc>, then: DateTime<Utc>) -> String {
 
 impl RunView {
     pub fn state(&self) -> RunState {
-        RunState::parse(&self.state)
+        self.state
     }
 
     pub fn is_pty(&self) -> bool {
@@ -208,9 +112,8 @@ impl RunView {
             },
             RunState::Lost => "server restart".to_string(),
             RunState::Cleaned => "released".to_string(),
-            RunState::Unknown => String::new(),
         };
-        (self.state.clone(), source)
+        (self.state.as_str().to_string(), source)
     }
 }
 
@@ -239,7 +142,7 @@ impl Counts {
                 RunState::Stopped => c.stopped += 1,
                 RunState::Failed => c.failed += 1,
                 RunState::Lost => c.lost += 1,
-                RunState::Cleaned | RunState::Unknown => {}
+                RunState::Cleaned => {}
             }
         }
         c
@@ -257,18 +160,9 @@ pub struct RunsPage {
     pub counts: Counts,
 }
 
-/// One lifecycle event of a run (its `seq` is the ledger's).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct EventItem {
-    pub seq: u64,
-    pub at: String,
-    pub kind: String,
-    #[serde(default)]
-    pub fields: Map<String, Value>,
-}
-
-/// The caller's token, as `GET /v1/whoami` describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// What the cockpit keeps of the caller's token (`GET /v1/whoami`, [`wire`]'s
+/// `server::WhoAmI`): its role and principal decide which actions it offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WhoAmI {
     pub token_id: String,
     pub name: String,
@@ -276,50 +170,40 @@ pub struct WhoAmI {
     pub principal: Principal,
 }
 
-fn bad(e: serde_json::Error) -> ClientError {
-    ClientError::Http(format!("unexpected answer from the server: {e}"))
+impl From<crate::api::server::WhoAmI> for WhoAmI {
+    fn from(w: crate::api::server::WhoAmI) -> Self {
+        WhoAmI {
+            token_id: w.token_id,
+            name: w.name,
+            role: w.role,
+            principal: w.principal,
+        }
+    }
 }
 
 /// `GET /runs` (newest [`LIST_LIMIT`], plus the caller's pins), and per-state totals when
 /// the server holds more than that.
 pub async fn fetch_runs(client: &Client) -> Result<RunsPage, ClientError> {
-    let v = client
-        .call(
-            Method::GET,
-            &format!("{RUNS}/runs?limit={LIST_LIMIT}"),
-            None,
-        )
-        .await?;
-    let items: Vec<RunView> = serde_json::from_value(v["items"].clone()).map_err(bad)?;
-    let total = v["total"]
-        .as_u64()
-        .and_then(|t| usize::try_from(t).ok())
-        .unwrap_or(items.len());
-    let listed = items
-        .len()
-        .saturating_sub(v["pinned_outside_page"].as_u64().unwrap_or(0) as usize);
+    let v: wire::RunPage = client.get(&wire::list(LIST_LIMIT, None)).await?;
+    let items = v.items;
+    let total = v.total;
+    let listed = items.len().saturating_sub(v.pinned_outside_page);
     let counts = if total > listed {
         let mut c = Counts {
             total,
             ..Counts::default()
         };
         for (state, slot) in [
-            ("starting", 0),
-            ("running", 0),
-            ("recovering", 0),
-            ("idle", 1),
-            ("stopped", 2),
-            ("failed", 3),
-            ("lost", 4),
+            (RunState::Starting, 0),
+            (RunState::Running, 0),
+            (RunState::Recovering, 0),
+            (RunState::Idle, 1),
+            (RunState::Stopped, 2),
+            (RunState::Failed, 3),
+            (RunState::Lost, 4),
         ] {
-            let v = client
-                .call(
-                    Method::GET,
-                    &format!("{RUNS}/runs?limit=1&state={state}"),
-                    None,
-                )
-                .await?;
-            let n = v["total"].as_u64().unwrap_or(0) as usize;
+            let v: wire::RunPage = client.get(&wire::list(1, Some(state))).await?;
+            let n = v.total;
             match slot {
                 0 => c.live += n,
                 1 => c.idle += n,
@@ -341,16 +225,14 @@ pub async fn fetch_runs(client: &Client) -> Result<RunsPage, ClientError> {
 
 /// `GET /runs/{ref}/events`.
 pub async fn fetch_events(client: &Client, run: &str) -> Result<Vec<EventItem>, ClientError> {
-    let mut v = client
-        .call(Method::GET, &format!("{RUNS}/runs/{run}/events"), None)
-        .await?;
-    serde_json::from_value(v["items"].take()).map_err(bad)
+    let v: wire::RunEvents = client.get(&wire::at(wire::EVENTS, run)).await?;
+    Ok(v.items)
 }
 
 /// `GET /v1/whoami`.
 pub async fn whoami(client: &Client) -> Result<WhoAmI, ClientError> {
-    let v = client.call(Method::GET, "/v1/whoami", None).await?;
-    serde_json::from_value(v).map_err(bad)
+    let v: crate::api::server::WhoAmI = client.get(crate::api::server::WHOAMI).await?;
+    Ok(v.into())
 }
 
 /// One event as a line of the events pane: local time, the kind without its

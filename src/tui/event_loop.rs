@@ -30,13 +30,17 @@ use hyper::Method;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::crossterm::event::EventStream;
-use serde_json::{Value, json};
+use serde::de::IgnoredAny;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 
 use super::app::{App, AttachFrom, Effect, LiveEvent, Mode, Msg, ViewWatch};
-use super::data::{self, RUNS};
+use super::data;
 use super::evidence::{self, ReceiptItem};
+use crate::api::runs::{
+    self as wire, EndEvent, InputRequest, LagEvent, NoticeEvent, OutputEvent, ScreenSnapshot,
+    Stream,
+};
 use crate::client::{Client, ClientError};
 
 /// How often the list is polled while it changes.
@@ -469,12 +473,12 @@ async fn typing_task(
             }
         }
         for (run, text) in std::iter::once((run, text)).chain(next) {
+            let body = InputRequest {
+                text: Some(text),
+                ..Default::default()
+            };
             let r = client
-                .call(
-                    Method::POST,
-                    &format!("{RUNS}/runs/{run}/input"),
-                    Some(json!({ "text": text })),
-                )
+                .request::<_, IgnoredAny>(Method::POST, &wire::at(wire::INPUT, &run), Some(&body))
                 .await;
             if let Err(e) = r {
                 let _ = tx.send(Msg::TypeFailed(show(&e))).await;
@@ -485,24 +489,22 @@ async fn typing_task(
 
 /// Parses the frames of an `output` event.
 fn frames(data: &str) -> Option<Vec<(u64, bool, Vec<u8>)>> {
-    let v: Value = serde_json::from_str(data).ok()?;
+    let ev: OutputEvent = serde_json::from_str(data).ok()?;
     let mut out = Vec::new();
-    for f in v["frames"].as_array()? {
-        let seq = f["seq"].as_u64()?;
-        let stderr = f["stream"] == "stderr";
+    for f in ev.frames {
         let bytes = base64::engine::general_purpose::STANDARD
-            .decode(f["b64"].as_str()?)
+            .decode(&f.b64)
             .ok()?;
-        out.push((seq, stderr, bytes));
+        out.push((f.seq, f.stream == Stream::Stderr, bytes));
     }
     Some(out)
 }
 
-fn exit_text(v: &Value) -> String {
-    if v["unobserved"] == true {
+fn exit_text(v: &EndEvent) -> String {
+    if v.unobserved {
         return "exit not observed".into();
     }
-    match (v["exit_code"].as_i64(), v["signal"].as_str()) {
+    match (v.exit_code, &v.signal) {
         (Some(c), _) => format!("exit {c}"),
         (None, Some(s)) => crate::text::one_line(s, 20),
         _ => "exit not observed".into(),
@@ -527,15 +529,15 @@ async fn live_task(
             AttachFrom::Seq(s) => s,
             AttachFrom::Snapshot => {
                 match client
-                    .call(Method::GET, &format!("{RUNS}/runs/{run}/screen"), None)
+                    .get::<ScreenSnapshot>(&wire::at(wire::SCREEN, &run))
                     .await
                 {
                     Ok(v) => {
-                        let seq = v["seq"].as_u64().unwrap_or(0);
+                        let seq = v.seq;
                         let ev = LiveEvent::Screen {
-                            rows: v["size"]["rows"].as_u64().unwrap_or(24) as u16,
-                            cols: v["size"]["cols"].as_u64().unwrap_or(80) as u16,
-                            formatted: v["formatted"].as_str().unwrap_or("").to_string(),
+                            rows: v.size.rows,
+                            cols: v.size.cols,
+                            formatted: v.formatted,
                             seq,
                         };
                         if !send(ev).await {
@@ -556,7 +558,7 @@ async fn live_task(
                 }
             }
         };
-        let path = format!("{RUNS}/runs/{run}/attach?from={cursor}");
+        let path = wire::attach(&run, cursor);
         let mut stream = match client.stream(&path).await {
             Ok(s) => s,
             Err(e) => {
@@ -577,9 +579,8 @@ async fn live_task(
             match stream.next().await {
                 Ok(Some(ev)) => {
                     failures = 0;
-                    let v: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
                     match ev.event.as_str() {
-                        "output" => {
+                        wire::sse::OUTPUT => {
                             if let Some(fr) = frames(&ev.data) {
                                 if let Some(last) = fr.last() {
                                     cursor = last.0 + 1;
@@ -589,8 +590,9 @@ async fn live_task(
                                 }
                             }
                         }
-                        "lag" => {
-                            let first = v["first_available"].as_u64().unwrap_or(cursor);
+                        wire::sse::LAG => {
+                            let first = serde_json::from_str::<LagEvent>(&ev.data)
+                                .map_or(cursor, |l| l.first_available);
                             if pty {
                                 // The parser missed bytes: start over from the server's screen.
                                 from = AttachFrom::Snapshot;
@@ -605,22 +607,26 @@ async fn live_task(
                                 return;
                             }
                         }
-                        "end" => {
-                            let _ = send(LiveEvent::End(exit_text(&v))).await;
+                        wire::sse::END => {
+                            let end: EndEvent = serde_json::from_str(&ev.data).unwrap_or_default();
+                            let _ = send(LiveEvent::End(exit_text(&end))).await;
                             return;
                         }
-                        "notice" if v["notice"] == "not_live" => {
-                            let state = v["state"].as_str().unwrap_or("not live");
-                            let _ =
-                                send(LiveEvent::NotLive(crate::text::one_line(state, 20))).await;
-                            return;
-                        }
-                        "notice" => {
+                        wire::sse::NOTICE => {
+                            let notice = serde_json::from_str::<NoticeEvent>(&ev.data).ok();
+                            if let Some(NoticeEvent::NotLive { state, .. }) = notice {
+                                let _ = send(LiveEvent::NotLive(state.as_str().to_string())).await;
+                                return;
+                            }
                             // Asked beyond the next seq (a newer generation): start again.
+                            let next = match notice {
+                                Some(NoticeEvent::CursorAhead { next, .. }) => next,
+                                _ => 1,
+                            };
                             from = if pty {
                                 AttachFrom::Snapshot
                             } else {
-                                AttachFrom::Seq(v["next"].as_u64().unwrap_or(1))
+                                AttachFrom::Seq(next)
                             };
                             break;
                         }

@@ -27,12 +27,15 @@ use std::time::Duration;
 
 use clap::Args;
 use hyper::Method;
-use serde_json::{Value, json};
+use serde::de::IgnoredAny;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::output::{self, Exit, Sanitiser};
-use super::{UsageError, normalise_ref, run_path, s, tool_label};
+use super::{UsageError, normalise_ref, tool_label};
+use crate::api::runs::{
+    self as wire, EndEvent, InputRequest, LagEvent, NoticeEvent, RunView, ScreenSnapshot, SizeBody,
+};
 use crate::client::{self, Client, ClientError, EventStream};
 use crate::home::Home;
 use crate::text;
@@ -126,8 +129,8 @@ pub fn run(c: &Client, home: &Home, a: AttachArgs) -> anyhow::Result<ExitCode> {
              `proctor session input {run_ref} -` to type"
         )));
     }
-    let view = super::call(c, Method::GET, &run_path(&run_ref, ""), None)?;
-    if view["transport"].as_str() == Some("pty") {
+    let view: RunView = c.get_blocking(&wire::at(wire::RUN, &run_ref))?;
+    if view.transport == "pty" {
         if !std::io::stdout().is_terminal() {
             return Err(UsageError::new(format!(
                 "attaching to a PTY run draws on a terminal and stdout is not one; \
@@ -179,12 +182,20 @@ impl Outcome {
     }
 }
 
-fn not_live_message(data: &Value) -> String {
+fn not_live_message(state: wire::State, message: &str) -> String {
     format!(
         "the server holds no output for it (state {}): {}",
-        text::one_line(data["state"].as_str().unwrap_or("?"), 16),
-        text::one_line(data["message"].as_str().unwrap_or(""), 200)
+        state.as_str(),
+        text::one_line(message, 200)
     )
+}
+
+/// The text typed into a run, as an input request.
+fn typed(t: String) -> InputRequest {
+    InputRequest {
+        text: Some(t),
+        ..Default::default()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -382,7 +393,10 @@ fn spawn_key_sender(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         while let Some(t) = rx.recv().await {
-            match c.call(Method::POST, &path, Some(json!({"text": t}))).await {
+            match c
+                .request::<_, IgnoredAny>(Method::POST, &path, Some(&typed(t)))
+                .await
+            {
                 Ok(_) => {}
                 Err(ClientError::Api { status, .. }) if status.as_u16() == 409 => {}
                 Err(e) => {
@@ -402,12 +416,12 @@ async fn resize(c: &Client, run_ref: &str) {
     // Within the limits: a terminal larger than a run may be shows it in its top-left part.
     if let Some((rows, cols)) = super::terminal_size() {
         // A run that ended cannot be resized (409); nothing to do then.
+        let size = SizeBody {
+            rows: Some(rows),
+            cols: Some(cols),
+        };
         let _ = c
-            .call(
-                Method::POST,
-                &run_path(run_ref, "resize"),
-                Some(json!({"rows": rows, "cols": cols})),
-            )
+            .request::<_, IgnoredAny>(Method::POST, &wire::at(wire::RESIZE, run_ref), Some(&size))
             .await;
     }
 }
@@ -415,15 +429,12 @@ async fn resize(c: &Client, run_ref: &str) {
 /// Draws the run's screen (through the filter, like everything else from the child);
 /// returns the seq to stream from.
 async fn draw_screen(c: &Client, run_ref: &str, filter: &mut AttachFilter) -> anyhow::Result<u64> {
-    let screen = c
-        .call(Method::GET, &run_path(run_ref, "screen"), None)
-        .await?;
-    let formatted = screen["formatted"].as_str().unwrap_or("");
-    let mut out = filter.filter(formatted.as_bytes());
+    let screen: ScreenSnapshot = c.get(&wire::at(wire::SCREEN, run_ref)).await?;
+    let mut out = filter.filter(screen.formatted.as_bytes());
     // The redraw is whole: nothing of it is held for what follows.
     filter.finish(&mut out);
     write_fd(1, &out);
-    Ok(screen["seq"].as_u64().unwrap_or(0) + 1)
+    Ok(screen.seq + 1)
 }
 
 /// What the filter dropped, for the line printed on detach.
@@ -451,26 +462,25 @@ fn dropped_note(d: &Dropped) -> Option<String> {
 }
 
 async fn open_stream(c: &Client, run_ref: &str, from: u64) -> Result<EventStream, ClientError> {
-    c.stream(&format!("{}?from={from}", run_path(run_ref, "attach")))
-        .await
+    c.stream(&wire::attach(run_ref, from)).await
 }
 
 async fn attach_pty(
     c: &Client,
     run_ref: &str,
-    view: &Value,
+    view: &RunView,
     key: DetachKey,
     clipboard: Clipboard,
 ) -> anyhow::Result<ExitCode> {
     resize(c, run_ref).await;
     // Check that there is a screen before taking the terminal over.
-    c.call(Method::GET, &run_path(run_ref, "screen"), None)
+    c.get::<IgnoredAny>(&wire::at(wire::SCREEN, run_ref))
         .await?;
     eprintln!(
         "[attaching to {run_ref}: {}, pty{}; detach with {}]",
         tool_label(view),
-        view["name"]
-            .as_str()
+        view.name
+            .as_deref()
             .map(|n| format!(", {}", text::one_line(n, 60)))
             .unwrap_or_default(),
         key.label()
@@ -526,7 +536,7 @@ async fn pty_loop(
     spawn_key_reader(key.byte, stop.clone(), key_tx);
     let (text_tx, text_rx) = mpsc::unbounded_channel::<String>();
     let (err_tx, mut errors) = mpsc::unbounded_channel();
-    let sender = spawn_key_sender(c.clone(), run_path(run_ref, "input"), text_rx, err_tx);
+    let sender = spawn_key_sender(c.clone(), wire::at(wire::INPUT, run_ref), text_rx, err_tx);
     let mut text_tx = Some(text_tx);
     let mut utf8 = KeyText::default();
     let outcome = loop {
@@ -534,7 +544,7 @@ async fn pty_loop(
             ev = stream.next() => {
                 let Some(ev) = ev? else { break Outcome::Closed(from) };
                 match ev.event.as_str() {
-                    "output" => {
+                    wire::sse::OUTPUT => {
                         let (last, frames) = output::frames(&ev.data).map_err(anyhow::Error::msg)?;
                         let mut shown = Vec::new();
                         for f in &frames {
@@ -545,7 +555,7 @@ async fn pty_loop(
                         out.flush()?;
                         from = last + 1;
                     }
-                    "lag" => {
+                    wire::sse::LAG => {
                         // Output was evicted before it reached us: redraw from the screen.
                         // A sequence cut by the gap is dropped, not joined to the redraw.
                         let mut cut = Vec::new();
@@ -554,20 +564,17 @@ async fn pty_loop(
                         from = draw_screen(c, run_ref, filter).await?;
                         stream = open_stream(c, run_ref, from).await?;
                     }
-                    "end" => {
-                        let data: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
-                        break Outcome::Ended(Exit::from_json(&data));
+                    wire::sse::END => {
+                        let end: EndEvent = serde_json::from_str(&ev.data).unwrap_or_default();
+                        break Outcome::Ended(Exit::from_end(&end));
                     }
-                    "notice" => {
-                        let data: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
-                        match data["notice"].as_str() {
-                            Some("not_live") => break Outcome::NotLive(not_live_message(&data)),
-                            Some("cursor_ahead") => {
-                                from = data["next"].as_u64().unwrap_or(from);
-                            }
-                            _ => {}
+                    wire::sse::NOTICE => match serde_json::from_str::<NoticeEvent>(&ev.data) {
+                        Ok(NoticeEvent::NotLive { state, message }) => {
+                            break Outcome::NotLive(not_live_message(state, &message));
                         }
-                    }
+                        Ok(NoticeEvent::CursorAhead { next, .. }) => from = next,
+                        Err(_) => {}
+                    },
                     _ => {}
                 }
             }
@@ -699,7 +706,7 @@ impl PipeView {
 async fn attach_pipe(
     c: &Client,
     run_ref: &str,
-    view: &Value,
+    view: &RunView,
     key: DetachKey,
 ) -> anyhow::Result<ExitCode> {
     let mut stream = open_stream(c, run_ref, 1).await?;
@@ -708,8 +715,8 @@ async fn attach_pipe(
          interrupts the turn; {} or Ctrl-D detaches. Output is sanitised; the tool's stderr \
          lines start with `stderr|`]",
         tool_label(view),
-        view["name"]
-            .as_str()
+        view.name
+            .as_deref()
             .map(|n| format!(", {}", text::one_line(n, 60)))
             .unwrap_or_default(),
         key.label()
@@ -723,34 +730,36 @@ async fn attach_pipe(
     spawn_line_reader(tx);
     let mut shown = PipeView::new();
     let mut next = 1u64;
-    let input_path = run_path(run_ref, "input");
+    let input_path = wire::at(wire::INPUT, run_ref);
     let outcome = loop {
         tokio::select! {
             ev = stream.next() => {
                 let Some(ev) = ev? else { break Outcome::Closed(next) };
-                let data: Value = match ev.event.as_str() {
-                    "output" => Value::Null,
-                    _ => serde_json::from_str(&ev.data).unwrap_or(Value::Null),
-                };
                 match ev.event.as_str() {
-                    "output" => {
+                    wire::sse::OUTPUT => {
                         let (last, frames) = output::frames(&ev.data).map_err(anyhow::Error::msg)?;
                         for f in &frames {
                             shown.show(f)?;
                         }
                         next = last + 1;
                     }
-                    "lag" => {
+                    wire::sse::LAG => {
                         shown.finish()?;
-                        let first = data["first_available"].as_u64().unwrap_or(next);
+                        let first = serde_json::from_str::<LagEvent>(&ev.data)
+                            .map_or(next, |l| l.first_available);
                         eprintln!("[… output before seq {first} was evicted before it was shown …]");
                         next = first;
                     }
-                    "end" => break Outcome::Ended(Exit::from_json(&data)),
-                    "notice" => match data["notice"].as_str() {
-                        Some("not_live") => break Outcome::NotLive(not_live_message(&data)),
-                        Some("cursor_ahead") => next = data["next"].as_u64().unwrap_or(next),
-                        _ => {}
+                    wire::sse::END => {
+                        let end: EndEvent = serde_json::from_str(&ev.data).unwrap_or_default();
+                        break Outcome::Ended(Exit::from_end(&end));
+                    }
+                    wire::sse::NOTICE => match serde_json::from_str::<NoticeEvent>(&ev.data) {
+                        Ok(NoticeEvent::NotLive { state, message }) => {
+                            break Outcome::NotLive(not_live_message(state, &message));
+                        }
+                        Ok(NoticeEvent::CursorAhead { next: n, .. }) => next = n,
+                        Err(_) => {}
                     },
                     _ => {}
                 }
@@ -758,7 +767,7 @@ async fn attach_pipe(
             l = lines.recv() => match l {
                 Some(Line::Text(t)) if t.trim().is_empty() => {}
                 Some(Line::Text(t)) => {
-                    if let Err(e) = c.call(Method::POST, &input_path, Some(json!({"text": t}))).await {
+                    if let Err(e) = c.request::<_, IgnoredAny>(Method::POST, &input_path, Some(&typed(t))).await {
                         eprintln!("[{run_ref}: the turn was not sent: {}]", text::one_line(&e.to_string(), 300));
                     }
                 }
@@ -766,8 +775,8 @@ async fn attach_pipe(
             },
             _ = quit.recv() => break Outcome::Detached,
             _ = int.recv() => {
-                match c.call(Method::POST, &run_path(run_ref, "interrupt"), None).await {
-                    Ok(v) => eprintln!("[interrupt sent to {run_ref} (state {})]", s(&v, "state", 16)),
+                match c.request::<(), RunView>(Method::POST, &wire::at(wire::INTERRUPT, run_ref), None).await {
+                    Ok(v) => eprintln!("[interrupt sent to {run_ref} (state {})]", v.state.as_str()),
                     Err(e) => eprintln!("[{run_ref}: interrupt refused: {}]", text::one_line(&e.to_string(), 300)),
                 }
             }

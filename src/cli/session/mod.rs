@@ -8,19 +8,20 @@ use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Subcommand};
 use hyper::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Ctx, UsageError, print_json, show_path};
+use crate::api::runs::{
+    self as wire, Accepted, CleanedUp, CleanupBody, Deleted, HoldView, InputRequest, MarksView,
+    RenameBody, RunDiff, RunDiffFile, RunEvents, RunPage, RunView, SizeBody, SnoozeBody,
+    StartRequest, State, Stopped,
+};
 use crate::client::{self, Client};
-use crate::sessions::record::State;
 use crate::text;
 
 mod attach;
 mod output;
 mod tail;
-
-/// The API base of the runs routes.
-const RUNS: &str = "/v1/m/sessions/runs";
 
 /// Start, watch, steer and tidy agent sessions (runs) held by the server.
 ///
@@ -365,44 +366,42 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         SessionCommand::Tail(a) => tail::run(&c, a),
         SessionCommand::Input(a) => input(&c, a),
         SessionCommand::Interrupt(a) => {
-            let v = post(&c, &a.run, "interrupt", None)?;
+            let v: RunView = post(&c, &a.run, wire::INTERRUPT, None::<&()>)?;
             report(a.json, &v, || {
                 format!(
                     "interrupt sent to {} (state {})",
-                    s(&v, "ref", 32),
-                    s(&v, "state", 16)
+                    t(&v.run_ref, 32),
+                    v.state.as_str()
                 )
             })
         }
         SessionCommand::Stop(a) => stop(&c, a),
         SessionCommand::Resume(a) => resume(&c, a),
-        SessionCommand::Pin(a) => mark(&c, a, Method::POST, "pin"),
-        SessionCommand::Unpin(a) => mark(&c, a, Method::DELETE, "pin"),
+        SessionCommand::Pin(a) => mark(&c, a, Method::POST, wire::PIN),
+        SessionCommand::Unpin(a) => mark(&c, a, Method::DELETE, wire::PIN),
         SessionCommand::Snooze(a) => {
             let until = parse_until(&a.until, chrono::Utc::now())?;
-            let run_ref = normalise_ref(&a.run)?;
-            let v = call(
+            let v: MarksView = post(
                 &c,
-                Method::POST,
-                &run_path(&run_ref, "snooze"),
-                Some(json!({"until": until})),
+                &a.run,
+                wire::SNOOZE,
+                Some(&SnoozeBody { until: Some(until) }),
             )?;
             report(a.json, &v, || marks_line(&v))
         }
-        SessionCommand::Unsnooze(a) => mark(&c, a, Method::DELETE, "snooze"),
-        SessionCommand::Done(a) => mark(&c, a, Method::POST, "done"),
-        SessionCommand::Undone(a) => mark(&c, a, Method::DELETE, "done"),
+        SessionCommand::Unsnooze(a) => mark(&c, a, Method::DELETE, wire::SNOOZE),
+        SessionCommand::Done(a) => mark(&c, a, Method::POST, wire::DONE),
+        SessionCommand::Undone(a) => mark(&c, a, Method::DELETE, wire::DONE),
         SessionCommand::Rename(a) => {
             let run_ref = normalise_ref(&a.run)?;
-            let v = call(
-                &c,
+            let v: RunView = c.request_blocking(
                 Method::PUT,
-                &run_path(&run_ref, "name"),
-                Some(json!({"name": a.name})),
+                &wire::at(wire::NAME, &run_ref),
+                Some(&RenameBody { name: Some(a.name) }),
             )?;
-            report(a.json, &v, || match v["name"].as_str() {
-                Some(n) => format!("{} renamed: {}", s(&v, "ref", 32), text::one_line(n, 200)),
-                None => format!("{} has no name now", s(&v, "ref", 32)),
+            report(a.json, &v, || match &v.name {
+                Some(n) => format!("{} renamed: {}", t(&v.run_ref, 32), t(n, 200)),
+                None => format!("{} has no name now", t(&v.run_ref, 32)),
             })
         }
         SessionCommand::Archive(a) => archive(&c, a, Method::POST),
@@ -411,8 +410,9 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         SessionCommand::Cleanup(a) => cleanup(&c, a),
         SessionCommand::Delete(a) => {
             let run_ref = normalise_ref(&a.run)?;
-            let v = call(&c, Method::DELETE, &run_path(&run_ref, ""), None)?;
-            report(a.json, &v, || format!("{} deleted", s(&v, "run_ref", 32)))
+            let v: Deleted =
+                c.request_blocking::<(), _>(Method::DELETE, &wire::at(wire::RUN, &run_ref), None)?;
+            report(a.json, &v, || format!("{} deleted", t(&v.run_ref, 32)))
         }
     }
 }
@@ -435,15 +435,8 @@ pub(crate) fn normalise_ref(raw: &str) -> anyhow::Result<String> {
     )))
 }
 
-/// `/v1/m/sessions/runs/run-0001[/tail]` (the ref is already normalised: digits only).
-pub(crate) fn run_path(run_ref: &str, tail: &str) -> String {
-    if tail.is_empty() {
-        format!("{RUNS}/{run_ref}")
-    } else {
-        format!("{RUNS}/{run_ref}/{tail}")
-    }
-}
-
+/// One JSON call, its answer as it came (for the verbs of other areas that still read
+/// answers this way).
 pub(crate) fn call(
     c: &Client,
     method: Method,
@@ -453,9 +446,15 @@ pub(crate) fn call(
     Ok(client::block_on(c.call(method, path, body))??)
 }
 
-fn post(c: &Client, raw_ref: &str, tail: &str, body: Option<Value>) -> anyhow::Result<Value> {
+/// `POST` to one of a run's routes (`pattern`, e.g. [`wire::STOP`]), read as `T`.
+fn post<B: serde::Serialize, T: serde::de::DeserializeOwned>(
+    c: &Client,
+    raw_ref: &str,
+    pattern: &str,
+    body: Option<&B>,
+) -> anyhow::Result<T> {
     let run_ref = normalise_ref(raw_ref)?;
-    call(c, Method::POST, &run_path(&run_ref, tail), body)
+    Ok(c.request_blocking(Method::POST, &wire::at(pattern, &run_ref), body)?)
 }
 
 /// A string field of a JSON answer, for display (sanitised, capped).
@@ -467,7 +466,33 @@ pub(crate) fn s(v: &Value, key: &str, width: usize) -> String {
     }
 }
 
-fn report(json: bool, v: &Value, line: impl FnOnce() -> String) -> anyhow::Result<ExitCode> {
+/// Text from the server, for display: sanitised, capped.
+fn t(x: &str, width: usize) -> String {
+    text::one_line(x, width)
+}
+
+/// An optional text from the server, for display (`-` when absent).
+fn o(x: &Option<String>, width: usize) -> String {
+    x.as_deref().map_or_else(|| "-".into(), |x| t(x, width))
+}
+
+/// The data of one attach-stream event, read as the contract's frame `T`.
+pub(crate) fn event_data<T: serde::de::DeserializeOwned>(
+    ev: &client::SseEvent,
+) -> anyhow::Result<T> {
+    serde_json::from_str(&ev.data).map_err(|e| {
+        anyhow::anyhow!(
+            "the server sent a `{}` event the contract does not describe: {e}",
+            text::one_line(&ev.event, 32)
+        )
+    })
+}
+
+fn report<T: serde::Serialize>(
+    json: bool,
+    v: &T,
+    line: impl FnOnce() -> String,
+) -> anyhow::Result<ExitCode> {
     if json {
         print_json(v)?;
     } else {
@@ -477,9 +502,9 @@ fn report(json: bool, v: &Value, line: impl FnOnce() -> String) -> anyhow::Resul
 }
 
 /// `claude (demo)` or `claude`.
-pub(crate) fn tool_label(v: &Value) -> String {
-    let tool = s(v, "tool", 16);
-    if v["demo"].as_bool() == Some(true) {
+pub(crate) fn tool_label(v: &RunView) -> String {
+    let tool = t(&v.tool, 16);
+    if v.demo {
         format!("{tool} (demo)")
     } else {
         tool
@@ -521,20 +546,58 @@ fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
         workspace_path(&a.workspace)?
     };
     let pty = a.transport == "pty";
-    let mut body = json!({"transport": a.transport, "workspace": workspace});
-    if let Some(path) = client_path()? {
-        body["path"] = json!(path);
-    }
-    if a.worktree {
-        body["worktree"] = json!(true);
-        if let Some(from) = &a.from {
-            body["worktree_from"] = json!(from);
+    let size = if pty { terminal_size() } else { None };
+    let body = StartRequest {
+        tool: a.tool.clone(),
+        profile: a.profile.clone(),
+        transport: Some(a.transport.clone()),
+        workspace: Some(workspace),
+        name: a.name.clone(),
+        // On a PTY run the server types it once the tool is up, then Enter.
+        prompt: (!a.prompt.is_empty()).then(|| a.prompt.join(" ")),
+        rows: size.map(|(rows, _)| rows),
+        cols: size.map(|(_, cols)| cols),
+        worktree: a.worktree.then_some(true),
+        worktree_from: a.worktree.then(|| a.from.clone()).flatten(),
+        no_setup: (a.worktree && a.no_setup).then_some(true),
+        path: client_path()?,
+    };
+    let v: RunView = c.request_blocking(Method::POST, wire::RUNS, Some(&body))?;
+    let failed = v.state == State::Failed;
+    if a.json {
+        print_json(&v)?;
+    } else {
+        let r = t(&v.run_ref, 32);
+        println!(
+            "started {r}: {}, {}, in {} (state {})",
+            tool_label(&v),
+            t(&v.transport, 8),
+            t(&v.workspace, usize::MAX),
+            v.state.as_str()
+        );
+        if let Some(w) = &v.worktree {
+            println!(
+                "worktree: branch {} at {} (of {})",
+                t(&w.branch, 300),
+                t(&w.base, 300),
+                t(&w.repo, 300)
+            );
         }
-        if a.no_setup {
-            body["no_setup"] = json!(true);
+        if failed {
+            println!("launch failed: {}", o(&v.reason, usize::MAX));
+        } else if pty {
+            println!("attach: proctor session attach {r}   (detach: Ctrl-\\)");
+        } else {
+            println!(
+                "follow: proctor session tail --follow {r}   type: proctor session input {r} TEXT"
+            );
         }
     }
-    start_with(c, a, body, pty)
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// This command's PATH, sent with a start so the server finds the tools this shell finds.
@@ -576,88 +639,30 @@ fn workspace_path(raw: &std::path::Path) -> anyhow::Result<String> {
     Ok(workspace.to_string())
 }
 
-fn start_with(c: &Client, a: StartArgs, mut body: Value, pty: bool) -> anyhow::Result<ExitCode> {
-    if let Some(p) = &a.profile {
-        body["profile"] = json!(p);
-    }
-    if let Some(t) = &a.tool {
-        body["tool"] = json!(t);
-    }
-    if let Some(n) = &a.name {
-        body["name"] = json!(n);
-    }
-    if !a.prompt.is_empty() {
-        // On a PTY run the server types it once the tool is up, then Enter.
-        body["prompt"] = json!(a.prompt.join(" "));
-    }
-    if pty && let Some((rows, cols)) = terminal_size() {
-        body["rows"] = json!(rows);
-        body["cols"] = json!(cols);
-    }
-    let v = call(c, Method::POST, RUNS, Some(body))?;
-    let failed = v["state"].as_str() == Some("failed");
-    if a.json {
-        print_json(&v)?;
-    } else {
-        let r = s(&v, "ref", 32);
-        println!(
-            "started {r}: {}, {}, in {} (state {})",
-            tool_label(&v),
-            s(&v, "transport", 8),
-            s(&v, "workspace", usize::MAX),
-            s(&v, "state", 16)
-        );
-        if let Some(w) = v["worktree"].as_object() {
-            let f = |k: &str| text::one_line(w.get(k).and_then(Value::as_str).unwrap_or("-"), 300);
-            println!(
-                "worktree: branch {} at {} (of {})",
-                f("branch"),
-                f("base"),
-                f("repo")
-            );
-        }
-        if failed {
-            println!("launch failed: {}", s(&v, "reason", usize::MAX));
-        } else if pty {
-            println!("attach: proctor session attach {r}   (detach: Ctrl-\\)");
-        } else {
-            println!(
-                "follow: proctor session tail --follow {r}   type: proctor session input {r} TEXT"
-            );
-        }
-    }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
 fn list(c: &Client, a: ListArgs) -> anyhow::Result<ExitCode> {
-    let mut path = format!("{RUNS}?limit={}", a.limit);
-    if let Some(st) = &a.state {
-        // clap admitted only one of STATES: a plain lowercase word, safe in the query.
-        path.push_str(&format!("&state={st}"));
-    }
-    let v = call(c, Method::GET, &path, None)?;
+    // clap admitted only one of STATES.
+    let state = a
+        .state
+        .as_deref()
+        .and_then(|st| STATES.into_iter().find(|s| s.as_str() == st));
+    let v: RunPage = c.get_blocking(&wire::list(a.limit, state))?;
     if a.json {
         print_json(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let items: Vec<&Value> = v["items"].as_array().into_iter().flatten().collect();
     let (mut archived, mut snoozed) = (0usize, 0usize);
-    let mut shown: Vec<&Value> = Vec::new();
-    for it in &items {
-        if !a.all && it["archived_at"].is_string() {
+    let mut shown: Vec<&RunView> = Vec::new();
+    for it in &v.items {
+        if !a.all && it.archived_at.is_some() {
             archived += 1;
-        } else if !a.all && it["snoozed_until"].is_string() {
+        } else if !a.all && it.snoozed_until.is_some() {
             snoozed += 1;
         } else {
             shown.push(it);
         }
     }
     // Pinned first (stable: newest first within each group).
-    shown.sort_by_key(|it| it["pinned"].as_bool() != Some(true));
+    shown.sort_by_key(|it| !it.pinned);
     println!(
         "{:<9} {:<8} {:<16} {:<5} {:<30} {:<22} CREATED",
         "REF", "STATE", "TOOL", "VIA", "NAME", "MARKS"
@@ -665,16 +670,13 @@ fn list(c: &Client, a: ListArgs) -> anyhow::Result<ExitCode> {
     for it in &shown {
         println!(
             "{:<9} {:<8} {:<16} {:<5} {:<30} {:<22} {}",
-            s(it, "ref", 9),
-            s(it, "state", 8),
+            t(&it.run_ref, 9),
+            t(it.state.as_str(), 8),
             tool_label(it),
-            s(it, "transport", 5),
-            it["name"]
-                .as_str()
-                .map(|n| text::one_line(n, 30))
-                .unwrap_or_else(|| "-".into()),
+            t(&it.transport, 5),
+            o(&it.name, 30),
             marks_of(it),
-            s(it, "created_at", 30)
+            t(&it.created_at, 30)
         );
     }
     let mut footer = Vec::new();
@@ -687,27 +689,26 @@ fn list(c: &Client, a: ListArgs) -> anyhow::Result<ExitCode> {
     if !footer.is_empty() {
         println!("({} not shown; --all shows them)", footer.join(" and "));
     }
-    let total = v["total"].as_u64().unwrap_or(0);
-    let page = items.len() as u64 - v["pinned_outside_page"].as_u64().unwrap_or(0);
-    if total > page {
-        println!("({page} of {total} runs; --limit N shows more)");
+    let page = v.items.len().saturating_sub(v.pinned_outside_page);
+    if v.total > page {
+        println!("({page} of {} runs; --limit N shows more)", v.total);
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `pinned,snoozed,done,archived` (the marks a run carries), or `-`.
-fn marks_of(v: &Value) -> String {
+fn marks_of(v: &RunView) -> String {
     let mut m = Vec::new();
-    if v["pinned"].as_bool() == Some(true) {
+    if v.pinned {
         m.push("pinned");
     }
-    if v["snoozed_until"].is_string() {
+    if v.snoozed_until.is_some() {
         m.push("snoozed");
     }
-    if v["done"].as_bool() == Some(true) {
+    if v.done {
         m.push("done");
     }
-    if v["archived_at"].is_string() {
+    if v.archived_at.is_some() {
         m.push("archived");
     }
     if m.is_empty() {
@@ -719,52 +720,42 @@ fn marks_of(v: &Value) -> String {
 
 fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
     let run_ref = normalise_ref(&a.run)?;
-    let v = call(c, Method::GET, &run_path(&run_ref, ""), None)?;
+    let v: RunView = c.get_blocking(&wire::at(wire::RUN, &run_ref))?;
     if a.json {
         print_json(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
     let line = |k: &str, val: String| println!("{k:<13} {val}");
-    line("ref", s(&v, "ref", 32));
-    line(
-        "name",
-        v["name"]
-            .as_str()
-            .map(|n| text::one_line(n, usize::MAX))
-            .unwrap_or_else(|| "-".into()),
-    );
+    line("ref", t(&v.run_ref, 32));
+    line("name", o(&v.name, usize::MAX));
     line("tool", tool_label(&v));
-    if v["demo"].as_bool() == Some(true) {
+    if v.demo {
         line(
             "demo",
             "yes: a provider fake backs this run; its output is a demo, not a model's".into(),
         );
     }
-    line("profile", s(&v, "profile", usize::MAX));
-    line("transport", s(&v, "transport", 8));
-    line("workspace", s(&v, "workspace", usize::MAX));
-    if let Some(w) = v["worktree"].as_object() {
-        let f = |k: &str| text::one_line(w.get(k).and_then(Value::as_str).unwrap_or("-"), 300);
+    line("profile", t(&v.profile, usize::MAX));
+    line("transport", t(&v.transport, 8));
+    line("workspace", t(&v.workspace, usize::MAX));
+    if let Some(w) = &v.worktree {
         line(
             "worktree",
             format!(
                 "branch {} from {} (repository {})",
-                f("branch"),
-                f("base"),
-                f("repo")
+                t(&w.branch, 300),
+                t(&w.base, 300),
+                t(&w.repo, 300)
             ),
         );
     }
-    let mut state = s(&v, "state", 16);
-    if let Some(g) = v["generation"].as_u64() {
-        state.push_str(&format!(" (generation {g}"));
-        if let Some(pid) = v["pid"].as_u64() {
-            state.push_str(&format!(", pid {pid}"));
-        }
-        state.push(')');
+    let mut state = format!("{} (generation {}", v.state.as_str(), v.generation);
+    if let Some(pid) = v.pid {
+        state.push_str(&format!(", pid {pid}"));
     }
+    state.push(')');
     line("state", state);
-    if v["state"].as_str() == Some("recovering") {
+    if v.state == State::Recovering {
         line(
             "recovering",
             "a previous server left it live; this server is ending what it left, then \
@@ -772,61 +763,55 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
                 .into(),
         );
     }
-    match v["hold"]["mechanism"].as_str() {
-        Some("cgroup") => line(
-            "held by",
-            format!("its own cgroup {}", s(&v["hold"], "path", usize::MAX)),
-        ),
-        Some("subreaper") => line(
+    match &v.hold {
+        Some(HoldView::Cgroup { path }) => {
+            line("held by", format!("its own cgroup {}", o(path, usize::MAX)))
+        }
+        Some(HoldView::Subreaper) => line(
             "held by",
             "the server as child subreaper (processes attributed by scanning; no cgroup)".into(),
         ),
-        Some(other) => line("held by", text::one_line(other, 40)),
+        Some(HoldView::ProcessGroup) => line("held by", "process_group".into()),
         None => {}
     }
-    line("created", s(&v, "created_at", 40));
-    if v["started_at"].is_string() {
-        line("started", s(&v, "started_at", 40));
+    line("created", t(&v.created_at, 40));
+    if let Some(at) = &v.started_at {
+        line("started", t(at, 40));
     }
-    if v["ended_at"].is_string() {
-        line("ended", s(&v, "ended_at", 40));
-        line("exit", output::Exit::from_json(&v).describe());
+    if let Some(at) = &v.ended_at {
+        line("ended", t(at, 40));
+        line("exit", output::Exit::from_view(&v).describe());
     }
-    if v["reason"].is_string() {
-        line("reason", s(&v, "reason", usize::MAX));
+    if let Some(r) = &v.reason {
+        line("reason", t(r, usize::MAX));
     }
-    if v["conversation_id"].is_string() {
-        line("conversation", s(&v, "conversation_id", 200));
+    if let Some(c) = &v.conversation_id {
+        line("conversation", t(c, 200));
     }
-    if let Some(o) = v["output"].as_object() {
-        let n = |k: &str| o.get(k).and_then(Value::as_u64).unwrap_or(0);
-        let next = n("next_seq");
-        line(
-            "output",
-            if next > n("first_seq") {
-                format!(
-                    "seq {}..{} held, {} bytes",
-                    n("first_seq"),
-                    next - 1,
-                    n("bytes")
-                )
-            } else {
-                format!("none yet (next seq {next})")
-            },
-        );
-    } else {
-        line(
+    match &v.output {
+        Some(o) => {
+            let next = o.next_seq;
+            line(
+                "output",
+                if next > o.first_seq {
+                    format!("seq {}..{} held, {} bytes", o.first_seq, next - 1, o.bytes)
+                } else {
+                    format!("none yet (next seq {next})")
+                },
+            );
+        }
+        None => line(
             "output",
             "not held by this server (the run is not live here)".into(),
-        );
+        ),
     }
-    if let Some(t) = v["transcript"].as_object() {
+    if let Some(tr) = &v.transcript {
         line(
             "transcript",
             format!(
                 "{} bytes{}",
-                t.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-                if t.get("capped").and_then(Value::as_bool) == Some(true) {
+                tr.bytes,
+                if tr.capped {
                     " (cap reached: later output was not kept on disk)"
                 } else {
                     ""
@@ -835,44 +820,42 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
         );
     }
     line("marks", marks_of(&v));
-    if v["pinned_at"].is_string() {
-        line("pinned at", s(&v, "pinned_at", 40));
+    if let Some(at) = &v.pinned_at {
+        line("pinned at", t(at, 40));
     }
-    if v["snoozed_until"].is_string() {
-        line("snoozed to", s(&v, "snoozed_until", 40));
+    if let Some(at) = &v.snoozed_until {
+        line("snoozed to", t(at, 40));
     }
-    if v["archived_at"].is_string() {
-        line("archived at", s(&v, "archived_at", 40));
+    if let Some(at) = &v.archived_at {
+        line("archived at", t(at, 40));
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn events(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
     let run_ref = normalise_ref(&a.run)?;
-    let v = call(c, Method::GET, &run_path(&run_ref, "events"), None)?;
+    let v: RunEvents = c.get_blocking(&wire::at(wire::EVENTS, &run_ref))?;
     if a.json {
         print_json(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
     println!("{:<7} {:<25} {:<28} DETAILS", "SEQ", "AT", "KIND");
-    for e in v["items"].as_array().into_iter().flatten() {
-        let kind = e["kind"].as_str().unwrap_or("?");
-        let kind = kind.strip_prefix("sessions.run.").unwrap_or(kind);
-        let details = match e["fields"].as_object() {
-            Some(f) => f
-                .iter()
-                .map(|(k, v)| match v {
-                    Value::String(x) => format!("{k}={x}"),
-                    other => format!("{k}={other}"),
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-            None => String::new(),
-        };
+    for e in &v.items {
+        let kind = e.kind.strip_prefix("sessions.run.").unwrap_or(&e.kind);
+        // The event's own fields, as the ledger holds them (free-form by design).
+        let details = e
+            .fields
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(x) => format!("{k}={x}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
         println!(
             "{:<7} {:<25} {:<28} {}",
-            e["seq"].as_u64().unwrap_or(0),
-            s(e, "at", 25),
+            e.seq,
+            t(&e.at, 25),
             text::one_line(kind, 28),
             text::one_line(&details, 160)
         );
@@ -892,8 +875,8 @@ fn input(c: &Client, a: InputArgs) -> anyhow::Result<ExitCode> {
     } else {
         a.text.clone()
     };
-    let view = call(c, Method::GET, &run_path(&run_ref, ""), None)?;
-    let pty = view["transport"].as_str() == Some("pty");
+    let view: RunView = c.get_blocking(&wire::at(wire::RUN, &run_ref))?;
+    let pty = view.transport == "pty";
     if pty {
         if !from_stdin && !a.no_enter {
             text_in.push('\r');
@@ -908,62 +891,65 @@ fn input(c: &Client, a: InputArgs) -> anyhow::Result<ExitCode> {
     if text_in.is_empty() {
         return Err(UsageError::new("nothing to send: the text is empty"));
     }
-    let v = call(
-        c,
-        Method::POST,
-        &run_path(&run_ref, "input"),
-        Some(json!({"text": text_in})),
-    )?;
+    let len = text_in.len();
+    let body = InputRequest {
+        text: Some(text_in),
+        ..Default::default()
+    };
+    let v: Accepted =
+        c.request_blocking(Method::POST, &wire::at(wire::INPUT, &run_ref), Some(&body))?;
     report(a.json, &v, || {
         format!(
-            "sent {} bytes to {run_ref} ({})",
-            text_in.len(),
+            "sent {len} bytes to {run_ref} ({})",
             if pty { "typed" } else { "a turn" }
         )
     })
 }
 
 fn stop(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
-    let v = post(c, &a.run, "stop", None)?;
+    let v: Stopped = post(c, &a.run, wire::STOP, None::<&()>)?;
     report(a.json, &v, || {
-        let mut line = format!("{} {}", s(&v, "ref", 32), s(&v, "state", 16));
-        if v["ended_at"].is_string() {
-            line.push_str(&format!(": {}", output::Exit::from_json(&v).describe()));
+        let mut line = format!("{} {}", t(&v.run.run_ref, 32), v.run.state.as_str());
+        if v.run.ended_at.is_some() {
+            line.push_str(&format!(": {}", output::Exit::from_view(&v.run).describe()));
         }
-        if let Some(st) = v["stop"].as_object() {
-            let b = |k: &str| st.get(k).and_then(Value::as_bool) == Some(true);
-            line.push_str(if b("sent_kill") {
-                " (SIGTERM, then SIGKILL after the grace period)"
-            } else if b("sent_term") {
-                " (SIGTERM)"
-            } else {
-                ""
-            });
-            if !b("group_gone") {
-                line.push_str("; warning: a member of its process group was still alive");
+        match &v.stop {
+            Some(st) => {
+                line.push_str(if st.sent_kill {
+                    " (SIGTERM, then SIGKILL after the grace period)"
+                } else if st.sent_term {
+                    " (SIGTERM)"
+                } else {
+                    ""
+                });
+                if !st.group_gone {
+                    line.push_str("; warning: a member of its process group was still alive");
+                }
             }
-        } else {
-            line.push_str(" (it was not live: nothing to stop)");
+            None => line.push_str(" (it was not live: nothing to stop)"),
         }
         line
     })
 }
 
 fn resume(c: &Client, a: ResumeArgs) -> anyhow::Result<ExitCode> {
-    let body = terminal_size().map(|(rows, cols)| json!({"rows": rows, "cols": cols}));
-    let v = post(c, &a.run, "resume", body)?;
-    let failed = v["state"].as_str() == Some("failed");
+    let body = terminal_size().map(|(rows, cols)| SizeBody {
+        rows: Some(rows),
+        cols: Some(cols),
+    });
+    let v: RunView = post(c, &a.run, wire::RESUME, body.as_ref())?;
+    let failed = v.state == State::Failed;
     if a.json {
         print_json(&v)?;
     } else {
         println!(
             "{} resumed: generation {} (state {})",
-            s(&v, "ref", 32),
-            v["generation"].as_u64().unwrap_or(0),
-            s(&v, "state", 16)
+            t(&v.run_ref, 32),
+            v.generation,
+            v.state.as_str()
         );
         if failed {
-            println!("launch failed: {}", s(&v, "reason", usize::MAX));
+            println!("launch failed: {}", o(&v.reason, usize::MAX));
         }
     }
     Ok(if failed {
@@ -976,174 +962,165 @@ fn resume(c: &Client, a: ResumeArgs) -> anyhow::Result<ExitCode> {
 fn diff(c: &Client, a: DiffArgs) -> anyhow::Result<ExitCode> {
     let run_ref = normalise_ref(&a.run)?;
     let Some(p) = &a.path else {
-        let v = call(c, Method::GET, &run_path(&run_ref, "diff"), None)?;
+        let v: RunDiff = c.get_blocking(&wire::at(wire::DIFF, &run_ref))?;
         return report(a.json, &v, || diff_listing(&v));
     };
-    let v = call(
-        c,
-        Method::GET,
-        &format!(
-            "{}?path={}",
-            run_path(&run_ref, "diff/file"),
-            percent_encode(p)
-        ),
-        None,
-    )?;
+    let v: RunDiffFile = c.get_blocking(&wire::diff_file(&run_ref, p))?;
     report(a.json, &v, || diff_texts(&v))
 }
 
 /// A query value: every byte but the unreserved ones (RFC 3986) as %XX.
 pub(crate) fn percent_encode(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    wire::percent_encode(v)
 }
 
 /// The human form of `GET …/diff`.
-fn diff_listing(v: &Value) -> String {
+fn diff_listing(v: &RunDiff) -> String {
+    let d = &v.diff;
     let mut out = format!(
         "{} branch {}\nbase {}\nhead {}\n",
-        s(v, "run_ref", 32),
-        s(v, "branch", 200),
-        s(v, "base", 64),
-        s(v, "head", 64)
+        t(&v.run_ref, 32),
+        t(&d.branch, 200),
+        t(&d.base, 64),
+        t(&d.head, 64)
     );
-    let files = v["files"].as_array().cloned().unwrap_or_default();
-    if files.is_empty() {
+    if d.files.is_empty() {
         out.push_str("no committed change since base\n");
     }
-    for f in &files {
+    for f in &d.files {
         out.push_str(&format!(
             "{:<2} {}\n",
-            s(f, "status", 2),
-            s(f, "path", usize::MAX)
+            t(&f.status, 2),
+            t(&f.path, usize::MAX)
         ));
     }
-    if v["truncated"].as_bool() == Some(true) {
-        out.push_str(&format!(
-            "({} of {} paths shown)\n",
-            files.len(),
-            v["total"].as_u64().unwrap_or(0)
-        ));
+    if d.truncated {
+        out.push_str(&format!("({} of {} paths shown)\n", d.files.len(), d.total));
     }
     out.trim_end().to_string()
 }
 
 /// The human form of `GET …/diff/file`: each side's text, sanitised.
-fn diff_texts(v: &Value) -> String {
-    let side = |name: &str, at: &str| {
-        let size = v[format!("{name}_size")].as_u64();
-        let mut head = format!("=== {at} {} ", s(v, at, 64));
-        match size {
-            None => head.push_str("(absent)"),
-            Some(n) => head.push_str(&format!("({n} bytes")),
-        }
-        if size.is_some() {
-            if v[format!("{name}_binary")].as_bool() == Some(true) {
-                head.push_str(", binary: no text shown");
+fn diff_texts(v: &RunDiffFile) -> String {
+    let f = &v.file;
+    let side =
+        |size: Option<u64>, binary: bool, clipped: bool, text_of: &str, at: &str, rev: &str| {
+            let mut head = format!("=== {at} {} ", t(rev, 64));
+            match size {
+                None => head.push_str("(absent)"),
+                Some(n) => head.push_str(&format!("({n} bytes")),
             }
-            if v[format!("{name}_clipped")].as_bool() == Some(true) {
-                head.push_str(", cut at 64 KiB");
+            if size.is_some() {
+                if binary {
+                    head.push_str(", binary: no text shown");
+                }
+                if clipped {
+                    head.push_str(", cut at 64 KiB");
+                }
+                head.push(')');
             }
-            head.push(')');
-        }
-        let body = text::multi_line(v[name].as_str().unwrap_or(""));
-        if body.is_empty() {
-            head
-        } else {
-            format!("{head}\n{}", body.trim_end_matches('\n'))
-        }
-    };
+            let body = text::multi_line(text_of);
+            if body.is_empty() {
+                head
+            } else {
+                format!("{head}\n{}", body.trim_end_matches('\n'))
+            }
+        };
     format!(
         "{} {} ({}) on branch {}\n{}\n{}",
-        s(v, "run_ref", 32),
-        s(v, "path", usize::MAX),
-        s(v, "status", 2),
-        s(v, "branch", 200),
-        side("original", "base"),
-        side("modified", "head")
+        t(&v.run_ref, 32),
+        t(&f.path, usize::MAX),
+        t(&f.status, 2),
+        t(&f.branch, 200),
+        side(
+            f.original_size,
+            f.original_binary,
+            f.original_clipped,
+            &f.original,
+            "base",
+            &f.base
+        ),
+        side(
+            f.modified_size,
+            f.modified_binary,
+            f.modified_clipped,
+            &f.modified,
+            "head",
+            &f.head
+        )
     )
 }
 
 fn cleanup(c: &Client, a: CleanupArgs) -> anyhow::Result<ExitCode> {
-    let body = a
-        .discard_worktree
-        .then(|| json!({"discard_worktree": true}));
-    let v = post(c, &a.run, "cleanup", body)?;
+    let body = a.discard_worktree.then_some(CleanupBody {
+        discard_worktree: Some(true),
+    });
+    let v: CleanedUp = post(c, &a.run, wire::CLEANUP, body.as_ref())?;
     report(a.json, &v, || {
         let mut line = format!(
             "{} cleaned up (state {}); only delete remains",
-            s(&v, "ref", 32),
-            s(&v, "state", 16)
+            t(&v.run.run_ref, 32),
+            v.run.state.as_str()
         );
-        let done = &v["cleaned"];
-        match done["worktree"].as_str() {
-            Some("removed") => line.push_str(&format!(
-                "\nworktree {} removed; branch {} (tip {}) {}",
-                s(done, "path", usize::MAX),
-                s(done, "branch", 200),
-                s(done, "branch_tip", 64),
-                if done["branch_deleted"].as_bool() == Some(true) {
-                    "deleted"
-                } else {
-                    "was already gone"
-                }
-            )),
-            Some("left_inaccessible") => line.push_str(&format!(
-                "\nworktree {} was inaccessible and is left where it is; branch {} (tip {}) kept",
-                s(done, "path", usize::MAX),
-                s(done, "branch", 200),
-                s(done, "branch_tip", 64)
-            )),
-            _ => {}
+        if let Some(done) = &v.cleaned {
+            match done.worktree.as_str() {
+                "removed" => line.push_str(&format!(
+                    "\nworktree {} removed; branch {} (tip {}) {}",
+                    o(&done.path, usize::MAX),
+                    o(&done.branch, 200),
+                    o(&done.branch_tip, 64),
+                    if done.branch_deleted == Some(true) {
+                        "deleted"
+                    } else {
+                        "was already gone"
+                    }
+                )),
+                "left_inaccessible" => line.push_str(&format!(
+                    "\nworktree {} was inaccessible and is left where it is; branch {} (tip {}) kept",
+                    o(&done.path, usize::MAX),
+                    o(&done.branch, 200),
+                    o(&done.branch_tip, 64)
+                )),
+                _ => {}
+            }
         }
         line
     })
 }
 
-fn mark(c: &Client, a: RefArgs, method: Method, what: &str) -> anyhow::Result<ExitCode> {
+fn mark(c: &Client, a: RefArgs, method: Method, pattern: &str) -> anyhow::Result<ExitCode> {
     let run_ref = normalise_ref(&a.run)?;
-    let v = call(c, method, &run_path(&run_ref, what), None)?;
+    let v: MarksView = c.request_blocking::<(), _>(method, &wire::at(pattern, &run_ref), None)?;
     report(a.json, &v, || marks_line(&v))
 }
 
 /// `run-0001: pinned (at …), snoozed until …, done` from a marks answer.
-fn marks_line(v: &Value) -> String {
+fn marks_line(v: &MarksView) -> String {
     let mut parts = Vec::new();
-    parts.push(if v["pinned"].as_bool() == Some(true) {
-        format!("pinned (at {})", s(v, "pinned_at", 40))
+    parts.push(if v.pinned {
+        format!("pinned (at {})", o(&v.pinned_at, 40))
     } else {
         "not pinned".into()
     });
-    if v["snoozed_until"].is_string() {
-        parts.push(format!("snoozed until {}", s(v, "snoozed_until", 40)));
-    } else {
-        parts.push("not snoozed".into());
+    match &v.snoozed_until {
+        Some(u) => parts.push(format!("snoozed until {}", t(u, 40))),
+        None => parts.push("not snoozed".into()),
     }
-    parts.push(if v["done"].as_bool() == Some(true) {
+    parts.push(if v.done {
         "done".into()
     } else {
         "not done".into()
     });
-    format!("{}: {}", s(v, "run_ref", 32), parts.join(", "))
+    format!("{}: {}", t(&v.run_ref, 32), parts.join(", "))
 }
 
 fn archive(c: &Client, a: RefArgs, method: Method) -> anyhow::Result<ExitCode> {
     let run_ref = normalise_ref(&a.run)?;
-    let v = call(c, method, &run_path(&run_ref, "archive"), None)?;
-    report(a.json, &v, || match v["archived_at"].as_str() {
-        Some(at) => format!(
-            "{} archived (since {})",
-            s(&v, "ref", 32),
-            text::one_line(at, 40)
-        ),
-        None => format!("{} not archived", s(&v, "ref", 32)),
+    let v: RunView =
+        c.request_blocking::<(), _>(method, &wire::at(wire::ARCHIVE, &run_ref), None)?;
+    report(a.json, &v, || match &v.archived_at {
+        Some(at) => format!("{} archived (since {})", t(&v.run_ref, 32), t(at, 40)),
+        None => format!("{} not archived", t(&v.run_ref, 32)),
     })
 }
 

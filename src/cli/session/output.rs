@@ -4,8 +4,8 @@
 //! ([`ScreenText`]), and describing an observed exit.
 
 use base64::Engine;
-use serde_json::Value;
 
+use crate::api::runs::{EndEvent, OutputEvent, RunView, Stream};
 use crate::text;
 
 /// One frame of an `output` event.
@@ -17,21 +17,24 @@ pub struct Frame {
     pub bytes: Vec<u8>,
 }
 
-/// Decodes an `output` event's data: `{"first","last","frames":[{"seq","stream","b64"}]}`.
+/// Decodes an `output` event's data ([`OutputEvent`]:
+/// `{"first","last","frames":[{"seq","stream","b64"}]}`).
 pub fn frames(data: &str) -> Result<(u64, Vec<Frame>), String> {
-    let v: Value =
-        serde_json::from_str(data).map_err(|e| format!("an output event is not JSON: {e}"))?;
-    let last = v["last"]
-        .as_u64()
-        .ok_or("an output event has no last seq")?;
+    let ev: OutputEvent = serde_json::from_str(data)
+        .map_err(|e| format!("an output event is not what the contract says: {e}"))?;
+    let last = ev.last.ok_or("an output event has no last seq")?;
     let mut out = Vec::new();
-    for f in v["frames"].as_array().into_iter().flatten() {
+    for f in ev.frames {
         let bytes = base64::engine::general_purpose::STANDARD
-            .decode(f["b64"].as_str().unwrap_or(""))
+            .decode(&f.b64)
             .map_err(|e| format!("an output frame is not base64: {e}"))?;
         out.push(Frame {
-            seq: f["seq"].as_u64().unwrap_or(0),
-            stream: f["stream"].as_str().unwrap_or("stdout").to_string(),
+            seq: f.seq,
+            stream: match f.stream {
+                Stream::Stdout => "stdout",
+                Stream::Stderr => "stderr",
+            }
+            .to_string(),
             bytes,
         });
     }
@@ -47,16 +50,25 @@ pub enum Exit {
 }
 
 impl Exit {
-    /// From an `end` event's data (`{last_seq, exit_code, signal}` or `{unobserved: true}`)
-    /// or a run's view (`exit_code`, `signal`).
-    pub fn from_json(v: &Value) -> Exit {
-        if let Some(s) = v["signal"].as_str() {
+    /// From a signal name and an exit code as the server reported them (the signal wins).
+    fn of(signal: Option<&str>, code: Option<i64>) -> Exit {
+        if let Some(s) = signal {
             return Exit::Signal(s.to_string());
         }
-        match v["exit_code"].as_i64() {
+        match code {
             Some(c) => Exit::Code(c),
             None => Exit::Unobserved,
         }
+    }
+
+    /// From an `end` event.
+    pub fn from_end(e: &EndEvent) -> Exit {
+        Exit::of(e.signal.as_deref(), e.exit_code.map(i64::from))
+    }
+
+    /// From a run's view (`exit_code`, `signal`).
+    pub fn from_view(v: &RunView) -> Exit {
+        Exit::of(v.signal.as_deref(), v.exit_code)
     }
 
     /// `code 3`, `signal SIGKILL`, `exit not observed`.
@@ -537,9 +549,13 @@ mod tests {
         assert_eq!(Exit::Signal("SIGTERM".into()).status(), 143);
         assert_eq!(Exit::Signal("signal 40".into()).status(), 168);
         assert_eq!(Exit::Unobserved.status(), 1);
-        let end = serde_json::json!({"last_seq": 4, "exit_code": null, "signal": "SIGKILL"});
-        assert_eq!(Exit::from_json(&end), Exit::Signal("SIGKILL".into()));
-        let end = serde_json::json!({"last_seq": 4, "unobserved": true});
-        assert_eq!(Exit::from_json(&end).describe(), "exit not observed");
+        let end: EndEvent = serde_json::from_value(
+            serde_json::json!({"last_seq": 4, "exit_code": null, "signal": "SIGKILL"}),
+        )
+        .unwrap();
+        assert_eq!(Exit::from_end(&end), Exit::Signal("SIGKILL".into()));
+        let end: EndEvent =
+            serde_json::from_value(serde_json::json!({"last_seq": 4, "unobserved": true})).unwrap();
+        assert_eq!(Exit::from_end(&end).describe(), "exit not observed");
     }
 }

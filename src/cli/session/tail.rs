@@ -5,11 +5,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hyper::Method;
-use serde_json::Value;
 
 use super::output::{self, Exit, Sanitiser, ScreenText};
-use super::{normalise_ref, run_path};
+use super::{event_data, normalise_ref};
+use crate::api::runs::{self as wire, EndEvent, LagEvent, NoticeEvent, RunView, State};
 use crate::client::{self, Client};
 use crate::text;
 
@@ -249,32 +248,23 @@ impl Printer {
 async fn run_size(c: &Client, run_ref: &str) -> (u16, u16) {
     let default = crate::runs::TermSize::default();
     match c
-        .call(Method::GET, &run_path(run_ref, "screen"), None)
+        .get::<wire::ScreenSnapshot>(&wire::at(wire::SCREEN, run_ref))
         .await
     {
         Ok(v) => {
-            let get = |k: &str, d: u16| {
-                v["size"][k]
-                    .as_u64()
-                    .and_then(|n| u16::try_from(n).ok())
-                    .filter(|&n| n > 0)
-                    .unwrap_or(d)
-            };
-            (get("rows", default.rows), get("cols", default.cols))
+            let or = |n: u16, d: u16| if n > 0 { n } else { d };
+            (or(v.size.rows, default.rows), or(v.size.cols, default.cols))
         }
         Err(_) => (default.rows, default.cols),
     }
 }
 
 async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCode> {
-    let view = c.call(Method::GET, &run_path(run_ref, ""), None).await?;
-    let live = matches!(
-        view["state"].as_str(),
-        Some("starting" | "running" | "idle")
-    );
+    let view: RunView = c.get(&wire::at(wire::RUN, run_ref)).await?;
+    let live = matches!(view.state, State::Starting | State::Running | State::Idle);
     let from = a.from.unwrap_or(1).max(1);
     // Without --follow, stop at what the server holds now.
-    let stop_at = match (a.follow, view["output"]["next_seq"].as_u64()) {
+    let stop_at = match (a.follow, view.output.as_ref().map(|o| o.next_seq)) {
         (true, _) | (false, None) => None,
         (false, Some(next)) => {
             if next <= from && live {
@@ -283,7 +273,7 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             Some(next.saturating_sub(1))
         }
     };
-    let mut p = if view["transport"].as_str() == Some("pty") && !a.raw {
+    let mut p = if view.transport == "pty" && !a.raw {
         let (rows, cols) = run_size(c, run_ref).await;
         let live_view = (a.follow && live && std::io::stdout().is_terminal()).then(|| Live {
             run_ref: run_ref.to_string(),
@@ -302,9 +292,7 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             err: Sanitiser::default(),
         }
     };
-    let mut stream = c
-        .stream(&format!("{}?from={from}", run_path(run_ref, "attach")))
-        .await?;
+    let mut stream = c.stream(&wire::attach(run_ref, from)).await?;
     let mut next = from;
     loop {
         let due = match &p {
@@ -331,12 +319,8 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             );
             return Ok(ExitCode::from(1));
         };
-        let data: Value = match ev.event.as_str() {
-            "output" => Value::Null,
-            _ => serde_json::from_str(&ev.data).unwrap_or(Value::Null),
-        };
         match ev.event.as_str() {
-            "output" => {
+            wire::sse::OUTPUT => {
                 let (last, frames) = output::frames(&ev.data).map_err(anyhow::Error::msg)?;
                 for f in &frames {
                     p.write(f)?;
@@ -345,14 +329,14 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
                 next = last + 1;
                 if stop_at.is_some_and(|s| last >= s) {
                     p.finish()?;
-                    if !live && view["ended_at"].is_string() {
-                        eprintln!("[{run_ref} exited: {}]", Exit::from_json(&view).describe());
+                    if !live && view.ended_at.is_some() {
+                        eprintln!("[{run_ref} exited: {}]", Exit::from_view(&view).describe());
                     }
                     return Ok(ExitCode::SUCCESS);
                 }
             }
-            "lag" => {
-                let first = data["first_available"].as_u64().unwrap_or(next);
+            wire::sse::LAG => {
+                let first = event_data::<LagEvent>(&ev)?.first_available;
                 match &mut p {
                     // The screen goes on from where the output resumes.
                     Printer::Screen(s) => s.clear_live()?,
@@ -368,9 +352,9 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
                     return Ok(ExitCode::SUCCESS);
                 }
             }
-            "end" => {
+            wire::sse::END => {
                 p.finish()?;
-                let exit = Exit::from_json(&data);
+                let exit = Exit::from_end(&event_data::<EndEvent>(&ev)?);
                 eprintln!("[{run_ref} exited: {}]", exit.describe());
                 return Ok(if a.follow {
                     ExitCode::from(exit.status())
@@ -378,31 +362,30 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
                     ExitCode::SUCCESS
                 });
             }
-            "notice" => match data["notice"].as_str() {
-                Some("cursor_ahead") => {
+            wire::sse::NOTICE => match serde_json::from_str::<NoticeEvent>(&ev.data) {
+                Ok(NoticeEvent::CursorAhead { requested, next: n }) => {
                     p.before_notice()?;
-                    let n = data["next"].as_u64().unwrap_or(next);
                     eprintln!(
-                        "[{run_ref}: seq {} is past the output so far; continuing from seq {n}]",
-                        data["requested"].as_u64().unwrap_or(from)
+                        "[{run_ref}: seq {requested} is past the output so far; continuing from \
+                         seq {n}]"
                     );
                     next = n;
                 }
-                Some("not_live") => {
+                Ok(NoticeEvent::NotLive { state, message }) => {
                     p.finish()?;
-                    let recorded = if view["ended_at"].is_string() {
-                        format!("; its recorded exit: {}", Exit::from_json(&view).describe())
+                    let recorded = if view.ended_at.is_some() {
+                        format!("; its recorded exit: {}", Exit::from_view(&view).describe())
                     } else {
                         String::new()
                     };
                     eprintln!(
                         "[{run_ref}: no output held by this server (state {}){recorded}. {}]",
-                        text::one_line(data["state"].as_str().unwrap_or("?"), 16),
-                        text::one_line(data["message"].as_str().unwrap_or(""), 200)
+                        state.as_str(),
+                        text::one_line(&message, 200)
                     );
                     return Ok(ExitCode::from(1));
                 }
-                _ => {
+                Err(_) => {
                     p.before_notice()?;
                     eprintln!("[{run_ref}: notice {}]", text::one_line(&ev.data, 300));
                 }

@@ -34,7 +34,7 @@ pub fn state_role(s: RunState) -> Role {
         RunState::Stopped => Role::StateStopped,
         RunState::Failed => Role::StateFailed,
         RunState::Lost => Role::StateLost,
-        RunState::Cleaned | RunState::Unknown => Role::StateCleaned,
+        RunState::Cleaned => Role::StateCleaned,
     }
 }
 

@@ -1,0 +1,217 @@
+//! What the session manager answers: a run as a caller sees it, a page of runs, a run's
+//! events, a caller's marks, and what stop, cleanup and delete did. These are the domain's
+//! own typed values; the wire contract (`crate::api::runs`) re-exports them, since their
+//! shape is the wire's. Every field is always present: an absent value is `null`.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::record::{RunEvent, State};
+
+/// One run as a caller sees it: what it runs and where, its derived state, how it is held,
+/// its worktree, its output (while this server holds it) and the caller's marks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunView {
+    /// The run's ref, `run-0001`.
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    pub tool: String,
+    pub profile: String,
+    /// `pty` or `pipe`.
+    pub transport: String,
+    #[serde(default)]
+    pub workspace: String,
+    /// True when a provider fake backs the run: its output is a demo, not a model's.
+    #[serde(default)]
+    pub demo: bool,
+    #[serde(default)]
+    pub created_at: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub state: State,
+    /// The process generation (0 before the first start; each resume adds one).
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub pid: Option<u64>,
+    /// Present only once the OS reported it.
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    #[serde(default)]
+    pub signal: Option<String>,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub ended_at: Option<String>,
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    /// Why the run failed to launch or was lost.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// How the current generation's processes are held (null before any start).
+    #[serde(default)]
+    pub hold: Option<HoldView>,
+    #[serde(default)]
+    pub archived_at: Option<String>,
+    /// The branch of the run's own worktree (`proctor/run-0003`), for a worktree run.
+    #[serde(default)]
+    pub worktree_branch: Option<String>,
+    #[serde(default)]
+    pub worktree: Option<WorktreeView>,
+    /// The output ring, while this server holds the run's output.
+    #[serde(default)]
+    pub output: Option<OutputView>,
+    /// The transcript on disk, while this server holds the run's output.
+    #[serde(default)]
+    pub transcript: Option<TranscriptView>,
+    /// The caller's marks.
+    #[serde(default)]
+    pub pinned: bool,
+    #[serde(default)]
+    pub pinned_at: Option<String>,
+    #[serde(default)]
+    pub snoozed_until: Option<String>,
+    #[serde(default)]
+    pub done: bool,
+}
+
+/// How a run's processes are held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "mechanism", rename_all = "snake_case")]
+pub enum HoldView {
+    /// A cgroup v2 folder of its own.
+    Cgroup { path: Option<String> },
+    /// The server is a child subreaper and attributes descendants by scanning.
+    Subreaper,
+    /// Started by a server from before holds were recorded: its process group only.
+    ProcessGroup,
+}
+
+/// A worktree run's worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorktreeView {
+    pub path: String,
+    pub branch: String,
+    pub base: String,
+    pub repo: String,
+}
+
+/// The output ring of a live run.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+pub struct OutputView {
+    #[serde(default)]
+    pub first_seq: u64,
+    #[serde(default)]
+    pub next_seq: u64,
+    #[serde(default)]
+    pub bytes: u64,
+    /// When the run last wrote output (null before its first byte).
+    #[serde(default)]
+    pub last_at: Option<String>,
+}
+
+/// The transcript of a live run's generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TranscriptView {
+    pub bytes: u64,
+    pub cap: u64,
+    /// True once the cap was reached: later output was not kept on disk.
+    pub capped: bool,
+}
+
+/// `GET /runs`: a page of runs, newest first, then the caller's pinned runs outside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunPage {
+    pub items: Vec<RunView>,
+    /// How many runs match (all pages).
+    pub total: usize,
+    /// How many of `items` are pinned runs appended from outside the page.
+    pub pinned_outside_page: usize,
+    /// With `pagination=cursor`: the cursor of the next page (null on the last).
+    pub next: Option<String>,
+}
+
+/// `GET /runs/{ref}/events`: the run's lifecycle events, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunEvents {
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    pub items: Vec<RunEvent>,
+}
+
+/// The caller's marks on one run (pin, snooze and done answers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MarksView {
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    pub pinned: bool,
+    pub pinned_at: Option<String>,
+    pub snoozed_until: Option<String>,
+    pub done: bool,
+}
+
+/// What a stop signalled (`stop` of a stop answer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StopSignals {
+    pub sent_term: bool,
+    pub sent_kill: bool,
+    /// No live member of the run's processes was left afterwards.
+    pub group_gone: bool,
+}
+
+/// `POST /runs/{ref}/stop`: the run, and what the stop did (null when the run was not
+/// live: nothing was signalled).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Stopped {
+    #[serde(flatten)]
+    pub run: RunView,
+    pub stop: Option<StopSignals>,
+}
+
+/// What cleanup released (`cleaned` of a cleanup answer; the ledger's
+/// `sessions.run.cleaned` fields).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Cleaned {
+    /// `none` (no worktree), `removed`, or `left_inaccessible` (a worktree this machine
+    /// cannot reach, left where it is).
+    pub worktree: String,
+    pub path: Option<String>,
+    pub branch: Option<String>,
+    /// The branch's tip at cleanup (null when the branch or the repository was gone).
+    pub branch_tip: Option<String>,
+    pub branch_deleted: Option<bool>,
+    pub discarded: Option<bool>,
+    /// The token that cleaned up.
+    pub by: String,
+}
+
+/// `POST /runs/{ref}/cleanup`: the run, and what was released (null when it was already
+/// cleaned: nothing changed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CleanedUp {
+    #[serde(flatten)]
+    pub run: RunView,
+    pub cleaned: Option<Cleaned>,
+}
+
+/// `DELETE /runs/{ref}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Deleted {
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    pub deleted: bool,
+}
+
+/// How this server holds its runs' processes (`runs_held_by` of `GET /v1/server`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "mechanism", rename_all = "snake_case")]
+pub enum ContainmentView {
+    /// A cgroup per run under `cgroup_base`.
+    Cgroup {
+        cgroup_base: String,
+        /// Runs a previous server left that this one is still sweeping.
+        recovering: usize,
+    },
+    /// The subreaper fallback, and why no cgroup is used.
+    Subreaper { reason: String, recovering: usize },
+}
