@@ -59,12 +59,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "FORK",
         "serialises fork/exec in the process (file descriptor inheritance is process-wide)",
     ),
-    (
-        "workspaces/mod.rs",
-        "LOCK",
-        "RESIDUAL: the workspace registry's lock and pending events, still process-wide \
-         (kept apart per registry path); to move into the server's state",
-    ),
 ];
 
 /// The name of the static a line declares, if it declares one.

@@ -9,14 +9,15 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use hyper::Method;
-use serde_json::{Value, json};
 
-use super::session::{call, normalise_ref, s};
+use super::session::normalise_ref;
 use super::{Ctx, UsageError, print_json, show_path};
+use crate::api::evidence::{
+    self as wire, BindRequest, CandidateList, CandidateView, CheckProgress, EvidenceEntry, Gate,
+    Node, ReceiptList,
+};
 use crate::client::{self, Client};
 use crate::text;
-
-const BASE: &str = "/v1/m/evidence";
 
 fn client(ctx: &Ctx) -> anyhow::Result<Client> {
     let home = ctx.home()?;
@@ -38,8 +39,14 @@ fn candidate_ref(raw: &str) -> anyhow::Result<String> {
     )))
 }
 
-fn n(v: &Value, key: &str) -> u64 {
-    v[key].as_u64().unwrap_or(0)
+/// A server string for a terminal: through the sanitiser, at most `width` columns.
+fn t(s: &str, width: usize) -> String {
+    text::one_line(s, width)
+}
+
+/// As [`t`]; `-` when absent.
+fn o(s: &Option<String>, width: usize) -> String {
+    s.as_deref().map_or_else(|| "-".into(), |s| t(s, width))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,12 +127,8 @@ pub fn candidate(ctx: &Ctx, args: CandidateArgs) -> anyhow::Result<ExitCode> {
         CandidateCommand::Bind(a) => {
             let run = normalise_ref(&a.run)?;
             let c = client(ctx)?;
-            let v = call(
-                &c,
-                Method::POST,
-                &format!("{BASE}/candidates"),
-                Some(json!({"run": run})),
-            )?;
+            let v: CandidateView =
+                c.request_blocking(Method::POST, wire::CANDIDATES, Some(&BindRequest { run }))?;
             if a.json {
                 print_json(&v)?;
             } else {
@@ -135,27 +138,26 @@ pub fn candidate(ctx: &Ctx, args: CandidateArgs) -> anyhow::Result<ExitCode> {
         }
         CandidateCommand::List(a) => {
             let path = match &a.run {
-                Some(r) => format!("{BASE}/candidates?run={}", normalise_ref(r)?),
-                None => format!("{BASE}/candidates"),
+                Some(r) => format!("{}?run={}", wire::CANDIDATES, normalise_ref(r)?),
+                None => wire::CANDIDATES.to_string(),
             };
             let c = client(ctx)?;
-            let v = call(&c, Method::GET, &path, None)?;
+            let v: CandidateList = c.get_blocking(&path)?;
             if a.json {
                 print_json(&v)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let items = v["items"].as_array().cloned().unwrap_or_default();
-            if items.is_empty() {
+            if v.items.is_empty() {
                 println!("no candidates; bind one with `proctor candidate bind --run REF`");
             }
-            for c in &items {
+            for c in &v.items {
                 println!(
                     "{:<10} {:<9} {:<24} {:>4} changed  {}",
-                    s(c, "id", 16),
-                    s(c, "run_ref", 16),
-                    s(c, "bound_at", 24),
-                    c["identity"]["files"].as_array().map_or(0, Vec::len),
-                    text::one_line(c["identity_digest"].as_str().unwrap_or("-"), 200),
+                    t(&c.candidate.id, 16),
+                    t(&c.candidate.run_ref, 16),
+                    t(&c.candidate.bound_at, 24),
+                    c.candidate.identity.files.len(),
+                    t(&c.identity_digest, 200),
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -163,7 +165,7 @@ pub fn candidate(ctx: &Ctx, args: CandidateArgs) -> anyhow::Result<ExitCode> {
         CandidateCommand::Show(a) => {
             let id = candidate_ref(&a.candidate)?;
             let c = client(ctx)?;
-            let v = call(&c, Method::GET, &format!("{BASE}/candidates/{id}"), None)?;
+            let v: CandidateView = c.get_blocking(&wire::path(wire::CANDIDATE, &id))?;
             if a.json {
                 print_json(&v)?;
             } else {
@@ -174,29 +176,30 @@ pub fn candidate(ctx: &Ctx, args: CandidateArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn print_candidate(v: &Value, files: bool) {
-    let id = &v["identity"];
+fn print_candidate(v: &CandidateView, files: bool) {
+    let c = &v.candidate;
+    let id = &c.identity;
     println!(
         "{} bound from {} at {}",
-        s(v, "id", 16),
-        s(v, "run_ref", 16),
-        s(v, "bound_at", 32)
+        t(&c.id, 16),
+        t(&c.run_ref, 16),
+        t(&c.bound_at, 32)
     );
     println!(
         "  worktree {} (branch {}, repository {})",
-        s(v, "worktree", usize::MAX),
-        s(v, "branch", 200),
-        s(v, "repo", usize::MAX)
+        t(&c.worktree, usize::MAX),
+        t(&c.branch, 200),
+        t(&c.repo, usize::MAX)
     );
-    println!("  identity {}", s(v, "identity_digest", 200));
+    println!("  identity {}", t(&v.identity_digest, 200));
     println!(
         "  base {}  index tree {}  worktree tree {}",
-        s(id, "base", 80),
-        s(id, "index_tree", 80),
-        s(id, "worktree_tree", 80)
+        t(&id.base, 80),
+        t(&id.index_tree, 80),
+        t(&id.worktree_tree, 80)
     );
-    let list = id["files"].as_array().cloned().unwrap_or_default();
-    let count = |c: &str| list.iter().filter(|f| f["change"] == c).count();
+    let list = &id.files;
+    let count = |ch: &str| list.iter().filter(|f| f.change == ch).count();
     println!(
         "  {} changed ({} added, {} modified, {} deleted, {} type changed); status {} bytes, patch {} bytes",
         match list.len() {
@@ -207,32 +210,32 @@ fn print_candidate(v: &Value, files: bool) {
         count("modified"),
         count("deleted"),
         count("type_changed"),
-        n(&id["status"], "bytes"),
-        n(&id["patch"], "bytes"),
+        id.status.bytes,
+        id.patch.bytes,
     );
     println!(
         "  inventory {} {} ({} entries, {} bytes)",
-        s(&id["inventory"], "recipe", 40),
-        s(&id["inventory"], "digest", 80),
-        n(&id["inventory"], "count"),
-        n(&id["inventory"], "bytes"),
+        t(&id.inventory.recipe, 40),
+        t(&id.inventory.digest, 80),
+        id.inventory.count,
+        id.inventory.bytes,
     );
     if files {
-        for f in &list {
-            match f["sha256"].as_str() {
+        for f in list {
+            match &f.sha256 {
                 Some(sha) => println!(
                     "    {:<12} {}  {} bytes  {} {}",
-                    s(f, "change", 12),
-                    s(f, "path", 300),
-                    n(f, "bytes"),
+                    t(&f.change, 12),
+                    t(&f.path, 300),
+                    f.bytes.unwrap_or(0),
                     crate::evidence::BYTES_RECIPE,
                     text::one_line(sha, 80)
                 ),
-                None => println!("    {:<12} {}", s(f, "change", 12), s(f, "path", 300)),
+                None => println!("    {:<12} {}", t(&f.change, 12), t(&f.path, 300)),
             }
         }
     }
-    println!("  receipt {}", s(v, "receipt", 32));
+    println!("  receipt {}", o(&c.receipt, 32));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,10 +286,10 @@ pub fn check(ctx: &Ctx, args: CheckArgs) -> anyhow::Result<ExitCode> {
     let CheckCommand::Run(a) = args.command;
     let id = candidate_ref(&a.candidate)?;
     let c = client(ctx)?;
-    let path = format!("{BASE}/candidates/{id}/checks");
+    let path = wire::path(wire::CHECKS, &id);
     let started = Instant::now();
-    let result = client::block_on(async {
-        let post = c.call(Method::POST, &path, None);
+    let result: EvidenceEntry = client::block_on(async {
+        let post = c.request::<(), EvidenceEntry>(Method::POST, &path, None);
         tokio::pin!(post);
         let mut last_line = String::new();
         let mut last_print = Instant::now();
@@ -294,21 +297,21 @@ pub fn check(ctx: &Ctx, args: CheckArgs) -> anyhow::Result<ExitCode> {
             tokio::select! {
                 r = &mut post => break r,
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {
-                    let Ok(p) = c.call(Method::GET, &path, None).await else { continue };
-                    if p["running"] != json!(true) {
+                    let Ok(p) = c.get::<CheckProgress>(&path).await else { continue };
+                    if !p.running {
                         continue;
                     }
-                    let line = match p["check"].as_str() {
+                    let line = match &p.check {
                         Some(name) => format!(
                             "{}: check {}/{} ({}) running for {} s; at most {} s left (not an ETA)",
-                            s(&p, "evidence", 16),
-                            n(&p, "index"),
-                            n(&p, "total"),
+                            o(&p.evidence, 16),
+                            p.index.unwrap_or(0),
+                            p.total.unwrap_or(0),
                             text::one_line(name, 64),
-                            n(&p, "check_elapsed_secs"),
-                            n(&p, "bound_secs"),
+                            p.check_elapsed_secs.unwrap_or(0),
+                            p.bound_secs.unwrap_or(0),
                         ),
-                        None => format!("{}: making the private copy", s(&p, "evidence", 16)),
+                        None => format!("{}: making the private copy", o(&p.evidence, 16)),
                     };
                     let changed = line.split(" running for").next() != last_line.split(" running for").next();
                     if changed || last_print.elapsed() >= Duration::from_secs(10) {
@@ -320,72 +323,64 @@ pub fn check(ctx: &Ctx, args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
         }
     })??;
-    let passed = result["result"] == json!("passed");
+    let passed = result.passed();
     if a.json {
         print_json(&result)?;
     } else {
         println!(
             "{}: attempt {} on {}: {}",
-            s(&result, "id", 16),
-            n(&result, "attempt"),
-            s(&result, "candidate", 16),
-            s(&result, "result", 16)
+            t(&result.id, 16),
+            result.attempt,
+            t(&result.candidate, 16),
+            t(&result.result, 16)
         );
-        for r in result["checks"].as_array().cloned().unwrap_or_default() {
-            let how = match (r["exit_code"].as_i64(), r["signal"].as_str()) {
+        for r in &result.checks {
+            let how = match (r.exit_code, &r.signal) {
                 (Some(code), _) => format!("exit {code}"),
                 (None, Some(sig)) => text::one_line(sig, 16),
                 (None, None) => "not started".into(),
             };
-            let out = |k: &str| {
-                let o = &r[k];
-                if o.is_null() {
-                    "-".to_string()
-                } else {
-                    format!(
-                        "{} bytes{}",
-                        n(o, "bytes"),
-                        if o["truncated"] == json!(true) {
-                            format!(" of {}, truncated", n(o, "observed_bytes"))
-                        } else {
-                            String::new()
-                        }
-                    )
-                }
+            let out = |o: &Option<wire::Output>| match o {
+                None => "-".to_string(),
+                Some(o) => format!(
+                    "{} bytes{}",
+                    o.bytes,
+                    if o.truncated {
+                        format!(" of {}, truncated", o.observed_bytes)
+                    } else {
+                        String::new()
+                    }
+                ),
             };
             println!(
                 "  {:<16} {:<6} {} in {} ms (stdout {}, stderr {}){}",
-                s(&r, "name", 16),
-                if r["passed"] == json!(true) {
-                    "passed"
-                } else {
-                    "failed"
-                },
+                t(&r.name, 16),
+                if r.passed { "passed" } else { "failed" },
                 how,
-                n(&r, "duration_ms"),
-                out("stdout"),
-                out("stderr"),
-                r["cause"]
-                    .as_str()
+                r.duration_ms,
+                out(&r.stdout),
+                out(&r.stderr),
+                r.cause
+                    .as_deref()
                     .map(|c| format!(": {}", text::one_line(c, 300)))
                     .unwrap_or_default()
             );
         }
         println!(
             "  identity {} {}",
-            s(&result["identity"], "recipe", 40),
-            s(&result["identity"], "digest", 80)
+            t(&result.identity.recipe, 40),
+            t(&result.identity.digest, 80)
         );
         println!(
             "  policy {} {} ({})",
-            s(&result["policy"], "recipe", 40),
-            s(&result["policy"], "digest", 80),
-            s(&result["policy"], "workspace", 32)
+            t(&result.policy.recipe, 40),
+            t(&result.policy.digest, 80),
+            t(&result.policy.workspace, 32)
         );
-        println!("  receipt {}", s(&result, "receipt", 32));
+        println!("  receipt {}", t(&result.receipt, 32));
         println!(
             "  `proctor gate {}` shows what still blocks it",
-            s(&result, "candidate", 16)
+            t(&result.candidate, 16)
         );
     }
     Ok(if passed {
@@ -428,12 +423,7 @@ pub struct GateArgs {
 pub fn gate(ctx: &Ctx, a: GateArgs) -> anyhow::Result<ExitCode> {
     let id = candidate_ref(&a.candidate)?;
     let c = client(ctx)?;
-    let v = call(
-        &c,
-        Method::GET,
-        &format!("{BASE}/candidates/{id}/gate"),
-        None,
-    )?;
+    let v: Gate = c.get_blocking(&wire::path(wire::GATE, &id))?;
     if a.json {
         print_json(&v)?;
     } else {
@@ -443,59 +433,58 @@ pub fn gate(ctx: &Ctx, a: GateArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The gate as an indented tree, one node per line with its state and cause.
-pub fn gate_text(v: &Value) -> String {
+pub fn gate_text(v: &Gate) -> String {
     let mut out = format!(
         "{} ({}): {}\n  identity {}{}\n",
-        s(v, "candidate", 16),
-        s(v, "run", 16),
-        s(v, "state", 24),
-        s(&v["identity"], "bound", 200),
-        match v["identity"]["now"].as_str() {
-            Some("current") => " (current)".to_string(),
-            Some("changed") => format!("\n  now      {}", s(&v["identity"], "current", 200)),
+        t(&v.candidate, 16),
+        t(&v.run, 16),
+        v.state.as_str(),
+        t(&v.identity.bound, 200),
+        match v.identity.now.as_str() {
+            "current" => " (current)".to_string(),
+            "changed" => format!("\n  now      {}", o(&v.identity.current, 200)),
             _ => " (no identity can be computed now)".to_string(),
         }
     );
-    if v["policy"].is_object() {
+    if let Some(p) = &v.policy {
         out.push_str(&format!(
             "  policy   {} ({})\n",
-            s(&v["policy"], "digest", 200),
-            s(&v["policy"], "workspace", 32)
+            t(&p.digest, 200),
+            t(&p.workspace, 32)
         ));
     }
-    fn node(out: &mut String, n: &Value, depth: usize) {
+    fn node(out: &mut String, n: &Node, depth: usize) {
         let pad = "  ".repeat(depth + 1);
         out.push_str(&format!(
             "{pad}{} [{}]",
-            text::one_line(n["label"].as_str().unwrap_or("-"), 120),
-            text::one_line(n["state"].as_str().unwrap_or("-"), 24)
+            text::one_line(&n.label, 120),
+            text::one_line(&n.state, 24)
         ));
-        if let Some(c) = n["cause"].as_str() {
+        if let Some(c) = &n.cause {
             out.push_str(&format!(" {}", text::one_line(c, 400)));
         }
         out.push('\n');
-        for c in n["children"].as_array().into_iter().flatten() {
+        for c in &n.children {
             node(out, c, depth + 1);
         }
     }
-    for n in v["nodes"].as_array().into_iter().flatten() {
+    for n in &v.nodes {
         node(&mut out, n, 0);
     }
-    let history = v["history"].as_array().cloned().unwrap_or_default();
-    if !history.is_empty() {
+    if !v.history.is_empty() {
         out.push_str("  history\n");
-        for h in &history {
+        for h in &v.history {
             out.push_str(&format!(
                 "    {} attempt {} of {}: {} at {} — {}\n",
-                s(h, "evidence", 16),
-                n(h, "attempt"),
-                s(h, "candidate", 16),
-                s(h, "result", 16),
-                s(h, "at", 32),
-                if h["fresh"] == json!(true) {
+                t(&h.evidence, 16),
+                h.attempt,
+                t(&h.candidate, 16),
+                t(&h.result, 16),
+                t(&h.at, 32),
+                if h.fresh {
                     "fresh".to_string()
                 } else {
-                    format!("stale: {}", s(h, "stale_because", 300))
+                    format!("stale: {}", o(&h.stale_because, 300))
                 }
             ));
         }
@@ -561,24 +550,23 @@ pub fn receipt(ctx: &Ctx, args: ReceiptArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         ReceiptCommand::List(a) => {
             let c = client(ctx)?;
-            let v = call(&c, Method::GET, &format!("{BASE}/receipts"), None)?;
+            let v: ReceiptList = c.get_blocking(wire::RECEIPTS)?;
             if a.json {
                 print_json(&v)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let items = v["items"].as_array().cloned().unwrap_or_default();
-            if items.is_empty() {
+            if v.items.is_empty() {
                 println!("no receipts yet");
             }
-            for r in &items {
+            for r in &v.items {
                 println!(
                     "{:<10} {:<16} {:<10} {:<24}{}",
-                    s(r, "id", 16),
-                    s(r, "kind", 24),
-                    s(r, "subject", 16),
-                    s(r, "at", 24),
-                    r["problem"]
-                        .as_str()
+                    t(&r.id, 16),
+                    o(&r.kind, 24),
+                    o(&r.subject, 16),
+                    o(&r.at, 24),
+                    r.problem
+                        .as_deref()
                         .map(|p| format!("  ({})", text::one_line(p, 200)))
                         .unwrap_or_default()
                 );

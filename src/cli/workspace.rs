@@ -9,14 +9,15 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::Method;
-use serde_json::{Value, json};
 
-use super::session::{call, s};
 use super::{Ctx, UsageError, print_json, show_path};
+use crate::api::workspaces::{
+    self as wire, AddRequest, ApproveProjectConfigRequest, ApproveRequest, PolicyRequest,
+    PolicyView, ProjectConfigView, SetupRequest, WorkspaceList, WorkspaceView,
+};
 use crate::client::{self, Client};
 use crate::text;
-
-const WORKSPACES: &str = "/v1/m/sessions/workspaces";
+use crate::workspaces::Approval;
 
 /// Register folders and approve, by SHA-256, what runs in them.
 ///
@@ -234,18 +235,18 @@ pub fn run(ctx: &Ctx, args: WorkspaceArgs) -> anyhow::Result<ExitCode> {
         WorkspaceCommand::List(a) => list(&c, a),
         WorkspaceCommand::Show(a) => {
             let r = resolve(&c, &a.ws)?;
-            let v = call(&c, Method::GET, &ws_path(&r, ""), None)?;
+            let v: WorkspaceView = c.get_blocking(&wire::one(&r))?;
             output(a.json, &v, show_lines)
         }
         WorkspaceCommand::Setup(a) => setup(&c, a),
         WorkspaceCommand::ApproveSetup(a) => {
-            let v = approve(&c, &a, "setup-command/approve")?;
+            let v: WorkspaceView = approve(&c, &a, wire::SETUP_APPROVE)?;
             output(a.json, &v, |v| {
                 vec![format!(
                     "setup command of {} approved (sha256 {}); approved now: {}",
-                    s(v, "ref", 32),
-                    s(v, "setup_command_sha256", 64),
-                    yes(&v["setup_approved"])
+                    t(&v.ws_ref, 32),
+                    o(&v.setup_command_sha256, 64),
+                    yes(v.setup_approved)
                 )]
             })
         }
@@ -255,36 +256,36 @@ pub fn run(ctx: &Ctx, args: WorkspaceArgs) -> anyhow::Result<ExitCode> {
                 Some(f) => format!("?from={}", super::session::percent_encode(from_arg(f)?)),
                 None => String::new(),
             };
-            let v = call(
-                &c,
-                Method::GET,
-                &ws_path(&r, &format!("/project-config{query}")),
-                None,
-            )?;
+            let v: ProjectConfigView =
+                c.get_blocking(&format!("{}{query}", wire::path(wire::PROJECT_CONFIG, &r)))?;
             output(a.json, &v, project_config_lines)
         }
         WorkspaceCommand::ApproveProjectConfig(a) => {
             let r = resolve(&c, &a.ws)?;
-            let mut b = json!({"sha256": sha256_arg(&a.sha256)?});
-            if let Some(f) = &a.from {
-                b["from"] = json!(from_arg(f)?);
-            }
-            let v = call(
-                &c,
+            let b = ApproveProjectConfigRequest {
+                sha256: sha256_arg(&a.sha256)?.to_string(),
+                from: a
+                    .from
+                    .as_deref()
+                    .map(from_arg)
+                    .transpose()?
+                    .map(str::to_string),
+            };
+            let v: ProjectConfigView = c.request_blocking(
                 Method::POST,
-                &ws_path(&r, "/project-config/approve"),
-                Some(b),
+                &wire::path(wire::PROJECT_CONFIG_APPROVE, &r),
+                Some(&b),
             )?;
             output(a.json, &v, |v| {
-                let at = match v["from"].as_str() {
-                    Some(_) => format!(" committed at {}", s(v, "from", 64)),
+                let at = match &v.from {
+                    Some(f) => format!(" committed at {}", t(f, 64)),
                     None => String::new(),
                 };
                 let mut lines = vec![format!(
                     "agent configuration{at} of {} approved ({} {})",
-                    s(v, "workspace", 32),
-                    s(v, "recipe", 64),
-                    s(v, "sha256", 64)
+                    t(&v.workspace, 32),
+                    t(&v.recipe, 64),
+                    t(&v.sha256, 64)
                 )];
                 lines.extend(project_config_lines(v));
                 lines
@@ -292,13 +293,13 @@ pub fn run(ctx: &Ctx, args: WorkspaceArgs) -> anyhow::Result<ExitCode> {
         }
         WorkspaceCommand::Policy(a) => policy(&c, a),
         WorkspaceCommand::ApprovePolicy(a) => {
-            let v = approve(&c, &a, "policy/approve")?;
+            let v: PolicyView = approve(&c, &a, wire::POLICY_APPROVE)?;
             output(a.json, &v, |v| {
                 vec![format!(
                     "policy of {} approved ({} {})",
-                    s(v, "workspace", 32),
-                    s(v, "recipe", 64),
-                    s(v, "sha256", 64)
+                    t(&v.workspace, 32),
+                    t(&v.recipe, 64),
+                    o(&v.sha256, 64)
                 )]
             })
         }
@@ -309,16 +310,18 @@ pub fn run(ctx: &Ctx, args: WorkspaceArgs) -> anyhow::Result<ExitCode> {
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-fn ws_path(r: &str, tail: &str) -> String {
-    format!("{WORKSPACES}/{r}{tail}")
+/// A server string for a terminal: through the sanitiser, at most `width` columns.
+fn t(s: &str, width: usize) -> String {
+    text::one_line(s, width)
 }
 
-fn yes(v: &Value) -> &'static str {
-    if v.as_bool() == Some(true) {
-        "yes"
-    } else {
-        "no"
-    }
+/// As [`t`]; `-` when absent.
+fn o(s: &Option<String>, width: usize) -> String {
+    s.as_deref().map_or_else(|| "-".into(), |s| t(s, width))
+}
+
+fn yes(v: bool) -> &'static str {
+    if v { "yes" } else { "no" }
 }
 
 /// A workspace ref from `ws-0001`, `ws-1`, `1`, or the path of a registered folder.
@@ -338,12 +341,11 @@ fn resolve(c: &Client, raw: &str) -> anyhow::Result<String> {
             text::one_line(raw, 200)
         )));
     };
-    let v = call(c, Method::GET, WORKSPACES, None)?;
-    let items = v["items"].as_array().cloned().unwrap_or_default();
-    items
-        .iter()
-        .find(|w| w["path"].as_str() == path.to_str())
-        .and_then(|w| w["ref"].as_str().map(str::to_string))
+    let v: WorkspaceList = c.get_blocking(wire::LIST)?;
+    v.items
+        .into_iter()
+        .find(|w| Some(w.path.as_str()) == path.to_str())
+        .map(|w| w.ws_ref)
         .ok_or_else(|| {
             UsageError::new(format!(
                 "{} is not a registered workspace; register it with `proctor workspace add {}`",
@@ -353,10 +355,10 @@ fn resolve(c: &Client, raw: &str) -> anyhow::Result<String> {
         })
 }
 
-fn output(
+fn output<T: serde::Serialize>(
     json: bool,
-    v: &Value,
-    lines: impl FnOnce(&Value) -> Vec<String>,
+    v: &T,
+    lines: impl FnOnce(&T) -> Vec<String>,
 ) -> anyhow::Result<ExitCode> {
     if json {
         print_json(v)?;
@@ -391,38 +393,39 @@ fn from_arg(raw: &str) -> anyhow::Result<&str> {
     Ok(raw)
 }
 
-fn approve(c: &Client, a: &ApproveArgs, tail: &str) -> anyhow::Result<Value> {
+fn approve<T: serde::de::DeserializeOwned>(
+    c: &Client,
+    a: &ApproveArgs,
+    template: &str,
+) -> anyhow::Result<T> {
     let r = resolve(c, &a.ws)?;
-    let h = sha256_arg(&a.sha256)?;
-    call(
-        c,
-        Method::POST,
-        &ws_path(&r, &format!("/{tail}")),
-        Some(json!({"sha256": h})),
-    )
+    let b = ApproveRequest {
+        sha256: sha256_arg(&a.sha256)?.to_string(),
+    };
+    Ok(c.request_blocking(Method::POST, &wire::path(template, &r), Some(&b))?)
 }
 
 /// A text shown exactly: as a JSON string (spaces and escapes visible), sanitised.
-fn exact(v: &Value) -> String {
+fn exact(v: &Option<String>) -> String {
     match v {
-        Value::Null => "(none)".into(),
-        other => text::one_line(&other.to_string(), 16 * 1024),
+        None => "(none)".into(),
+        Some(s) => text::one_line(&serde_json::Value::String(s.clone()).to_string(), 16 * 1024),
     }
 }
 
-fn approval_line(what: &str, a: &Value) -> String {
-    if a.is_null() {
+fn approval_line(what: &str, a: &Option<Approval>) -> String {
+    let Some(a) = a else {
         return format!("{what}: never approved");
-    }
-    let from = match a["from"].as_str() {
-        Some(_) => format!(", for the files committed at {}", s(a, "from", 64)),
+    };
+    let from = match &a.from {
+        Some(f) => format!(", for the files committed at {}", t(f, 64)),
         None => String::new(),
     };
     format!(
         "{what}: sha256 {} by {} at {}{from}",
-        s(a, "sha256", 64),
-        s(a, "actor", 120),
-        s(a, "at", 40)
+        t(&a.sha256, 64),
+        t(&a.actor, 120),
+        t(&a.at, 40)
     )
 }
 
@@ -443,164 +446,161 @@ fn add(c: &Client, a: AddArgs) -> anyhow::Result<ExitCode> {
             show_path(&dir)
         ))
     })?;
-    let v = call(c, Method::POST, WORKSPACES, Some(json!({"path": dir_s})))?;
+    let b = AddRequest {
+        path: dir_s.to_string(),
+    };
+    let v: WorkspaceView = c.request_blocking(Method::POST, wire::LIST, Some(&b))?;
     output(a.json, &v, |v| {
         vec![format!(
             "{} registered: {}",
-            s(v, "ref", 32),
-            s(v, "path", 4096)
+            t(&v.ws_ref, 32),
+            t(&v.path, 4096)
         )]
     })
 }
 
 fn list(c: &Client, a: ListArgs) -> anyhow::Result<ExitCode> {
-    let v = call(c, Method::GET, WORKSPACES, None)?;
+    let v: WorkspaceList = c.get_blocking(wire::LIST)?;
     output(a.json, &v, |v| {
-        let items = v["items"].as_array().cloned().unwrap_or_default();
-        if items.is_empty() {
+        if v.items.is_empty() {
             return vec!["no workspaces; register one with `proctor workspace add DIR`".into()];
         }
-        let state = |text: &Value, ok: &Value| match (text.is_null(), ok.as_bool()) {
+        let state = |text: &Option<String>, ok: bool| match (text.is_none(), ok) {
             (true, _) => "none",
-            (false, Some(true)) => "approved",
+            (false, true) => "approved",
             _ => "NOT APPROVED",
         };
         let mut lines = vec![format!(
             "{:<9} {:<13} {:<13} PATH",
             "REF", "SETUP", "POLICY"
         )];
-        for w in &items {
+        for w in &v.items {
             lines.push(format!(
                 "{:<9} {:<13} {:<13} {}",
-                s(w, "ref", 9),
-                state(&w["setup_command"], &w["setup_approved"]),
-                state(&w["policy_sha256"], &w["policy_approved"]),
-                s(w, "path", 4096)
+                t(&w.ws_ref, 9),
+                state(&w.setup_command, w.setup_approved),
+                state(&w.policy_sha256, w.policy_approved),
+                t(&w.path, 4096)
             ));
         }
         lines
     })
 }
 
-fn show_lines(v: &Value) -> Vec<String> {
+fn show_lines(v: &WorkspaceView) -> Vec<String> {
     let mut lines = vec![
-        format!("{}  {}", s(v, "ref", 32), s(v, "path", 4096)),
-        format!("registered: {}", s(v, "created_at", 40)),
+        format!("{}  {}", t(&v.ws_ref, 32), t(&v.path, 4096)),
+        format!("registered: {}", t(&v.created_at, 40)),
     ];
     lines.extend(setup_lines(v));
     lines.push(format!(
         "policy: {}",
-        match v["policy_sha256"].as_str() {
+        match &v.policy_sha256 {
             None => "none".to_string(),
             Some(h) => format!(
                 "{} {}, approved: {}",
-                s(v, "policy_recipe", 40),
+                t(&v.policy_recipe, 40),
                 text::one_line(h, 64),
-                yes(&v["policy_approved"])
+                yes(v.policy_approved)
             ),
         }
     ));
-    lines.push(approval_line("last policy approval", &v["policy_approval"]));
+    lines.push(approval_line("last policy approval", &v.policy_approval));
     lines.push(approval_line(
         "last project-config approval",
-        &v["project_config_approval"],
+        &v.project_config_approval,
     ));
     lines
 }
 
-fn setup_lines(v: &Value) -> Vec<String> {
-    let r = s(v, "ref", 32);
-    let mut lines = vec![format!("setup command: {}", exact(&v["setup_command"]))];
-    if let Some(h) = v["setup_command_sha256"].as_str() {
+fn setup_lines(v: &WorkspaceView) -> Vec<String> {
+    let r = t(&v.ws_ref, 32);
+    let mut lines = vec![format!("setup command: {}", exact(&v.setup_command))];
+    if let Some(h) = &v.setup_command_sha256 {
         let h = text::one_line(h, 64);
-        lines.push(format!(
-            "sha256 ({}): {h}",
-            s(v, "setup_command_recipe", 40)
-        ));
-        lines.push(format!("approved: {}", yes(&v["setup_approved"])));
-        if v["setup_approved"].as_bool() != Some(true) {
+        lines.push(format!("sha256 ({}): {h}", t(&v.setup_command_recipe, 40)));
+        lines.push(format!("approved: {}", yes(v.setup_approved)));
+        if !v.setup_approved {
             lines.push(format!(
                 "to approve it: proctor workspace approve-setup {r} --sha256 {h}"
             ));
         }
     }
-    lines.push(approval_line("last setup approval", &v["setup_approval"]));
+    lines.push(approval_line("last setup approval", &v.setup_approval));
     lines
 }
 
 fn setup(c: &Client, a: SetupArgs) -> anyhow::Result<ExitCode> {
     let r = resolve(c, &a.ws)?;
-    let v = match &a.command {
-        Some(cmd) => call(
-            c,
+    let v: WorkspaceView = match &a.command {
+        Some(cmd) => c.request_blocking(
             Method::PUT,
-            &ws_path(&r, "/setup-command"),
-            Some(json!({"command": cmd})),
+            &wire::path(wire::SETUP, &r),
+            Some(&SetupRequest {
+                command: cmd.clone(),
+            }),
         )?,
-        None => call(c, Method::GET, &ws_path(&r, ""), None)?,
+        None => c.get_blocking(&wire::one(&r))?,
     };
     output(a.json, &v, setup_lines)
 }
 
-fn project_config_lines(v: &Value) -> Vec<String> {
-    let r = s(v, "workspace", 32);
-    let (head, from) = match v["from"].as_str() {
-        Some(_) => {
-            let c = s(v, "from", 64);
+fn project_config_lines(v: &ProjectConfigView) -> Vec<String> {
+    let r = t(&v.workspace, 32);
+    let (head, from) = match &v.from {
+        Some(c) => {
+            let c = t(c, 64);
             (
                 format!(
                     "agent configuration committed at {c} (repository {})",
-                    s(v, "folder", 4096)
+                    t(&v.folder, 4096)
                 ),
                 format!(" --from {c}"),
             )
         }
         None => (
-            format!("agent configuration in {}", s(v, "folder", 4096)),
+            format!("agent configuration in {}", t(&v.folder, 4096)),
             String::new(),
         ),
     };
     let mut lines = vec![head];
-    let files = v["files"].as_array().cloned().unwrap_or_default();
-    if files.is_empty() {
+    if v.files.is_empty() {
         lines.push("  none of the scanned files exists".into());
     }
-    for f in &files {
-        let head = format!("  {} (read by {})", s(f, "path", 200), s(f, "tool", 16));
-        if let Some(u) = f["unreadable"].as_object() {
-            let u = Value::Object(u.clone());
+    for f in &v.files {
+        let head = format!("  {} (read by {})", t(&f.path, 200), t(&f.tool, 16));
+        if let Some(u) = &f.unreadable {
             lines.push(format!(
                 "{head}: FLAGGED WHOLE, {} (file sha256 {})",
-                s(&u, "reason", 400),
-                s(&u, "sha256", 64)
+                t(&u.reason, 400),
+                t(&u.sha256, 64)
             ));
             continue;
         }
-        let keys = f["keys"].as_array().cloned().unwrap_or_default();
-        if keys.is_empty() {
+        if f.keys.is_empty() {
             lines.push(format!("{head}: nothing flagged"));
             continue;
         }
         lines.push(format!("{head}:"));
-        for k in &keys {
+        for k in &f.keys {
             lines.push(format!(
                 "    {} = {}",
-                s(k, "key", 200),
-                text::one_line(&k["value"].to_string(), 2000)
+                t(&k.key, 200),
+                text::one_line(&k.value.to_string(), 2000)
             ));
         }
     }
     lines.push(format!(
         "flagged part: {} {}",
-        s(v, "recipe", 64),
-        s(v, "sha256", 64)
+        t(&v.recipe, 64),
+        t(&v.sha256, 64)
     ));
-    lines.push(format!("approved: {}", yes(&v["approved"])));
-    lines.push(approval_line("last approval", &v["approval"]));
-    if v["approved"].as_bool() != Some(true) {
+    lines.push(format!("approved: {}", yes(v.approved)));
+    lines.push(approval_line("last approval", &v.approval));
+    if !v.approved {
         lines.push(format!(
             "to approve it: proctor workspace approve-project-config {r}{from} --sha256 {}",
-            s(v, "sha256", 64)
+            t(&v.sha256, 64)
         ));
     }
     lines
@@ -608,7 +608,7 @@ fn project_config_lines(v: &Value) -> Vec<String> {
 
 fn policy(c: &Client, a: PolicyArgs) -> anyhow::Result<ExitCode> {
     let r = resolve(c, &a.ws)?;
-    let v = match &a.file {
+    let v: PolicyView = match &a.file {
         Some(f) => {
             let text = if f.as_os_str() == "-" {
                 let mut s = String::new();
@@ -621,40 +621,37 @@ fn policy(c: &Client, a: PolicyArgs) -> anyhow::Result<ExitCode> {
                     UsageError::new(format!("cannot read the policy {}: {e}", show_path(f)))
                 })?
             };
-            call(
-                c,
+            c.request_blocking(
                 Method::PUT,
-                &ws_path(&r, "/policy"),
-                Some(json!({"policy": text})),
+                &wire::path(wire::POLICY, &r),
+                Some(&PolicyRequest { policy: text }),
             )?
         }
-        None => call(c, Method::GET, &ws_path(&r, "/policy"), None)?,
+        None => c.get_blocking(&wire::path(wire::POLICY, &r))?,
     };
     output(a.json, &v, |v| {
         let mut lines = Vec::new();
-        match v["policy"].as_str() {
+        let ws = t(&v.workspace, 32);
+        match &v.policy {
             None => lines.push(format!(
-                "{} has no check policy; set one with `proctor workspace policy {} --file F`",
-                s(v, "workspace", 32),
-                s(v, "workspace", 32)
+                "{ws} has no check policy; set one with `proctor workspace policy {ws} --file F`"
             )),
             Some(p) => {
-                lines.push(format!("policy of {}:", s(v, "workspace", 32)));
+                lines.push(format!("policy of {ws}:"));
                 for l in text::multi_line(p).lines() {
                     lines.push(format!("  {l}"));
                 }
-                let h = s(v, "sha256", 64);
-                lines.push(format!("sha256 ({}): {h}", s(v, "recipe", 40)));
-                lines.push(format!("approved: {}", yes(&v["approved"])));
-                if v["approved"].as_bool() != Some(true) {
+                let h = o(&v.sha256, 64);
+                lines.push(format!("sha256 ({}): {h}", t(&v.recipe, 40)));
+                lines.push(format!("approved: {}", yes(v.approved)));
+                if !v.approved {
                     lines.push(format!(
-                        "to approve it: proctor workspace approve-policy {} --sha256 {h}",
-                        s(v, "workspace", 32)
+                        "to approve it: proctor workspace approve-policy {ws} --sha256 {h}"
                     ));
                 }
             }
         }
-        lines.push(approval_line("last approval", &v["approval"]));
+        lines.push(approval_line("last approval", &v.approval));
         lines
     })
 }

@@ -224,7 +224,7 @@ impl CandidateError {
 }
 
 /// Size and SHA-256 of bytes that the identity binds (the status output, the patch).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Captured {
     /// The git command that produced the bytes, as one string (for the reader).
     pub command: String,
@@ -236,7 +236,7 @@ pub struct Captured {
 
 /// One path that differs from the base (from `git diff --cached --name-status` against the
 /// temporary index).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChangedFile {
     pub path: String,
     /// `added`, `modified`, `deleted` or `type_changed`.
@@ -251,7 +251,7 @@ pub struct ChangedFile {
 }
 
 /// The inventory of the whole tree outside `.git` ([`INVENTORY_RECIPE`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TreeInventory {
     pub recipe: String,
     /// Entries (files, links, folders).
@@ -263,7 +263,7 @@ pub struct TreeInventory {
 
 /// A candidate's identity. Every field but `digest` is the identity document; `digest` is
 /// the SHA-256 of its canonical JSON ([`IDENTITY_RECIPE`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Identity {
     /// Always [`IDENTITY_FORMAT`].
     pub format: String,
@@ -317,7 +317,7 @@ pub fn render_digest(hex: &str) -> String {
 }
 
 /// A bound candidate, stored as `data/candidates/<id>.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Candidate {
     /// Always [`CANDIDATE_FORMAT`].
     pub format: String,
@@ -333,6 +333,7 @@ pub struct Candidate {
     pub workspace_ref: Option<String>,
     pub identity: Identity,
     pub bound_at: String,
+    #[schema(value_type = Object)]
     pub bound_by: Actor,
     /// The receipt written for the binding.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -14,7 +14,7 @@
 
 use std::io::{BufRead, BufReader};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::candidate::{self, Candidate, CandidateError, Currency, IDENTITY_RECIPE};
@@ -29,7 +29,7 @@ use crate::home::Home;
 pub const AUTHORISATION_SPENT_KIND: &str = "publish.authorisation.spent";
 
 /// The overall state of a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GateState {
     /// Nothing judged these bytes under this policy yet (or no policy is approved).
@@ -52,6 +52,28 @@ impl GateState {
             GateState::CheckFailed => "check_failed",
             GateState::EvidenceStale => "evidence_stale",
             GateState::AwaitingHuman => "awaiting_human",
+            GateState::Passed => "passed",
+        }
+    }
+
+    /// The words shown for it. Awaiting a decision says so: it never reads as accepted.
+    pub fn label(self) -> &'static str {
+        match self {
+            GateState::NotStarted => "not started",
+            GateState::CheckFailed => "check failed",
+            GateState::EvidenceStale => "evidence stale",
+            GateState::AwaitingHuman => "awaiting human",
+            GateState::Passed => "passed",
+        }
+    }
+
+    /// At most 8 columns, for narrow lists.
+    pub fn short(self) -> &'static str {
+        match self {
+            GateState::NotStarted => "not run",
+            GateState::CheckFailed => "failed",
+            GateState::EvidenceStale => "stale",
+            GateState::AwaitingHuman => "awaiting",
             GateState::Passed => "passed",
         }
     }
@@ -79,12 +101,13 @@ impl GateError {
 }
 
 /// One node of the graph.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = GateNode)]
 pub struct Node {
     pub id: String,
     /// `prerequisites`, `prerequisite`, `task`, `expected_evidence`, `evidence`,
     /// `human_decision`.
-    pub kind: &'static str,
+    pub kind: String,
     pub label: String,
     /// prerequisite: satisfied | unmet; task: not_started | running | done | blocked;
     /// evidence: not_started | passed | failed | stale; human decision: blocked | awaiting |
@@ -93,8 +116,7 @@ pub struct Node {
     pub cause: Option<String>,
     /// The evidence entry the state comes from.
     pub evidence: Option<String>,
-    /// For a check: its deadline (the upper bound a progress line may show).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// For a check: its deadline (the upper bound a progress line may show); else `null`.
     pub deadline_secs: Option<u64>,
     pub children: Vec<Node>,
 }
@@ -103,7 +125,7 @@ impl Node {
     fn new(id: impl Into<String>, kind: &'static str, label: impl Into<String>) -> Node {
         Node {
             id: id.into(),
-            kind,
+            kind: kind.to_string(),
             label: label.into(),
             state: String::new(),
             cause: None,
@@ -120,7 +142,8 @@ impl Node {
 }
 
 /// One recorded attempt, as the gate judges it now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = GateHistoryItem)]
 pub struct HistoryItem {
     pub evidence: String,
     pub candidate: String,
@@ -133,24 +156,25 @@ pub struct HistoryItem {
     pub at: String,
     /// Judges the current identity under the current policy.
     pub fresh: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why it is stale (`null` when fresh).
     pub stale_because: Option<String>,
 }
 
 /// The candidate's identity, bound and now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = GateIdentity)]
 pub struct IdentityView {
     /// `format=candidate-identity/1 digest=candidate-identity-sha256/1 <hex>` as bound.
     pub bound: String,
     /// `current`, `changed` or `unavailable`.
-    pub now: &'static str,
-    /// The identity recomputed now, when it differs.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub now: String,
+    /// The identity recomputed now, when it differs (else `null`).
     pub current: Option<String>,
 }
 
 /// The approved policy now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = GatePolicy)]
 pub struct PolicyView {
     pub workspace: String,
     /// `policy-text-sha256/1 <hex>`.
@@ -158,7 +182,7 @@ pub struct PolicyView {
 }
 
 /// The gate of one candidate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Gate {
     pub candidate: String,
     pub run: String,
@@ -606,7 +630,8 @@ fn judge(
             Currency::Current => "current",
             Currency::Changed { .. } => "changed",
             Currency::Unavailable { .. } => "unavailable",
-        },
+        }
+        .to_string(),
         current: match currency {
             Currency::Changed { now } => Some(now.render()),
             _ => None,

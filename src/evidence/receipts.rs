@@ -359,7 +359,8 @@ pub fn write_evidence_receipt(
 }
 
 /// One line of `receipt list`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = ReceiptItem)]
 pub struct Listed {
     pub id: String,
     /// Absent for a reserved receipt that was never written (or is unreadable).
@@ -367,8 +368,9 @@ pub struct Listed {
     pub subject: Option<String>,
     pub at: Option<String>,
     /// The file, absolute.
+    #[serde(default)]
     pub file: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why the file could not be read as a receipt (`null` when it could).
     pub problem: Option<String>,
 }
 
@@ -455,7 +457,7 @@ pub fn classify(path: &Path, bytes: &[u8]) -> Result<Form, ReceiptError> {
 }
 
 /// The verdict on one recomputed digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Holds {
     Holds,
@@ -474,7 +476,8 @@ impl Holds {
 }
 
 /// One recomputation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = ReceiptCheck)]
 pub struct Check {
     pub name: String,
     pub recipe: String,
@@ -487,7 +490,8 @@ pub struct Check {
 }
 
 /// What verify found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = ReceiptReport)]
 pub struct Report {
     pub file: String,
     pub id: String,

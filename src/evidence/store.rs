@@ -29,14 +29,15 @@ pub enum StoreError {
 }
 
 /// A digest with its recipe.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DigestRef {
     pub recipe: String,
     pub digest: String,
 }
 
 /// The policy an attempt ran under.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = EvidencePolicy)]
 pub struct PolicyRef {
     /// `policy-text-sha256/1`.
     pub recipe: String,
@@ -48,7 +49,8 @@ pub struct PolicyRef {
 }
 
 /// A bounded capture of one output stream.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = CheckOutput)]
 pub struct Output {
     /// The file that holds the kept bytes, relative to the entry's folder.
     pub file: String,
@@ -64,7 +66,8 @@ pub struct Output {
 }
 
 /// A required artifact as found after its check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = CheckArtifact)]
 pub struct Artifact {
     pub path: String,
     /// A regular file was found at the path.
@@ -87,7 +90,7 @@ pub struct Artifact {
 }
 
 /// One command actually run, as observed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckRecord {
     pub name: String,
     /// The argv of the policy, exactly as run (no shell).
@@ -122,7 +125,8 @@ pub struct CheckRecord {
 }
 
 /// The private copy the checks ran in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = CheckCheckout)]
 pub struct Checkout {
     pub path: String,
     /// Its `candidate-inventory/1` digest before any check started: equal to the
@@ -134,7 +138,8 @@ pub struct Checkout {
 }
 
 /// One evidence attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = EvidenceEntry)]
 pub struct Entry {
     pub format: String,
     /// `ev-0001`.
@@ -147,6 +152,7 @@ pub struct Entry {
     pub identity: DigestRef,
     pub policy: PolicyRef,
     /// The caller that ran the checks.
+    #[schema(value_type = Object)]
     pub checker: Actor,
     pub started_at: String,
     pub ended_at: String,

@@ -11,57 +11,47 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::Shared;
 use super::api::{ApiError, Caller, blocking};
-use crate::candidate::{self, Candidate, CandidateError};
+use crate::api::Items;
+use crate::api::evidence::{
+    self as wire, BindRequest, CandidateList, CandidateQuery, CandidateView, CheckProgress, Gate,
+    ReceiptList, ReceiptView, Verification,
+};
+use crate::candidate::{self, CandidateError};
 use crate::evidence::checks::{self, CheckError};
 use crate::evidence::store::{self, StoreError};
 use crate::evidence::{self as ev, Actor};
 use crate::gate::{self, GateError};
 use crate::receipts::{self, ReceiptError};
 
-/// The API base of the evidence routes.
-pub const BASE: &str = "/v1/m/evidence";
-
 /// The role each evidence route needs (`route` is the full matched path).
 pub fn evidence_role(method: &str, route: &str) -> Option<crate::auth::Role> {
     use crate::auth::Role::*;
-    Some(match (method, route.strip_prefix(BASE)?) {
-        ("POST", "/candidates" | "/candidates/{id}/checks") => Write,
-        (
-            "GET",
-            "/candidates"
-            | "/candidates/{id}"
-            | "/candidates/{id}/gate"
-            | "/candidates/{id}/checks"
-            | "/evidence/{id}"
-            | "/receipts"
-            | "/receipts/{id}",
-        ) => Read,
+    use wire::*;
+    Some(match (method, route) {
+        ("POST", CANDIDATES | CHECKS) => Write,
+        ("GET", CANDIDATES | CANDIDATE | GATE | CHECKS | EVIDENCE | RECEIPTS | RECEIPT) => Read,
         _ => return None,
     })
 }
 
 /// The routes, with their full paths.
 pub fn routes() -> Router<Arc<Shared>> {
-    let p = |tail: &str| format!("{BASE}{tail}");
+    use wire::*;
     Router::new()
-        .route(&p("/candidates"), get(list).post(bind))
-        .route(&p("/candidates/{id}"), get(show))
-        .route(
-            &p("/candidates/{id}/checks"),
-            get(checks_progress).post(run_checks),
-        )
-        .route(&p("/candidates/{id}/gate"), get(gate_of))
-        .route(&p("/evidence/{id}"), get(evidence_entry))
-        .route(&p("/receipts"), get(receipt_list))
-        .route(&p("/receipts/{id}"), get(receipt_show))
+        .route(CANDIDATES, get(list).post(bind))
+        .route(CANDIDATE, get(show))
+        .route(CHECKS, get(checks_progress).post(run_checks))
+        .route(GATE, get(gate_of))
+        .route(EVIDENCE, get(evidence_entry))
+        .route(RECEIPTS, get(receipt_list))
+        .route(RECEIPT, get(receipt_show))
 }
 
 type ApiResult = Result<Response, ApiError>;
+type Answer<T> = Result<axum::Json<T>, ApiError>;
 
 fn status_for(code: &str, refusal: bool) -> StatusCode {
     match code {
@@ -134,14 +124,6 @@ fn actor(c: &Caller) -> Actor {
     c.actor()
 }
 
-/// A candidate as the API shows it: the stored record, and its identity digest rendered
-/// with its format and recipe.
-pub fn candidate_view(c: &Candidate) -> Value {
-    let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
-    v["identity_digest"] = json!(c.identity.render());
-    v
-}
-
 fn bad_id(id: &str, prefix: &str, example: &str) -> ApiError {
     ApiError::new(
         StatusCode::BAD_REQUEST,
@@ -153,17 +135,12 @@ fn bad_id(id: &str, prefix: &str, example: &str) -> ApiError {
     )
 }
 
-#[derive(Deserialize)]
-struct BindBody {
-    run: String,
-}
-
 async fn bind(
     State(s): State<Arc<Shared>>,
     Extension(c): Extension<Caller>,
     body: axum::body::Bytes,
 ) -> ApiResult {
-    let b: BindBody = serde_json::from_slice(&body).map_err(|e| {
+    let b: BindRequest = serde_json::from_slice(&body).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_request",
@@ -177,29 +154,27 @@ async fn bind(
     let (home, ledger, by) = (s.home.clone(), s.ledger.clone(), actor(&c));
     let cand =
         blocking(move || candidate::bind(&home, &ledger, &b.run, info.as_ref(), &by)).await?;
-    Ok((StatusCode::CREATED, axum::Json(candidate_view(&cand))).into_response())
+    Ok((StatusCode::CREATED, axum::Json(CandidateView::from(&cand))).into_response())
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    run: Option<String>,
-}
-
-async fn list(State(s): State<Arc<Shared>>, Query(q): Query<ListQuery>) -> ApiResult {
+async fn list(
+    State(s): State<Arc<Shared>>,
+    Query(q): Query<CandidateQuery>,
+) -> Answer<CandidateList> {
     let home = s.home.clone();
     let all = blocking(move || candidate::list(&home)).await?;
-    let items: Vec<Value> = all
-        .iter()
-        .filter(|c| q.run.as_deref().is_none_or(|r| c.run_ref == r))
-        .map(candidate_view)
-        .collect();
-    Ok(axum::Json(json!({"items": items})).into_response())
+    Ok(axum::Json(Items::new(
+        all.iter()
+            .filter(|c| q.run.as_deref().is_none_or(|r| c.run_ref == r))
+            .map(CandidateView::from)
+            .collect(),
+    )))
 }
 
-async fn show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+async fn show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Answer<CandidateView> {
     let home = s.home.clone();
     let cand = blocking(move || candidate::require(&home, &id)).await?;
-    Ok(axum::Json(candidate_view(&cand)).into_response())
+    Ok(axum::Json(CandidateView::from(&cand)))
 }
 
 async fn run_checks(
@@ -214,41 +189,33 @@ async fn run_checks(
 
 /// Whether an attempt runs on the candidate now, and where it is (cheap: no hashing), for
 /// a progress line while `POST …/checks` is outstanding.
-async fn checks_progress(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+async fn checks_progress(
+    State(s): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Answer<CheckProgress> {
     if !ev::valid_id(&id, "cand-") {
         return Err(bad_id(&id, "candidate", "cand-0001"));
     }
     Ok(axum::Json(match s.checks.running(&id) {
-        None => json!({"candidate": id, "running": false}),
-        Some(r) => {
-            let elapsed = r.check_started.map(|t| t.elapsed().as_secs()).unwrap_or(0);
-            json!({
-                "candidate": id,
-                "running": true,
-                "evidence": r.evidence,
-                "started_at": r.started_at,
-                "index": r.index,
-                "total": r.total,
-                "check": r.check,
-                "check_elapsed_secs": elapsed,
-                "bound_secs": r.bound_secs.saturating_sub(elapsed),
-            })
-        }
-    })
-    .into_response())
+        None => CheckProgress::idle(&id),
+        Some(r) => CheckProgress::of(&id, &r),
+    }))
 }
 
-async fn gate_of(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+async fn gate_of(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Answer<Gate> {
     let g = blocking(move || gate::evaluate(&s.home, &id, &s.checks)).await?;
-    Ok(axum::Json(g).into_response())
+    Ok(axum::Json(g))
 }
 
-async fn evidence_entry(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+async fn evidence_entry(
+    State(s): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Answer<wire::EvidenceEntry> {
     let home = s.home.clone();
     let id2 = id.clone();
     let e = blocking(move || store::load(&home, &id2)).await?;
     match e {
-        Some(e) => Ok(axum::Json(e).into_response()),
+        Some(e) => Ok(axum::Json(e)),
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -257,14 +224,14 @@ async fn evidence_entry(State(s): State<Arc<Shared>>, Path(id): Path<String>) ->
     }
 }
 
-async fn receipt_list(State(s): State<Arc<Shared>>) -> ApiResult {
+async fn receipt_list(State(s): State<Arc<Shared>>) -> Answer<ReceiptList> {
     let home = s.home.clone();
     let items = blocking(move || receipts::list(&home)).await?;
-    Ok(axum::Json(json!({"items": items})).into_response())
+    Ok(axum::Json(Items::new(items)))
 }
 
 /// One receipt and what verifying it against the home's files says now.
-async fn receipt_show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> ApiResult {
+async fn receipt_show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Answer<ReceiptView> {
     if !ev::valid_id(&id, "rcpt-") {
         return Err(bad_id(&id, "receipt", "rcpt-0001"));
     }
@@ -277,16 +244,18 @@ async fn receipt_show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> A
             format!("no receipt {id}; `proctor receipt list` shows them"),
         ));
     }
-    let v = blocking(move || -> Result<Value, ReceiptError> {
+    let v = blocking(move || -> Result<ReceiptView, ReceiptError> {
         let bytes =
             std::fs::read(&path).map_err(|e| crate::files::FilesError::io("read", &path, e))?;
-        let receipt: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let receipt = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
         let verify = match receipts::verify_file(&home, &path) {
-            Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
-            Err(e) => json!({"error": e.to_string()}),
+            Ok(r) => Verification::Report(r),
+            Err(e) => Verification::Failed {
+                error: e.to_string(),
+            },
         };
-        Ok(json!({"receipt": receipt, "verify": verify}))
+        Ok(ReceiptView { receipt, verify })
     })
     .await?;
-    Ok(axum::Json(v).into_response())
+    Ok(axum::Json(v))
 }

@@ -97,6 +97,8 @@ pub struct Shared {
     pub publish: publish_api::PublishState,
     /// The evidence checks in progress on this home's candidates.
     pub checks: crate::evidence::checks::InProgress,
+    /// This home's workspace registry: its mutation lock and the events it could not write.
+    pub workspaces: crate::workspaces::Store,
     shutdown: tokio::sync::Notify,
 }
 
@@ -205,7 +207,8 @@ pub fn run_foreground(
         ));
     }
     // Workspace events the ledger holds but the registry lacks (a crash between the two).
-    match crate::workspaces::recover(&home, &home.ledger_path()) {
+    let workspaces = crate::workspaces::Store::new(&home);
+    match crate::workspaces::recover(&workspaces, &home.ledger_path()) {
         Ok(0) => {}
         Ok(n) => log(&format!(
             "workspaces: {n} ledger event(s) replayed into the registry"
@@ -227,6 +230,7 @@ pub fn run_foreground(
         authority: authority_api::AuthorityState::new(authority),
         publish: publish_api::PublishState::default(),
         checks: Default::default(),
+        workspaces,
         shutdown: tokio::sync::Notify::new(),
     });
     shared.record(

@@ -47,6 +47,7 @@ impl TestServer {
             ..Default::default()
         };
         let sessions = crate::sessions::Sessions::open(&home, ledger.clone(), settings).unwrap();
+        let workspaces = crate::workspaces::Store::new(&home);
         let state = Arc::new(Shared {
             home,
             pid: std::process::id(),
@@ -58,6 +59,7 @@ impl TestServer {
             authority: AuthorityState::new(authority),
             publish: super::publish_api::PublishState::default(),
             checks: Default::default(),
+            workspaces,
             shutdown: tokio::sync::Notify::new(),
         });
         TestServer { dir, state }
@@ -148,8 +150,9 @@ pub(crate) fn caller(token_id: &str, principal: Principal) -> Caller {
     }
 }
 
-/// Two servers for two homes in one process share nothing: each one's intents, their lock
-/// and its evidence attempts in progress are its own.
+/// Two servers for two homes in one process share nothing: each one's intents, their lock,
+/// its workspace registry (lock and pending changes) and its evidence attempts in progress
+/// are its own.
 #[cfg(test)]
 mod two_servers {
     use super::TestServer;
@@ -200,6 +203,55 @@ mod two_servers {
         assert_eq!(intent::load(&sb.home, "int-0001").unwrap().title, "B's");
         assert_eq!(intent::list(&sa.home).unwrap().len(), 1);
         assert_eq!(intent::list(&sb.home).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_workspace_change_in_one_neither_shows_in_nor_waits_for_the_other() {
+        use std::os::unix::fs::PermissionsExt;
+
+        use crate::workspaces;
+        let (a, b) = (TestServer::new(), TestServer::new());
+        let (sa, sb) = (&a.state, &b.state);
+        let by = super::person().actor();
+        let folder = |t: &TestServer, name: &str| {
+            let p = t.dir.path().join(name);
+            std::fs::create_dir(&p).unwrap();
+            p.to_str().unwrap().to_string()
+        };
+        let (fa, fb) = (folder(&a, "a"), folder(&b, "b"));
+        // While A's registry is locked (inside a mutation), B registers a folder: B's store
+        // is not A's (with one process-wide lock this would never return).
+        sa.workspaces.with_lock(|| {
+            let w = workspaces::add(&sb.workspaces, &sb.ledger, &by, &fb).unwrap();
+            assert_eq!(w.ws_ref, "ws-0001", "B numbers its own workspaces");
+        });
+        assert!(
+            sa.workspaces.load().unwrap().is_empty(),
+            "A sees B's workspace"
+        );
+        // A's registry write fails after its ledger append (its data folder is no longer
+        // private): the change is pending in A's store, which sees it; B's store does not,
+        // and nor does the file.
+        let data = &sa.home.data;
+        std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o770)).unwrap();
+        assert!(workspaces::add(&sa.workspaces, &sa.ledger, &by, &fa).is_err());
+        std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let in_a: Vec<_> = sa.workspaces.load().unwrap();
+        assert_eq!(in_a.len(), 1, "A's store keeps what its ledger holds");
+        assert_eq!(in_a[0].path.to_str(), Some(fa.as_str()));
+        assert!(workspaces::load(&sa.home).unwrap().is_empty());
+        let in_b = sb.workspaces.load().unwrap();
+        assert_eq!(in_b.len(), 1);
+        assert_eq!(
+            in_b[0].path.to_str(),
+            Some(fb.as_str()),
+            "B sees A's pending change"
+        );
+        // A's next change writes what was pending, and only A's.
+        let w = workspaces::set_setup(&sa.workspaces, &sa.ledger, &by, "ws-0001", "make").unwrap();
+        assert_eq!(w.path.to_str(), Some(fa.as_str()));
+        assert_eq!(workspaces::load(&sa.home).unwrap().len(), 1);
+        assert_eq!(workspaces::load(&sb.home).unwrap(), in_b);
     }
 
     #[test]

@@ -6,20 +6,19 @@
 
 use std::sync::Arc;
 
+use super::Shared;
+use super::api::{ApiError, Caller, blocking};
+use crate::api::Items;
+use crate::api::workspaces::{
+    self as wire, AddRequest, ApproveProjectConfigRequest, ApproveRequest, PolicyRequest,
+    PolicyView, ProjectConfigQuery, ProjectConfigView, SetupRequest, WorkspaceList, WorkspaceView,
+};
+use crate::workspaces::{self, Actor, WorkspaceError};
 use axum::Router;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Deserialize;
-use serde_json::{Value, json};
-
-use super::Shared;
-use super::api::{ApiError, Caller, blocking};
-use crate::workspaces::{self, Actor, WorkspaceError, project_config};
-
-/// The API base (shared with the run routes).
-pub const BASE: &str = super::runs_api::BASE;
 
 impl From<WorkspaceError> for ApiError {
     fn from(e: WorkspaceError) -> Self {
@@ -38,50 +37,32 @@ impl From<WorkspaceError> for ApiError {
 /// The role each workspace route needs (`route` is the full matched path).
 pub fn workspaces_role(method: &str, route: &str) -> Option<crate::auth::Role> {
     use crate::auth::Role::*;
-    Some(match (method, route.strip_prefix(BASE)?) {
-        (
-            "GET",
-            "/workspaces"
-            | "/workspaces/{ws}"
-            | "/workspaces/{ws}/project-config"
-            | "/workspaces/{ws}/policy",
-        ) => Read,
-        ("POST", "/workspaces") => Admin,
-        ("PUT", "/workspaces/{ws}/setup-command" | "/workspaces/{ws}/policy") => Admin,
-        (
-            "POST",
-            "/workspaces/{ws}/setup-command/approve"
-            | "/workspaces/{ws}/project-config/approve"
-            | "/workspaces/{ws}/policy/approve",
-        ) => Admin,
+    use wire::*;
+    Some(match (method, route) {
+        ("GET", LIST | ONE | PROJECT_CONFIG | POLICY) => Read,
+        ("POST", LIST) => Admin,
+        ("PUT", SETUP | POLICY) => Admin,
+        ("POST", SETUP_APPROVE | PROJECT_CONFIG_APPROVE | POLICY_APPROVE) => Admin,
         _ => return None,
     })
 }
 
 /// The routes, with their full paths.
 pub fn routes() -> Router<Arc<Shared>> {
-    let p = |tail: &str| format!("{BASE}{tail}");
+    use wire::*;
     Router::new()
-        .route(&p("/workspaces"), get(list).post(add))
-        .route(&p("/workspaces/{ws}"), get(show))
-        .route(
-            &p("/workspaces/{ws}/setup-command"),
-            axum::routing::put(set_setup),
-        )
-        .route(
-            &p("/workspaces/{ws}/setup-command/approve"),
-            post(approve_setup),
-        )
-        .route(&p("/workspaces/{ws}/project-config"), get(project_config))
-        .route(
-            &p("/workspaces/{ws}/project-config/approve"),
-            post(approve_project_config),
-        )
-        .route(&p("/workspaces/{ws}/policy"), get(policy).put(set_policy))
-        .route(&p("/workspaces/{ws}/policy/approve"), post(approve_policy))
+        .route(LIST, get(list).post(add))
+        .route(ONE, get(show))
+        .route(SETUP, axum::routing::put(set_setup))
+        .route(SETUP_APPROVE, post(approve_setup))
+        .route(PROJECT_CONFIG, get(project_config))
+        .route(PROJECT_CONFIG_APPROVE, post(approve_project_config))
+        .route(POLICY, get(policy).put(set_policy))
+        .route(POLICY_APPROVE, post(approve_policy))
 }
 
 type ApiResult = Result<Response, ApiError>;
+type Answer<T> = Result<axum::Json<T>, ApiError>;
 
 fn actor(c: &Caller) -> Actor {
     c.actor()
@@ -97,20 +78,11 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &axum::body::Bytes) -> Result<T, 
     })
 }
 
-fn ok(v: Value) -> ApiResult {
-    Ok(axum::Json(v).into_response())
-}
-
-async fn list(State(s): State<Arc<Shared>>) -> ApiResult {
-    let home = s.home.clone();
-    let items = blocking(move || workspaces::load(&home)).await?;
-    ok(json!({"items": items.iter().map(workspaces::view).collect::<Vec<_>>()}))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AddBody {
-    path: String,
+async fn list(State(s): State<Arc<Shared>>) -> Answer<WorkspaceList> {
+    let items = blocking(move || s.workspaces.load()).await?;
+    Ok(axum::Json(Items::new(
+        items.iter().map(WorkspaceView::from).collect(),
+    )))
 }
 
 async fn add(
@@ -118,13 +90,14 @@ async fn add(
     Extension(c): Extension<Caller>,
     bytes: axum::body::Bytes,
 ) -> ApiResult {
-    let b: AddBody = body(&bytes)?;
-    let w = blocking(move || workspaces::add(&s.home, &s.ledger, &actor(&c), &b.path)).await?;
-    Ok((StatusCode::CREATED, axum::Json(workspaces::view(&w))).into_response())
+    let b: AddRequest = body(&bytes)?;
+    let w =
+        blocking(move || workspaces::add(&s.workspaces, &s.ledger, &actor(&c), &b.path)).await?;
+    Ok((StatusCode::CREATED, axum::Json(WorkspaceView::from(&w))).into_response())
 }
 
 fn get_ws(s: &Shared, ws: &str) -> Result<workspaces::Workspace, WorkspaceError> {
-    workspaces::find(&s.home, ws)?.ok_or_else(|| {
+    s.workspaces.find(ws)?.ok_or_else(|| {
         WorkspaceError::NotFound(format!(
             "no workspace {}; `proctor workspace list` shows them",
             crate::text::one_line(ws, 80)
@@ -146,16 +119,10 @@ fn ws_ref(raw: &str) -> Result<String, ApiError> {
     })
 }
 
-async fn show(State(s): State<Arc<Shared>>, Path(ws): Path<String>) -> ApiResult {
+async fn show(State(s): State<Arc<Shared>>, Path(ws): Path<String>) -> Answer<WorkspaceView> {
     let ws = ws_ref(&ws)?;
     let w = blocking(move || get_ws(&s, &ws)).await?;
-    ok(workspaces::view(&w))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetupBody {
-    command: String,
+    Ok(axum::Json(WorkspaceView::from(&w)))
 }
 
 async fn set_setup(
@@ -163,19 +130,14 @@ async fn set_setup(
     Extension(c): Extension<Caller>,
     Path(ws): Path<String>,
     bytes: axum::body::Bytes,
-) -> ApiResult {
+) -> Answer<WorkspaceView> {
     let ws = ws_ref(&ws)?;
-    let b: SetupBody = body(&bytes)?;
-    let w =
-        blocking(move || workspaces::set_setup(&s.home, &s.ledger, &actor(&c), &ws, &b.command))
-            .await?;
-    ok(workspaces::view(&w))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ApproveBody {
-    sha256: String,
+    let b: SetupRequest = body(&bytes)?;
+    let w = blocking(move || {
+        workspaces::set_setup(&s.workspaces, &s.ledger, &actor(&c), &ws, &b.command)
+    })
+    .await?;
+    Ok(axum::Json(WorkspaceView::from(&w)))
 }
 
 async fn approve_setup(
@@ -183,40 +145,14 @@ async fn approve_setup(
     Extension(c): Extension<Caller>,
     Path(ws): Path<String>,
     bytes: axum::body::Bytes,
-) -> ApiResult {
+) -> Answer<WorkspaceView> {
     let ws = ws_ref(&ws)?;
-    let b: ApproveBody = body(&bytes)?;
-    let w =
-        blocking(move || workspaces::approve_setup(&s.home, &s.ledger, &actor(&c), &ws, &b.sha256))
-            .await?;
-    ok(workspaces::view(&w))
-}
-
-/// The project-config answer: the scan of the workspace folder (or, with `from`, of the files
-/// committed at that commit) and the approval state.
-pub fn project_config_view(w: &workspaces::Workspace, scan: &project_config::Scan) -> Value {
-    let flagged = scan.any_flagged();
-    let covered = w
-        .project_config_approval
-        .as_ref()
-        .is_some_and(|a| a.sha256 == scan.sha256);
-    json!({
-        "workspace": w.ws_ref,
-        "folder": scan.folder,
-        "from": scan.commit,
-        "files": scan.files,
-        "flagged": flagged,
-        "sha256": scan.sha256,
-        "recipe": scan.recipe,
-        "approved": !flagged || covered,
-        "approval": w.project_config_approval,
+    let b: ApproveRequest = body(&bytes)?;
+    let w = blocking(move || {
+        workspaces::approve_setup(&s.workspaces, &s.ledger, &actor(&c), &ws, &b.sha256)
     })
-}
-
-#[derive(Deserialize)]
-struct ProjectConfigQuery {
-    /// A full commit id a ref retains, or a local branch (as `worktree_from`).
-    from: Option<String>,
+    .await?;
+    Ok(axum::Json(WorkspaceView::from(&w)))
 }
 
 /// `GET …/project-config[?from=REV]`.
@@ -224,23 +160,14 @@ async fn project_config(
     State(s): State<Arc<Shared>>,
     Path(ws): Path<String>,
     Query(q): Query<ProjectConfigQuery>,
-) -> ApiResult {
+) -> Answer<ProjectConfigView> {
     let ws = ws_ref(&ws)?;
     let v = blocking(move || {
-        let (w, scan) = workspaces::scan_project_config(&s.home, &ws, q.from.as_deref())?;
-        Ok::<_, ApiError>(project_config_view(&w, &scan))
+        let (w, scan) = workspaces::scan_project_config(&s.workspaces, &ws, q.from.as_deref())?;
+        Ok::<_, ApiError>(ProjectConfigView::new(&w, &scan))
     })
     .await?;
-    ok(v)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ApproveProjectConfigBody {
-    sha256: String,
-    /// As `?from=` of the review.
-    #[serde(default)]
-    from: Option<String>,
+    Ok(axum::Json(v))
 }
 
 /// `POST …/project-config/approve {"sha256", "from"?}`.
@@ -249,47 +176,28 @@ async fn approve_project_config(
     Extension(c): Extension<Caller>,
     Path(ws): Path<String>,
     bytes: axum::body::Bytes,
-) -> ApiResult {
+) -> Answer<ProjectConfigView> {
     let ws = ws_ref(&ws)?;
-    let b: ApproveProjectConfigBody = body(&bytes)?;
+    let b: ApproveProjectConfigRequest = body(&bytes)?;
     let v = blocking(move || {
         let (w, scan) = workspaces::approve_project_config_at(
-            &s.home,
+            &s.workspaces,
             &s.ledger,
             &actor(&c),
             &ws,
             &b.sha256,
             b.from.as_deref(),
         )?;
-        Ok::<_, ApiError>(project_config_view(&w, &scan))
+        Ok::<_, ApiError>(ProjectConfigView::new(&w, &scan))
     })
     .await?;
-    ok(v)
+    Ok(axum::Json(v))
 }
 
-/// The policy answer.
-pub fn policy_view(w: &workspaces::Workspace) -> Value {
-    let set = !w.policy.text.is_empty();
-    json!({
-        "workspace": w.ws_ref,
-        "policy": set.then(|| w.policy.text.clone()),
-        "sha256": set.then(|| w.policy.sha256()),
-        "recipe": crate::evidence::policy::POLICY_DIGEST_RECIPE,
-        "approved": set && w.policy.approved(),
-        "approval": w.policy.approval,
-    })
-}
-
-async fn policy(State(s): State<Arc<Shared>>, Path(ws): Path<String>) -> ApiResult {
+async fn policy(State(s): State<Arc<Shared>>, Path(ws): Path<String>) -> Answer<PolicyView> {
     let ws = ws_ref(&ws)?;
     let w = blocking(move || get_ws(&s, &ws)).await?;
-    ok(policy_view(&w))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PolicyBody {
-    policy: String,
+    Ok(axum::Json(PolicyView::from(&w)))
 }
 
 async fn set_policy(
@@ -297,13 +205,14 @@ async fn set_policy(
     Extension(c): Extension<Caller>,
     Path(ws): Path<String>,
     bytes: axum::body::Bytes,
-) -> ApiResult {
+) -> Answer<PolicyView> {
     let ws = ws_ref(&ws)?;
-    let b: PolicyBody = body(&bytes)?;
-    let w =
-        blocking(move || workspaces::set_policy(&s.home, &s.ledger, &actor(&c), &ws, &b.policy))
-            .await?;
-    ok(policy_view(&w))
+    let b: PolicyRequest = body(&bytes)?;
+    let w = blocking(move || {
+        workspaces::set_policy(&s.workspaces, &s.ledger, &actor(&c), &ws, &b.policy)
+    })
+    .await?;
+    Ok(axum::Json(PolicyView::from(&w)))
 }
 
 async fn approve_policy(
@@ -311,12 +220,12 @@ async fn approve_policy(
     Extension(c): Extension<Caller>,
     Path(ws): Path<String>,
     bytes: axum::body::Bytes,
-) -> ApiResult {
+) -> Answer<PolicyView> {
     let ws = ws_ref(&ws)?;
-    let b: ApproveBody = body(&bytes)?;
+    let b: ApproveRequest = body(&bytes)?;
     let w = blocking(move || {
-        workspaces::approve_policy(&s.home, &s.ledger, &actor(&c), &ws, &b.sha256)
+        workspaces::approve_policy(&s.workspaces, &s.ledger, &actor(&c), &ws, &b.sha256)
     })
     .await?;
-    ok(policy_view(&w))
+    Ok(axum::Json(PolicyView::from(&w)))
 }

@@ -820,7 +820,7 @@ impl App {
         let c = self.candidates.get(run)?;
         Some(match self.gates.get(&c.id) {
             None => Ok(None),
-            Some(Ok(g)) => Ok(Some(g.gate_state())),
+            Some(Ok(g)) => Ok(Some(g.state)),
             Some(Err(e)) => Err(e.clone()),
         })
     }

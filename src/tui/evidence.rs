@@ -10,138 +10,39 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::api::evidence::{self as wire, CandidateList, ReceiptList, ReceiptView, Report};
+pub use crate::api::evidence::{
+    Gate as GateView, GateState, IdentityView, Node as GateNode, PolicyView, ReceiptItem,
+    Verification as ServerVerification,
+};
 use crate::client::{Client, ClientError};
 
-/// The base of the evidence routes.
-pub const EVIDENCE: &str = "/v1/m/evidence";
 /// The base of the publish routes.
 pub const PUBLISH: &str = "/v1/m/publish";
 /// The base of the authority routes (the keys the server trusts).
 pub const AUTHORITY: &str = "/v1/m/authority";
 
-/// A bound candidate, as `GET /candidates` lists it (its identity document is not kept).
+/// What the cockpit keeps of a bound candidate (`GET /candidates`): its row, without the
+/// identity document.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct CandidateView {
     pub id: String,
     pub run_ref: String,
-    #[serde(default)]
     pub branch: String,
-    #[serde(default)]
     pub bound_at: String,
     /// `format=… digest=candidate-identity-sha256/1 <hex>`.
-    #[serde(default)]
     pub identity_digest: String,
 }
 
-/// The gate's overall state (`crate::gate::GateState` on the wire, snake_case).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GateState {
-    NotStarted,
-    CheckFailed,
-    EvidenceStale,
-    /// Every expected evidence passed; a person has not decided. Never acceptance.
-    AwaitingHuman,
-    Passed,
-    /// A state this client does not know.
-    Unknown,
-}
-
-impl GateState {
-    pub fn parse(s: &str) -> GateState {
-        match s {
-            "not_started" => GateState::NotStarted,
-            "check_failed" => GateState::CheckFailed,
-            "evidence_stale" => GateState::EvidenceStale,
-            "awaiting_human" => GateState::AwaitingHuman,
-            "passed" => GateState::Passed,
-            _ => GateState::Unknown,
+impl From<wire::CandidateView> for CandidateView {
+    fn from(v: wire::CandidateView) -> Self {
+        CandidateView {
+            id: v.candidate.id,
+            run_ref: v.candidate.run_ref,
+            branch: v.candidate.branch,
+            bound_at: v.candidate.bound_at,
+            identity_digest: v.identity_digest,
         }
-    }
-
-    /// The words shown for it. Awaiting a decision says so: it never reads as accepted.
-    pub fn label(self) -> &'static str {
-        match self {
-            GateState::NotStarted => "not started",
-            GateState::CheckFailed => "check failed",
-            GateState::EvidenceStale => "evidence stale",
-            GateState::AwaitingHuman => "awaiting human",
-            GateState::Passed => "passed",
-            GateState::Unknown => "unknown",
-        }
-    }
-
-    /// At most 8 columns, for narrow lists.
-    pub fn short(self) -> &'static str {
-        match self {
-            GateState::NotStarted => "not run",
-            GateState::CheckFailed => "failed",
-            GateState::EvidenceStale => "stale",
-            GateState::AwaitingHuman => "awaiting",
-            GateState::Passed => "passed",
-            GateState::Unknown => "?",
-        }
-    }
-}
-
-/// One node of the gate's graph.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct GateNode {
-    pub id: String,
-    /// `prerequisites`, `prerequisite`, `task`, `expected_evidence`, `evidence`,
-    /// `human_decision`.
-    pub kind: String,
-    pub label: String,
-    pub state: String,
-    #[serde(default)]
-    pub cause: Option<String>,
-    #[serde(default)]
-    pub evidence: Option<String>,
-    #[serde(default)]
-    pub children: Vec<GateNode>,
-}
-
-/// The candidate's identity as the gate saw it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-pub struct IdentityView {
-    #[serde(default)]
-    pub bound: String,
-    /// `current`, `changed` or `unavailable`.
-    #[serde(default)]
-    pub now: String,
-    #[serde(default)]
-    pub current: Option<String>,
-}
-
-/// The approved policy the gate judged under.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct PolicyView {
-    pub workspace: String,
-    pub digest: String,
-}
-
-/// `GET /candidates/{id}/gate`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct GateView {
-    pub candidate: String,
-    pub run: String,
-    pub state: String,
-    #[serde(default)]
-    pub evidence_ok: bool,
-    #[serde(default)]
-    pub identity: IdentityView,
-    #[serde(default)]
-    pub policy: Option<PolicyView>,
-    #[serde(default)]
-    pub nodes: Vec<GateNode>,
-    #[serde(default)]
-    pub causes: Vec<String>,
-    #[serde(default)]
-    pub evaluated_at: String,
-}
-
-impl GateView {
-    pub fn gate_state(&self) -> GateState {
-        GateState::parse(&self.state)
     }
 }
 
@@ -192,29 +93,6 @@ impl IntentView {
     /// The state as the operator reads it (`AWAITING_AUTHORITY`, `BLOCKED`, …).
     pub fn label(&self) -> String {
         self.state.to_uppercase()
-    }
-}
-
-/// One receipt, as `GET /receipts` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ReceiptItem {
-    pub id: String,
-    #[serde(default)]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub subject: Option<String>,
-    #[serde(default)]
-    pub at: Option<String>,
-    #[serde(default)]
-    pub file: String,
-    #[serde(default)]
-    pub problem: Option<String>,
-}
-
-impl ReceiptItem {
-    /// A signed receipt (a DSSE envelope the publish path writes).
-    pub fn is_signed(&self) -> bool {
-        self.kind.as_deref() == Some("signed")
     }
 }
 
@@ -273,10 +151,8 @@ fn bad(e: serde_json::Error) -> ClientError {
 
 /// `GET /candidates`, one entry per candidate, oldest first.
 pub async fn fetch_candidates(client: &Client) -> Result<Vec<CandidateView>, ClientError> {
-    let mut v = client
-        .call(Method::GET, &format!("{EVIDENCE}/candidates"), None)
-        .await?;
-    serde_json::from_value(v["items"].take()).map_err(bad)
+    let v: CandidateList = client.get(wire::CANDIDATES).await?;
+    Ok(v.items.into_iter().map(CandidateView::from).collect())
 }
 
 /// The latest candidate of each run (the highest id: ids grow with time).
@@ -303,14 +179,7 @@ pub fn id_number(id: &str) -> u64 {
 
 /// `GET /candidates/{id}/gate`.
 pub async fn fetch_gate(client: &Client, candidate: &str) -> Result<GateView, ClientError> {
-    let v = client
-        .call(
-            Method::GET,
-            &format!("{EVIDENCE}/candidates/{candidate}/gate"),
-            None,
-        )
-        .await?;
-    serde_json::from_value(v).map_err(bad)
+    client.get(&wire::path(wire::GATE, candidate)).await
 }
 
 /// `GET /v1/m/publish/intents`.
@@ -323,38 +192,38 @@ pub async fn fetch_intents(client: &Client) -> Result<Vec<IntentView>, ClientErr
 
 /// `GET /receipts`, oldest first.
 pub async fn fetch_receipts(client: &Client) -> Result<Vec<ReceiptItem>, ClientError> {
-    let mut v = client
-        .call(Method::GET, &format!("{EVIDENCE}/receipts"), None)
-        .await?;
-    serde_json::from_value(v["items"].take()).map_err(bad)
+    let v: ReceiptList = client.get(wire::RECEIPTS).await?;
+    Ok(v.items)
 }
 
 /// The verdict of the server's plain-receipt report (`receipts::Report`): any `differs` fails
 /// it; otherwise any `unreachable` makes it unreachable.
-pub fn plain_verdict(report: &Value) -> Result<(Verdict, Vec<VerifyCheck>), String> {
-    if let Some(e) = report["error"].as_str() {
-        return Err(e.to_string());
-    }
-    let Some(checks) = report["checks"].as_array() else {
-        return Err("the server's verification holds no checks".into());
-    };
-    let checks: Vec<VerifyCheck> = checks
+pub fn plain_verdict(report: &Report) -> (Verdict, Vec<VerifyCheck>) {
+    let checks: Vec<VerifyCheck> = report
+        .checks
         .iter()
         .map(|c| VerifyCheck {
-            name: c["name"].as_str().unwrap_or("?").to_string(),
-            outcome: c["state"].as_str().unwrap_or("?").to_string(),
-            detail: c["detail"].as_str().unwrap_or("").to_string(),
+            name: c.name.clone(),
+            outcome: c.state.as_str().to_string(),
+            detail: c.detail.clone(),
         })
         .collect();
-    let verdict =
-        if report["ok"] != Value::Bool(true) || checks.iter().any(|c| c.outcome == "differs") {
-            Verdict::Fails
-        } else if checks.iter().any(|c| c.outcome != "holds") {
-            Verdict::Unreachable
-        } else {
-            Verdict::Holds
-        };
-    Ok((verdict, checks))
+    let verdict = if !report.ok || checks.iter().any(|c| c.outcome == "differs") {
+        Verdict::Fails
+    } else if checks.iter().any(|c| c.outcome != "holds") {
+        Verdict::Unreachable
+    } else {
+        Verdict::Holds
+    };
+    (verdict, checks)
+}
+
+/// The verdict of what the server answered: its report's, or why it could not verify.
+pub fn server_verdict(v: &ServerVerification) -> Result<(Verdict, Vec<VerifyCheck>), String> {
+    match v {
+        ServerVerification::Report(r) => Ok(plain_verdict(r)),
+        ServerVerification::Failed { error } => Err(error.clone()),
+    }
 }
 
 /// Verifies one receipt: the server's report (`GET /receipts/{id}`, plain and signed
@@ -363,18 +232,19 @@ pub fn plain_verdict(report: &Value) -> Result<(Verdict, Vec<VerifyCheck>), Stri
 /// checks the listed file with the keys the server trusts (`GET /v1/m/authority/keys`). A
 /// file this machine cannot read is unreachable, never "holds".
 pub async fn verify_receipt(client: &Client, item: &ReceiptItem) -> Verification {
-    let (result, kind, subject) = match client
-        .call(
-            Method::GET,
-            &format!("{EVIDENCE}/receipts/{}", item.id),
-            None,
-        )
-        .await
-    {
+    let answer = client
+        .get::<ReceiptView>(&wire::path(wire::RECEIPT, &item.id))
+        .await;
+    let (result, kind, subject) = match answer {
         Ok(v) => {
-            let r = &v["verify"];
-            let text = |k: &str| r[k].as_str().filter(|s| !s.is_empty()).map(str::to_string);
-            (plain_verdict(r), text("kind"), text("subject"))
+            let (kind, subject) = match &v.verify {
+                ServerVerification::Report(r) => {
+                    let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
+                    (text(&r.kind), text(&r.subject))
+                }
+                ServerVerification::Failed { .. } => (None, None),
+            };
+            (server_verdict(&v.verify), kind, subject)
         }
         Err(ClientError::Api { message, .. }) => (Err(message), None, None),
         Err(e) => (Err(e.to_string()), None, None),
@@ -508,17 +378,23 @@ mod tests {
         let r = |states: &[&str], ok: bool| {
             let checks: Vec<Value> = states
                 .iter()
-                .map(|s| json!({"name": "x", "state": s, "detail": ""}))
+                .map(|s| {
+                    json!({"name": "x", "recipe": "r", "expected": "e", "found": null,
+                           "state": s, "detail": ""})
+                })
                 .collect();
-            plain_verdict(&json!({"ok": ok, "checks": checks}))
-                .unwrap()
-                .0
+            let report: Report = serde_json::from_value(json!({"file": "f", "id": "rcpt-0001",
+                "kind": "k", "subject": "s", "at": "t", "ok": ok, "checks": checks}))
+            .unwrap();
+            plain_verdict(&report).0
         };
         assert_eq!(r(&["holds", "holds"], true), Verdict::Holds);
         assert_eq!(r(&["holds", "unreachable"], true), Verdict::Unreachable);
         assert_eq!(r(&["holds", "differs"], false), Verdict::Fails);
         assert_eq!(r(&["holds"], false), Verdict::Fails, "ok=false fails");
-        assert!(plain_verdict(&json!({"error": "a signed receipt"})).is_err());
+        let failed: ServerVerification =
+            serde_json::from_value(json!({"error": "a signed receipt"})).unwrap();
+        assert!(server_verdict(&failed).is_err());
     }
 
     #[test]
@@ -530,7 +406,7 @@ mod tests {
             "awaiting_human",
             "passed",
         ] {
-            assert_ne!(GateState::parse(s), GateState::Unknown, "{s}");
+            assert!(serde_json::from_value::<GateState>(json!(s)).is_ok(), "{s}");
         }
         let a = GateState::AwaitingHuman;
         assert!(!a.label().contains("pass") && !a.short().contains("pass"));

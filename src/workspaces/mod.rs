@@ -3,7 +3,9 @@
 //! agent configuration the folder carries ([`project_config`]).
 //!
 //! The registry is `data/workspaces.json` (0600, replaced atomically). Only the server
-//! mutates it, under one process-global mutex; anyone may read it ([`load`], [`find`]).
+//! mutates it, through its one [`Store`] (held in the server's state, one per home: the
+//! mutex every mutation takes and the events a failed write left pending); anyone may read
+//! the file ([`load`], [`find`]).
 //!
 //! Every mutation is an event: it is validated against the registry, appended to the ledger
 //! (fsync'd), then applied to the registry, whose file records the seq of the last event it
@@ -11,6 +13,9 @@
 //! its audit entry; a crash between the two leaves an entry the registry lacks, and
 //! [`recover`] (run when the server starts) replays every `sessions.workspace.*` event past
 //! `applied_seq`. Until then the approval is simply not in force: the failure is closed.
+//! (The store itself sees the events it appended and could not write yet; readers of the
+//! file, such as admission and the evidence checks, do not: for them too the failure is
+//! closed.)
 //!
 //! Nothing here executes the setup command, the policy or any file of the folder.
 
@@ -74,7 +79,7 @@ pub enum WorkspaceError {
 }
 
 /// Who approved which hash, when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Approval {
     /// Lowercase hex SHA-256 of what was approved.
     pub sha256: String,
@@ -83,8 +88,9 @@ pub struct Approval {
     /// RFC 3339 UTC, milliseconds.
     pub at: String,
     /// For a project-config approval given for a commit's files (`--from`): that full
-    /// commit id. The approval applies by hash alone, wherever the same files are.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// commit id (`null` otherwise). The approval applies by hash alone, wherever the same
+    /// files are.
+    #[serde(default)]
     pub from: Option<String>,
 }
 
@@ -166,15 +172,20 @@ fn now() -> String {
 
 /// Events appended to the ledger but not yet in the registry file (a write failed after the
 /// append). Guarded by the one mutex every mutation takes.
+#[derive(Debug, Default)]
 struct Pending {
-    /// (registry path, seq, change).
-    events: Vec<(PathBuf, u64, Change)>,
+    /// (seq, change).
+    events: Vec<(u64, Change)>,
 }
 
-static LOCK: Mutex<Pending> = Mutex::new(Pending { events: Vec::new() });
-
-fn lock() -> MutexGuard<'static, Pending> {
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// The workspace registry of one home as its server holds it: the one mutex every mutation
+/// takes, and the events appended to the ledger that a failed write left out of the file.
+/// The server owns one (in its state) and hands it to the handlers; nothing process-wide, so
+/// two servers for two homes in one process never see or block each other's.
+#[derive(Debug)]
+pub struct Store {
+    home: Home,
+    pending: Mutex<Pending>,
 }
 
 fn read_registry(home: &Home) -> Result<Registry, WorkspaceError> {
@@ -387,10 +398,9 @@ impl Change {
 }
 
 /// Applies the events a failed write left pending (only those the file does not hold yet).
-fn with_pending(home: &Home, mut reg: Registry, pending: &Pending) -> Registry {
-    let path = registry_path(home);
-    for (p, seq, change) in &pending.events {
-        if *p == path && *seq > reg.applied_seq {
+fn with_pending(mut reg: Registry, pending: &Pending) -> Registry {
+    for (seq, change) in &pending.events {
+        if *seq > reg.applied_seq {
             change.apply(&mut reg);
             reg.applied_seq = *seq;
         }
@@ -398,10 +408,48 @@ fn with_pending(home: &Home, mut reg: Registry, pending: &Pending) -> Registry {
     reg
 }
 
-fn current(home: &Home) -> Result<Registry, WorkspaceError> {
-    let pending = lock();
-    let reg = read_registry(home)?;
-    Ok(with_pending(home, reg, &pending))
+impl Store {
+    /// The store of `home`'s registry (nothing is read until it is used).
+    pub fn new(home: &Home) -> Store {
+        Store {
+            home: home.clone(),
+            pending: Mutex::new(Pending::default()),
+        }
+    }
+
+    /// The home whose registry this is.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` while holding this store's lock, as a mutation does (for tests of the
+    /// server's state).
+    #[cfg(test)]
+    pub(crate) fn with_lock<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _held = self.lock();
+        f()
+    }
+
+    /// The registry as this store knows it: the file and the events it could not write yet.
+    fn current(&self) -> Result<Registry, WorkspaceError> {
+        let pending = self.lock();
+        let reg = read_registry(&self.home)?;
+        Ok(with_pending(reg, &pending))
+    }
+
+    /// Every registered workspace, in registration order (with the events pending).
+    pub fn load(&self) -> Result<Vec<Workspace>, WorkspaceError> {
+        Ok(self.current()?.workspaces)
+    }
+
+    /// A workspace by ref or by absolute path, as [`find`], with the events pending.
+    pub fn find(&self, ref_or_path: &str) -> Result<Option<Workspace>, WorkspaceError> {
+        Ok(find_in(&self.current()?, ref_or_path))
+    }
 }
 
 /// Who asks for a change (from the authorizer): the one actor type of [`crate::auth`].
@@ -420,22 +468,22 @@ fn person(actor: &Actor, what: &str) -> Result<(), WorkspaceError> {
 /// Validates a change against the registry, appends it to the ledger, applies it and
 /// writes the registry. Returns the workspace the change is about.
 fn mutate(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     decide: impl FnOnce(&Registry) -> Result<(String, Option<Change>), WorkspaceError>,
 ) -> Result<Workspace, WorkspaceError> {
-    let mut pending = lock();
-    let mut reg = with_pending(home, read_registry(home)?, &pending);
+    let home = &store.home;
+    let mut pending = store.lock();
+    let mut reg = with_pending(read_registry(home)?, &pending);
     let (ws_ref, change) = decide(&reg)?;
     if let Some(change) = change {
         let seq = ledger.append(change.kind(), &change.fields(&actor.token_id))?;
         change.apply(&mut reg);
         reg.applied_seq = seq;
-        let path = registry_path(home);
-        pending.events.push((path.clone(), seq, change));
+        pending.events.push((seq, change));
         write_registry(home, &reg)?;
-        pending.events.retain(|(p, _, _)| *p != path);
+        pending.events.clear();
     }
     find_in(&reg, &ws_ref).ok_or_else(|| WorkspaceError::Internal("the workspace vanished".into()))
 }
@@ -443,9 +491,10 @@ fn mutate(
 /// Replays the `sessions.workspace.*` events of the ledger that the registry file does not
 /// hold yet (a crash between the ledger append and the registry write). Returns how many
 /// were applied. The server calls it once it holds the ledger, before serving.
-pub fn recover(home: &Home, ledger_path: &Path) -> Result<usize, WorkspaceError> {
-    let mut pending = lock();
-    let mut reg = with_pending(home, read_registry(home)?, &pending);
+pub fn recover(store: &Store, ledger_path: &Path) -> Result<usize, WorkspaceError> {
+    let home = &store.home;
+    let mut pending = store.lock();
+    let mut reg = with_pending(read_registry(home)?, &pending);
     let file = match std::fs::File::open(ledger_path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
@@ -473,16 +522,10 @@ pub fn recover(home: &Home, ledger_path: &Path) -> Result<usize, WorkspaceError>
             applied += 1;
         }
     }
-    if applied > 0
-        || pending
-            .events
-            .iter()
-            .any(|(p, _, _)| *p == registry_path(home))
-    {
+    if applied > 0 || !pending.events.is_empty() {
         write_registry(home, &reg)?;
     }
-    let path = registry_path(home);
-    pending.events.retain(|(p, _, _)| *p != path);
+    pending.events.clear();
     Ok(applied)
 }
 
@@ -490,9 +533,9 @@ pub fn recover(home: &Home, ledger_path: &Path) -> Result<usize, WorkspaceError>
 // Reading
 // ---------------------------------------------------------------------------------------------
 
-/// Every registered workspace, in registration order.
+/// Every registered workspace, in registration order, as the registry file holds them.
 pub fn load(home: &Home) -> Result<Vec<Workspace>, WorkspaceError> {
-    Ok(current(home)?.workspaces)
+    Ok(read_registry(home)?.workspaces)
 }
 
 /// The number of a ref: `ws-0001`, `ws-1` → 1.
@@ -525,8 +568,10 @@ fn find_in(reg: &Registry, ref_or_path: &str) -> Option<Workspace> {
 }
 
 /// A workspace by ref (`ws-0001`, `ws-1`) or by absolute path (compared canonicalized).
+/// As the registry file holds it ([`Store::find`] adds the events its server could not
+/// write yet).
 pub fn find(home: &Home, ref_or_path: &str) -> Result<Option<Workspace>, WorkspaceError> {
-    Ok(find_in(&current(home)?, ref_or_path))
+    Ok(find_in(&read_registry(home)?, ref_or_path))
 }
 
 fn get(reg: &Registry, ws: &str) -> Result<Workspace, WorkspaceError> {
@@ -605,7 +650,7 @@ pub fn admit_start(
     worktree: bool,
     no_setup: bool,
 ) -> Result<Admitted, AdmitError> {
-    let reg = current(home)?;
+    let reg = read_registry(home)?;
     let found = if normalise_ref(workspace).is_some() {
         Some(find_in(&reg, workspace).ok_or_else(|| {
             AdmitError::Unprocessable(format!(
@@ -800,7 +845,7 @@ fn admit(
 /// Registers a folder: an absolute path to an existing folder, stored canonicalized.
 /// 409 when it is already registered (under any spelling).
 pub fn add(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     path: &str,
@@ -830,7 +875,7 @@ pub fn add(
             ))
         })?
         .to_string();
-    mutate(home, ledger, actor, |reg| {
+    mutate(store, ledger, actor, |reg| {
         if let Some(w) = reg.workspaces.iter().find(|w| w.path == canon) {
             return Err(WorkspaceError::Conflict(format!(
                 "{} is already registered as {}",
@@ -866,14 +911,14 @@ fn check_setup_text(command: &str) -> Result<(), WorkspaceError> {
 /// Sets (or, with "", clears) the setup command: the exact text, spaces included.
 /// Setting the text it already has changes and records nothing.
 pub fn set_setup(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     ws: &str,
     command: &str,
 ) -> Result<Workspace, WorkspaceError> {
     check_setup_text(command)?;
-    mutate(home, ledger, actor, |reg| {
+    mutate(store, ledger, actor, |reg| {
         let w = get(reg, ws)?;
         if w.setup.text == command {
             return Ok((w.ws_ref, None));
@@ -898,7 +943,7 @@ fn check_hash(h: &str) -> Result<String, WorkspaceError> {
 }
 
 fn approve_text(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     ws: &str,
@@ -911,7 +956,7 @@ fn approve_text(
     };
     person(actor, label)?;
     let h = check_hash(sha256)?;
-    mutate(home, ledger, actor, |reg| {
+    mutate(store, ledger, actor, |reg| {
         let w = get(reg, ws)?;
         let item = match what {
             Subject::Setup => &w.setup,
@@ -949,19 +994,19 @@ fn approve_text(
 /// Approves the setup command whose SHA-256 the person reviewed: admin (checked by the
 /// route), a person (agents refused), and 409 when the stored text's hash differs.
 pub fn approve_setup(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     ws: &str,
     sha256: &str,
 ) -> Result<Workspace, WorkspaceError> {
-    approve_text(home, ledger, actor, ws, sha256, Subject::Setup)
+    approve_text(store, ledger, actor, ws, sha256, Subject::Setup)
 }
 
 /// Sets the check policy: validated with [`policy::Policy::parse`] (422
 /// naming the problem). "" clears it.
 pub fn set_policy(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     ws: &str,
@@ -976,7 +1021,7 @@ pub fn set_policy(
         }
         policy::Policy::parse(policy).map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?;
     }
-    mutate(home, ledger, actor, |reg| {
+    mutate(store, ledger, actor, |reg| {
         let w = get(reg, ws)?;
         if w.policy.text == policy {
             return Ok((w.ws_ref, None));
@@ -991,25 +1036,25 @@ pub fn set_policy(
 
 /// Approves the check policy whose SHA-256 the person reviewed (as [`approve_setup`]).
 pub fn approve_policy(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     ws: &str,
     sha256: &str,
 ) -> Result<Workspace, WorkspaceError> {
-    approve_text(home, ledger, actor, ws, sha256, Subject::Policy)
+    approve_text(store, ledger, actor, ws, sha256, Subject::Policy)
 }
 
 /// Approves the flagged agent configuration of the workspace folder: the hash must equal the
 /// current scan's (409 otherwise: the files changed since they were reviewed).
 pub fn approve_project_config(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     ws: &str,
     sha256: &str,
 ) -> Result<(Workspace, project_config::Scan), WorkspaceError> {
-    approve_project_config_at(home, ledger, actor, ws, sha256, None)
+    approve_project_config_at(store, ledger, actor, ws, sha256, None)
 }
 
 /// The worktrees module's refusals, as this module's (same statuses).
@@ -1045,11 +1090,11 @@ pub fn resolve_from(w: &Workspace, from: &str) -> Result<String, WorkspaceError>
 /// files committed at the commit `from` names ([`resolve_from`]), as a worktree started
 /// there carries them.
 pub fn scan_project_config(
-    home: &Home,
+    store: &Store,
     ws: &str,
     from: Option<&str>,
 ) -> Result<(Workspace, project_config::Scan), WorkspaceError> {
-    let w = find(home, ws)?.ok_or_else(|| not_found(ws))?;
+    let w = store.find(ws)?.ok_or_else(|| not_found(ws))?;
     let scan = match from {
         None => project_config::scan(&w.path)
             .map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?,
@@ -1067,7 +1112,7 @@ pub fn scan_project_config(
 /// record `from` as the full commit id. Admission is unchanged: the stored (last) approval
 /// must equal the hash of the folder a tool starts in.
 pub fn approve_project_config_at(
-    home: &Home,
+    store: &Store,
     ledger: &Ledger,
     actor: &Actor,
     ws: &str,
@@ -1078,11 +1123,11 @@ pub fn approve_project_config_at(
     let h = check_hash(sha256)?;
     // A commit's files never change: they are read before the registry lock is taken.
     let committed = match from {
-        Some(_) => Some(scan_project_config(home, ws, from)?.1),
+        Some(_) => Some(scan_project_config(store, ws, from)?.1),
         None => None,
     };
     let mut scanned = None;
-    let w = mutate(home, ledger, actor, |reg| {
+    let w = mutate(store, ledger, actor, |reg| {
         let w = get(reg, ws)?;
         let scan = match &committed {
             Some(s) => s.clone(),
@@ -1143,31 +1188,6 @@ pub fn approve_project_config_at(
             .map_err(|e| WorkspaceError::Unprocessable(e.to_string()))?,
     };
     Ok((w, scan))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Views
-// ---------------------------------------------------------------------------------------------
-
-/// The API's view of a workspace (seed 002's field names for the setup command).
-pub fn view(w: &Workspace) -> Value {
-    let opt = |a: &Approvable| (!a.text.is_empty()).then(|| a.text.clone());
-    let opt_h = |a: &Approvable| (!a.text.is_empty()).then(|| a.sha256());
-    json!({
-        "ref": w.ws_ref,
-        "path": w.path,
-        "created_at": w.created_at,
-        "setup_command": opt(&w.setup),
-        "setup_command_sha256": opt_h(&w.setup),
-        "setup_command_recipe": SETUP_DIGEST_RECIPE,
-        "setup_approval": w.setup.approval,
-        "setup_approved": w.setup.approved(),
-        "policy_sha256": opt_h(&w.policy),
-        "policy_recipe": policy::POLICY_DIGEST_RECIPE,
-        "policy_approval": w.policy.approval,
-        "policy_approved": !w.policy.text.is_empty() && w.policy.approved(),
-        "project_config_approval": w.project_config_approval,
-    })
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use crate::auth::Principal;
 struct Env {
     _dir: tempfile::TempDir,
     home: Home,
+    store: Store,
     ledger: Ledger,
     repo: PathBuf,
 }
@@ -17,6 +18,7 @@ fn env() -> Env {
     std::fs::create_dir(&repo).unwrap();
     Env {
         _dir: dir,
+        store: Store::new(&home),
         home,
         ledger,
         repo,
@@ -53,7 +55,7 @@ fn ledger_kinds(e: &Env) -> Vec<String> {
 }
 
 fn add(e: &Env) -> Workspace {
-    super::add(&e.home, &e.ledger, &person(), e.repo.to_str().unwrap()).unwrap()
+    super::add(&e.store, &e.ledger, &person(), e.repo.to_str().unwrap()).unwrap()
 }
 
 #[test]
@@ -64,16 +66,16 @@ fn registers_canonical_paths_once() {
     assert_eq!(w.path, std::fs::canonicalize(&e.repo).unwrap());
     // The same folder under another spelling, or through a link, is the same workspace.
     let dotted = format!("{}/../repo/", e.repo.display());
-    let err = super::add(&e.home, &e.ledger, &person(), &dotted).unwrap_err();
+    let err = super::add(&e.store, &e.ledger, &person(), &dotted).unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
     assert!(err.to_string().contains("ws-0001"), "{err}");
     let link = e.repo.with_file_name("link");
     std::os::unix::fs::symlink(&e.repo, &link).unwrap();
-    let err = super::add(&e.home, &e.ledger, &person(), link.to_str().unwrap()).unwrap_err();
+    let err = super::add(&e.store, &e.ledger, &person(), link.to_str().unwrap()).unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
     // Relative, missing, or a file: refused.
     for bad in ["repo", "/nonexistent/folder/x"] {
-        let err = super::add(&e.home, &e.ledger, &person(), bad).unwrap_err();
+        let err = super::add(&e.store, &e.ledger, &person(), bad).unwrap_err();
         assert!(
             matches!(err, WorkspaceError::Unprocessable(_)),
             "{bad}: {err}"
@@ -81,12 +83,12 @@ fn registers_canonical_paths_once() {
     }
     let file = e.repo.with_file_name("file");
     std::fs::write(&file, "x").unwrap();
-    let err = super::add(&e.home, &e.ledger, &person(), file.to_str().unwrap()).unwrap_err();
+    let err = super::add(&e.store, &e.ledger, &person(), file.to_str().unwrap()).unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
 
     let other = e.repo.with_file_name("other");
     std::fs::create_dir(&other).unwrap();
-    let w2 = super::add(&e.home, &e.ledger, &person(), other.to_str().unwrap()).unwrap();
+    let w2 = super::add(&e.store, &e.ledger, &person(), other.to_str().unwrap()).unwrap();
     assert_eq!(w2.ws_ref, "ws-0002");
     assert_eq!(load(&e.home).unwrap().len(), 2);
     assert_eq!(find(&e.home, "ws-1").unwrap().unwrap().ws_ref, "ws-0001");
@@ -118,49 +120,64 @@ fn registers_canonical_paths_once() {
 fn setup_approval_lifecycle() {
     let e = env();
     add(&e);
-    let (h, l) = (&e.home, &e.ledger);
-    let w = set_setup(h, l, &person(), "ws-0001", "npm ci").unwrap();
+    let l = &e.ledger;
+    let w = set_setup(&e.store, l, &person(), "ws-0001", "npm ci").unwrap();
     assert_eq!(w.setup.text, "npm ci");
     assert!(!w.setup.approved());
     let sha = w.setup.sha256();
     assert_eq!(sha, sha256_hex(b"npm ci"));
 
     // An agent cannot approve, whatever the hash.
-    let err = approve_setup(h, l, &agent(), "ws-0001", &sha).unwrap_err();
+    let err = approve_setup(&e.store, l, &agent(), "ws-0001", &sha).unwrap_err();
     assert!(matches!(err, WorkspaceError::AgentRefused(_)), "{err}");
     // A hash of another text: a concurrent change, 409.
-    let err = approve_setup(h, l, &person(), "ws-0001", &sha256_hex(b"npm ci ")).unwrap_err();
+    let err =
+        approve_setup(&e.store, l, &person(), "ws-0001", &sha256_hex(b"npm ci ")).unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
     assert!(err.to_string().contains(&sha), "{err}");
-    let err = approve_setup(h, l, &person(), "ws-0001", "abc").unwrap_err();
+    let err = approve_setup(&e.store, l, &person(), "ws-0001", "abc").unwrap_err();
     assert!(matches!(err, WorkspaceError::BadRequest(_)), "{err}");
 
-    let w = approve_setup(h, l, &person(), "ws-0001", &sha.to_uppercase()).unwrap();
+    let w = approve_setup(&e.store, l, &person(), "ws-0001", &sha.to_uppercase()).unwrap();
     assert!(w.setup.approved());
     let a = w.setup.approval.clone().unwrap();
     assert_eq!(a.sha256, sha);
     assert_eq!(a.actor, "owner (tok-0001)");
 
     // One more space: no longer approved, the approval stays as evidence.
-    let w = set_setup(h, l, &person(), "ws-0001", "npm ci ").unwrap();
+    let w = set_setup(&e.store, l, &person(), "ws-0001", "npm ci ").unwrap();
     assert!(!w.setup.approved());
     assert_eq!(w.setup.approval.as_ref(), Some(&a));
     // Back to the approved text: the approval applies again.
-    let w = set_setup(h, l, &person(), "ws-0001", "npm ci").unwrap();
+    let w = set_setup(&e.store, l, &person(), "ws-0001", "npm ci").unwrap();
     assert!(w.setup.approved());
     // Clearing: nothing to approve; approving nothing is refused.
-    let w = set_setup(h, l, &person(), "ws-0001", "").unwrap();
+    let w = set_setup(&e.store, l, &person(), "ws-0001", "").unwrap();
     assert!(w.setup.approved());
-    let err = approve_setup(h, l, &person(), "ws-0001", &sha256_hex(b"")).unwrap_err();
+    let err = approve_setup(&e.store, l, &person(), "ws-0001", &sha256_hex(b"")).unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
 
     // Limits: 8192 bytes, no NUL.
-    set_setup(h, l, &person(), "ws-0001", &"x".repeat(MAX_SETUP_BYTES)).unwrap();
-    let err = set_setup(h, l, &person(), "ws-0001", &"x".repeat(MAX_SETUP_BYTES + 1)).unwrap_err();
+    set_setup(
+        &e.store,
+        l,
+        &person(),
+        "ws-0001",
+        &"x".repeat(MAX_SETUP_BYTES),
+    )
+    .unwrap();
+    let err = set_setup(
+        &e.store,
+        l,
+        &person(),
+        "ws-0001",
+        &"x".repeat(MAX_SETUP_BYTES + 1),
+    )
+    .unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
-    let err = set_setup(h, l, &person(), "ws-0001", "a\0b").unwrap_err();
+    let err = set_setup(&e.store, l, &person(), "ws-0001", "a\0b").unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
-    let err = set_setup(h, l, &person(), "ws-0009", "x").unwrap_err();
+    let err = set_setup(&e.store, l, &person(), "ws-0009", "x").unwrap_err();
     assert!(matches!(err, WorkspaceError::NotFound(_)), "{err}");
 
     let kinds = ledger_kinds(&e);
@@ -170,7 +187,14 @@ fn setup_approval_lifecycle() {
     );
     // Setting the same text twice records it once.
     let before = kinds.len();
-    set_setup(h, l, &person(), "ws-0001", &"x".repeat(MAX_SETUP_BYTES)).unwrap();
+    set_setup(
+        &e.store,
+        l,
+        &person(),
+        "ws-0001",
+        &"x".repeat(MAX_SETUP_BYTES),
+    )
+    .unwrap();
     assert_eq!(ledger_kinds(&e).len(), before);
 }
 
@@ -182,31 +206,38 @@ fn policy_lifecycle_and_approved_policy() {
     add(&e);
     let (h, l) = (&e.home, &e.ledger);
     assert_eq!(approved_policy(h, "ws-0001").unwrap(), None);
-    let err = set_policy(h, l, &person(), "ws-0001", "[[check]]\nname = \"x\"\n").unwrap_err();
+    let err = set_policy(
+        &e.store,
+        l,
+        &person(),
+        "ws-0001",
+        "[[check]]\nname = \"x\"\n",
+    )
+    .unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
     assert!(err.to_string().contains("argv"), "{err}");
     let bomb = format!("a = {}", "[".repeat(100_000));
-    let err = set_policy(h, l, &person(), "ws-0001", &bomb).unwrap_err();
+    let err = set_policy(&e.store, l, &person(), "ws-0001", &bomb).unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
 
-    let w = set_policy(h, l, &person(), "ws-0001", POLICY).unwrap();
+    let w = set_policy(&e.store, l, &person(), "ws-0001", POLICY).unwrap();
     assert_eq!(approved_policy(h, "ws-0001").unwrap(), None);
     let sha = w.policy.sha256();
     assert!(matches!(
-        approve_policy(h, l, &agent(), "ws-0001", &sha),
+        approve_policy(&e.store, l, &agent(), "ws-0001", &sha),
         Err(WorkspaceError::AgentRefused(_))
     ));
-    approve_policy(h, l, &person(), "ws-0001", &sha).unwrap();
+    approve_policy(&e.store, l, &person(), "ws-0001", &sha).unwrap();
     assert_eq!(
         approved_policy(h, "ws-0001").unwrap(),
         Some((POLICY.to_string(), sha.clone()))
     );
     let changed = POLICY.replace("true", "false");
-    set_policy(h, l, &person(), "ws-0001", &changed).unwrap();
+    set_policy(&e.store, l, &person(), "ws-0001", &changed).unwrap();
     assert_eq!(approved_policy(h, "ws-0001").unwrap(), None);
-    let err = approve_policy(h, l, &person(), "ws-0001", &sha).unwrap_err();
+    let err = approve_policy(&e.store, l, &person(), "ws-0001", &sha).unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
-    set_policy(h, l, &person(), "ws-0001", POLICY).unwrap();
+    set_policy(&e.store, l, &person(), "ws-0001", POLICY).unwrap();
     assert_eq!(approved_policy(h, "ws-0001").unwrap().unwrap().1, sha);
     let kinds = ledger_kinds(&e);
     assert!(kinds.contains(&kinds::POLICY_SET.to_string()));
@@ -242,7 +273,7 @@ fn admit_start_cases() {
         assert_eq!(a.workspace_ref.as_deref(), Some("ws-0001"));
         assert_eq!(a.path, canon);
     }
-    set_setup(h, l, &person(), "ws-0001", "make  setup").unwrap();
+    set_setup(&e.store, l, &person(), "ws-0001", "make  setup").unwrap();
     let err = admit_start(h, "ws-0001", true, false).unwrap_err();
     assert!(matches!(err, AdmitError::Conflict(_)), "{err}");
     let msg = err.to_string();
@@ -257,7 +288,7 @@ fn admit_start_cases() {
     // no_setup skips it for one start; a start without worktree is unaffected.
     admit_start(h, "ws-0001", true, true).unwrap();
     admit_start(h, "ws-0001", false, false).unwrap();
-    approve_setup(h, l, &person(), "ws-0001", &sha).unwrap();
+    approve_setup(&e.store, l, &person(), "ws-0001", &sha).unwrap();
     admit_start(h, "ws-0001", true, false).unwrap();
 }
 
@@ -302,12 +333,13 @@ fn admit_folder_follows_the_project_config_approval() {
         "{msg}"
     );
     assert!(matches!(
-        approve_project_config(h, l, &agent(), "ws-0001", &scan.sha256),
+        approve_project_config(&e.store, l, &agent(), "ws-0001", &scan.sha256),
         Err(WorkspaceError::AgentRefused(_))
     ));
-    let err = approve_project_config(h, l, &person(), "ws-0001", &sha256_hex(b"x")).unwrap_err();
+    let err =
+        approve_project_config(&e.store, l, &person(), "ws-0001", &sha256_hex(b"x")).unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
-    let (w, _) = approve_project_config(h, l, &person(), "ws-0001", &scan.sha256).unwrap();
+    let (w, _) = approve_project_config(&e.store, l, &person(), "ws-0001", &scan.sha256).unwrap();
     assert_eq!(w.project_config_approval.unwrap().sha256, scan.sha256);
     admit_folder(h, Some("ws-0001"), Tool::Claude, &e.repo).unwrap();
     // An unflagged key changes: still approved.
@@ -339,33 +371,20 @@ fn a_crash_between_ledger_and_registry_is_replayed() {
     let e = env();
     add(&e);
     let (h, l) = (&e.home, &e.ledger);
-    set_setup(h, l, &person(), "ws-0001", "npm ci").unwrap();
+    set_setup(&e.store, l, &person(), "ws-0001", "npm ci").unwrap();
     let before = std::fs::read(registry_path(h)).unwrap();
-    approve_setup(h, l, &person(), "ws-0001", &sha256_hex(b"npm ci")).unwrap();
+    approve_setup(&e.store, l, &person(), "ws-0001", &sha256_hex(b"npm ci")).unwrap();
     // The registry write "did not happen": the ledger holds an approval the file lacks.
     std::fs::write(registry_path(h), &before).unwrap();
     assert!(!find(h, "ws-0001").unwrap().unwrap().setup.approved());
-    assert_eq!(recover(h, &h.ledger_path()).unwrap(), 1);
+    assert_eq!(recover(&e.store, &h.ledger_path()).unwrap(), 1);
     let w = find(h, "ws-0001").unwrap().unwrap();
     assert!(w.setup.approved());
-    assert_eq!(recover(h, &h.ledger_path()).unwrap(), 0);
+    assert_eq!(recover(&e.store, &h.ledger_path()).unwrap(), 0);
     // A lost registry is rebuilt from the ledger alone.
     std::fs::remove_file(registry_path(h)).unwrap();
-    assert_eq!(recover(h, &h.ledger_path()).unwrap(), 3);
+    assert_eq!(recover(&e.store, &h.ledger_path()).unwrap(), 3);
     assert_eq!(find(h, "ws-0001").unwrap().unwrap(), w);
-}
-
-#[test]
-fn view_uses_the_seed_names() {
-    let e = env();
-    add(&e);
-    let w = set_setup(&e.home, &e.ledger, &person(), "ws-0001", "npm ci").unwrap();
-    let v = view(&w);
-    assert_eq!(v["setup_command"], "npm ci");
-    assert_eq!(v["setup_command_sha256"], sha256_hex(b"npm ci"));
-    assert_eq!(v["setup_approved"], false);
-    assert_eq!(v["setup_approval"], Value::Null);
-    assert_eq!(v["ref"], "ws-0001");
 }
 
 #[test]
@@ -401,33 +420,46 @@ fn a_commits_files_are_reviewed_and_approved_with_from() {
     add(&e);
     let (h, l) = (&e.home, &e.ledger);
 
-    let (_, folder) = scan_project_config(h, "ws-0001", None).unwrap();
+    let (_, folder) = scan_project_config(&e.store, "ws-0001", None).unwrap();
     assert!(!folder.any_flagged());
-    let (_, at) = scan_project_config(h, "ws-0001", Some("feature")).unwrap();
+    let (_, at) = scan_project_config(&e.store, "ws-0001", Some("feature")).unwrap();
     assert!(at.any_flagged());
     assert_eq!(at.commit.as_deref(), Some(feature.as_str()));
     // Resolved as worktree_from is: no expressions, no unknown names.
     for bad in ["feature~0", "nope", "HEAD", ""] {
         assert!(
             matches!(
-                scan_project_config(h, "ws-0001", Some(bad)),
+                scan_project_config(&e.store, "ws-0001", Some(bad)),
                 Err(WorkspaceError::Unprocessable(_))
             ),
             "{bad}"
         );
     }
     // The folder's hash does not approve the commit's files, nor the reverse.
-    let err =
-        approve_project_config_at(h, l, &person(), "ws-0001", &folder.sha256, Some("feature"))
-            .unwrap_err();
+    let err = approve_project_config_at(
+        &e.store,
+        l,
+        &person(),
+        "ws-0001",
+        &folder.sha256,
+        Some("feature"),
+    )
+    .unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
     assert!(err.to_string().contains("--from"), "{err}");
     assert!(matches!(
-        approve_project_config(h, l, &person(), "ws-0001", &at.sha256),
+        approve_project_config(&e.store, l, &person(), "ws-0001", &at.sha256),
         Err(WorkspaceError::Conflict(_))
     ));
     assert!(matches!(
-        approve_project_config_at(h, l, &agent(), "ws-0001", &at.sha256, Some("feature")),
+        approve_project_config_at(
+            &e.store,
+            l,
+            &agent(),
+            "ws-0001",
+            &at.sha256,
+            Some("feature")
+        ),
         Err(WorkspaceError::AgentRefused(_))
     ));
 
@@ -458,8 +490,15 @@ fn a_commits_files_are_reviewed_and_approved_with_from() {
         "{m}"
     );
 
-    let (w, scan) =
-        approve_project_config_at(h, l, &person(), "ws-0001", &at.sha256, Some("feature")).unwrap();
+    let (w, scan) = approve_project_config_at(
+        &e.store,
+        l,
+        &person(),
+        "ws-0001",
+        &at.sha256,
+        Some("feature"),
+    )
+    .unwrap();
     assert_eq!(scan, at);
     let a = w.project_config_approval.clone().unwrap();
     assert_eq!(a.sha256, at.sha256);
@@ -477,7 +516,7 @@ fn a_commits_files_are_reviewed_and_approved_with_from() {
     assert_eq!(last["kind"], kinds::APPROVE_PROJECT_CONFIG);
     assert_eq!(last["from"], json!(feature));
     std::fs::remove_file(registry_path(h)).unwrap();
-    recover(h, &h.ledger_path()).unwrap();
+    recover(&e.store, &h.ledger_path()).unwrap();
     assert_eq!(
         find(h, "ws-0001").unwrap().unwrap().project_config_approval,
         Some(a)

@@ -86,10 +86,12 @@ impl World {
 
         // The workspace and its approved policy; the run's work; the candidate and its checks.
         let (home, ledger) = (&s.state.home, &s.state.ledger);
-        let ws = crate::workspaces::add(home, ledger, &ws_actor(), repo.to_str().unwrap()).unwrap();
-        crate::workspaces::set_policy(home, ledger, &ws_actor(), &ws.ws_ref, POLICY).unwrap();
+        let store = &s.state.workspaces;
+        let ws =
+            crate::workspaces::add(store, ledger, &ws_actor(), repo.to_str().unwrap()).unwrap();
+        crate::workspaces::set_policy(store, ledger, &ws_actor(), &ws.ws_ref, POLICY).unwrap();
         crate::workspaces::approve_policy(
-            home,
+            store,
             ledger,
             &ws_actor(),
             &ws.ws_ref,

@@ -41,7 +41,6 @@ pub fn meaning(s: GateState) -> &'static str {
             "every expected evidence passed; a person has not decided. This is not acceptance"
         }
         GateState::Passed => "a person's publication authorisation for these bytes was spent",
-        GateState::Unknown => "a state this cockpit does not know",
     }
 }
 
@@ -111,7 +110,7 @@ fn node_rows(app: &App, n: &GateNode, depth: usize, width: usize, out: &mut Vec<
 
 fn gate_rows(app: &App, g: &GateView, width: usize) -> Vec<Row> {
     let mut rows: Vec<Row> = Vec::new();
-    let st = g.gate_state();
+    let st = g.state;
     rows.push(vec![
         styled(app, Role::Dim, "state     ".into()),
         styled(app, gate_role(st), st.label().to_uppercase()),
@@ -214,7 +213,7 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         ));
     }
     if let Some(Ok(g)) = gate {
-        let st = g.gate_state();
+        let st = g.state;
         title.push(span(app, gate_role(st), format!("{} ", st.label())));
     }
     let block = pane_block(app, Line::from(title), focused(app, Pane::Gate));

@@ -21,7 +21,6 @@ pub fn gate_role(s: GateState) -> Role {
         GateState::EvidenceStale => Role::GateStale,
         GateState::AwaitingHuman => Role::GateAwaitingHuman,
         GateState::Passed => Role::GatePassed,
-        GateState::Unknown => Role::Dim,
     }
 }
 
