@@ -117,3 +117,33 @@ fn passphrase_right_op() {}
     ))
 )]
 pub struct Doc;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every route the server's router declares for this area has its operation in the
+    /// OpenAPI document, and the document names no other path of this area.
+    #[test]
+    fn every_route_is_in_the_openapi_document() {
+        let doc = Doc::openapi();
+        let documented: std::collections::BTreeSet<String> =
+            doc.paths.paths.keys().cloned().collect();
+        let declared: std::collections::BTreeSet<String> = [
+            route::KEYS,
+            route::CHANGES,
+            route::PASSPHRASE,
+            route::WRONG,
+            route::RIGHT,
+        ]
+        .iter()
+        .map(|r| format!("{BASE}{r}"))
+        .collect();
+        assert_eq!(documented, declared);
+        assert_eq!(keys(), format!("{BASE}/keys"));
+        assert_eq!(changes(), format!("{BASE}/keys/changes"));
+        assert_eq!(passphrase("k"), format!("{BASE}/passphrase/k"));
+        assert_eq!(passphrase_wrong("k"), format!("{BASE}/passphrase/k/wrong"));
+        assert_eq!(passphrase_right("k"), format!("{BASE}/passphrase/k/right"));
+    }
+}

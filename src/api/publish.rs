@@ -181,3 +181,46 @@ fn sign_receipt() {}
     ))
 )]
 pub struct Doc;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every route the server's router declares for this area has its operation in the
+    /// OpenAPI document, and the document names no other path of this area.
+    #[test]
+    fn every_route_is_in_the_openapi_document() {
+        let doc = Doc::openapi();
+        let documented: std::collections::BTreeSet<String> =
+            doc.paths.paths.keys().cloned().collect();
+        let declared: std::collections::BTreeSet<String> = [
+            route::INTENTS,
+            route::INTENT,
+            route::APPROVALS,
+            route::CHECK,
+            route::REFUSAL,
+            route::AUTHORISATION,
+            route::SPEND,
+            route::RECEIPT,
+        ]
+        .iter()
+        .map(|r| format!("{BASE}{r}"))
+        .collect();
+        assert_eq!(documented, declared);
+        // The path functions name the same routes.
+        assert_eq!(intent("int-0001"), format!("{BASE}/intents/int-0001"));
+        assert_eq!(
+            approvals("int-0001"),
+            format!("{BASE}/intents/int-0001/approvals")
+        );
+        for (f, step) in [
+            (check as fn(&str) -> String, "check"),
+            (refusal, "refusal"),
+            (authorisation, "authorisation"),
+            (spend, "spend"),
+            (receipt, "receipt"),
+        ] {
+            assert_eq!(f("apr-1"), format!("{BASE}/approvals/apr-1/{step}"));
+        }
+    }
+}

@@ -142,6 +142,8 @@ pub struct SpendAnswer {
 /// What happened when an authorisation was spent on an intent (its `outcome`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct IntentOutcome {
+    /// The approval whose authorisation was spent.
+    #[serde(default)]
     pub approval: String,
     pub effects: Effects,
     pub error: Option<Failure>,
