@@ -858,6 +858,129 @@ pub fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, ClientError> 
     Ok(rt.block_on(f))
 }
 
+/// The approval flow's calls to the server ([`crate::publish::approve::Server`]), made with
+/// the contract's paths and types.
+impl crate::publish::approve::Server for Client {
+    fn open_approval(
+        &self,
+        intent: &str,
+    ) -> Result<crate::api::publish::OpenedApproval, crate::publish::approve::ServerError> {
+        flow(self.request_blocking::<(), _>(
+            Method::POST,
+            &crate::api::publish::approvals(intent),
+            None,
+        ))
+    }
+
+    fn check_approval(
+        &self,
+        approval: &str,
+    ) -> Result<crate::api::publish::CheckView, crate::publish::approve::ServerError> {
+        flow(self.request_blocking::<(), _>(
+            Method::POST,
+            &crate::api::publish::check(approval),
+            None,
+        ))
+    }
+
+    fn refuse_approval(
+        &self,
+        approval: &str,
+        req: &crate::api::publish::RefusalRequest,
+    ) -> Result<crate::api::publish::RefusalAnswer, crate::publish::approve::ServerError> {
+        flow(self.request_blocking(
+            Method::POST,
+            &crate::api::publish::refusal(approval),
+            Some(req),
+        ))
+    }
+
+    fn authorise(
+        &self,
+        approval: &str,
+        req: &crate::api::publish::EnvelopeRequest,
+    ) -> Result<crate::api::publish::MintedAnswer, crate::publish::approve::ServerError> {
+        flow(self.request_blocking(
+            Method::POST,
+            &crate::api::publish::authorisation(approval),
+            Some(req),
+        ))
+    }
+
+    fn spend(
+        &self,
+        approval: &str,
+        req: &crate::api::publish::EnvelopeRequest,
+    ) -> Result<crate::api::publish::SpendAnswer, crate::publish::approve::ServerError> {
+        flow(self.request_blocking(
+            Method::POST,
+            &crate::api::publish::spend(approval),
+            Some(req),
+        ))
+    }
+
+    fn sign_receipt(
+        &self,
+        approval: &str,
+        req: &crate::api::publish::ReceiptRequest,
+    ) -> Result<crate::api::publish::SignedReceipt, crate::publish::approve::ServerError> {
+        flow(self.request_blocking(
+            Method::POST,
+            &crate::api::publish::receipt(approval),
+            Some(req),
+        ))
+    }
+
+    fn passphrase_record(
+        &self,
+        key_id: &str,
+    ) -> Result<crate::api::authority::RecordView, crate::publish::approve::ServerError> {
+        flow(self.get_blocking(&crate::api::authority::passphrase(key_id)))
+    }
+
+    fn passphrase_wrong(
+        &self,
+        key_id: &str,
+    ) -> Result<crate::api::authority::RecordView, crate::publish::approve::ServerError> {
+        flow(self.request_blocking::<(), _>(
+            Method::POST,
+            &crate::api::authority::passphrase_wrong(key_id),
+            None,
+        ))
+    }
+
+    fn passphrase_right(
+        &self,
+        key_id: &str,
+        req: &crate::api::authority::RightRequest,
+    ) -> Result<crate::api::authority::RecordView, crate::publish::approve::ServerError> {
+        flow(self.request_blocking(
+            Method::POST,
+            &crate::api::authority::passphrase_right(key_id),
+            Some(req),
+        ))
+    }
+}
+
+/// A client's answer as the approval flow names it: the server's refusal, an answer that
+/// does not match the contract, or a server that could not be reached.
+fn flow<T>(r: Result<T, ClientError>) -> Result<T, crate::publish::approve::ServerError> {
+    use crate::publish::approve::ServerError;
+    r.map_err(|e| match e {
+        ClientError::Api {
+            status,
+            code,
+            message,
+        } => ServerError::Refused {
+            status: status.to_string(),
+            code,
+            message,
+        },
+        e @ ClientError::Contract { .. } => ServerError::Answer(e.to_string()),
+        other => ServerError::Unreachable(other.to_string()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

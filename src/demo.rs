@@ -361,7 +361,7 @@ fn finish_worktree_scene(client: &Client, run: &str) -> Result<RunView, DemoErro
     call(
         client,
         Method::POST,
-        "/v1/m/publish/intents",
+        &crate::api::publish::intents(),
         Some(json!({
             "run": run,
             "remote": "origin",

@@ -20,13 +20,6 @@ use std::path::PathBuf;
 /// as a known exception to remove.
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
     // (from, to, reason)
-    (
-        "publish",
-        "client",
-        "publish::approve and publish::unlock (the approval flow shared by the CLI and the \
-         cockpit) call the server through the client; they belong with the faces (or behind a \
-         trait the faces implement), which moves cli and tui imports",
-    ),
 ];
 
 fn root() -> PathBuf {

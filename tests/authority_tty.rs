@@ -14,6 +14,9 @@ const CHILD_ENV: &str = "PROCTOR_TTY_CHILD";
 const CHILD_INPUT_ENV: &str = "PROCTOR_TTY_CHILD_INPUT";
 /// Set for a child that must find typed-ahead input pending before it opens the terminal.
 const CHILD_WAIT_ENV: &str = "PROCTOR_TTY_CHILD_WAIT";
+/// Set for a child that reads its secret with the `rpassword` crate (after proctor's own
+/// terminal checks), to show what that reader does not keep (docs/security.md).
+const CHILD_RPASSWORD_ENV: &str = "PROCTOR_TTY_CHILD_RPASSWORD";
 const WAIT: Duration = Duration::from_secs(30);
 
 /// The child: a revision line, then a secret; reports what it read as hex, or the error.
@@ -58,6 +61,19 @@ fn prompt_child() {
             return;
         }
     };
+    if std::env::var(CHILD_RPASSWORD_ENV).as_deref() == Ok("1") {
+        // proctor's checks passed (controlling terminal, foreground, flushed); the secret is
+        // read by rpassword from /dev/tty, as a wrapper around it would.
+        match rpassword::prompt_password("Secret: ") {
+            Ok(answer) => {
+                let answer = zeroize::Zeroizing::new(answer);
+                tty.write(&format!("RESULT {}\r\n", hex::encode(answer.as_bytes())))
+                    .unwrap()
+            }
+            Err(e) => tty.write(&format!("ERROR {e:?}\r\n")).unwrap(),
+        }
+        return;
+    }
     for (prompt, secret) in [("Revision: ", false), ("Secret: ", true)] {
         let r = if secret {
             tty.read_secret(prompt)
@@ -104,6 +120,11 @@ impl Child {
     /// A child that opens the terminal only once input is pending.
     fn start_after_typed_ahead() -> Child {
         Child::spawn(true)
+    }
+
+    /// A child whose secret is read by the `rpassword` crate.
+    fn start_rpassword() -> Child {
+        Child::spawn_with(false, Some(CHILD_RPASSWORD_ENV))
     }
 
     fn spawn(wait_for_input: bool) -> Child {
@@ -196,6 +217,10 @@ impl Child {
         self.text()
     }
 
+    fn status(&mut self) -> portable_pty::ExitStatus {
+        self.child.wait().unwrap()
+    }
+
     fn lflag(&self) -> libc::tcflag_t {
         let fd = self.master.as_raw_fd().unwrap();
         let mut t: libc::termios = unsafe { std::mem::zeroed() };
@@ -258,4 +283,56 @@ fn only_the_controlling_terminal_counts_as_input() {
         out.contains("INPUT stdin=Ok(()) other=Err(InputNotControlling)"),
         "{out}"
     );
+}
+
+/// Ctrl-C at proctor's prompt is a refusal the caller sees (`Aborted`: the approval flow
+/// records it in a redacted receipt), with the terminal's modes restored.
+#[test]
+fn ctrl_c_at_the_prompt_aborts_and_restores_the_terminal() {
+    let mut c = Child::start();
+    c.wait_for("Revision: ");
+    c.send(b"abc\x03");
+    let out = c.finish();
+    assert!(out.contains("ABORTED"), "{out}");
+    assert!(c.status().success(), "{out}");
+    assert_ne!(c.lflag() & libc::ECHO, 0, "echo restored");
+    assert_ne!(c.lflag() & libc::ICANON, 0, "canonical mode restored");
+}
+
+/// Why the passphrase is not read with the `rpassword` crate (docs/security.md, "The masked
+/// passphrase read"): given the same terminal, after the same checks, its reader does not keep
+/// two guarantees proctor's keeps. (1) Ctrl-C: it raises SIGINT while the terminal is still in
+/// its no-echo mode, so the process dies there (no refusal is returned, so no redacted receipt
+/// names it) and the terminal is left without echo. (2) The bound: it accepts an answer of
+/// any length (proctor's stops at 1024 bytes).
+#[test]
+fn rpassword_does_not_keep_the_ctrl_c_and_bound_guarantees() {
+    // (1) Ctrl-C kills the process with the terminal left in no-echo mode.
+    let mut c = Child::start_rpassword();
+    c.wait_for("Secret: ");
+    c.send(b"sec\x03");
+    let out = c.finish();
+    let status = c.status();
+    assert!(
+        !out.contains("RESULT") && !out.contains("ERROR"),
+        "rpassword returned to its caller:\n{out}"
+    );
+    assert!(
+        status.signal().is_some(),
+        "the child was not killed by a signal: {status:?}\n{out}"
+    );
+    assert_eq!(
+        c.lflag() & libc::ECHO,
+        0,
+        "rpassword left the terminal with echo on (it restored it)"
+    );
+
+    // (2) No bound on the answer.
+    let mut c = Child::start_rpassword();
+    c.wait_for("Secret: ");
+    let long = "a".repeat(2000);
+    c.send(long.as_bytes());
+    c.send(b"\r");
+    let out = c.finish();
+    assert_eq!(result_lines(&out), vec![long], "{out}");
 }

@@ -545,7 +545,7 @@ pub fn registry_path(home: &Home) -> PathBuf {
 }
 
 /// One registered key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RegisteredKey {
     pub key_id: String,
     pub recipe: String,
@@ -554,14 +554,15 @@ pub struct RegisteredKey {
     pub registered_at: String,
     /// The token id that registered it.
     pub by: String,
-    /// The key id whose signed change registered it (absent for the first key).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The key id whose signed change registered it (`null` for the first key).
+    #[serde(default)]
     pub signed_by: Option<String>,
-    /// When a signed change revoked it: it no longer verifies new authorisations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// When a signed change revoked it: it no longer verifies new authorisations (`null`
+    /// while active).
+    #[serde(default)]
     pub revoked_at: Option<String>,
     /// The key id whose signed change revoked it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub revoked_signed_by: Option<String>,
 }
 
@@ -582,7 +583,7 @@ impl RegisteredKey {
 /// The registry: every key ever registered (revoked ones stay, marked), and its generation,
 /// which every change advances (a signed change names the generation it applies to, so it
 /// applies once).
-#[derive(Debug, Default, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Registry {
     #[serde(default)]
     pub generation: u64,

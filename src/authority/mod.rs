@@ -16,3 +16,4 @@ pub mod passphrase;
 pub mod sshsig;
 pub mod statement;
 pub mod tty;
+pub mod views;

@@ -149,6 +149,69 @@ pub fn record(home: &Home, key_id: &str) -> Result<Record, PassphraseError> {
     Ok(read_state(home)?.remove(key_id).unwrap_or_default())
 }
 
+/// While `key_id` must still wait after wrong passphrases, the sentence that says so and
+/// until when (nothing it signs is accepted before); `None` once the wait is over.
+pub fn backoff_message(home: &Home, key_id: &str) -> Result<Option<String>, PassphraseError> {
+    let r = record(home, key_id)?;
+    let left = r.remaining_ms(Utc::now());
+    if left == 0 {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "keyid={} {key_id} had {} wrong passphrase(s) in a row; nothing it signs is accepted \
+         before {} ({left} ms from now). Remedy: wait, then type the passphrase again",
+        keys::KEY_ID_RECIPE,
+        r.failures,
+        r.not_before.as_deref().unwrap_or("?")
+    )))
+}
+
+/// What the server says about one key's record (`GET /v1/m/authority/passphrase/{key_id}`,
+/// and the answers of `…/wrong` and `…/right`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RecordView {
+    pub key_id: String,
+    /// Wrong passphrases in a row.
+    pub failures: u32,
+    pub last_wrong_at: Option<String>,
+    /// The wait that follows the last one.
+    pub wait_ms: u64,
+    /// No prompt before this time.
+    pub not_before: Option<String>,
+    /// How long is left to wait now.
+    pub remaining_ms: u64,
+    pub free_attempts: u32,
+    pub base_ms: u64,
+    pub cap_ms: u64,
+}
+
+impl RecordView {
+    /// The view of `r` at `now`, for a server whose first wait is `base_ms`.
+    pub fn of(key_id: &str, r: &Record, base_ms: u64, now: DateTime<Utc>) -> RecordView {
+        RecordView {
+            key_id: key_id.to_string(),
+            failures: r.failures,
+            last_wrong_at: r.last_wrong_at.clone(),
+            wait_ms: r.wait_ms,
+            not_before: r.not_before.clone(),
+            remaining_ms: r.remaining_ms(now),
+            free_attempts: FREE_ATTEMPTS,
+            base_ms,
+            cap_ms: base_ms.saturating_mul(CAP_FACTOR),
+        }
+    }
+
+    /// The record it shows (what a proof of the right passphrase names).
+    pub fn record(&self) -> Record {
+        Record {
+            failures: self.failures,
+            last_wrong_at: self.last_wrong_at.clone(),
+            wait_ms: self.wait_ms,
+            not_before: self.not_before.clone(),
+        }
+    }
+}
+
 /// Counts one more wrong passphrase for `key_id` at `now`; returns the new record. The caller
 /// serialises the read-modify-write (the server holds its authority lock).
 pub fn record_wrong(

@@ -6,11 +6,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Ctx, print_json, show_path};
 use ed25519_dalek::SigningKey;
 
+use crate::api::authority::{
+    self as wire, ChangeAnswer, ChangeRequest, RegisterKeyAnswer, RegisterKeyRequest, Registry,
+};
 use crate::authority::keychange::{self, Change};
 use crate::authority::keys::{self, PublicInfo};
 use crate::authority::sshsig;
@@ -20,8 +23,6 @@ use crate::publish::approve::{Prompter, TtyPrompter};
 use crate::publish::unlock;
 use crate::text;
 
-const KEYS_ROUTE: &str = "/v1/m/authority/keys";
-const CHANGES_ROUTE: &str = "/v1/m/authority/keys/changes";
 /// How many times a passphrase may be chosen before `generate` gives up.
 const ATTEMPTS: usize = 3;
 
@@ -198,32 +199,29 @@ fn connect(home: &crate::home::Home) -> anyhow::Result<Client> {
     Ok(client.with_token(home)?)
 }
 
-fn registry(client: &Client) -> anyhow::Result<Value> {
-    client::block_on(client.call(Method::GET, KEYS_ROUTE, None))?
+fn registry(client: &Client) -> anyhow::Result<Registry> {
+    client
+        .get_blocking(&wire::keys())
         .context("reading the server's registered keys")
 }
 
-fn active(reg: &Value) -> impl Iterator<Item = &Value> {
-    reg["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|k| k["revoked_at"].is_null())
+fn is_active(reg: &Registry, key_id: &str) -> bool {
+    reg.active().any(|k| k.key_id == key_id)
 }
 
-fn is_active(reg: &Value, key_id: &str) -> bool {
-    active(reg).any(|k| k["key_id"].as_str() == Some(key_id))
+fn register_first(client: &Client, info: &PublicInfo) -> anyhow::Result<RegisterKeyAnswer> {
+    let body = RegisterKeyRequest {
+        public_key_b64: Some(info.public_key_b64.clone()),
+        openssh: None,
+        key_id: Some(info.key_id.clone()),
+    };
+    client
+        .request_blocking(Method::POST, &wire::keys(), Some(&body))
+        .context("registering the public key with the server")
 }
 
-fn register_first(client: &Client, info: &PublicInfo) -> anyhow::Result<Value> {
-    let body = json!({"public_key_b64": info.public_key_b64, "key_id": info.key_id});
-    let v = client::block_on(client.call(Method::POST, KEYS_ROUTE, Some(body)))?
-        .context("registering the public key with the server")?;
-    Ok(v)
-}
-
-fn registration_line(v: &Value) -> &'static str {
-    if v["registered"] == json!(true) {
+fn registration_line(v: &RegisterKeyAnswer) -> &'static str {
+    if v.registered {
         "registered with the server"
     } else {
         "already registered with the server"
@@ -247,16 +245,20 @@ fn unlock_signer(client: &Client, signer: &Path) -> anyhow::Result<SigningKey> {
 }
 
 /// Signs `change` with `signer` for the registry's current generation and posts it.
-fn post_change(client: &Client, change: &Change, signer: &SigningKey) -> anyhow::Result<Value> {
+fn post_change(
+    client: &Client,
+    change: &Change,
+    signer: &SigningKey,
+) -> anyhow::Result<ChangeAnswer> {
     let reg = registry(client)?;
-    let generation = reg["generation"].as_u64().unwrap_or(0);
-    let (_, envelope) = keychange::sign(change, generation, signer)?;
-    client::block_on(client.call(
-        Method::POST,
-        CHANGES_ROUTE,
-        Some(json!({"envelope": envelope})),
-    ))?
-    .context("the server refused the signed key change")
+    let (_, envelope) = keychange::sign(change, reg.generation, signer)?;
+    client
+        .request_blocking(
+            Method::POST,
+            &wire::changes(),
+            Some(&ChangeRequest { envelope }),
+        )
+        .context("the server refused the signed key change")
 }
 
 /// The signing key: `--signed-by`, else the home's key unless it is the subject itself.
@@ -290,7 +292,7 @@ fn generate(
     let mut tty = Tty::open()?;
     let client = connect(home)?;
     let reg = registry(&client)?;
-    let known = reg["items"].as_array().map_or(0, Vec::len);
+    let known = reg.items.len();
     let signer = if known == 0 {
         if signed_by.is_some() {
             anyhow::bail!(
@@ -301,7 +303,7 @@ fn generate(
         None
     } else {
         let Some(sp) = signer_path(signed_by, default, &path) else {
-            return Err(need_signature(active(&reg).count()));
+            return Err(need_signature(reg.active().count()));
         };
         let signing = unlock_signer(&client, &sp)?;
         if !is_active(&reg, &keys::key_id(&signing.verifying_key())) {
@@ -333,17 +335,23 @@ fn generate(
             if known > 0 { " --signed-by OLD" } else { "" }
         )
     };
-    let v = match &signer {
-        None => register_first(&client, &info).with_context(kept)?,
-        Some(k) => post_change(
-            &client,
-            &Change {
-                add: Some(info.verifying_key()?),
-                revoke: None,
-            },
-            k,
-        )
-        .with_context(kept)?,
+    let (first, v) = match &signer {
+        None => {
+            let v = register_first(&client, &info).with_context(kept)?;
+            (Some(v.clone()), serde_json::to_value(v)?)
+        }
+        Some(k) => {
+            let v = post_change(
+                &client,
+                &Change {
+                    add: Some(info.verifying_key()?),
+                    revoke: None,
+                },
+                k,
+            )
+            .with_context(kept)?;
+            (None, serde_json::to_value(v)?)
+        }
     };
     if json_out {
         print_json(&json!({
@@ -354,13 +362,14 @@ fn generate(
         println!("generated {}", show_path(&path));
         println!("{}", info.key_id_line());
         println!("{}", info.openssh);
-        match &signer {
-            None => println!("{}", registration_line(&v)),
-            Some(k) => println!(
+        match (&signer, &first) {
+            (None, Some(v)) => println!("{}", registration_line(v)),
+            (Some(k), _) => println!(
                 "registered with the server, signed by keyid={} {}",
                 keys::KEY_ID_RECIPE,
                 keys::key_id(&k.verifying_key())
             ),
+            (None, None) => {}
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -377,12 +386,13 @@ fn register_cmd(
     let info = keys::public_info(&path)?;
     let client = connect(home)?;
     let reg = registry(&client)?;
-    let known = reg["items"].as_array().map_or(0, Vec::len);
-    let (v, signer) = if known == 0 || is_active(&reg, &info.key_id) {
-        (register_first(&client, &info)?, None)
+    let known = reg.items.len();
+    let (v, first, signer) = if known == 0 || is_active(&reg, &info.key_id) {
+        let v = register_first(&client, &info)?;
+        (serde_json::to_value(&v)?, Some(v), None)
     } else {
         let Some(sp) = signer_path(signed_by, default, &path) else {
-            return Err(need_signature(active(&reg).count()));
+            return Err(need_signature(reg.active().count()));
         };
         let signing = unlock_signer(&client, &sp)?;
         let v = post_change(
@@ -393,26 +403,31 @@ fn register_cmd(
             },
             &signing,
         )?;
-        (v, Some(keys::key_id(&signing.verifying_key())))
+        (
+            serde_json::to_value(v)?,
+            None,
+            Some(keys::key_id(&signing.verifying_key())),
+        )
     };
     if json_out {
         print_json(&json!({"key_id": info.key_id, "keyid": info.key_id_line(),
                            "signed_by": signer, "server": v}))?;
     } else {
         println!("{}", info.key_id_line());
-        match &signer {
-            None => println!("{}", registration_line(&v)),
-            Some(id) => println!(
+        match (&signer, &first) {
+            (None, Some(v)) => println!("{}", registration_line(v)),
+            (Some(id), _) => println!(
                 "registered with the server, signed by keyid={} {id}",
                 keys::KEY_ID_RECIPE
             ),
+            (None, None) => {}
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The one registered key `given` names (its id, or a prefix of at least 8 hex digits).
-fn resolve_key_id(reg: &Value, given: &str) -> anyhow::Result<String> {
+fn resolve_key_id(reg: &Registry, given: &str) -> anyhow::Result<String> {
     let given = given
         .trim()
         .strip_prefix(&format!("keyid={} ", keys::KEY_ID_RECIPE))
@@ -424,11 +439,10 @@ fn resolve_key_id(reg: &Value, given: &str) -> anyhow::Result<String> {
             text::one_line(&given, 80)
         );
     }
-    let found: Vec<String> = reg["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|k| k["key_id"].as_str())
+    let found: Vec<String> = reg
+        .items
+        .iter()
+        .map(|k| k.key_id.as_str())
         .filter(|id| id.starts_with(&given))
         .map(str::to_string)
         .collect();
@@ -591,18 +605,10 @@ fn ask_new_passphrase(tty: &mut Tty) -> Result<zeroize::Zeroizing<String>, anyho
 
 fn show(home: &crate::home::Home, path: &Path, json_out: bool) -> anyhow::Result<ExitCode> {
     let info = keys::public_info(path)?;
-    let known = match connect(home).and_then(|c| {
-        let v = client::block_on(c.call(Method::GET, KEYS_ROUTE, None))??;
-        Ok(v)
-    }) {
+    let known = match connect(home).and_then(|c| Ok(c.get_blocking::<Registry>(&wire::keys())?)) {
         Ok(v) => Ok((
             is_active(&v, &info.key_id),
-            v["items"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|k| k["key_id"].as_str() == Some(info.key_id.as_str()))
-                .and_then(|k| k["revoked_at"].as_str().map(str::to_string)),
+            v.find(&info.key_id).and_then(|k| k.revoked_at.clone()),
         )),
         Err(e) => Err(format!("{e:#}")),
     };

@@ -6,16 +6,15 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::Method;
-use serde_json::{Value, json};
 
 use super::{Ctx, UsageError, print_json, show_path};
+use crate::api::Items;
+use crate::api::publish::{self as wire, Intent, IntentView, ProposeRequest};
 use crate::authority::keys;
 use crate::client::{self, Client};
 use crate::publish::approve::{self, Outcome, TtyPrompter};
-use crate::publish::intent::{self, Intent};
+use crate::publish::intent;
 use crate::text;
-
-const BASE: &str = approve::BASE;
 
 /// Publish a bound candidate: one commit, pushed with a lease, and a pull request.
 ///
@@ -153,12 +152,11 @@ pub fn run(ctx: &Ctx, args: PublishArgs) -> anyhow::Result<ExitCode> {
         PublishCommand::List(a) => list(&c, a),
         PublishCommand::Show(a) => {
             let id = intent::normalize_id(&a.intent).map_err(|e| UsageError::new(e.to_string()))?;
-            let v = call(&c, Method::GET, &format!("{BASE}/intents/{id}"), None)?;
+            let v: IntentView = c.get_blocking(&wire::intent(&id))?;
             if a.json {
                 print_json(&v)?;
             } else {
-                let it: Intent = serde_json::from_value(v).context("reading the intent")?;
-                print!("{}", describe(&it));
+                print!("{}", describe(&v.intent));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -181,10 +179,6 @@ pub fn run(ctx: &Ctx, args: PublishArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn call(c: &Client, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-    Ok(client::block_on(c.call(method, path, body))??)
-}
-
 fn propose(c: &Client, a: ProposeArgs) -> anyhow::Result<ExitCode> {
     let body = match &a.body_file {
         Some(p) => {
@@ -205,17 +199,17 @@ fn propose(c: &Client, a: ProposeArgs) -> anyhow::Result<ExitCode> {
         }
         None => String::new(),
     };
-    let v = call(
-        c,
-        Method::POST,
-        &format!("{BASE}/intents"),
-        Some(json!({"run": a.run, "remote": a.remote, "branch": a.branch,
-                    "title": a.title, "body": body})),
-    )?;
+    let req = ProposeRequest {
+        run: a.run,
+        remote: a.remote,
+        branch: a.branch,
+        title: a.title,
+        body,
+    };
+    let it: Intent = c.request_blocking(Method::POST, &wire::intents(), Some(&req))?;
     if a.json {
-        print_json(&v)?;
+        print_json(&it)?;
     } else {
-        let it: Intent = serde_json::from_value(v).context("reading the intent")?;
         print!("{}", describe(&it));
     }
     Ok(ExitCode::SUCCESS)
@@ -254,18 +248,11 @@ fn describe(it: &Intent) -> String {
         s += &f("blocked", c);
     }
     if let Some(o) = &it.outcome {
-        if let Some(pr) = o["effects"]["pull_request"].as_object() {
-            s += &f(
-                "pull req",
-                &format!(
-                    "#{} {}",
-                    pr.get("number").and_then(Value::as_u64).unwrap_or(0),
-                    pr.get("html_url").and_then(Value::as_str).unwrap_or("")
-                ),
-            );
+        if let Some(pr) = &o.effects.pull_request {
+            s += &f("pull req", &format!("#{} {}", pr.number, pr.html_url));
         }
-        if let Some(m) = o["error"]["message"].as_str() {
-            s += &f("error", m);
+        if let Some(e) = &o.error {
+            s += &f("error", &e.message);
         }
     }
     if it.state == intent::IntentState::AwaitingAuthority {
@@ -278,13 +265,12 @@ fn describe(it: &Intent) -> String {
 }
 
 fn list(c: &Client, a: ListArgs) -> anyhow::Result<ExitCode> {
-    let v = call(c, Method::GET, &format!("{BASE}/intents"), None)?;
+    let v: Items<IntentView> = c.get_blocking(&wire::intents())?;
     if a.json {
         print_json(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let items: Vec<Intent> =
-        serde_json::from_value(v["items"].clone()).context("reading the intents")?;
+    let items: Vec<Intent> = v.items.into_iter().map(|i| i.intent).collect();
     if items.is_empty() {
         println!("no intents (propose one with `proctor publish propose`)");
         return Ok(ExitCode::SUCCESS);

@@ -116,7 +116,7 @@ pub struct Plan {
 }
 
 /// The local branch ref, as moved.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LocalRef {
     pub name: String,
     pub old: Option<String>,
@@ -124,7 +124,7 @@ pub struct LocalRef {
 }
 
 /// The push, as observed on the remote afterwards.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Pushed {
     pub remote_url: String,
     pub name: String,
@@ -135,7 +135,7 @@ pub struct Pushed {
 }
 
 /// Every effect that happened, in order; each is absent when it did not happen.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Effects {
     pub local_ref: Option<LocalRef>,
     pub push: Option<Pushed>,

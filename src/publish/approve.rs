@@ -19,29 +19,31 @@
 //! Every return after step 1 leaves a receipt; every refusal is an [`Outcome::Refused`] that
 //! names itself (the CLI exits 1), never a silent success.
 //!
-//! [`run`] is synchronous and makes its own small runtime per server call: call it from a
-//! plain thread, not from inside an async runtime.
+//! The flow reaches the server only through a [`Server`] (declared here, in `publish`'s own
+//! types; the client implements it), so `publish` does not depend on the faces. [`run`] is
+//! synchronous: call it from a plain thread, not from inside an async runtime (the client's
+//! implementation makes its own small runtime per call).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine;
-use hyper::Method;
-use serde::Deserialize;
-use serde_json::{Value, json};
 use zeroize::Zeroizing;
 
-use super::authorisation::{self, Grant, LedgerHead};
+use super::authorisation::{self, Grant};
 use super::forge::PullRequest;
-use super::intent::Intent;
 use super::receipt;
+pub use super::views::{CheckView, ReceiptRef};
+use super::views::{
+    EnvelopeRequest, MintedAnswer, OpenedApproval, ReceiptRequest, RefusalAnswer, RefusalRequest,
+    SignedReceipt, SpendAnswer,
+};
 use crate::authority::keys;
+use crate::authority::passphrase::RecordView;
 use crate::authority::tty::{Tty, TtyError};
+use crate::authority::views::RightRequest;
 use crate::authority::{dsse, sshsig};
-use crate::client::{Client, ClientError};
 use crate::text;
 
-/// The API base of the publish routes.
-pub const BASE: &str = "/v1/m/publish";
 /// Width of one displayed field.
 pub const FIELD_WIDTH: usize = 100;
 /// Lines of the body shown before the approval.
@@ -90,6 +92,58 @@ impl From<TtyError> for PromptError {
             other => PromptError::Failed(other.to_string()),
         }
     }
+}
+
+/// Why the server gave no usable answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ServerError {
+    /// The server refused, with its code and sentence.
+    #[error("the server answered {status}: {message}")]
+    Refused {
+        status: String,
+        code: String,
+        message: String,
+    },
+    /// The answer does not match the contract (a different build).
+    #[error("{0}")]
+    Answer(String),
+    /// The server could not be reached.
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+/// The calls the approval flow and [`super::unlock`] make to the server (the routes of
+/// `docs/api.md`, "Publish" and "Authority"), in `publish`'s and `authority`'s own types. The
+/// client (`crate::client::Client`) implements it; a test may too.
+pub trait Server {
+    /// `POST /v1/m/publish/intents/{intent}/approvals`.
+    fn open_approval(&self, intent: &str) -> Result<OpenedApproval, ServerError>;
+    /// `POST /v1/m/publish/approvals/{approval}/check`.
+    fn check_approval(&self, approval: &str) -> Result<CheckView, ServerError>;
+    /// `POST /v1/m/publish/approvals/{approval}/refusal`.
+    fn refuse_approval(
+        &self,
+        approval: &str,
+        req: &RefusalRequest,
+    ) -> Result<RefusalAnswer, ServerError>;
+    /// `POST /v1/m/publish/approvals/{approval}/authorisation`.
+    fn authorise(&self, approval: &str, req: &EnvelopeRequest)
+    -> Result<MintedAnswer, ServerError>;
+    /// `POST /v1/m/publish/approvals/{approval}/spend`.
+    fn spend(&self, approval: &str, req: &EnvelopeRequest) -> Result<SpendAnswer, ServerError>;
+    /// `POST /v1/m/publish/approvals/{approval}/receipt`.
+    fn sign_receipt(
+        &self,
+        approval: &str,
+        req: &ReceiptRequest,
+    ) -> Result<SignedReceipt, ServerError>;
+    /// `GET /v1/m/authority/passphrase/{key_id}`.
+    fn passphrase_record(&self, key_id: &str) -> Result<RecordView, ServerError>;
+    /// `POST /v1/m/authority/passphrase/{key_id}/wrong`.
+    fn passphrase_wrong(&self, key_id: &str) -> Result<RecordView, ServerError>;
+    /// `POST /v1/m/authority/passphrase/{key_id}/right`.
+    fn passphrase_right(&self, key_id: &str, req: &RightRequest)
+    -> Result<RecordView, ServerError>;
 }
 
 /// Where the approval meets a person. Implementations read answers only from a person at
@@ -171,16 +225,6 @@ impl Prompter for OfferedPrompter {
     }
 }
 
-/// A receipt file.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ReceiptRef {
-    pub id: String,
-    pub path: PathBuf,
-    /// True once the person's key signed it (with `<path>.sig` beside it).
-    #[serde(default)]
-    pub signed: bool,
-}
-
 /// How an approval ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -209,24 +253,6 @@ impl Outcome {
             _ => 1,
         }
     }
-}
-
-/// What the server's check says: the intent and the state it was re-read in.
-#[derive(Debug, Clone, Deserialize)]
-pub struct CheckView {
-    pub approval: String,
-    pub intent: Intent,
-    /// The remote branch's tip, re-read now (equal to the intent's lease).
-    pub remote_tip: Option<String>,
-    pub ledger_head: LedgerHead,
-    /// The gate's state (`awaiting_human`).
-    pub gate_state: String,
-    /// The evidence the gate counted: `[{check, result, ...}]`, shown by count.
-    #[serde(default)]
-    pub evidence: Vec<Value>,
-    /// The key ids the server trusts.
-    #[serde(default)]
-    pub key_ids: Vec<String>,
 }
 
 fn field(label: &str, value: &str) -> String {
@@ -327,9 +353,9 @@ pub fn display(v: &CheckView) -> String {
     s
 }
 
-fn refused_by(e: ClientError, receipt: Option<ReceiptRef>) -> Outcome {
+fn refused_by(e: ServerError, receipt: Option<ReceiptRef>) -> Outcome {
     let (code, message) = match &e {
-        ClientError::Api { code, message, .. } => (
+        ServerError::Refused { code, message, .. } => (
             if code.is_empty() {
                 "refused".to_string()
             } else {
@@ -337,6 +363,7 @@ fn refused_by(e: ClientError, receipt: Option<ReceiptRef>) -> Outcome {
             },
             message.clone(),
         ),
+        ServerError::Answer(m) => ("server_answer".to_string(), m.clone()),
         other => ("server_unreachable".to_string(), other.to_string()),
     };
     Outcome::Refused {
@@ -348,19 +375,18 @@ fn refused_by(e: ClientError, receipt: Option<ReceiptRef>) -> Outcome {
 
 /// Records a refusal that happened here (at the terminal) and returns it.
 fn refuse_here(
-    client: &Client,
+    server: &dyn Server,
     approval: &str,
     code: &str,
     message: String,
     receipt: ReceiptRef,
 ) -> Outcome {
-    let path = format!("{BASE}/approvals/{approval}/refusal");
-    let receipt = match client.call_blocking(
-        Method::POST,
-        &path,
-        Some(json!({"code": code, "message": message})),
-    ) {
-        Ok(v) => serde_json::from_value(v["receipt"].clone()).unwrap_or(receipt),
+    let req = RefusalRequest {
+        code: code.to_string(),
+        message: message.clone(),
+    };
+    let receipt = match server.refuse_approval(approval, &req) {
+        Ok(answer) => answer.receipt,
         Err(_) => receipt,
     };
     Outcome::Refused {
@@ -372,67 +398,49 @@ fn refuse_here(
 
 /// Runs the approval of `intent` (see the module doc). `key_path` is the operator's
 /// encrypted publish key.
-pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Prompter) -> Outcome {
+pub fn run(
+    server: &dyn Server,
+    key_path: &Path,
+    intent: &str,
+    prompter: &mut dyn Prompter,
+) -> Outcome {
     // 1. Open: the receipt is reserved from here on.
-    let opened = match client.call_blocking(
-        Method::POST,
-        &format!("{BASE}/intents/{intent}/approvals"),
-        None,
-    ) {
+    let opened = match server.open_approval(intent) {
         Ok(v) => v,
         Err(e) => return refused_by(e, None),
     };
-    let Some(approval) = opened["approval"].as_str().map(str::to_string) else {
-        return Outcome::Refused {
-            code: "server_answer".into(),
-            message: "the server opened no approval".into(),
-            receipt: None,
-        };
-    };
-    let Ok(receipt) = serde_json::from_value::<ReceiptRef>(opened["receipt"].clone()) else {
-        return Outcome::Refused {
-            code: "server_answer".into(),
-            message: "the server reserved no receipt".into(),
-            receipt: None,
-        };
-    };
+    let approval = opened.approval;
+    let receipt = opened.receipt;
 
     // 2. The server re-reads the remote and re-derives the candidate.
-    let view = match client.call_blocking(
-        Method::POST,
-        &format!("{BASE}/approvals/{approval}/check"),
-        None,
-    ) {
+    let view = match server.check_approval(&approval) {
         Ok(v) => v,
-        Err(e) => return refused_by(e, Some(receipt)),
-    };
-    let view: CheckView = match serde_json::from_value(view) {
-        Ok(v) => v,
-        Err(e) => {
+        Err(ServerError::Answer(e)) => {
             return refuse_here(
-                client,
+                server,
                 &approval,
                 "server_answer",
                 format!("the server's check cannot be read: {e}"),
                 receipt,
             );
         }
+        Err(e) => return refused_by(e, Some(receipt)),
     };
 
     // 3. Show what came from the agent, the remote and the forge, sanitised.
     if let Err(e) = prompter.show(&display(&view)) {
-        return refuse_here(client, &approval, e.code(), e.to_string(), receipt);
+        return refuse_here(server, &approval, e.code(), e.to_string(), receipt);
     }
 
     // 4. The full revision, typed, compared exactly.
     let typed = match prompter.ask_revision("Revision: ") {
         Ok(t) => t,
-        Err(e) => return refuse_here(client, &approval, e.code(), e.to_string(), receipt),
+        Err(e) => return refuse_here(server, &approval, e.code(), e.to_string(), receipt),
     };
     let revision = view.intent.revision.clone();
     if typed.as_str() != revision {
         return refuse_here(
-            client,
+            server,
             &approval,
             "wrong_revision",
             "the revision typed is not the intent's revision (compared exactly, all of it); \
@@ -446,18 +454,18 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
     // 5. The passphrase, masked, from the terminal only (after the wait the server's record
     //    of wrong passphrases asks for), and 6. only now the key.
     let key = match super::unlock::unlock(
-        client,
+        server,
         key_path,
         prompter,
         "Passphrase for the publish key: ",
     ) {
         Ok(k) => k,
-        Err(e) => return refuse_here(client, &approval, e.code(), e.to_string(), receipt),
+        Err(e) => return refuse_here(server, &approval, e.code(), e.to_string(), receipt),
     };
     let key_id = keys::key_id(&key.verifying_key());
     if !view.key_ids.iter().any(|k| k == &key_id) {
         return refuse_here(
-            client,
+            server,
             &approval,
             "key_not_registered",
             format!(
@@ -478,29 +486,21 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
     };
     let envelope = match authorisation::mint(&grant, &key) {
         Ok((_, env)) => env,
-        Err(e) => return refuse_here(client, &approval, "mint_failed", e.to_string(), receipt),
+        Err(e) => return refuse_here(server, &approval, "mint_failed", e.to_string(), receipt),
     };
-    if let Err(e) = client.call_blocking(
-        Method::POST,
-        &format!("{BASE}/approvals/{approval}/authorisation"),
-        Some(json!({"envelope": envelope})),
-    ) {
+    let req = EnvelopeRequest { envelope };
+    if let Err(e) = server.authorise(&approval, &req) {
         return refused_by(e, Some(receipt));
     }
-    let spent = match client.call_blocking(
-        Method::POST,
-        &format!("{BASE}/approvals/{approval}/spend"),
-        Some(json!({"envelope": envelope})),
-    ) {
+    let spent = match server.spend(&approval, &req) {
         Ok(v) => v,
         Err(e) => return refused_by(e, Some(receipt)),
     };
 
     // The receipt: the server's statement, signed here with the person's key.
-    let receipt = sign_receipt(client, &approval, &spent, &key, &key_id).unwrap_or(receipt);
-    if spent["outcome"] == "published"
-        && let Ok(pr) =
-            serde_json::from_value::<PullRequest>(spent["effects"]["pull_request"].clone())
+    let receipt = sign_receipt(server, &approval, &spent, &key, &key_id).unwrap_or(receipt);
+    if spent.outcome == receipt::Outcome::Published
+        && let Some(pr) = spent.effects.pull_request.clone()
     {
         return Outcome::Published {
             intent: view.intent.id.clone(),
@@ -510,15 +510,16 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
             receipt,
         };
     }
+    let (code, message) = match spent.error {
+        Some(f) => (f.code, f.message),
+        None => (
+            "failed".to_string(),
+            "the adapter did not finish".to_string(),
+        ),
+    };
     Outcome::Refused {
-        code: spent["error"]["code"]
-            .as_str()
-            .unwrap_or("failed")
-            .to_string(),
-        message: spent["error"]["message"]
-            .as_str()
-            .unwrap_or("the adapter did not finish")
-            .to_string(),
+        code,
+        message,
         receipt: Some(receipt),
     }
 }
@@ -526,24 +527,24 @@ pub fn run(client: &Client, key_path: &Path, intent: &str, prompter: &mut dyn Pr
 /// Signs the statement the server wrote (DSSE over the PAE, SSHSIG over the file bytes) and
 /// has the server replace the unsigned receipt with it.
 fn sign_receipt(
-    client: &Client,
+    server: &dyn Server,
     approval: &str,
-    answer: &Value,
+    answer: &SpendAnswer,
     key: &ed25519_dalek::SigningKey,
     key_id: &str,
 ) -> Option<ReceiptRef> {
     let payload = base64::engine::general_purpose::STANDARD
-        .decode(answer["statement_b64"].as_str()?)
+        .decode(answer.statement_b64.as_deref()?)
         .ok()?;
     let envelope = dsse::sign(dsse::PAYLOAD_TYPE, &payload, key, key_id);
     let bytes = receipt::file_bytes(&envelope);
     let sig = sshsig::sign(&bytes, key);
-    let v = client
-        .call_blocking(
-            Method::POST,
-            &format!("{BASE}/approvals/{approval}/receipt"),
-            Some(json!({"envelope_json": String::from_utf8(bytes).ok()?, "sshsig": sig})),
-        )
-        .ok()?;
-    serde_json::from_value(v["receipt"].clone()).ok()
+    let req = ReceiptRequest {
+        envelope_json: String::from_utf8(bytes).ok()?,
+        sshsig: sig,
+    };
+    server
+        .sign_receipt(approval, &req)
+        .ok()
+        .map(|signed| signed.receipt)
 }

@@ -52,7 +52,7 @@ pub enum AuthorisationError {
 }
 
 /// The ledger position an approval was opened at.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LedgerHead {
     /// The seq of the last event at that point.
     pub seq: u64,

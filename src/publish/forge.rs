@@ -461,7 +461,7 @@ pub struct PullRequestAsk {
 }
 
 /// What the forge answered: untrusted text, displayed only through [`crate::text`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PullRequest {
     pub number: u64,
     pub html_url: String,

@@ -49,7 +49,7 @@ pub enum IntentError {
 }
 
 /// Where an intent stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IntentState {
     /// The evidence passes for this exact candidate; a person's authorisation is awaited.
@@ -84,7 +84,7 @@ impl IntentState {
 }
 
 /// Everything `git commit-tree` needs to rebuild the revision byte for byte.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CommitRecipe {
     pub tree: String,
     pub parent: String,
@@ -140,7 +140,7 @@ impl CommitRecipe {
 }
 
 /// The candidate an intent publishes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CandidateRef {
     pub id: String,
     /// The identity digest, with its recipe.
@@ -152,14 +152,14 @@ pub struct CandidateRef {
 }
 
 /// The remote, as resolved at proposal time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Remote {
     pub name: String,
     pub url: String,
 }
 
 /// Where the pull request is opened.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ForgeTarget {
     pub api_base: String,
     pub owner: String,
@@ -169,7 +169,7 @@ pub struct ForgeTarget {
 }
 
 /// One intent (`data/intents/int-NNNN.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Intent {
     pub format: String,
     pub id: String,
@@ -179,8 +179,10 @@ pub struct Intent {
     pub run: String,
     pub candidate: CandidateRef,
     /// The repository that holds the commit object.
+    #[schema(value_type = String)]
     pub repo: PathBuf,
     /// The run's worktree.
+    #[schema(value_type = String)]
     pub worktree: PathBuf,
     pub remote: Remote,
     pub branch: String,
@@ -195,11 +197,13 @@ pub struct Intent {
     pub state: IntentState,
     /// Why it is blocked (empty otherwise).
     pub causes: Vec<String>,
-    /// The gate as evaluated at proposal time.
+    /// The gate as evaluated at proposal time: `{state, evidence_ok, policy, evaluated_at,
+    /// evidence}` (the evidence part's own values).
+    #[schema(value_type = Object)]
     pub gate: serde_json::Value,
-    /// What happened when an authorisation was spent on it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<serde_json::Value>,
+    /// What happened when an authorisation was spent on it (`null` before).
+    #[serde(default)]
+    pub outcome: Option<super::views::IntentOutcome>,
 }
 
 /// The folder of intents.

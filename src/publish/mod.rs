@@ -17,5 +17,7 @@ pub mod authorisation;
 pub mod demo_forge;
 pub mod forge;
 pub mod intent;
+pub mod machine;
 pub mod receipt;
 pub mod unlock;
+pub mod views;

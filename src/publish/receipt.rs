@@ -96,7 +96,7 @@ pub fn ledger_point(ledger: &Ledger) -> Result<LedgerPoint, FilesError> {
 }
 
 /// How an approval ended (or where it stands when the receipt is written).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Reserved, and nothing else recorded yet: what the file says if the client vanished.

@@ -15,16 +15,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
-use hyper::Method;
-use serde_json::{Value, json};
 
-use super::approve::{PromptError, Prompter};
+use super::approve::{PromptError, Prompter, Server, ServerError};
 use crate::authority::keys::{self, KeyError};
-use crate::authority::passphrase::{self, Record};
-use crate::client::{Client, ClientError};
-
-/// The API base of the back-off record.
-pub const PASSPHRASE_ROUTE: &str = "/v1/m/authority/passphrase";
+use crate::authority::passphrase::{self, RecordView};
+use crate::authority::views::RightRequest;
 /// The client never waits longer than this in one go before asking the server again.
 const MAX_ONE_WAIT: Duration = Duration::from_secs(120);
 
@@ -47,7 +42,7 @@ pub enum UnlockError {
         claimed: String,
     },
     #[error("the server's back-off record: {0}")]
-    Server(#[from] ClientError),
+    Server(#[from] ServerError),
 }
 
 impl UnlockError {
@@ -62,18 +57,9 @@ impl UnlockError {
     }
 }
 
-fn record_of(v: &Value) -> Record {
-    Record {
-        failures: v["failures"].as_u64().unwrap_or(0) as u32,
-        last_wrong_at: v["last_wrong_at"].as_str().map(str::to_string),
-        wait_ms: v["wait_ms"].as_u64().unwrap_or(0),
-        not_before: v["not_before"].as_str().map(str::to_string),
-    }
-}
-
 /// The server's record for `key_id`.
-pub fn server_record(client: &Client, key_id: &str) -> Result<Value, ClientError> {
-    client.call_blocking(Method::GET, &format!("{PASSPHRASE_ROUTE}/{key_id}"), None)
+pub fn server_record(server: &dyn Server, key_id: &str) -> Result<RecordView, ServerError> {
+    server.passphrase_record(key_id)
 }
 
 fn secs(ms: u64) -> String {
@@ -87,32 +73,32 @@ fn secs(ms: u64) -> String {
 /// Waits as the server's record says, asks for the passphrase of the key at `key_path` with
 /// `prompt`, decrypts it and reports the outcome to the server.
 pub fn unlock(
-    client: &Client,
+    server: &dyn Server,
     key_path: &Path,
     prompter: &mut dyn Prompter,
     prompt: &str,
 ) -> Result<SigningKey, UnlockError> {
     let claimed = keys::public_info(key_path)?.key_id;
     // Wait until the server's record lets a prompt be shown.
-    let mut v = server_record(client, &claimed)?;
+    let mut v = server_record(server, &claimed)?;
     let mut waited = 0u64;
     for _ in 0..8 {
-        let left = v["remaining_ms"].as_u64().unwrap_or(0);
+        let left = v.remaining_ms;
         if left == 0 {
             break;
         }
         prompter.notice(&format!(
             "{} wrong passphrases in a row for this key: waiting {} before asking again (the \
              server records each wrong passphrase; a right one resets the count).\n",
-            v["failures"],
+            v.failures,
             secs(left)
         ))?;
         let d = Duration::from_millis(left).min(MAX_ONE_WAIT);
         std::thread::sleep(d);
         waited += d.as_millis() as u64;
-        v = server_record(client, &claimed)?;
+        v = server_record(server, &claimed)?;
     }
-    let record = record_of(&v);
+    let record = v.record();
     let shown = if waited > 0 {
         format!(
             "{} (after {} wrong, waited {}): ",
@@ -128,17 +114,13 @@ pub fn unlock(
         Ok(k) => k,
         Err(e @ KeyError::WrongPassphrase { .. }) => {
             drop(passphrase);
-            let after = client.call_blocking(
-                Method::POST,
-                &format!("{PASSPHRASE_ROUTE}/{claimed}/wrong"),
-                None,
-            );
+            let after = server.passphrase_wrong(&claimed);
             let message = match after {
                 Ok(r) => {
-                    let next = r["wait_ms"].as_u64().unwrap_or(0);
+                    let next = r.wait_ms;
                     format!(
                         "{e} (wrong passphrase {} in a row for this key; {})",
-                        r["failures"],
+                        r.failures,
                         if next == 0 {
                             format!(
                                 "after {} the next prompt waits, longer each time",
@@ -172,14 +154,10 @@ pub fn unlock(
             break;
         }
         let proof = passphrase::sign_right(&key, &record);
-        match client.call_blocking(
-            Method::POST,
-            &format!("{PASSPHRASE_ROUTE}/{claimed}/right"),
-            Some(json!({"proof": proof})),
-        ) {
+        match server.passphrase_right(&claimed, &RightRequest { proof }) {
             Ok(_) => break,
-            Err(ClientError::Api { code, .. }) if code == "stale_proof" && round < 2 => {
-                record = record_of(&server_record(client, &claimed)?);
+            Err(ServerError::Refused { code, .. }) if code == "stale_proof" && round < 2 => {
+                record = server_record(server, &claimed)?.record();
             }
             Err(e) => return Err(e.into()),
         }

@@ -24,18 +24,19 @@ use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Deserialize;
 use serde_json::json;
 
 use super::Shared;
 use super::api::{ApiError, Caller, blocking};
+pub use crate::api::authority::BASE;
+use crate::api::authority::{
+    ChangeAnswer, ChangeRequest, RecordView, RegisterKeyAnswer, RegisterKeyRequest, RightRequest,
+    route,
+};
 use crate::auth::Role;
-use crate::authority::dsse::Envelope;
 use crate::authority::keychange::{self, ChangeError};
 use crate::authority::keys::{self, FirstKeyError};
 use crate::authority::passphrase::{self, PassphraseError};
-
-pub const BASE: &str = "/v1/m/authority";
 
 /// The server's settings for the publish authority (`proctor serve` flags).
 #[derive(Debug, Clone)]
@@ -72,23 +73,24 @@ impl AuthorityState {
 }
 
 /// The role each authority route needs (`route` is the full matched route).
-pub fn authority_role(method: &str, route: &str) -> Option<Role> {
-    Some(match (method, route.strip_prefix(BASE)?) {
-        ("GET", "/keys") => Role::Read,
-        ("POST", "/keys" | "/keys/changes") => Role::Admin,
-        ("GET", "/passphrase/{key_id}") => Role::Read,
-        ("POST", "/passphrase/{key_id}/wrong" | "/passphrase/{key_id}/right") => Role::Write,
+pub fn authority_role(method: &str, full: &str) -> Option<Role> {
+    use route::*;
+    Some(match (method, full.strip_prefix(BASE)?) {
+        ("GET", KEYS) => Role::Read,
+        ("POST", KEYS | CHANGES) => Role::Admin,
+        ("GET", PASSPHRASE) => Role::Read,
+        ("POST", WRONG | RIGHT) => Role::Write,
         _ => return None,
     })
 }
 
 pub fn routes() -> Router<Arc<Shared>> {
     Router::new()
-        .route("/keys", get(list_keys).post(register_key))
-        .route("/keys/changes", post(change_keys))
-        .route("/passphrase/{key_id}", get(passphrase_record))
-        .route("/passphrase/{key_id}/wrong", post(passphrase_wrong))
-        .route("/passphrase/{key_id}/right", post(passphrase_right))
+        .route(route::KEYS, get(list_keys).post(register_key))
+        .route(route::CHANGES, post(change_keys))
+        .route(route::PASSPHRASE, get(passphrase_record))
+        .route(route::WRONG, post(passphrase_wrong))
+        .route(route::RIGHT, post(passphrase_right))
 }
 
 fn internal(e: impl std::fmt::Display) -> ApiError {
@@ -108,18 +110,7 @@ fn person_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
 
 async fn list_keys(State(s): State<Arc<Shared>>) -> Result<Response, ApiError> {
     let reg = keys::read_registry(&s.home).map_err(internal)?;
-    Ok(axum::Json(json!({"generation": reg.generation, "items": reg.items})).into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RegisterKey {
-    #[serde(default)]
-    public_key_b64: Option<String>,
-    #[serde(default)]
-    openssh: Option<String>,
-    #[serde(default)]
-    key_id: Option<String>,
+    Ok(axum::Json(reg).into_response())
 }
 
 async fn register_key(
@@ -128,7 +119,7 @@ async fn register_key(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     person_only(&caller, "register a publish key")?;
-    let body: RegisterKey =
+    let body: RegisterKeyRequest =
         serde_json::from_slice(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
     let key = match (&body.public_key_b64, &body.openssh) {
         (Some(b64), _) => keys::verifying_key_from_b64(b64),
@@ -175,9 +166,13 @@ async fn register_key(
             )
             .map_err(internal)?;
         }
-        let mut out = serde_json::to_value(&record).map_err(internal)?;
-        out["registered"] = json!(new);
-        Ok((new, out))
+        Ok((
+            new,
+            RegisterKeyAnswer {
+                key: record,
+                registered: new,
+            },
+        ))
     })
     .await?;
     let status = if v.0 {
@@ -188,12 +183,6 @@ async fn register_key(
     Ok((status, axum::Json(v.1)).into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChangeBody {
-    envelope: Envelope,
-}
-
 fn change_refusal(e: &ChangeError) -> ApiError {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     ApiError::new(status, e.code(), e.to_string())
@@ -201,29 +190,14 @@ fn change_refusal(e: &ChangeError) -> ApiError {
 
 /// Refuses while `key_id` must still wait after wrong passphrases.
 fn backoff_gate(s: &Shared, key_id: &str) -> Result<(), ApiError> {
-    let r = passphrase::record(&s.home, key_id).map_err(internal)?;
-    let left = r.remaining_ms(chrono::Utc::now());
-    if left > 0 {
-        return Err(ApiError::new(
+    match passphrase::backoff_message(&s.home, key_id).map_err(internal)? {
+        Some(message) => Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "passphrase_backoff",
-            format!(
-                "keyid={} {key_id} had {} wrong passphrase(s) in a row; nothing it signs is \
-                 accepted before {} ({left} ms from now). Remedy: wait, then type the \
-                 passphrase again",
-                keys::KEY_ID_RECIPE,
-                r.failures,
-                r.not_before.as_deref().unwrap_or("?")
-            ),
-        ));
+            message,
+        )),
+        None => Ok(()),
     }
-    Ok(())
-}
-
-/// The back-off gate for other routes (the authorisation): `Some(message)` while `key_id`
-/// must still wait.
-pub fn passphrase_wait(s: &Shared, key_id: &str) -> Option<String> {
-    backoff_gate(s, key_id).err().map(|e| e.message)
 }
 
 async fn change_keys(
@@ -232,7 +206,7 @@ async fn change_keys(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     person_only(&caller, "change the publish keys")?;
-    let req: ChangeBody =
+    let req: ChangeRequest =
         serde_json::from_slice(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
     let v = blocking(move || {
         let by = caller.token_id.clone();
@@ -275,11 +249,14 @@ async fn change_keys(
             )
             .map_err(internal)?;
         }
-        Ok(json!({
-            "action": p.action, "signed_by": p.signer, "generation": applied.generation,
-            "added": applied.added, "revoked": applied.revoked,
-            "change_sha256": applied.payload_sha256,
-        }))
+        Ok(ChangeAnswer {
+            action: p.action.clone(),
+            signed_by: p.signer.clone(),
+            generation: applied.generation,
+            added: applied.added.clone(),
+            revoked: applied.revoked.clone(),
+            change_sha256: applied.payload_sha256.clone(),
+        })
     })
     .await?;
     Ok((StatusCode::CREATED, axum::Json(v)).into_response())
@@ -316,19 +293,13 @@ fn passphrase_refusal(e: PassphraseError) -> ApiError {
     }
 }
 
-fn record_view(s: &Shared, key_id: &str, r: &passphrase::Record) -> serde_json::Value {
-    let base = s.authority.settings.passphrase_backoff_ms;
-    json!({
-        "key_id": key_id,
-        "failures": r.failures,
-        "last_wrong_at": r.last_wrong_at,
-        "wait_ms": r.wait_ms,
-        "not_before": r.not_before,
-        "remaining_ms": r.remaining_ms(chrono::Utc::now()),
-        "free_attempts": passphrase::FREE_ATTEMPTS,
-        "base_ms": base,
-        "cap_ms": base.saturating_mul(passphrase::CAP_FACTOR),
-    })
+fn record_view(s: &Shared, key_id: &str, r: &passphrase::Record) -> RecordView {
+    RecordView::of(
+        key_id,
+        r,
+        s.authority.settings.passphrase_backoff_ms,
+        chrono::Utc::now(),
+    )
 }
 
 async fn passphrase_record(
@@ -374,12 +345,6 @@ async fn passphrase_wrong(
     Ok(axum::Json(v).into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RightBody {
-    proof: Envelope,
-}
-
 async fn passphrase_right(
     State(s): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
@@ -388,7 +353,7 @@ async fn passphrase_right(
 ) -> Result<Response, ApiError> {
     person_only(&caller, "report a passphrase")?;
     check_key_id(&key_id)?;
-    let req: RightBody =
+    let req: RightRequest =
         serde_json::from_slice(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
     let v = blocking(move || {
         let cleared = {

@@ -19,6 +19,7 @@ use zeroize::Zeroizing;
 
 use super::app::Msg;
 use super::widgets::approval::{Field, Reply};
+use crate::api::authority::{RegisterKeyAnswer, RegisterKeyRequest};
 use crate::authority::keys;
 use crate::authority::tty::{self, TtyError};
 use crate::client::Client;
@@ -222,9 +223,17 @@ pub fn demo_key(
     let info = keys::generate(key_path, passphrase.as_bytes())
         .map_err(|e| refused("demo_key", format!("the demo key was not made: {e}")))?;
     drop(passphrase);
-    let body = serde_json::json!({"public_key_b64": info.public_key_b64, "key_id": info.key_id});
+    let body = RegisterKeyRequest {
+        public_key_b64: Some(info.public_key_b64.clone()),
+        openssh: None,
+        key_id: Some(info.key_id.clone()),
+    };
     client
-        .call_blocking(hyper::Method::POST, KEYS_ROUTE, Some(body))
+        .request_blocking::<_, RegisterKeyAnswer>(
+            hyper::Method::POST,
+            &crate::api::authority::keys(),
+            Some(&body),
+        )
         .map_err(|e| {
             refused(
                 "demo_key_not_registered",
@@ -242,6 +251,3 @@ pub fn demo_key(
     ));
     Ok(())
 }
-
-/// The route that registers the first publish key.
-const KEYS_ROUTE: &str = "/v1/m/authority/keys";

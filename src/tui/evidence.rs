@@ -82,7 +82,7 @@ pub struct IntentView {
     #[serde(default)]
     pub created_at: String,
     #[serde(default)]
-    pub outcome: Option<Value>,
+    pub outcome: Option<crate::api::publish::IntentOutcome>,
 }
 
 impl IntentView {

@@ -308,3 +308,21 @@ fn the_recorded_wait_is_enforced_and_the_reset_proof_checked() {
         4
     );
 }
+
+/// The null rule (docs/api.md, "Changes"): a key carries `signed_by`, `revoked_at` and
+/// `revoked_signed_by`, `null` while absent.
+#[test]
+fn a_key_carries_every_field_null_when_absent() {
+    let s = TestServer::new();
+    let first = SigningKey::from_bytes(&[9u8; 32]);
+    register_first(&s, &first);
+    let listed = s.expect(&person(), 200, Method::GET, KEYS, None);
+    let key = &listed["items"][0];
+    for field in ["signed_by", "revoked_at", "revoked_signed_by"] {
+        assert!(
+            key.as_object().unwrap().contains_key(field),
+            "{field} missing: {key}"
+        );
+        assert!(key[field].is_null(), "{key}");
+    }
+}

@@ -406,3 +406,51 @@ fn a_revoked_keys_authorisation_is_refused_by_the_server() {
     let minted = w.s.ledger("publish.authorisation.minted");
     assert_eq!(minted[0]["key_id"], new_id.as_str());
 }
+
+/// The null rule (docs/api.md, "Changes"): every field an intent declares is on the wire,
+/// `null` when absent: `outcome` before a spend, `recorded_state` while not judged blocked,
+/// `state_evaluated_at` for a state that is a fact; after the spend, `outcome` is typed.
+#[test]
+fn an_intent_carries_every_field_null_when_absent() {
+    let w = World::new(37);
+    assert!(w.intent["outcome"].is_null(), "{}", w.intent);
+    assert!(
+        w.intent.as_object().unwrap().contains_key("outcome"),
+        "{}",
+        w.intent
+    );
+    let listed =
+        w.s.expect(&person(), 200, Method::GET, &format!("{PUB}/intents"), None);
+    let item = &listed["items"][0];
+    for key in ["outcome", "recorded_state", "state_evaluated_at"] {
+        assert!(
+            item.as_object().unwrap().contains_key(key),
+            "{key} missing: {item}"
+        );
+    }
+    assert!(item["recorded_state"].is_null(), "{item}");
+    assert!(item["state_evaluated_at"].is_string(), "{item}");
+
+    let (apr, view) = w.checked();
+    let (_, env) = authorisation::mint(&w.grant(&apr, &view), &w.key).unwrap();
+    assert_eq!(w.post(&apr, "authorisation", &env).0, 201);
+    let (code, spent) = w.post(&apr, "spend", &env);
+    assert_eq!(code, 200, "{spent}");
+    let shown = w.s.expect(
+        &person(),
+        200,
+        Method::GET,
+        &format!("{PUB}/intents/{}", w.id()),
+        None,
+    );
+    // A state that is a fact: not judged again.
+    assert!(shown["state_evaluated_at"].is_null(), "{shown}");
+    assert!(shown["recorded_state"].is_null(), "{shown}");
+    let outcome: crate::api::publish::IntentOutcome =
+        serde_json::from_value(shown["outcome"].clone()).unwrap();
+    assert_eq!(outcome.approval, apr);
+    assert_eq!(
+        outcome.effects,
+        serde_json::from_value(spent["effects"].clone()).unwrap()
+    );
+}

@@ -215,20 +215,16 @@ fn detail_rows(app: &App, it: &IntentView, w: usize) -> Vec<Line<'static>> {
     );
     field(&mut rows, "title", &it.title, Role::Text);
     if let Some(o) = &it.outcome {
-        if let Some(pr) = o["effects"]["pull_request"].as_object() {
+        if let Some(pr) = &o.effects.pull_request {
             field(
                 &mut rows,
                 "pull req",
-                &format!(
-                    "#{} {}",
-                    pr.get("number").and_then(|n| n.as_u64()).unwrap_or(0),
-                    pr.get("html_url").and_then(|u| u.as_str()).unwrap_or("")
-                ),
+                &format!("#{} {}", pr.number, pr.html_url),
                 Role::Text,
             );
         }
-        if let Some(m) = o["error"]["message"].as_str() {
-            field(&mut rows, "error", m, Role::Error);
+        if let Some(e) = &o.error {
+            field(&mut rows, "error", &e.message, Role::Error);
         }
     }
     if it.awaiting() {
