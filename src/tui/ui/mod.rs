@@ -3,14 +3,14 @@
 //! last step before a widget; the live terminal draws cells (see [`super::vt`]).
 
 mod events;
-mod gate;
+pub(crate) mod gate;
 mod header;
-mod intents;
+pub(crate) mod intents;
 #[cfg(test)]
 mod layout_tests;
 mod live;
 mod modal;
-mod receipts;
+pub(crate) mod receipts;
 mod sessions;
 mod status;
 #[cfg(test)]
@@ -145,28 +145,20 @@ pub fn span<'a>(app: &App, role: Role, s: impl Into<std::borrow::Cow<'a, str>>) 
     Span::styled(s, app.theme.style(role))
 }
 
-/// Draws one frame and returns its areas. Records the live pane's inner size on the app
-/// (the size the PTY should have).
+/// Lays the app out at the frame's size ([`App::lay_out`]: the areas, the live terminal's
+/// size, each list's rows and scroll, all state), then draws the frame from it
+/// ([`render`]). Returns the areas.
 pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
-    let zoomed = app.zoomed && app.tab == Tab::Sessions;
-    // Every run the cockpit holds, not only the listed ones: typing a filter does not
-    // resize the live terminal.
-    let list_rows = u16::try_from(app.runs.len()).unwrap_or(u16::MAX);
+    app.lay_out(frame.area());
+    render(frame, app);
+    app.areas
+}
+
+/// Draws one frame of `app` as [`App::lay_out`] left it: reads the state, writes nothing
+/// but the frame.
+pub fn render(frame: &mut Frame<'_>, app: &App) {
     let screen = frame.area();
-    let areas = layout(screen, zoomed, app.tab, list_rows);
-    app.areas = areas;
-    // The PTY follows the live pane only while it is drawn.
-    if app.tab == Tab::Sessions {
-        app.live_inner = if areas.zoomed {
-            areas.live
-        } else {
-            inner(areas.live)
-        };
-    }
-    if matches!(app.tab, Tab::Sessions | Tab::Gate) {
-        app.list_rows = usize::from(inner(areas.sessions).height.saturating_sub(1));
-        app.events_rows = usize::from(inner(areas.events).height);
-    }
+    let areas = app.areas;
     let buf = frame.buffer_mut();
     if !areas.zoomed {
         header::draw(app, areas.header, buf);
@@ -200,7 +192,6 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
         frame.set_cursor_position(c);
     }
     modal::draw(app, frame);
-    areas
 }
 
 fn draw_tabs(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {

@@ -168,7 +168,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     let w = usize::from(area.width);
     if app.mode.is_attach() {
         let prefix = crate::tui::keymap::key_label(&app.keymap.prefix());
-        let run = app.live.as_ref().map_or("", |s| s.run.as_str());
+        let run = app.live.slot.as_ref().map_or("", |s| s.run.as_str());
         let line = Line::from(vec![
             span(app, Role::Warning, " ATTACHED "),
             span(

@@ -13,7 +13,10 @@
 //! are typed, Backspace erases one, Enter submits (or shows the next page), Esc and ctrl-c
 //! refuse (the flow then writes its redacted receipt). **Paste and every other key are
 //! ignored**: arrows, Tab, Home, Delete, function keys, ctrl and alt combinations never reach
-//! a field. See [`classify`].
+//! a field. See [`classify`]. It is a [`Dialog`] like every other: a key answers
+//! [`DialogOutcome::Continue`] while it stays open and [`DialogOutcome::Cancel`] when the
+//! operator closed it (only once the flow ended, or with a second Esc before the first
+//! question); it never submits, since its answers go to the flow's thread.
 
 use std::cell::Cell;
 use std::fmt;
@@ -28,8 +31,10 @@ use zeroize::Zeroizing;
 
 use crate::publish::approve::{Outcome as FlowOutcome, PromptError};
 use crate::text;
+use crate::tui::keymap::Keymap;
 use crate::tui::role::Role;
 use crate::tui::theme::Theme;
+use crate::tui::widgets::{Dialog, Outcome as DialogOutcome};
 
 /// The longest answer taken, in bytes (as the terminal prompt's).
 pub const MAX_ANSWER_BYTES: usize = crate::authority::tty::MAX_ANSWER_BYTES;
@@ -133,14 +138,6 @@ pub enum Stage {
     Done(FlowOutcome),
 }
 
-/// What a key did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Continue,
-    /// The operator closed the dialog (only once the flow ended).
-    Close,
-}
-
 /// The dialog's state.
 pub struct Approval {
     pub intent: String,
@@ -237,66 +234,6 @@ impl Approval {
         matches!(self.stage, Stage::Done(_))
     }
 
-    /// Pasted text never reaches a field.
-    pub fn handle_paste(&mut self) {
-        self.note = Some("paste is ignored here: type it".into());
-    }
-
-    pub fn handle_key(&mut self, key: &KeyEvent) -> Step {
-        let k = classify(key);
-        if let Stage::Done(_) = self.stage {
-            return match k {
-                FieldKey::Enter | FieldKey::Abort => Step::Close,
-                _ => Step::Continue,
-            };
-        }
-        match k {
-            FieldKey::Abort => {
-                self.abort();
-                if self.closing {
-                    return Step::Close;
-                }
-            }
-            FieldKey::Ignored => {
-                if key.kind != KeyEventKind::Release {
-                    self.note = Some(
-                        "only characters, Backspace, Enter and Esc work here; that key is ignored"
-                            .into(),
-                    );
-                }
-            }
-            FieldKey::Enter => self.enter(),
-            FieldKey::Backspace => {
-                if matches!(self.stage, Stage::Asking { .. }) {
-                    self.value.pop();
-                    self.note = None;
-                }
-            }
-            FieldKey::Char(c) => {
-                if !matches!(self.stage, Stage::Asking { .. }) {
-                    return Step::Continue;
-                }
-                if !self.seen_all.get() {
-                    self.note = Some("read every line first: Enter shows the next page".into());
-                } else if matches!(
-                    self.stage,
-                    Stage::Asking {
-                        field: Field::Offer,
-                        ..
-                    }
-                ) {
-                    self.note = Some("Enter creates the demo key; Esc refuses".into());
-                } else if self.value.len() + c.len_utf8() > MAX_ANSWER_BYTES {
-                    self.note = Some(format!("at most {MAX_ANSWER_BYTES} bytes"));
-                } else {
-                    self.value.push(c);
-                    self.note = None;
-                }
-            }
-        }
-        Step::Continue
-    }
-
     fn abort(&mut self) {
         match std::mem::replace(&mut self.stage, Stage::Checking) {
             Stage::Asking { field, reply, .. } => {
@@ -368,9 +305,75 @@ impl Approval {
         }
         self.note = None;
     }
+}
+
+/// The approval's keys are its own (see the module's documentation): the keymap is not
+/// consulted.
+impl Dialog for Approval {
+    type Output = ();
+
+    /// Pasted text never reaches a field.
+    fn handle_paste(&mut self, _text: &str) {
+        self.note = Some("paste is ignored here: type it".into());
+    }
+
+    fn handle_key(&mut self, key: &KeyEvent, _keymap: &Keymap) -> DialogOutcome<()> {
+        let k = classify(key);
+        if let Stage::Done(_) = self.stage {
+            return match k {
+                FieldKey::Enter | FieldKey::Abort => DialogOutcome::Cancel,
+                _ => DialogOutcome::Continue,
+            };
+        }
+        match k {
+            FieldKey::Abort => {
+                self.abort();
+                if self.closing {
+                    return DialogOutcome::Cancel;
+                }
+            }
+            FieldKey::Ignored => {
+                if key.kind != KeyEventKind::Release {
+                    self.note = Some(
+                        "only characters, Backspace, Enter and Esc work here; that key is ignored"
+                            .into(),
+                    );
+                }
+            }
+            FieldKey::Enter => self.enter(),
+            FieldKey::Backspace => {
+                if matches!(self.stage, Stage::Asking { .. }) {
+                    self.value.pop();
+                    self.note = None;
+                }
+            }
+            FieldKey::Char(c) => {
+                if !matches!(self.stage, Stage::Asking { .. }) {
+                    return DialogOutcome::Continue;
+                }
+                if !self.seen_all.get() {
+                    self.note = Some("read every line first: Enter shows the next page".into());
+                } else if matches!(
+                    self.stage,
+                    Stage::Asking {
+                        field: Field::Offer,
+                        ..
+                    }
+                ) {
+                    self.note = Some("Enter creates the demo key; Esc refuses".into());
+                } else if self.value.len() + c.len_utf8() > MAX_ANSWER_BYTES {
+                    self.note = Some(format!("at most {MAX_ANSWER_BYTES} bytes"));
+                } else {
+                    self.value.push(c);
+                    self.note = None;
+                }
+            }
+        }
+        DialogOutcome::Continue
+    }
 
     /// Draws the dialog over the whole screen.
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme) {
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, _keymap: &Keymap) {
         if screen.width == 0 || screen.height == 0 {
             return;
         }
@@ -767,7 +770,7 @@ mod tests {
 
     fn screen(a: &Approval) -> String {
         let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 24)).unwrap();
-        t.draw(|f| a.render(f, f.area(), &Theme::default_theme()))
+        t.draw(|f| a.render(f, f.area(), &Theme::default_theme(), &Keymap::defaults()))
             .unwrap();
         let buf = t.backend().buffer().clone();
         (0..buf.area.height)
@@ -790,10 +793,10 @@ mod tests {
         assert!(s.contains("Create the demo key? ▏"), "{s}");
         assert!(s.contains("enter create the demo key"), "{s}");
         // A character is not an answer; Enter is "yes".
-        a.handle_key(&ch('n'));
+        a.handle_key(&ch('n'), &Keymap::defaults());
         assert!(rx.try_recv().is_err());
         assert_eq!(a.typed(), "");
-        a.handle_key(&key(KeyCode::Enter));
+        a.handle_key(&key(KeyCode::Enter), &Keymap::defaults());
         assert_eq!(rx.try_recv().unwrap().unwrap().as_str(), "yes");
         assert!(screen(&a).contains("creating the demo key"));
         // The new passphrase: masked, never shown, sent as typed.
@@ -803,15 +806,15 @@ mod tests {
             "New passphrase: ".into(),
             Reply::new(tx),
         );
-        a.handle_key(&key(KeyCode::Enter));
+        a.handle_key(&key(KeyCode::Enter), &Keymap::defaults());
         assert!(rx.try_recv().is_err(), "an empty passphrase is not sent");
         for c in "secret words here".chars() {
-            a.handle_key(&ch(c));
+            a.handle_key(&ch(c), &Keymap::defaults());
         }
         let s = screen(&a);
         assert!(s.contains("New passphrase: (hidden)▏"), "{s}");
         assert!(!s.contains("secret"), "{s}");
-        a.handle_key(&key(KeyCode::Enter));
+        a.handle_key(&key(KeyCode::Enter), &Keymap::defaults());
         assert_eq!(
             rx.try_recv().unwrap().unwrap().as_str(),
             "secret words here"
@@ -819,7 +822,7 @@ mod tests {
         // Esc at the offer refuses.
         let (tx, rx) = mpsc::channel();
         a.ask(Field::Offer, "Create the demo key? ".into(), Reply::new(tx));
-        a.handle_key(&key(KeyCode::Esc));
+        a.handle_key(&key(KeyCode::Esc), &Keymap::defaults());
         assert!(matches!(rx.try_recv().unwrap(), Err(PromptError::Aborted)));
     }
 

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use unicode_width::UnicodeWidthStr;
 
-use super::{Outcome, centered, frame_dialog, hint_line, is_press};
+use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press};
 use crate::tui::action::Action;
 use crate::tui::keymap::{Binding, Context, Keymap};
 use crate::tui::role::Role;
@@ -116,8 +116,12 @@ impl Help {
     fn max_scroll(&self) -> usize {
         self.rows.len().saturating_sub(self.page.get().max(1))
     }
+}
 
-    pub fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<()> {
+impl Dialog for Help {
+    type Output = ();
+
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<()> {
         if !is_press(key) {
             return Outcome::Continue;
         }
@@ -140,7 +144,7 @@ impl Help {
         Outcome::Continue
     }
 
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
         let width = screen.width.saturating_sub(4).clamp(30, 100);
         let height = (self.rows.len() as u16 + 4).min(screen.height.saturating_sub(2));
         let rect = centered(screen, width, height);

@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::input::{Edit, TextInput};
-use super::{Outcome, centered, frame_dialog, hint_line, is_press, row_style};
+use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press, row_style};
 use crate::tui::action::{Action, Needs};
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::role::Role;
@@ -184,14 +184,18 @@ impl Palette {
             self.selected = Some(i);
         }
     }
+}
 
-    pub fn handle_paste(&mut self, text: &str) {
+impl Dialog for Palette {
+    type Output = Action;
+
+    fn handle_paste(&mut self, text: &str) {
         if self.input.insert_str(text) {
             self.refilter();
         }
     }
 
-    pub fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<Action> {
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<Action> {
         if !is_press(key) {
             return Outcome::Continue;
         }
@@ -229,7 +233,7 @@ impl Palette {
         }
     }
 
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
         let width = screen.width.saturating_sub(4).clamp(30, 96);
         let height =
             (self.matches.len() as u16 + 6).clamp(8, screen.height.saturating_sub(2).max(8));
@@ -372,6 +376,10 @@ impl Palette {
             Paragraph::new(hints),
             Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1),
         );
+    }
+
+    fn contexts(&self) -> &'static [Context] {
+        CONTEXTS
     }
 }
 
