@@ -1491,4 +1491,6 @@ fn done_message(action: Action, run: &str, v: &Value) -> String {
 }
 
 #[cfg(test)]
+mod shape_tests;
+#[cfg(test)]
 mod tests;
