@@ -37,6 +37,7 @@ mod live;
 mod receipts;
 mod sessions;
 
+pub use super::views::{Body, Pane, Tab};
 pub use dialogs::{Modal, PromptFor};
 pub use events::EventsPane;
 pub use gate::GatePane;
@@ -44,66 +45,6 @@ pub use intents::IntentsPane;
 pub use live::{AttachFrom, CACHED_TERMS, Followed, LiveBuf, LivePane, LiveSlot, LiveState, Want};
 pub use receipts::ReceiptsPane;
 pub use sessions::SessionList;
-
-/// The panes that can hold the focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pane {
-    Sessions,
-    Live,
-    Events,
-    /// The gate of the focused run's candidate (in the Gate view, where the live terminal
-    /// is in the Sessions view).
-    Gate,
-    Intents,
-    Receipts,
-}
-
-/// The top-level views. Only the ones that exist are shown as tabs (tribunal seats and rig
-/// locks come with the issues that build them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tab {
-    /// The sessions list, the live terminal, the events.
-    Sessions,
-    /// The sessions list, the gate of the focused run's candidate, the events.
-    Gate,
-    /// The publication intents.
-    Intents,
-    /// The receipts and whether they verify.
-    Receipts,
-}
-
-impl Tab {
-    pub const ALL: [Tab; 4] = [Tab::Sessions, Tab::Gate, Tab::Intents, Tab::Receipts];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Tab::Sessions => "Sessions",
-            Tab::Gate => "Gate",
-            Tab::Intents => "Intents",
-            Tab::Receipts => "Receipts",
-        }
-    }
-
-    /// The action that shows it.
-    pub fn action(self) -> Action {
-        match self {
-            Tab::Sessions => Action::ViewSessions,
-            Tab::Gate => Action::ViewGate,
-            Tab::Intents => Action::ViewIntents,
-            Tab::Receipts => Action::ViewReceipts,
-        }
-    }
-
-    /// The panes Tab cycles through, the first one focused when the view opens.
-    pub fn panes(self) -> &'static [Pane] {
-        match self {
-            Tab::Sessions => &[Pane::Sessions, Pane::Live, Pane::Events],
-            Tab::Gate => &[Pane::Gate, Pane::Sessions, Pane::Events],
-            Tab::Intents => &[Pane::Intents],
-            Tab::Receipts => &[Pane::Receipts],
-        }
-    }
-}
 
 /// What the evidence task should fetch besides the lists: the receipts while their view is
 /// shown, and the gate of the candidate the Gate view shows.
@@ -486,7 +427,7 @@ impl App {
         self.sessions.selected_index()
     }
 
-    fn select_index(&mut self, i: usize) {
+    pub(super) fn select_index(&mut self, i: usize) {
         if !self.sessions.select_index(i) {
             return;
         }
@@ -838,10 +779,9 @@ impl App {
         use ratatui::crossterm::event::{MouseButton, MouseEventKind};
         let pos = ratatui::layout::Position::new(m.column, m.row);
         let a = self.areas;
-        let middle = if self.tab == Tab::Gate {
-            Pane::Gate
-        } else {
-            Pane::Live
+        let middle = match self.tab.body() {
+            Body::Sessions(p) => p,
+            Body::Whole => Pane::Live,
         };
         let pane = if a.zoomed {
             a.live.contains(pos).then_some(Pane::Live)
@@ -930,17 +870,7 @@ impl App {
             Mode::Attach => vec![Context::Attach],
             Mode::Filter => vec![Context::Filter, Context::Modal],
             Mode::Modal(m) => m.contexts().to_vec(),
-            Mode::Normal => {
-                let pane = match self.focus {
-                    Pane::Sessions => Context::Sessions,
-                    Pane::Live => Context::Live,
-                    Pane::Events => Context::Events,
-                    Pane::Gate => Context::Gate,
-                    Pane::Intents => Context::Intents,
-                    Pane::Receipts => Context::Receipts,
-                };
-                vec![pane, Context::Global]
-            }
+            Mode::Normal => vec![self.focus.context(), Context::Global],
         }
     }
 
@@ -1039,7 +969,7 @@ impl App {
                 self.open(Modal::Palette(p));
             }
             Action::Filter => {
-                if !matches!(self.tab, Tab::Sessions | Tab::Gate) {
+                if self.tab.body() == Body::Whole {
                     self.show_tab(Tab::Sessions);
                 }
                 self.mode = Mode::Filter;
@@ -1328,20 +1258,9 @@ impl App {
         Ok(it.id.clone())
     }
 
-    /// A navigation key goes to the focused pane's part.
+    /// A navigation key goes to the focused pane's part (see [`super::views::navigate`]).
     fn navigate(&mut self, action: Action) {
-        match self.focus {
-            Pane::Sessions => {
-                if let Some(i) = self.sessions.target(action) {
-                    self.select_index(i);
-                }
-            }
-            Pane::Live => self.live.navigate(action),
-            Pane::Gate => self.gate.navigate(action),
-            Pane::Intents => self.intents.navigate(action),
-            Pane::Receipts => self.receipts.navigate(action),
-            Pane::Events => self.events.navigate(action),
-        }
+        super::views::navigate(self, self.focus, action);
     }
 }
 

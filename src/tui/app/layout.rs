@@ -5,7 +5,7 @@
 
 use ratatui::layout::Rect;
 
-use super::{App, Tab};
+use super::{App, Body, Tab};
 use crate::tui::ui;
 
 impl App {
@@ -27,19 +27,14 @@ impl App {
                 ui::inner(areas.live)
             };
         }
-        if matches!(self.tab, Tab::Sessions | Tab::Gate) {
+        if self.tab.body() != Body::Whole {
             self.sessions.rows = usize::from(ui::inner(areas.sessions).height.saturating_sub(1));
             self.events.rows = usize::from(ui::inner(areas.events).height);
             if !areas.zoomed {
                 self.follow_sessions(ui::inner(areas.sessions));
             }
         }
-        match self.tab {
-            Tab::Gate => self.follow_gate(ui::inner(areas.live)),
-            Tab::Intents => self.follow_intents(areas.main),
-            Tab::Receipts => self.follow_receipts(areas.main),
-            Tab::Sessions => {}
-        }
+        crate::tui::views::lay_out(self, areas);
     }
 
     /// The sessions list in `inner` (its first row is the column header).
@@ -52,7 +47,7 @@ impl App {
     }
 
     /// The gate's graph in `inner`: the scroll stays within the rows it takes.
-    fn follow_gate(&mut self, inner: Rect) {
+    pub(crate) fn follow_gate(&mut self, inner: Rect) {
         if inner.is_empty() {
             return;
         }
@@ -61,7 +56,7 @@ impl App {
     }
 
     /// The intents list at the top of `main` (its first row is the column header).
-    fn follow_intents(&mut self, main: Rect) {
+    pub(crate) fn follow_intents(&mut self, main: Rect) {
         if !matches!(&self.intents.list, Some(Ok(v)) if !v.is_empty()) {
             return;
         }
@@ -75,7 +70,7 @@ impl App {
     }
 
     /// The receipts list at the top of `main` (its first row is the column header).
-    fn follow_receipts(&mut self, main: Rect) {
+    pub(crate) fn follow_receipts(&mut self, main: Rect) {
         if !matches!(&self.receipts.list, Some(Ok(v)) if !v.is_empty()) {
             return;
         }

@@ -2,16 +2,16 @@
 //! semantic roles. Every untrusted string is passed through [`crate::text`] here, at the
 //! last step before a widget; the live terminal draws cells (see [`super::vt`]).
 
-mod events;
+pub(crate) mod events;
 pub(crate) mod gate;
 mod header;
 pub(crate) mod intents;
 #[cfg(test)]
 mod layout_tests;
-mod live;
+pub(crate) mod live;
 mod modal;
 pub(crate) mod receipts;
-mod sessions;
+pub(crate) mod sessions;
 mod status;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -22,7 +22,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 
-use super::app::{App, Pane, Tab};
+use super::app::{App, Body, Pane, Tab};
 use super::keymap::Context;
 use super::role::Role;
 
@@ -71,7 +71,7 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
     } else {
         (None, rest)
     };
-    if matches!(tab, Tab::Intents | Tab::Receipts) {
+    if tab.body() == Body::Whole {
         return Areas {
             header,
             tabs,
@@ -90,7 +90,7 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
         let [s, e] =
             Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(left);
         (s, right, e)
-    } else if tab == Tab::Gate {
+    } else if tab.body() == Body::Sessions(Pane::Gate) {
         // The gate needs the room: a short list above it, no events.
         let list_h = (main.height / 4).max(7).min(main.height.saturating_sub(3));
         let [s, g] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(main);
@@ -166,24 +166,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             draw_tabs(app, t, buf);
         }
     }
-    let mut cursor = None;
-    match app.tab {
-        Tab::Sessions | Tab::Gate => {
-            if !areas.zoomed {
-                sessions::draw(app, areas.sessions, buf);
-                if !areas.events.is_empty() {
-                    events::draw(app, areas.events, buf);
-                }
-            }
-            if app.tab == Tab::Gate {
-                gate::draw(app, areas.live, buf);
-            } else {
-                cursor = live::draw(app, areas.live, areas.zoomed, buf);
-            }
-        }
-        Tab::Intents => intents::draw(app, areas.main, buf),
-        Tab::Receipts => receipts::draw(app, areas.main, buf),
-    }
+    let cursor = crate::tui::views::draw(app, &areas, buf);
     let status_area = status::message_area(app, areas.status, screen);
     status::draw(app, status_area, buf);
     if app.mode.is_attach()
