@@ -85,6 +85,19 @@ impl Modal {
         }
     }
 
+    /// Lays the dialog out on `screen` (see [`Dialog::lay_out`]).
+    pub fn lay_out(&mut self, screen: Rect) {
+        match self {
+            Modal::Help(h) => h.lay_out(screen),
+            Modal::Palette(p) => p.lay_out(screen),
+            Modal::Snooze { picker, .. } => picker.lay_out(screen),
+            Modal::NewSession { form, .. } => form.lay_out(screen),
+            Modal::Prompt { dialog, .. } => dialog.lay_out(screen),
+            Modal::Confirm { dialog, .. } => dialog.lay_out(screen),
+            Modal::Approval(a) => a.lay_out(screen),
+        }
+    }
+
     /// Pasted text, for the dialog (the approval never takes it into a field).
     pub fn handle_paste(&mut self, text: &str) {
         match self {

@@ -5,13 +5,14 @@
 
 use ratatui::layout::Rect;
 
-use super::{App, Body, Tab};
+use super::{App, Body, Mode, Tab};
 use crate::tui::ui;
 
 impl App {
     /// Lays the cockpit out on a `screen` of this size: the panes' areas (kept for the
     /// mouse), the live pane's inner size (what the PTY should be, while it is shown), the
-    /// rows of each list, and each list's first row so that its selection is in view.
+    /// rows of each list, each list's first row so that its selection is in view, and the
+    /// open dialog ([`crate::tui::widgets::Dialog::lay_out`]).
     pub fn lay_out(&mut self, screen: Rect) {
         let zoomed = self.zoomed && self.tab == Tab::Sessions;
         // Every run the cockpit holds, not only the listed ones: typing a filter does not
@@ -35,6 +36,10 @@ impl App {
             }
         }
         crate::tui::views::lay_out(self, areas);
+        // The open dialog, drawn over the whole screen.
+        if let Mode::Modal(m) = &mut self.mode {
+            m.lay_out(screen);
+        }
     }
 
     /// The sessions list in `inner` (its first row is the column header).

@@ -298,3 +298,73 @@ fn the_cockpit_routes_keys_and_pastes_to_the_open_dialog_through_its_interface()
     app.on_key(key(KeyCode::Esc));
     assert!(app.mode.is_normal());
 }
+
+/// The rows of a frame that hold `needle`.
+fn rows_with(buf: &ratatui::buffer::Buffer, needle: &str) -> usize {
+    screen_text(buf)
+        .lines()
+        .filter(|l| l.contains(needle))
+        .count()
+}
+
+#[test]
+fn a_dialogs_pages_and_scroll_are_laid_out_in_its_state_and_drawing_changes_none() {
+    use crate::tui::widgets::approval::{Approval, Field, Reply};
+    use crate::tui::widgets::help::Help;
+    let km = Keymap::defaults();
+    let theme = Theme::default_theme();
+    let draw_dialog = |d: &dyn Fn(&mut ratatui::Frame), w: u16, h: u16| {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| d(f)).unwrap();
+        t.backend().buffer().clone()
+    };
+
+    // Help: a page is what the dialog shows at the size it was laid out for.
+    let contexts = [Context::Sessions, Context::Global];
+    let mut small = Help::new(&km, &contexts);
+    let mut tall = Help::new(&km, &contexts);
+    // Drawing alone changes nothing: pgdn then moves by the page of no size.
+    let before = small.scroll();
+    draw_dialog(&|f| small.render(f, f.area(), &theme, &km), 80, 24);
+    assert_eq!(small.scroll(), before);
+    small.lay_out(Rect::new(0, 0, 80, 18));
+    tall.lay_out(Rect::new(0, 0, 80, 30));
+    small.handle_key(&key(KeyCode::PageDown), &km);
+    tall.handle_key(&key(KeyCode::PageDown), &km);
+    assert!(small.scroll() > 0 && tall.scroll() > small.scroll());
+
+    // The approval: the field opens once the last page is laid out to be shown, and
+    // drawing alone does not open it.
+    let mut one = Approval::new("int-0002");
+    one.show("Authorise publication\n\none short page\n".into());
+    let (tx, _rx1) = std::sync::mpsc::channel();
+    one.ask(Field::Revision, "Revision: ".into(), Reply::new(tx));
+    draw_dialog(&|f| one.render(f, f.area(), &theme, &km), 100, 24);
+    assert!(!one.seen_all(), "drawing opened the field");
+    one.lay_out(Rect::new(0, 0, 100, 24));
+    assert!(one.seen_all());
+    let mut a = Approval::new("int-0001");
+    let body: String = (1..=60)
+        .map(|i| format!("line {i} of the text\n"))
+        .collect();
+    a.show(format!("Authorise publication\n\n{body}"));
+    let (tx, _rx) = std::sync::mpsc::channel();
+    a.ask(Field::Revision, "Revision: ".into(), Reply::new(tx));
+    let frame = draw_dialog(&|f| a.render(f, f.area(), &theme, &km), 100, 24);
+    assert!(!a.seen_all(), "drawing opened the field");
+    assert_eq!(rows_with(&frame, "(read every page first)"), 1);
+    let mut pages = 1;
+    a.lay_out(Rect::new(0, 0, 100, 24));
+    while !a.seen_all() {
+        a.handle_key(&key(KeyCode::Enter), &km);
+        a.lay_out(Rect::new(0, 0, 100, 24));
+        pages += 1;
+        assert!(pages < 20, "the last page never came");
+    }
+    assert!(pages > 1);
+    let frame = draw_dialog(&|f| a.render(f, f.area(), &theme, &km), 100, 24);
+    assert_eq!(rows_with(&frame, "line 60 of the text"), 1);
+    assert_eq!(rows_with(&frame, "Revision: ▏"), 1);
+    a.handle_key(&ch('4'), &km);
+    assert_eq!(a.typed(), "4");
+}

@@ -1,8 +1,6 @@
 //! The help screen: the keys in effect, generated from the keymap for the current contexts
 //! (most specific first), with the attach prefix always listed. Scrollable.
 
-use std::cell::Cell;
-
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Margin, Rect};
@@ -39,7 +37,7 @@ pub struct Help {
     keys_width: usize,
     scroll: usize,
     /// Rows visible at the last render (for paging).
-    page: Cell<usize>,
+    page: usize,
 }
 
 impl Help {
@@ -104,7 +102,7 @@ impl Help {
             rows,
             keys_width,
             scroll: 0,
-            page: Cell::new(10),
+            page: 10,
         }
     }
 
@@ -113,8 +111,16 @@ impl Help {
         self.scroll
     }
 
+    /// Where the dialog is on `screen`, and how many rows a page shows.
+    fn place(&self, screen: Rect) -> (Rect, usize) {
+        let width = screen.width.saturating_sub(4).clamp(30, 100);
+        let height = (self.rows.len() as u16 + 4).min(screen.height.saturating_sub(2));
+        let rect = centered(screen, width, height);
+        (rect, usize::from(rect.height.saturating_sub(4)).max(1))
+    }
+
     fn max_scroll(&self) -> usize {
-        self.rows.len().saturating_sub(self.page.get().max(1))
+        self.rows.len().saturating_sub(self.page.max(1))
     }
 }
 
@@ -129,7 +135,7 @@ impl Dialog for Help {
         if keymap.resolve(&[Context::Global], key) == Some(Action::Help) {
             return Outcome::Cancel;
         }
-        let page = self.page.get().max(1);
+        let page = self.page.max(1);
         match keymap.resolve(CONTEXTS, key) {
             Some(Action::Escape | Action::Confirm) => return Outcome::Cancel,
             Some(Action::Up) => self.scroll = self.scroll.saturating_sub(1),
@@ -144,12 +150,13 @@ impl Dialog for Help {
         Outcome::Continue
     }
 
+    /// A page is the rows the dialog shows at this size (what pgup and pgdn move by).
+    fn lay_out(&mut self, screen: Rect) {
+        self.page = self.place(screen).1;
+    }
+
     fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
-        let width = screen.width.saturating_sub(4).clamp(30, 100);
-        let height = (self.rows.len() as u16 + 4).min(screen.height.saturating_sub(2));
-        let rect = centered(screen, width, height);
-        let page = usize::from(rect.height.saturating_sub(4)).max(1);
-        self.page.set(page);
+        let (rect, page) = self.place(screen);
         let scroll = self.scroll.min(self.rows.len().saturating_sub(page));
         let last = (scroll + page).min(self.rows.len());
         let title = if self.rows.len() > page {
@@ -324,9 +331,9 @@ mod tests {
         let km = Keymap::defaults();
         let theme = Theme::default_theme();
         let mut h = Help::new(&km, SESSIONS);
-        // Render at 80x24 to learn the page size.
-        draw(80, 24, |f| h.render(f, f.area(), &theme, &km));
-        let page = h.page.get();
+        // Lay it out at 80x24 to learn the page size.
+        h.lay_out(Rect::new(0, 0, 80, 24));
+        let page = h.page;
         assert!(h.rows.len() > page);
         assert_eq!(h.handle_key(&key(KeyCode::Down), &km), Outcome::Continue);
         assert_eq!(h.handle_key(&ch('j'), &km), Outcome::Continue);

@@ -56,7 +56,12 @@ pub trait Dialog {
     /// Text pasted while the dialog is open (ignored unless the dialog has a text field).
     fn handle_paste(&mut self, _text: &str) {}
 
-    /// Draws the dialog over `screen`.
+    /// The dialog on a `screen` of this size, before it is drawn: what depends on the size
+    /// (a page's rows, the scroll that keeps the selection in view, which pages were shown)
+    /// is computed here, in the state; [`Dialog::render`] only reads it.
+    fn lay_out(&mut self, _screen: Rect) {}
+
+    /// Draws the dialog over `screen` (as [`Dialog::lay_out`] left it for that size).
     fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap);
 
     /// The keymap contexts its keys are looked up in, most specific first (what help and

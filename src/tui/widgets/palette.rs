@@ -6,8 +6,6 @@
 //! query's characters appear in the name in order (`nss` finds `new-session`); the
 //! description contains it. Spaces in the query match the hyphens of names.
 
-use std::cell::Cell;
-
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Margin, Rect};
@@ -49,7 +47,7 @@ pub struct Palette {
     /// Index into `matches`; always an available entry.
     selected: Option<usize>,
     /// The first match shown.
-    scroll: Cell<usize>,
+    scroll: usize,
 }
 
 /// Why a token with `granted` cannot perform `action`, if it cannot.
@@ -80,7 +78,7 @@ impl Palette {
             entries,
             matches: Vec::new(),
             selected: None,
-            scroll: Cell::new(0),
+            scroll: 0,
         };
         p.refilter();
         p
@@ -148,7 +146,7 @@ impl Palette {
         scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
         self.matches = scored.into_iter().map(|(_, m)| m).collect();
         self.selected = self.next_available(0, true);
-        self.scroll.set(0);
+        self.scroll = 0;
     }
 
     fn available(&self, i: usize) -> bool {
@@ -166,6 +164,28 @@ impl Palette {
         } else {
             (0..=from).rev().find(|&i| self.available(i))
         }
+    }
+
+    /// Where the dialog is on `screen`.
+    fn place(&self, screen: Rect) -> Rect {
+        let width = screen.width.saturating_sub(4).clamp(30, 96);
+        let height =
+            (self.matches.len() as u16 + 6).clamp(8, screen.height.saturating_sub(2).max(8));
+        centered(screen, width, height)
+    }
+
+    /// The list's first row when it shows `rows` rows: the last one kept, moved as little
+    /// as puts the selection in view.
+    fn scroll_for(&self, rows: usize) -> usize {
+        let mut scroll = self.scroll;
+        if let Some(sel) = self.selected {
+            if sel < scroll {
+                scroll = sel;
+            } else if sel >= scroll + rows {
+                scroll = sel + 1 - rows;
+            }
+        }
+        scroll.min(self.matches.len().saturating_sub(rows))
     }
 
     fn step(&mut self, by: isize) {
@@ -233,11 +253,17 @@ impl Dialog for Palette {
         }
     }
 
+    /// The list's first row in view keeps the selection in view at this size.
+    fn lay_out(&mut self, screen: Rect) {
+        let inner = self.place(screen).inner(Margin::new(1, 0));
+        if inner.height < 4 {
+            return;
+        }
+        self.scroll = self.scroll_for(usize::from(inner.height - 3));
+    }
+
     fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
-        let width = screen.width.saturating_sub(4).clamp(30, 96);
-        let height =
-            (self.matches.len() as u16 + 6).clamp(8, screen.height.saturating_sub(2).max(8));
-        let rect = centered(screen, width, height);
+        let rect = self.place(screen);
         let inner = frame_dialog(frame, rect, "Run an action", theme).inner(Margin::new(1, 0));
         if inner.height < 4 {
             return;
@@ -275,16 +301,7 @@ impl Dialog for Palette {
         // The list.
         let list = Rect::new(inner.x, inner.y + 2, inner.width, inner.height - 3);
         let rows = usize::from(list.height);
-        let mut scroll = self.scroll.get();
-        if let Some(sel) = self.selected {
-            if sel < scroll {
-                scroll = sel;
-            } else if sel >= scroll + rows {
-                scroll = sel + 1 - rows;
-            }
-        }
-        scroll = scroll.min(self.matches.len().saturating_sub(rows));
-        self.scroll.set(scroll);
+        let scroll = self.scroll_for(rows);
         // The name column fits the longest name (a narrow dialog cuts names, never lets
         // them run into the key column).
         let longest = self
