@@ -140,7 +140,7 @@ fn app() -> App {
         .with_timezone(&chrono::Utc);
     app.on_msg(page(0));
     // Focus a streaming PTY session.
-    app.selected = Some("run-0002".into());
+    app.sessions.selected = Some("run-0002".into());
     app.sync_focus();
     app.take_effects();
     app
@@ -174,7 +174,7 @@ fn run_frames(frames: u64) -> Duration {
     let mut app = app();
     let mut t = terminal();
     frame(&mut app, &mut t);
-    let epoch = app.live.as_ref().map_or(0, |s| s.epoch);
+    let epoch = app.live.slot.as_ref().map_or(0, |s| s.epoch);
     let start = Instant::now();
     for n in 0..frames {
         if n % 30 == 0 {

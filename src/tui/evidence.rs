@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 
 use hyper::Method;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::api::evidence::{self as wire, CandidateList, ReceiptList, ReceiptView, Report};
 pub use crate::api::evidence::{
@@ -351,7 +350,7 @@ async fn local_verify(client: &Client, item: &ReceiptItem) -> Verification {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn latest_candidate_per_run_is_the_highest_id() {

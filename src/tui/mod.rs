@@ -19,6 +19,7 @@ pub mod role;
 pub mod term;
 pub mod theme;
 pub mod ui;
+pub mod views;
 pub mod vt;
 pub mod widgets;
 

@@ -94,7 +94,9 @@ pub struct VtTerm {
     scroll: usize,
     /// The seq of the last output frame applied (0: none).
     pub seq: u64,
-    scratch: Option<vt100::Parser>,
+    /// The one-row parser history rows are replayed into when drawn (a cache: drawing
+    /// takes `&self`).
+    scratch: std::cell::RefCell<Option<vt100::Parser>>,
 }
 
 fn nz(n: u16) -> std::num::NonZeroU16 {
@@ -117,7 +119,7 @@ impl VtTerm {
             parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, hist),
             scroll: 0,
             seq: 0,
-            scratch: None,
+            scratch: std::cell::RefCell::new(None),
         }
     }
 
@@ -234,7 +236,7 @@ impl VtTerm {
 
     /// Draws the terminal into `area`. Returns the cursor position on screen when the
     /// cursor is visible in the area (live view, not hidden by the child).
-    pub fn render(&mut self, area: Rect, buf: &mut Buffer, opts: RenderOpts) -> Option<(u16, u16)> {
+    pub fn render(&self, area: Rect, buf: &mut Buffer, opts: RenderOpts) -> Option<(u16, u16)> {
         if area.width == 0 || area.height == 0 {
             return None;
         }
@@ -267,7 +269,8 @@ impl VtTerm {
             }
             if idx < hist_len {
                 let line = &self.parser.callbacks().lines[idx];
-                let p = scratch_for(&mut self.scratch, line.cols);
+                let mut scratch = self.scratch.borrow_mut();
+                let p = scratch_for(&mut scratch, line.cols);
                 replay(p, &line.formatted);
                 draw_row(p.screen(), 0, line.cols, area, y, buf, opts);
             } else if idx - hist_len < rows {

@@ -435,17 +435,6 @@ pub(crate) fn normalise_ref(raw: &str) -> anyhow::Result<String> {
     )))
 }
 
-/// One JSON call, its answer as it came (for the verbs of other areas that still read
-/// answers this way).
-pub(crate) fn call(
-    c: &Client,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> anyhow::Result<Value> {
-    Ok(client::block_on(c.call(method, path, body))??)
-}
-
 /// `POST` to one of a run's routes (`pattern`, e.g. [`wire::STOP`]), read as `T`.
 fn post<B: serde::Serialize, T: serde::de::DeserializeOwned>(
     c: &Client,
@@ -455,15 +444,6 @@ fn post<B: serde::Serialize, T: serde::de::DeserializeOwned>(
 ) -> anyhow::Result<T> {
     let run_ref = normalise_ref(raw_ref)?;
     Ok(c.request_blocking(Method::POST, &wire::at(pattern, &run_ref), body)?)
-}
-
-/// A string field of a JSON answer, for display (sanitised, capped).
-pub(crate) fn s(v: &Value, key: &str, width: usize) -> String {
-    match &v[key] {
-        Value::String(x) => text::one_line(x, width),
-        Value::Null => "-".into(),
-        other => text::one_line(&other.to_string(), width),
-    }
 }
 
 /// Text from the server, for display: sanitised, capped.

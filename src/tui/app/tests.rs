@@ -53,9 +53,10 @@ fn app_with(runs: Vec<RunView>) -> App {
 }
 
 fn shown(app: &App) -> Vec<String> {
-    app.view
+    app.sessions
+        .view
         .iter()
-        .map(|&i| app.runs[i].run_ref.clone())
+        .map(|&i| app.sessions.runs[i].run_ref.clone())
         .collect()
 }
 
@@ -64,12 +65,12 @@ fn the_last_run_deleted_while_selected_selects_the_new_last() {
     let mut app = app_with(six());
     assert_eq!(shown(&app)[5], "run-0001");
     app.on_key(ch('G'));
-    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0001"));
     // `D` on it, confirmed: the server deletes it; the next poll has five runs.
     let mut runs = six();
     runs.retain(|r| r.run_ref != "run-0001");
     app.on_msg(page(runs));
-    assert_eq!(app.selected.as_deref(), Some("run-0002"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0002"));
     assert_eq!(app.selected_index(), Some(4));
 }
 
@@ -78,18 +79,18 @@ fn a_run_deleted_from_another_client_selects_the_one_in_its_place() {
     let mut app = app_with(six());
     app.on_key(ch('j'));
     app.on_key(ch('j'));
-    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0004"));
     let mut runs = six();
     runs.retain(|r| r.run_ref != "run-0004");
     app.on_msg(page(runs));
     // The one below it moved up into its row.
-    assert_eq!(app.selected.as_deref(), Some("run-0003"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0003"));
     // Every run but one gone at once, then all of them.
     app.on_msg(page(vec![run("run-0006", 30, json!({}))]));
-    assert_eq!(app.selected.as_deref(), Some("run-0006"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0006"));
     app.on_msg(page(vec![]));
-    assert_eq!(app.selected, None);
-    assert!(app.view.is_empty());
+    assert_eq!(app.sessions.selected, None);
+    assert!(app.sessions.view.is_empty());
 }
 
 #[test]
@@ -102,7 +103,7 @@ fn a_cleaned_run_deleted_with_d_does_not_panic_and_the_list_draws() {
     );
     let mut app = app_with(runs.clone());
     app.on_key(ch('G'));
-    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0001"));
     app.on_key(ch('D'));
     assert!(matches!(&app.mode, Mode::Modal(m) if matches!(**m, Modal::Confirm { .. })));
     app.on_key(ch('y'));
@@ -123,7 +124,7 @@ fn a_cleaned_run_deleted_with_d_does_not_panic_and_the_list_draws() {
         crate::tui::ui::draw(f, &mut app);
     })
     .unwrap();
-    assert_eq!(app.selected.as_deref(), Some("run-0002"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0002"));
 }
 
 fn intent(id: &str, run: &str, state: &str) -> IntentView {
@@ -218,7 +219,12 @@ fn the_stop_dialog_promises_a_resume_only_when_there_is_a_conversation() {
         }
         app.dispatch(Action::Stop);
         let t = confirm_text(&app);
-        assert_eq!(t.contains("r resumes"), resumes, "{:?}: {t}", app.selected);
+        assert_eq!(
+            t.contains("r resumes"),
+            resumes,
+            "{:?}: {t}",
+            app.sessions.selected
+        );
         if !resumes {
             assert!(t.contains("cannot be resumed"), "{t}");
         }
@@ -269,38 +275,38 @@ fn esc_from_the_filter_keeps_the_selected_run() {
     let mut app = app_with(six());
     app.on_key(ch('j'));
     app.on_key(ch('j'));
-    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0004"));
     // A filter that matches nothing on the way (`run-0004x`), then one that keeps it.
     app.on_key(ch('/'));
     typed(&mut app, "run-0004x");
-    assert_eq!(app.selected, None);
+    assert_eq!(app.sessions.selected, None);
     app.on_key(key(KeyCode::Backspace));
-    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0004"));
     app.on_key(key(KeyCode::Esc));
     assert!(app.mode.is_normal());
-    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0004"));
     // A filter that hides it shows another run selected while it is on; Esc brings the
     // chosen run back.
     app.on_key(ch('/'));
     typed(&mut app, "run-0002");
-    assert_eq!(app.selected.as_deref(), Some("run-0002"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0002"));
     app.on_key(key(KeyCode::Esc));
-    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0004"));
     // Kept with Enter, then cleared with Esc in the list: the same.
     app.on_key(ch('/'));
     typed(&mut app, "zzz");
     app.on_key(key(KeyCode::Enter));
-    assert_eq!(app.selected, None);
+    assert_eq!(app.sessions.selected, None);
     app.on_key(key(KeyCode::Esc));
-    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0004"));
     // Choosing another run while filtered makes that one the choice.
     app.on_key(ch('/'));
     typed(&mut app, "run-000");
     app.on_key(key(KeyCode::Enter));
     app.on_key(ch('G'));
-    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0001"));
     app.on_key(key(KeyCode::Esc));
-    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0001"));
 }
 
 fn palette(app: &App) -> &crate::tui::widgets::palette::Palette {
@@ -346,7 +352,7 @@ fn the_palette_and_the_header_count_the_same_intents_awaiting_authority() {
     app.on_key(key(KeyCode::Esc));
     // The run whose intent awaits: available.
     app.on_key(ch('G'));
-    assert_eq!(app.selected.as_deref(), Some("run-0001"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0001"));
     app.on_key(ch(':'));
     assert_eq!(palette(&app).unavailable(Action::Approve), None);
     app.on_key(key(KeyCode::Esc));

@@ -14,14 +14,14 @@ use crate::tui::role::Role;
 
 pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     let mut title = vec![span(app, Role::Title, " Events ")];
-    if let Some((run, items)) = &app.events {
+    if let Some((run, items)) = &app.events.items {
         title.push(span(app, Role::Dim, format!("{run} · {} ", items.len())));
     }
-    if app.events_scroll > 0 {
+    if app.events.scroll > 0 {
         title.push(span(
             app,
             Role::Warning,
-            format!("· {} back ", app.events_scroll),
+            format!("· {} back ", app.events.scroll),
         ));
     }
     let block = pane_block(app, Line::from(title), focused(app, Pane::Events));
@@ -30,8 +30,8 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     if inner.width == 0 || inner.height == 0 {
         return;
     }
-    let Some((_, items)) = &app.events else {
-        let msg = if app.selected.is_some() {
+    let Some((_, items)) = &app.events.items else {
+        let msg = if app.sessions.selected.is_some() {
             "loading…"
         } else {
             ""
@@ -46,7 +46,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     };
     let h = usize::from(inner.height);
-    let end = items.len().saturating_sub(app.events_scroll);
+    let end = items.len().saturating_sub(app.events.scroll);
     let start = end.saturating_sub(h);
     let w = usize::from(inner.width);
     for (k, e) in items[start..end].iter().enumerate() {

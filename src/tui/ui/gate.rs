@@ -188,14 +188,15 @@ fn gate_rows(app: &App, g: &GateView, width: usize) -> Vec<Row> {
     rows
 }
 
-pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
+pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     let cand = app.gate_candidate();
-    let gate = cand.as_ref().and_then(|c| app.gates.get(c));
+    let gate = cand.as_ref().and_then(|c| app.gate.gates.get(c));
     let mut title = vec![span(app, Role::Title, " Gate ")];
     if let Some(c) = &cand {
         let run = match gate {
             Some(Ok(g)) => {
                 let branch = app
+                    .sessions
                     .runs
                     .iter()
                     .find(|r| r.run_ref == g.run)
@@ -222,8 +223,25 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
     if inner.width == 0 || inner.height == 0 {
         return;
     }
-    let w = usize::from(inner.width.saturating_sub(1));
-    let rows: Vec<Row> = match (&cand, gate) {
+    let rows = body_rows(app, usize::from(inner.width.saturating_sub(1)));
+    // Within the graph: `App::lay_out` keeps the scroll.
+    let h = usize::from(inner.height);
+    for (k, row) in rows.into_iter().skip(app.gate.scroll).take(h).enumerate() {
+        buf.set_line(
+            inner.x + 1,
+            inner.y + k as u16,
+            &Line::from(row),
+            inner.width.saturating_sub(1),
+        );
+    }
+}
+
+/// The rows the pane shows at `w` columns: the graph of the candidate shown, or why there
+/// is none.
+fn body_rows(app: &App, w: usize) -> Vec<Row> {
+    let cand = app.gate_candidate();
+    let gate = cand.as_ref().and_then(|c| app.gate.gates.get(c));
+    match (&cand, gate) {
         (None, _) => {
             let msg = match app.selected_run() {
                 None => "no session selected".to_string(),
@@ -250,16 +268,10 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
             2,
         ),
         (Some(_), Some(Ok(g))) => gate_rows(app, g, w),
-    };
-    let h = usize::from(inner.height);
-    app.gate_rows = h;
-    app.gate_scroll = app.gate_scroll.min(rows.len().saturating_sub(h));
-    for (k, row) in rows.into_iter().skip(app.gate_scroll).take(h).enumerate() {
-        buf.set_line(
-            inner.x + 1,
-            inner.y + k as u16,
-            &Line::from(row),
-            inner.width.saturating_sub(1),
-        );
     }
+}
+
+/// How many rows the pane's content takes at `w` columns (for the scroll, in the state).
+pub fn rows_len(app: &App, w: usize) -> usize {
+    body_rows(app, w).len()
 }

@@ -114,12 +114,12 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
 /// behind a rig yet (docs/security.md: a run on the host as the operator's user is not
 /// confined).
 pub fn agents_unconfined(app: &App) -> bool {
-    app.counts.live + app.counts.idle > 0
+    app.sessions.counts.live + app.sessions.counts.idle > 0
 }
 
 /// The header line, and the width of what must fit (all but a trailing server error).
 fn build(app: &App, fit: Fit) -> (Line<'static>, usize) {
-    let c = app.counts;
+    let c = app.sessions.counts;
     let wide = fit.wide;
     let sep = if wide { " · " } else { " " };
     let mut spans = Vec::new();
@@ -179,7 +179,7 @@ fn build(app: &App, fit: Fit) -> (Line<'static>, usize) {
         ));
     }
     // Publication intents that wait for a person: the one number that needs authority.
-    if let Some(Ok(_)) = &app.intents {
+    if let Some(Ok(_)) = &app.intents.list {
         let n = app.awaiting_authority();
         spans.push(span(app, Role::Dim, " │ "));
         spans.push(span(
@@ -214,10 +214,10 @@ fn build(app: &App, fit: Fit) -> (Line<'static>, usize) {
         }
     }
     let core: usize = spans.iter().map(|s| s.width()).sum();
-    if let Some(e) = &app.server_error {
+    if let Some(e) = &app.sessions.server_error {
         spans.push(span(app, Role::Dim, " │ "));
         spans.push(span(app, Role::Error, format!("server unreachable: {e}")));
-    } else if !app.loaded {
+    } else if !app.sessions.loaded {
         spans.push(span(app, Role::Dim, " │ "));
         spans.push(span(app, Role::Dim, "loading…"));
     }

@@ -34,27 +34,23 @@ fn pad(s: &str, w: usize) -> String {
     format!("{s}{}", " ".repeat(w.saturating_sub(n)))
 }
 
-pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
-    // The list as tall as its rows (within half the screen); the rest for the selected one.
-    let n = app
-        .intent_list()
-        .iter()
-        .map(|i| {
-            if i.state == "blocked" && !i.causes.is_empty() {
-                2
-            } else {
-                1
-            }
-        })
-        .sum::<u16>();
-    let list_h = (n + 3).clamp(5, (area.height / 2).max(5));
+/// The view's two parts: the list as tall as its `lines` rows (within half the screen),
+/// the rest for the selected intent.
+pub fn split(area: Rect, lines: usize) -> (Rect, Rect) {
+    let n = u16::try_from(lines).unwrap_or(u16::MAX);
+    let list_h = n.saturating_add(3).clamp(5, (area.height / 2).max(5));
     let [list_area, detail_area] =
         Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(area);
+    (list_area, detail_area)
+}
+
+pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
+    let (list_area, detail_area) = split(area, app.intents.lines().len());
     draw_list(app, list_area, buf);
     draw_detail(app, detail_area, buf);
 }
 
-fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
+fn draw_list(app: &App, area: Rect, buf: &mut Buffer) {
     let n = app.intent_list().len();
     let waiting = app.awaiting_authority();
     let mut title = vec![
@@ -75,7 +71,7 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let w = usize::from(inner.width);
-    let msg = match &app.intents {
+    let msg = match &app.intents.list {
         None => Some("loading…".to_string()),
         Some(Err(e)) => Some(format!("the intents: {e}")),
         Some(Ok(v)) if v.is_empty() => Some(
@@ -108,31 +104,12 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
     if rows == 0 {
         return;
     }
-    app.page_rows = rows;
     let selected = app.selected_intent().map(|i| i.id.clone());
-    // A blocked intent takes a second row: its first cause (all of them are below).
-    let lines: Vec<(usize, bool)> = app
-        .intent_list()
-        .iter()
-        .enumerate()
-        .flat_map(|(i, it)| {
-            let cause = it.state == "blocked" && !it.causes.is_empty();
-            std::iter::once((i, false)).chain(cause.then_some((i, true)))
-        })
-        .collect();
-    let sel = selected
-        .as_deref()
-        .and_then(|s| app.intent_list().iter().position(|i| i.id == s))
-        .unwrap_or(0);
-    let first = lines.iter().position(|l| l.0 == sel).unwrap_or(0);
-    let last = lines.iter().rposition(|l| l.0 == sel).unwrap_or(first);
-    if first < app.intent_offset {
-        app.intent_offset = first;
-    } else if last >= app.intent_offset + rows {
-        app.intent_offset = last + 1 - rows;
-    }
+    // A blocked intent takes a second row: its first cause (all of them are below). The
+    // selected intent's rows are in view: `App::lay_out` keeps the offset.
+    let lines = app.intents.lines();
     let list_focused = focused(app, Pane::Intents);
-    for (k, &(i, cause_row)) in lines.iter().skip(app.intent_offset).take(rows).enumerate() {
+    for (k, &(i, cause_row)) in lines.iter().skip(app.intents.offset).take(rows).enumerate() {
         let it = &app.intent_list()[i];
         let y = inner.y + 1 + k as u16;
         let is_sel = selected.as_deref() == Some(it.id.as_str());

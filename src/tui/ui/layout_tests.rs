@@ -96,7 +96,7 @@ fn demo_app(worktree: bool) -> App {
         items: runs,
         counts,
     })));
-    app.selected = Some("run-0002".into());
+    app.sessions.selected = Some("run-0002".into());
     app.sync_focus();
     if worktree {
         app.on_msg(Msg::Candidates(Ok(vec![CandidateView {
@@ -200,12 +200,12 @@ fn typing_a_filter_does_not_resize_the_live_terminal() {
     for (w, h) in SIZES.into_iter().chain([(200, 60)]) {
         let mut app = demo_app(true);
         draw(&mut app, w, h);
-        let before = (app.live_inner, app.areas);
+        let before = (app.live.inner, app.areas);
         for c in ['/', 'l', 'e', 'x'] {
             app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
             draw(&mut app, w, h);
-            assert!(app.view.len() < app.runs.len() || c == '/' || c == 'l');
-            assert_eq!((app.live_inner, app.areas), before, "{w}x{h} after {c:?}");
+            assert!(app.sessions.view.len() < app.sessions.runs.len() || c == '/' || c == 'l');
+            assert_eq!((app.live.inner, app.areas), before, "{w}x{h} after {c:?}");
         }
     }
 }
@@ -242,7 +242,7 @@ fn a_column_no_row_has_a_value_is_not_drawn() {
     assert!(header.starts_with("  REF"), "{header:?}");
     // No run is a demo one: no demo column.
     let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
-    for r in &mut app.runs {
+    for r in &mut app.sessions.runs {
         r.demo = false;
     }
     let t = draw(&mut app, 160, 48);
@@ -261,14 +261,14 @@ fn a_long_status_message_is_readable_in_full_at_80_columns() {
     for (w, h) in [(80u16, 24u16), (120, 40), (100, 30)] {
         let mut app = demo_app(true);
         let before = draw(&mut app, w, h);
-        let live_before = app.live_inner;
+        let live_before = app.live.inner;
         let areas_before = app.areas;
         drop(before);
         app.error(REFUSAL);
         let t = draw(&mut app, w, h);
         let buf = t.backend().buffer();
         // The panes keep their size (the PTY is not resized by a message).
-        assert_eq!(app.live_inner, live_before, "{w}x{h}");
+        assert_eq!(app.live.inner, live_before, "{w}x{h}");
         assert_eq!(app.areas, areas_before, "{w}x{h}");
         let screen = rows(buf, buf.area);
         // The message's rows, from the bottom up, joined.
@@ -418,7 +418,7 @@ fn the_default_theme_writes_only_the_16_ansi_colours() {
     let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
     // Its live pane holds an agent's own 256-colour and truecolor text, which is the
     // agent's, not the theme's: clear it.
-    app.live = None;
+    app.live.slot = None;
     for tab in crate::tui::app::Tab::ALL {
         app.show_tab(tab);
         let t = draw(&mut app, 160, 48);

@@ -12,7 +12,7 @@ use crate::tui::role::Role;
 use crate::tui::vt::RenderOpts;
 
 /// Draws the pane; returns the session's cursor on screen when it is visible.
-pub fn draw(app: &mut App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option<(u16, u16)> {
+pub fn draw(app: &App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option<(u16, u16)> {
     let run = app.selected_run().cloned();
     let inner = if zoomed {
         area
@@ -59,7 +59,7 @@ pub fn draw(app: &mut App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option
     let text_style = app.theme.style(Role::Text);
     let dim = app.theme.style(Role::Dim);
     let attached = app.mode.is_attach();
-    let slot = app.live.as_mut().filter(|s| s.run == run.run_ref)?;
+    let slot = app.live.slot.as_ref().filter(|s| s.run == run.run_ref)?;
     let empty = match &slot.buf {
         LiveBuf::Pty(t) => t.seq == 0 && t.contents().trim().is_empty() && t.history_len() == 0,
         LiveBuf::Pipe(p) => p.is_empty(),
@@ -84,7 +84,7 @@ pub fn draw(app: &mut App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option
         );
         return None;
     }
-    match &mut slot.buf {
+    match &slot.buf {
         LiveBuf::Pty(t) => t.render(
             inner,
             buf,
@@ -103,7 +103,7 @@ pub fn draw(app: &mut App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option
 /// What the title says about the stream: ended, not live, scrolled back, attached.
 fn state_note(app: &App) -> Vec<ratatui::text::Span<'static>> {
     let mut out = Vec::new();
-    let Some(slot) = &app.live else {
+    let Some(slot) = &app.live.slot else {
         return out;
     };
     match &slot.state {

@@ -2,16 +2,16 @@
 //! semantic roles. Every untrusted string is passed through [`crate::text`] here, at the
 //! last step before a widget; the live terminal draws cells (see [`super::vt`]).
 
-mod events;
-mod gate;
+pub(crate) mod events;
+pub(crate) mod gate;
 mod header;
-mod intents;
+pub(crate) mod intents;
 #[cfg(test)]
 mod layout_tests;
-mod live;
+pub(crate) mod live;
 mod modal;
-mod receipts;
-mod sessions;
+pub(crate) mod receipts;
+pub(crate) mod sessions;
 mod status;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -22,7 +22,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 
-use super::app::{App, Pane, Tab};
+use super::app::{App, Body, Pane, Tab};
 use super::keymap::Context;
 use super::role::Role;
 
@@ -71,7 +71,7 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
     } else {
         (None, rest)
     };
-    if matches!(tab, Tab::Intents | Tab::Receipts) {
+    if tab.body() == Body::Whole {
         return Areas {
             header,
             tabs,
@@ -90,7 +90,7 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
         let [s, e] =
             Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(left);
         (s, right, e)
-    } else if tab == Tab::Gate {
+    } else if tab.body() == Body::Sessions(Pane::Gate) {
         // The gate needs the room: a short list above it, no events.
         let list_h = (main.height / 4).max(7).min(main.height.saturating_sub(3));
         let [s, g] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(main);
@@ -145,28 +145,20 @@ pub fn span<'a>(app: &App, role: Role, s: impl Into<std::borrow::Cow<'a, str>>) 
     Span::styled(s, app.theme.style(role))
 }
 
-/// Draws one frame and returns its areas. Records the live pane's inner size on the app
-/// (the size the PTY should have).
+/// Lays the app out at the frame's size ([`App::lay_out`]: the areas, the live terminal's
+/// size, each list's rows and scroll, all state), then draws the frame from it
+/// ([`render`]). Returns the areas.
 pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
-    let zoomed = app.zoomed && app.tab == Tab::Sessions;
-    // Every run the cockpit holds, not only the listed ones: typing a filter does not
-    // resize the live terminal.
-    let list_rows = u16::try_from(app.runs.len()).unwrap_or(u16::MAX);
+    app.lay_out(frame.area());
+    render(frame, app);
+    app.areas
+}
+
+/// Draws one frame of `app` as [`App::lay_out`] left it: reads the state, writes nothing
+/// but the frame.
+pub fn render(frame: &mut Frame<'_>, app: &App) {
     let screen = frame.area();
-    let areas = layout(screen, zoomed, app.tab, list_rows);
-    app.areas = areas;
-    // The PTY follows the live pane only while it is drawn.
-    if app.tab == Tab::Sessions {
-        app.live_inner = if areas.zoomed {
-            areas.live
-        } else {
-            inner(areas.live)
-        };
-    }
-    if matches!(app.tab, Tab::Sessions | Tab::Gate) {
-        app.list_rows = usize::from(inner(areas.sessions).height.saturating_sub(1));
-        app.events_rows = usize::from(inner(areas.events).height);
-    }
+    let areas = app.areas;
     let buf = frame.buffer_mut();
     if !areas.zoomed {
         header::draw(app, areas.header, buf);
@@ -174,24 +166,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
             draw_tabs(app, t, buf);
         }
     }
-    let mut cursor = None;
-    match app.tab {
-        Tab::Sessions | Tab::Gate => {
-            if !areas.zoomed {
-                sessions::draw(app, areas.sessions, buf);
-                if !areas.events.is_empty() {
-                    events::draw(app, areas.events, buf);
-                }
-            }
-            if app.tab == Tab::Gate {
-                gate::draw(app, areas.live, buf);
-            } else {
-                cursor = live::draw(app, areas.live, areas.zoomed, buf);
-            }
-        }
-        Tab::Intents => intents::draw(app, areas.main, buf),
-        Tab::Receipts => receipts::draw(app, areas.main, buf),
-    }
+    let cursor = crate::tui::views::draw(app, &areas, buf);
     let status_area = status::message_area(app, areas.status, screen);
     status::draw(app, status_area, buf);
     if app.mode.is_attach()
@@ -200,7 +175,6 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) -> Areas {
         frame.set_cursor_position(c);
     }
     modal::draw(app, frame);
-    areas
 }
 
 fn draw_tabs(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {

@@ -62,7 +62,7 @@ fn when(app: &App, at: Option<&str>) -> String {
 
 /// The verify column: the verdict, `verifying…`, or why it could not be verified.
 fn verify_cell(app: &App, r: &ReceiptItem) -> (String, Role) {
-    match app.verifications.get(&r.id) {
+    match app.receipts.verifications.get(&r.id) {
         None => (String::new(), Role::Dim),
         Some(VerifyState::Pending) => ("verifying…".into(), Role::Dim),
         Some(VerifyState::Done(v)) => match &v.result {
@@ -72,16 +72,23 @@ fn verify_cell(app: &App, r: &ReceiptItem) -> (String, Role) {
     }
 }
 
-pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
-    let n = app.receipt_list().len() as u16;
-    let list_h = (n + 3).clamp(5, (area.height / 2).max(5));
+/// The view's two parts: the list as tall as its `n` receipts (within half the screen), the
+/// rest for the selected one.
+pub fn split(area: Rect, n: usize) -> (Rect, Rect) {
+    let n = u16::try_from(n).unwrap_or(u16::MAX);
+    let list_h = n.saturating_add(3).clamp(5, (area.height / 2).max(5));
     let [list_area, detail_area] =
         Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(area);
+    (list_area, detail_area)
+}
+
+pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
+    let (list_area, detail_area) = split(area, app.receipt_list().len());
     draw_list(app, list_area, buf);
     draw_detail(app, detail_area, buf);
 }
 
-fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
+fn draw_list(app: &App, area: Rect, buf: &mut Buffer) {
     let n = app.receipt_list().len();
     let title = vec![
         span(app, Role::Title, " Receipts "),
@@ -94,7 +101,7 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let w = usize::from(inner.width);
-    let msg = match &app.receipts {
+    let msg = match &app.receipts.list {
         None => Some("loading…".to_string()),
         Some(Err(e)) => Some(format!("the receipts: {e}")),
         Some(Ok(v)) if v.is_empty() => Some(
@@ -124,22 +131,13 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
     if rows == 0 {
         return;
     }
-    app.page_rows = rows;
+    // The selection is in view: `App::lay_out` keeps the offset.
     let selected = app.selected_receipt().map(|r| r.id.clone());
-    let sel = selected
-        .as_deref()
-        .and_then(|s| app.receipt_list().iter().position(|r| r.id == s))
-        .unwrap_or(0);
-    if sel < app.receipt_offset {
-        app.receipt_offset = sel;
-    } else if sel >= app.receipt_offset + rows {
-        app.receipt_offset = sel + 1 - rows;
-    }
     let list_focused = focused(app, Pane::Receipts);
     for (k, r) in app
         .receipt_list()
         .iter()
-        .skip(app.receipt_offset)
+        .skip(app.receipts.offset)
         .take(rows)
         .enumerate()
     {
@@ -152,7 +150,7 @@ fn draw_list(app: &mut App, area: Rect, buf: &mut Buffer) {
         }
         let (verify, vrole) = verify_cell(app, r);
         // A signed receipt says what it is once verified (its statement is then believed).
-        let verified = match app.verifications.get(&r.id) {
+        let verified = match app.receipts.verifications.get(&r.id) {
             Some(VerifyState::Done(v)) => Some(v),
             _ => None,
         };
@@ -217,7 +215,7 @@ fn draw_detail(app: &App, area: Rect, buf: &mut Buffer) {
     if let Some(p) = &r.problem {
         field(&mut rows, "note", p, Role::Warning);
     }
-    match app.verifications.get(&r.id) {
+    match app.receipts.verifications.get(&r.id) {
         None => field(&mut rows, "verify", "not verified yet", Role::Dim),
         Some(VerifyState::Pending) => field(&mut rows, "verify", "verifying…", Role::Dim),
         Some(VerifyState::Done(v)) => match &v.result {

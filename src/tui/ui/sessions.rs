@@ -52,34 +52,37 @@ fn pad(s: &str, w: usize) -> String {
     format!("{s}{}", " ".repeat(w.saturating_sub(n)))
 }
 
-pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
-    let shown = app.view.len();
+pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
+    let shown = app.sessions.view.len();
     let mut title = vec![
         span(app, Role::Title, " Sessions "),
         span(
             app,
             Role::Dim,
-            if shown == app.total || !app.loaded {
+            if shown == app.sessions.total || !app.sessions.loaded {
                 format!("{shown} ")
             } else {
-                format!("{shown} of {} ", app.total)
+                format!("{shown} of {} ", app.sessions.total)
             },
         ),
     ];
-    if !app.filter.is_empty() || app.mode.is_filter() {
+    if !app.sessions.filter.is_empty() || app.mode.is_filter() {
         let cursor = if app.mode.is_filter() { "▏" } else { "" };
         title.push(span(app, Role::Highlight, "/"));
         title.push(span(
             app,
             Role::Input,
-            format!("{}{cursor}", text::one_line(app.filter.value(), 30)),
+            format!(
+                "{}{cursor}",
+                text::one_line(app.sessions.filter.value(), 30)
+            ),
         ));
         title.push(span(app, Role::Dim, " "));
     }
-    if app.show_archived {
+    if app.sessions.show_archived {
         title.push(span(app, Role::Marker, "+archived "));
     }
-    if app.show_snoozed {
+    if app.sessions.show_snoozed {
         title.push(span(app, Role::Marker, "+snoozed "));
     }
     let block = pane_block(app, Line::from(title), focused(app, Pane::Sessions));
@@ -88,7 +91,7 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
     if inner.height == 0 || inner.width == 0 {
         return;
     }
-    if let Some(e) = &app.server_error {
+    if let Some(e) = &app.sessions.server_error {
         // Said in place, where the list should be, with the remedy the error carries.
         let lines = textwrap_lines(&format!("the server does not answer: {e}"), inner.width);
         for (k, l) in lines.iter().take(usize::from(inner.height)).enumerate() {
@@ -102,10 +105,10 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         }
         return;
     }
-    if app.view.is_empty() {
-        let msg = if !app.loaded {
+    if app.sessions.view.is_empty() {
+        let msg = if !app.sessions.loaded {
             "loading…".to_string()
-        } else if app.runs.is_empty() {
+        } else if app.sessions.runs.is_empty() {
             "no sessions yet: n starts one".to_string()
         } else {
             "nothing matches (the filter, or hidden archived/snoozed sessions)".to_string()
@@ -121,7 +124,12 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
     }
     let w = usize::from(inner.width);
     let now = app.now;
-    let cells: Vec<Cells> = app.view.iter().map(|&i| cells(app, &app.runs[i])).collect();
+    let cells: Vec<Cells> = app
+        .sessions
+        .view
+        .iter()
+        .map(|&i| cells(app, &app.sessions.runs[i]))
+        .collect();
     let plan = Plan::new(&cells, w);
 
     // Header row.
@@ -144,26 +152,20 @@ pub fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
     if rows == 0 {
         return;
     }
-    // Keep the selection in view.
-    let sel = app.selected_index().unwrap_or(0);
-    if sel < app.list_offset {
-        app.list_offset = sel;
-    } else if sel >= app.list_offset + rows {
-        app.list_offset = sel + 1 - rows;
-    }
-    app.list_offset = app.list_offset.min(app.view.len().saturating_sub(rows));
+    // The selection is in view: `App::lay_out` keeps the offset.
     let list_focused = focused(app, Pane::Sessions);
     for (k, (&i, c)) in app
+        .sessions
         .view
         .iter()
         .zip(&cells)
-        .skip(app.list_offset)
+        .skip(app.sessions.offset)
         .take(rows)
         .enumerate()
     {
-        let r = &app.runs[i];
+        let r = &app.sessions.runs[i];
         let y = inner.y + 1 + k as u16;
-        let selected = app.selected.as_deref() == Some(r.run_ref.as_str());
+        let selected = app.sessions.selected.as_deref() == Some(r.run_ref.as_str());
         let base = row_style(app, selected, list_focused);
         let st = |role: Role| base.patch(app.theme.style(role));
         let mut marks = String::new();

@@ -10,7 +10,7 @@ use unicode_width::UnicodeWidthStr;
 use super::span;
 use crate::text;
 use crate::tui::action::Action;
-use crate::tui::app::{App, Modal, Mode, Pane, Tone};
+use crate::tui::app::{App, Modal, Mode, Tone};
 use crate::tui::keymap::Context;
 use crate::tui::role::Role;
 
@@ -35,73 +35,7 @@ fn hinted(app: &App) -> &'static [Action] {
             Action::Help,
             Action::Quit,
         ],
-        Mode::Normal => match app.focus {
-            Pane::Sessions => &[
-                Action::Down,
-                Action::Zoom,
-                Action::Attach,
-                Action::NewSession,
-                Action::SendInput,
-                Action::Stop,
-                Action::Resume,
-                Action::Rename,
-                Action::Pin,
-                Action::Snooze,
-                Action::Filter,
-                Action::FocusNext,
-                Action::Palette,
-                Action::Help,
-                Action::Quit,
-            ],
-            Pane::Live => &[
-                Action::PageUp,
-                Action::ScrollUp,
-                Action::ScrollBottom,
-                Action::Zoom,
-                Action::Attach,
-                Action::FocusNext,
-                Action::Help,
-                Action::Quit,
-            ],
-            Pane::Events => &[
-                Action::Up,
-                Action::Down,
-                Action::Bottom,
-                Action::FocusNext,
-                Action::Help,
-                Action::Quit,
-            ],
-            Pane::Gate => &[
-                Action::Down,
-                Action::PageDown,
-                Action::FocusNext,
-                Action::ViewSessions,
-                Action::ViewIntents,
-                Action::ViewReceipts,
-                Action::Refresh,
-                Action::Help,
-                Action::Quit,
-            ],
-            Pane::Intents => &[
-                Action::Down,
-                Action::Approve,
-                Action::ViewGate,
-                Action::ViewSessions,
-                Action::ViewReceipts,
-                Action::Refresh,
-                Action::Help,
-                Action::Quit,
-            ],
-            Pane::Receipts => &[
-                Action::Down,
-                Action::Verify,
-                Action::ViewGate,
-                Action::ViewSessions,
-                Action::ViewIntents,
-                Action::Help,
-                Action::Quit,
-            ],
-        },
+        Mode::Normal => app.focus.hints(),
     }
 }
 
@@ -168,7 +102,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     let w = usize::from(area.width);
     if app.mode.is_attach() {
         let prefix = crate::tui::keymap::key_label(&app.keymap.prefix());
-        let run = app.live.as_ref().map_or("", |s| s.run.as_str());
+        let run = app.live.slot.as_ref().map_or("", |s| s.run.as_str());
         let line = Line::from(vec![
             span(app, Role::Warning, " ATTACHED "),
             span(

@@ -148,9 +148,9 @@ pub fn fixture_app(role: TokenRole, theme: Theme) -> App {
         items: runs,
         counts,
     })));
-    app.selected = Some("run-0001".into());
+    app.sessions.selected = Some("run-0001".into());
     app.sync_focus();
-    let epoch = app.live.as_ref().unwrap().epoch;
+    let epoch = app.live.slot.as_ref().unwrap().epoch;
     app.on_msg(Msg::Live {
         epoch,
         ev: LiveEvent::Screen {
@@ -598,9 +598,9 @@ fn every_pane_at_both_sizes() {
 fn pipe_session_in_the_live_pane() {
     for (w, h) in SIZES {
         let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
-        app.selected = Some("run-0002".into());
+        app.sessions.selected = Some("run-0002".into());
         app.sync_focus();
-        let epoch = app.live.as_ref().unwrap().epoch;
+        let epoch = app.live.slot.as_ref().unwrap().epoch;
         let frames = vec![
             (1, false, b"{\"id\":0,\"result\":{}}\n".to_vec()),
             (
@@ -653,7 +653,7 @@ fn zoomed_attached_and_filtered() {
         let t = draw(&mut app, w, h);
         insta::assert_snapshot!(format!("cockpit_zoomed_{w}x{h}"), text(&t));
         // The PTY should take the whole screen but the status line.
-        assert_eq!((app.live_inner.width, app.live_inner.height), (w, h - 1));
+        assert_eq!((app.live.inner.width, app.live.inner.height), (w, h - 1));
         app.on_key(ch('a'));
         assert!(app.mode.is_attach());
         let t = draw(&mut app, w, h);
@@ -667,7 +667,7 @@ fn zoomed_attached_and_filtered() {
         }
         let t = draw(&mut app, w, h);
         insta::assert_snapshot!(format!("cockpit_filter_{w}x{h}"), text(&t));
-        assert_eq!(app.view.len(), 1);
+        assert_eq!(app.sessions.view.len(), 1);
     }
 }
 
@@ -834,9 +834,9 @@ fn colours_on_cells_and_no_colour() {
 fn hostile_names_and_output_render_harmlessly() {
     for (w, h) in SIZES {
         let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
-        app.selected = Some("run-0007".into());
+        app.sessions.selected = Some("run-0007".into());
         app.sync_focus();
-        let epoch = app.live.as_ref().unwrap().epoch;
+        let epoch = app.live.slot.as_ref().unwrap().epoch;
         app.on_msg(Msg::Live {
             epoch,
             ev: LiveEvent::Output(vec![(1, false, HOSTILE_NAME.as_bytes().to_vec())]),
@@ -861,9 +861,10 @@ fn hostile_names_and_output_render_harmlessly() {
 fn list_order_hiding_and_toggles() {
     let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
     let order: Vec<&str> = app
+        .sessions
         .view
         .iter()
-        .map(|&i| app.runs[i].run_ref.as_str())
+        .map(|&i| app.sessions.runs[i].run_ref.as_str())
         .collect();
     // Pinned first, then by recent activity; snoozed and archived hidden.
     assert_eq!(
@@ -873,14 +874,24 @@ fn list_order_hiding_and_toggles() {
         ]
     );
     app.dispatch(Action::ToggleSnoozed);
-    assert!(app.view.iter().any(|&i| app.runs[i].run_ref == "run-0008"));
+    assert!(
+        app.sessions
+            .view
+            .iter()
+            .any(|&i| app.sessions.runs[i].run_ref == "run-0008")
+    );
     app.dispatch(Action::ToggleArchived);
-    assert!(app.view.iter().any(|&i| app.runs[i].run_ref == "run-0009"));
+    assert!(
+        app.sessions
+            .view
+            .iter()
+            .any(|&i| app.sessions.runs[i].run_ref == "run-0009")
+    );
     // Moving the selection follows the list and refocuses the live stream.
     app.take_effects();
     app.focus = Pane::Sessions;
     app.on_key(ch('j'));
-    assert_ne!(app.selected.as_deref(), Some("run-0001"));
+    assert_ne!(app.sessions.selected.as_deref(), Some("run-0001"));
     assert!(
         app.take_effects()
             .iter()
@@ -928,9 +939,9 @@ fn the_mouse_selects_focuses_and_scrolls() {
     // The list's rows start under its border and its column header.
     let row = app.areas.sessions.y + 2 + 2;
     app.on_event(ev(MouseEventKind::Down(MouseButton::Left), 10, row));
-    assert_eq!(app.selected.as_deref(), Some("run-0002"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0002"));
     app.on_event(ev(MouseEventKind::ScrollDown, 10, row));
-    assert_eq!(app.selected.as_deref(), Some("run-0004"));
+    assert_eq!(app.sessions.selected.as_deref(), Some("run-0004"));
     // A click in the live pane focuses it.
     let live = app.areas.live;
     app.on_event(ev(
@@ -991,7 +1002,7 @@ fn gate_intents_and_receipts_views_at_both_sizes() {
     for (w, h) in SIZES {
         let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
         // The gate of the focused run's candidate: awaiting a person, never accepted.
-        app.selected = Some("run-0003".into());
+        app.sessions.selected = Some("run-0003".into());
         app.sync_focus();
         app.take_effects();
         app.on_key(ch('2'));
@@ -1015,7 +1026,7 @@ fn gate_intents_and_receipts_views_at_both_sizes() {
         assert!(!s.contains("cm0gLXJmIH4"), "no OSC payload: {s}");
         insta::assert_snapshot!(format!("gate_awaiting_{w}x{h}"), s);
         // A failed check, with a hostile cause.
-        app.selected = Some("run-0004".into());
+        app.sessions.selected = Some("run-0004".into());
         app.sync_focus();
         let t = draw(&mut app, w, h);
         crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
@@ -1114,7 +1125,7 @@ fn gate_states_are_coloured_by_role_and_awaiting_never_looks_passed() {
     assert_eq!(buf[(x, y)].fg, fg(&theme, Role::GateAwaitingHuman));
 
     // The gate view: the state and the decision node in the awaiting role.
-    app.selected = Some("run-0003".into());
+    app.sessions.selected = Some("run-0003".into());
     app.sync_focus();
     app.show_tab(Tab::Gate);
     let t = draw(&mut app, 160, 48);
@@ -1529,7 +1540,7 @@ fn approving_needs_a_persons_write_token_and_an_intent_awaiting_authority() {
     );
     // From the sessions list, P approves the focused run's awaiting intent.
     app.on_key(ch('1'));
-    app.selected = Some("run-0003".into());
+    app.sessions.selected = Some("run-0003".into());
     app.sync_focus();
     assert_eq!(app.approve_target().as_deref(), Ok("int-0003"));
     // Without a key file, nothing opens and the remedy is named.
@@ -1570,10 +1581,10 @@ fn the_header_says_agents_unconfined_while_a_run_is_live() {
 
         // No live run: nothing to warn about.
         let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
-        app.counts = Counts {
+        app.sessions.counts = Counts {
             live: 0,
             idle: 0,
-            ..app.counts
+            ..app.sessions.counts
         };
         let t = draw(&mut app, w, h);
         assert!(
@@ -1615,7 +1626,7 @@ fn the_approval_dialog_shows_the_passphrase_wait_as_its_note() {
 fn a_pane_larger_than_a_run_may_be_asks_for_the_limits_once() {
     use crate::runs::{MAX_COLS, MAX_ROWS};
     let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
-    app.live_inner = ratatui::layout::Rect::new(0, 0, 4000, 4000);
+    app.live.inner = ratatui::layout::Rect::new(0, 0, 4000, 4000);
     let want = app.desired_resize();
     assert_eq!(want, Some(("run-0001".to_string(), MAX_ROWS, MAX_COLS)));
     let (run, rows, cols) = want.unwrap();

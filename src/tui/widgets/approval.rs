@@ -13,9 +13,11 @@
 //! are typed, Backspace erases one, Enter submits (or shows the next page), Esc and ctrl-c
 //! refuse (the flow then writes its redacted receipt). **Paste and every other key are
 //! ignored**: arrows, Tab, Home, Delete, function keys, ctrl and alt combinations never reach
-//! a field. See [`classify`].
+//! a field. See [`classify`]. It is a [`Dialog`] like every other: a key answers
+//! [`DialogOutcome::Continue`] while it stays open and [`DialogOutcome::Cancel`] when the
+//! operator closed it (only once the flow ended, or with a second Esc before the first
+//! question); it never submits, since its answers go to the flow's thread.
 
-use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, Mutex, mpsc};
 
@@ -28,8 +30,10 @@ use zeroize::Zeroizing;
 
 use crate::publish::approve::{Outcome as FlowOutcome, PromptError};
 use crate::text;
+use crate::tui::keymap::Keymap;
 use crate::tui::role::Role;
 use crate::tui::theme::Theme;
+use crate::tui::widgets::{Dialog, Outcome as DialogOutcome};
 
 /// The longest answer taken, in bytes (as the terminal prompt's).
 pub const MAX_ANSWER_BYTES: usize = crate::authority::tty::MAX_ANSWER_BYTES;
@@ -133,14 +137,6 @@ pub enum Stage {
     Done(FlowOutcome),
 }
 
-/// What a key did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Continue,
-    /// The operator closed the dialog (only once the flow ended).
-    Close,
-}
-
 /// The dialog's state.
 pub struct Approval {
     pub intent: String,
@@ -152,10 +148,11 @@ pub struct Approval {
     closing: bool,
     note: Option<String>,
     page: usize,
-    /// Set while drawing: how many pages the text takes, and whether every line has been on
-    /// the screen (the field opens only then).
-    pages: Cell<usize>,
-    seen_all: Cell<bool>,
+    /// Set with the layout of each frame ([`Dialog::lay_out`]): how many pages the text
+    /// takes at the screen's size, and whether every line has been on the screen (the field
+    /// opens only then).
+    pages: usize,
+    seen_all: bool,
 }
 
 impl fmt::Debug for Approval {
@@ -179,8 +176,8 @@ impl Approval {
             closing: false,
             note: None,
             page: 0,
-            pages: Cell::new(1),
-            seen_all: Cell::new(false),
+            pages: 1,
+            seen_all: false,
         }
     }
 
@@ -195,14 +192,14 @@ impl Approval {
 
     /// Whether every line of the text has been on the screen.
     pub fn seen_all(&self) -> bool {
-        self.seen_all.get()
+        self.seen_all
     }
 
     /// The flow's text (built by `approve::display`, sanitised there).
     pub fn show(&mut self, text: String) {
         self.text = Some(text);
         self.page = 0;
-        self.seen_all.set(false);
+        self.seen_all = false;
     }
 
     /// A notice of the flow's own (proctor's text, not untrusted), shown as the note.
@@ -237,64 +234,46 @@ impl Approval {
         matches!(self.stage, Stage::Done(_))
     }
 
-    /// Pasted text never reaches a field.
-    pub fn handle_paste(&mut self) {
-        self.note = Some("paste is ignored here: type it".into());
+    /// The text at `w` columns: the lines pinned on every page (the header and the
+    /// revision), and the rest, paged.
+    fn split(&self, w: usize) -> (Vec<Styled>, Vec<Styled>) {
+        match &self.text {
+            Some(t) => split_text(t, w),
+            None => (
+                vec![(
+                    Role::Dim,
+                    "asking the server: re-reading the remote, re-deriving the candidate…"
+                        .to_string(),
+                )],
+                Vec::new(),
+            ),
+        }
     }
 
-    pub fn handle_key(&mut self, key: &KeyEvent) -> Step {
-        let k = classify(key);
-        if let Stage::Done(_) = self.stage {
-            return match k {
-                FieldKey::Enter | FieldKey::Abort => Step::Close,
-                _ => Step::Continue,
-            };
+    /// How the text is paged on `screen` (as [`Dialog::render`] draws it): `None` when the
+    /// dialog shows no text there (too small, or the flow ended).
+    fn page_plan(&self, screen: Rect) -> Option<PagePlan> {
+        if screen.width == 0 || screen.height == 0 || matches!(self.stage, Stage::Done(_)) {
+            return None;
         }
-        match k {
-            FieldKey::Abort => {
-                self.abort();
-                if self.closing {
-                    return Step::Close;
-                }
-            }
-            FieldKey::Ignored => {
-                if key.kind != KeyEventKind::Release {
-                    self.note = Some(
-                        "only characters, Backspace, Enter and Esc work here; that key is ignored"
-                            .into(),
-                    );
-                }
-            }
-            FieldKey::Enter => self.enter(),
-            FieldKey::Backspace => {
-                if matches!(self.stage, Stage::Asking { .. }) {
-                    self.value.pop();
-                    self.note = None;
-                }
-            }
-            FieldKey::Char(c) => {
-                if !matches!(self.stage, Stage::Asking { .. }) {
-                    return Step::Continue;
-                }
-                if !self.seen_all.get() {
-                    self.note = Some("read every line first: Enter shows the next page".into());
-                } else if matches!(
-                    self.stage,
-                    Stage::Asking {
-                        field: Field::Offer,
-                        ..
-                    }
-                ) {
-                    self.note = Some("Enter creates the demo key; Esc refuses".into());
-                } else if self.value.len() + c.len_utf8() > MAX_ANSWER_BYTES {
-                    self.note = Some(format!("at most {MAX_ANSWER_BYTES} bytes"));
-                } else {
-                    self.value.push(c);
-                    self.note = None;
-                }
-            }
+        let inner = Block::default()
+            .borders(Borders::ALL)
+            .inner(screen)
+            .inner(ratatui::layout::Margin::new(1, 0));
+        if inner.width < 4 || inner.height < 4 {
+            return None;
         }
-        Step::Continue
+        let field_y = inner.y + inner.height - 3;
+        let (pinned, rest) = self.split(usize::from(inner.width));
+        let pinned_rows = pinned.len().min(usize::from(field_y - inner.y));
+        let (_, pages) = paging(
+            rest.len(),
+            usize::from(field_y - inner.y).saturating_sub(pinned_rows),
+        );
+        Some(PagePlan {
+            pages,
+            shows_last: self.text.is_some() && self.page.min(pages - 1) + 1 >= pages,
+        })
     }
 
     fn abort(&mut self) {
@@ -342,8 +321,8 @@ impl Approval {
             return;
         };
         let field = *field;
-        if !self.seen_all.get() {
-            self.page = (self.page + 1).min(self.pages.get().saturating_sub(1));
+        if !self.seen_all {
+            self.page = (self.page + 1).min(self.pages.saturating_sub(1));
             self.note = None;
             return;
         }
@@ -368,13 +347,91 @@ impl Approval {
         }
         self.note = None;
     }
+}
+
+/// The approval's keys are its own (see the module's documentation): the keymap is not
+/// consulted.
+impl Dialog for Approval {
+    type Output = ();
+
+    /// Pasted text never reaches a field.
+    fn handle_paste(&mut self, _text: &str) {
+        self.note = Some("paste is ignored here: type it".into());
+    }
+
+    fn handle_key(&mut self, key: &KeyEvent, _keymap: &Keymap) -> DialogOutcome<()> {
+        let k = classify(key);
+        if let Stage::Done(_) = self.stage {
+            return match k {
+                FieldKey::Enter | FieldKey::Abort => DialogOutcome::Cancel,
+                _ => DialogOutcome::Continue,
+            };
+        }
+        match k {
+            FieldKey::Abort => {
+                self.abort();
+                if self.closing {
+                    return DialogOutcome::Cancel;
+                }
+            }
+            FieldKey::Ignored => {
+                if key.kind != KeyEventKind::Release {
+                    self.note = Some(
+                        "only characters, Backspace, Enter and Esc work here; that key is ignored"
+                            .into(),
+                    );
+                }
+            }
+            FieldKey::Enter => self.enter(),
+            FieldKey::Backspace => {
+                if matches!(self.stage, Stage::Asking { .. }) {
+                    self.value.pop();
+                    self.note = None;
+                }
+            }
+            FieldKey::Char(c) => {
+                if !matches!(self.stage, Stage::Asking { .. }) {
+                    return DialogOutcome::Continue;
+                }
+                if !self.seen_all {
+                    self.note = Some("read every line first: Enter shows the next page".into());
+                } else if matches!(
+                    self.stage,
+                    Stage::Asking {
+                        field: Field::Offer,
+                        ..
+                    }
+                ) {
+                    self.note = Some("Enter creates the demo key; Esc refuses".into());
+                } else if self.value.len() + c.len_utf8() > MAX_ANSWER_BYTES {
+                    self.note = Some(format!("at most {MAX_ANSWER_BYTES} bytes"));
+                } else {
+                    self.value.push(c);
+                    self.note = None;
+                }
+            }
+        }
+        DialogOutcome::Continue
+    }
+
+    /// The text's pages at this size, and whether the page shown now is the last: once it
+    /// is, every line has been on the screen and the field opens.
+    fn lay_out(&mut self, screen: Rect) {
+        if let Some(plan) = self.page_plan(screen) {
+            self.pages = plan.pages;
+            if plan.shows_last {
+                self.seen_all = true;
+            }
+        }
+    }
 
     /// Draws the dialog over the whole screen.
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme) {
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, _keymap: &Keymap) {
         if screen.width == 0 || screen.height == 0 {
             return;
         }
         frame.render_widget(Clear, screen);
+        let seen_all = self.seen_all || self.page_plan(screen).is_some_and(|p| p.shows_last);
         let title = format!(
             " Authorise publication {} ",
             text::one_line(&self.intent, 24)
@@ -426,17 +483,7 @@ impl Approval {
         }
 
         // The text: the header and the revision pinned on every page, the rest paged.
-        let (pinned, rest) = match &self.text {
-            Some(t) => split_text(t, w),
-            None => (
-                vec![(
-                    Role::Dim,
-                    "asking the server: re-reading the remote, re-deriving the candidate…"
-                        .to_string(),
-                )],
-                Vec::new(),
-            ),
-        };
+        let (pinned, rest) = self.split(w);
         let mut y = top;
         for (role, l) in &pinned {
             if y >= field_y {
@@ -445,15 +492,7 @@ impl Approval {
             put(y, Line::from(Span::styled(l.clone(), theme.style(*role))));
             y += 1;
         }
-        // One row for the page line when there is more than one page.
-        let avail = usize::from(field_y.saturating_sub(y));
-        let (per_page, pages) = if rest.len() <= avail {
-            (avail.max(1), 1)
-        } else {
-            let per = avail.saturating_sub(1).max(1);
-            (per, rest.len().div_ceil(per))
-        };
-        self.pages.set(pages);
+        let (per_page, pages) = paging(rest.len(), usize::from(field_y.saturating_sub(y)));
         let page = self.page.min(pages - 1);
         // The last page is a full one: it ends with the text's last line.
         let first = (page * per_page).min(rest.len().saturating_sub(per_page));
@@ -475,9 +514,6 @@ impl Approval {
                 Line::from(Span::styled(msg, theme.style(Role::Warning))),
             );
         }
-        if self.text.is_some() && page + 1 >= pages {
-            self.seen_all.set(true);
-        }
 
         // The field.
         match &self.stage {
@@ -494,7 +530,7 @@ impl Approval {
                     Field::Passphrase | Field::NewPassphrase => "(hidden)".to_string(),
                 };
                 let mut spans = vec![Span::styled(label, theme.style(Role::Key))];
-                if self.seen_all.get() {
+                if seen_all {
                     spans.push(Span::styled(shown, theme.style(Role::Input)));
                     spans.push(Span::styled("▏", theme.style(Role::Input)));
                 } else {
@@ -654,6 +690,24 @@ fn outcome_lines(o: &FlowOutcome) -> Vec<(Role, String)> {
 /// The flow's text cut into screen lines: (pinned, rest). The first line (the intent and its
 /// state) and the revision line stay on every page; every line is sanitised again and
 /// wrapped at `width` (never cut).
+/// How the text is paged on a screen.
+struct PagePlan {
+    pages: usize,
+    /// The page shown is the last.
+    shows_last: bool,
+}
+
+/// The rows per page and the pages of `rest` rows in `avail` rows (one row for the page line
+/// when there is more than one page).
+fn paging(rest: usize, avail: usize) -> (usize, usize) {
+    if rest <= avail {
+        (avail.max(1), 1)
+    } else {
+        let per = avail.saturating_sub(1).max(1);
+        (per, rest.div_ceil(per))
+    }
+}
+
 fn split_text(t: &str, width: usize) -> (Vec<Styled>, Vec<Styled>) {
     let mut pinned = Vec::new();
     let mut rest = Vec::new();
@@ -765,9 +819,10 @@ mod tests {
         assert_eq!(classify(&release), FieldKey::Ignored);
     }
 
-    fn screen(a: &Approval) -> String {
+    fn screen(a: &mut Approval) -> String {
+        a.lay_out(Rect::new(0, 0, 100, 24));
         let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 24)).unwrap();
-        t.draw(|f| a.render(f, f.area(), &Theme::default_theme()))
+        t.draw(|f| a.render(f, f.area(), &Theme::default_theme(), &Keymap::defaults()))
             .unwrap();
         let buf = t.backend().buffer().clone();
         (0..buf.area.height)
@@ -786,16 +841,16 @@ mod tests {
         a.show("\nA demo publish key\n\nEnter creates it; Esc refuses.\n".into());
         let (tx, rx) = mpsc::channel();
         a.ask(Field::Offer, "Create the demo key? ".into(), Reply::new(tx));
-        let s = screen(&a);
+        let s = screen(&mut a);
         assert!(s.contains("Create the demo key? ▏"), "{s}");
         assert!(s.contains("enter create the demo key"), "{s}");
         // A character is not an answer; Enter is "yes".
-        a.handle_key(&ch('n'));
+        a.handle_key(&ch('n'), &Keymap::defaults());
         assert!(rx.try_recv().is_err());
         assert_eq!(a.typed(), "");
-        a.handle_key(&key(KeyCode::Enter));
+        a.handle_key(&key(KeyCode::Enter), &Keymap::defaults());
         assert_eq!(rx.try_recv().unwrap().unwrap().as_str(), "yes");
-        assert!(screen(&a).contains("creating the demo key"));
+        assert!(screen(&mut a).contains("creating the demo key"));
         // The new passphrase: masked, never shown, sent as typed.
         let (tx, rx) = mpsc::channel();
         a.ask(
@@ -803,15 +858,15 @@ mod tests {
             "New passphrase: ".into(),
             Reply::new(tx),
         );
-        a.handle_key(&key(KeyCode::Enter));
+        a.handle_key(&key(KeyCode::Enter), &Keymap::defaults());
         assert!(rx.try_recv().is_err(), "an empty passphrase is not sent");
         for c in "secret words here".chars() {
-            a.handle_key(&ch(c));
+            a.handle_key(&ch(c), &Keymap::defaults());
         }
-        let s = screen(&a);
+        let s = screen(&mut a);
         assert!(s.contains("New passphrase: (hidden)▏"), "{s}");
         assert!(!s.contains("secret"), "{s}");
-        a.handle_key(&key(KeyCode::Enter));
+        a.handle_key(&key(KeyCode::Enter), &Keymap::defaults());
         assert_eq!(
             rx.try_recv().unwrap().unwrap().as_str(),
             "secret words here"
@@ -819,7 +874,7 @@ mod tests {
         // Esc at the offer refuses.
         let (tx, rx) = mpsc::channel();
         a.ask(Field::Offer, "Create the demo key? ".into(), Reply::new(tx));
-        a.handle_key(&key(KeyCode::Esc));
+        a.handle_key(&key(KeyCode::Esc), &Keymap::defaults());
         assert!(matches!(rx.try_recv().unwrap(), Err(PromptError::Aborted)));
     }
 

@@ -8,7 +8,8 @@ use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{
-    Outcome, centered, frame_dialog, hint_line, is_press, row_style, typed_char, wrapped_rows,
+    Dialog, Outcome, centered, frame_dialog, hint_line, is_press, row_style, typed_char,
+    wrapped_rows,
 };
 use crate::tui::action::Action;
 use crate::tui::keymap::{Context, Keymap};
@@ -55,10 +56,14 @@ impl Confirm {
     pub fn yes_selected(&self) -> bool {
         self.on_yes
     }
+}
+
+impl Dialog for Confirm {
+    type Output = ();
 
     /// `y` answers yes, `n` no; Enter takes the focused answer (No until moved); Tab, the
     /// arrows or h/l move between the two; Esc cancels.
-    pub fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<()> {
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<()> {
         if !is_press(key) {
             return Outcome::Continue;
         }
@@ -86,7 +91,7 @@ impl Confirm {
         }
     }
 
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
         let width = screen.width.saturating_sub(4).clamp(24, 64);
         let text_w = usize::from(width.saturating_sub(4));
         let consequence = crate::text::multi_line(&self.consequence);

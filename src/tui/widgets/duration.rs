@@ -17,7 +17,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::input::{Edit, TextInput};
-use super::{Outcome, centered, frame_dialog, hint_line, is_press, row_style, typed_char};
+use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press, row_style, typed_char};
 use crate::tui::action::Action;
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::role::Role;
@@ -215,14 +215,27 @@ where
         }
     }
 
-    pub fn handle_paste(&mut self, text: &str) {
+    fn local(&self, at: DateTime<Utc>) -> String {
+        at.with_timezone(&self.now.timezone())
+            .format("%a %d %b %H:%M")
+            .to_string()
+    }
+}
+
+impl<Tz: TimeZone> Dialog for SnoozePicker<Tz>
+where
+    Tz::Offset: Display,
+{
+    type Output = String;
+
+    fn handle_paste(&mut self, text: &str) {
         self.selected = CUSTOM;
         if self.input.insert_str(text) {
             self.error = None;
         }
     }
 
-    pub fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<String> {
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<String> {
         if !is_press(key) {
             return Outcome::Continue;
         }
@@ -268,13 +281,7 @@ where
         }
     }
 
-    fn local(&self, at: DateTime<Utc>) -> String {
-        at.with_timezone(&self.now.timezone())
-            .format("%a %d %b %H:%M")
-            .to_string()
-    }
-
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
         let width = screen.width.saturating_sub(4).clamp(30, 64);
         let rect = centered(screen, width, 13);
         let inner = frame_dialog(frame, rect, &self.title, theme).inner(Margin::new(1, 0));

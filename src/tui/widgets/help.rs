@@ -1,8 +1,6 @@
 //! The help screen: the keys in effect, generated from the keymap for the current contexts
 //! (most specific first), with the attach prefix always listed. Scrollable.
 
-use std::cell::Cell;
-
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Margin, Rect};
@@ -10,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use unicode_width::UnicodeWidthStr;
 
-use super::{Outcome, centered, frame_dialog, hint_line, is_press};
+use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press};
 use crate::tui::action::Action;
 use crate::tui::keymap::{Binding, Context, Keymap};
 use crate::tui::role::Role;
@@ -39,7 +37,7 @@ pub struct Help {
     keys_width: usize,
     scroll: usize,
     /// Rows visible at the last render (for paging).
-    page: Cell<usize>,
+    page: usize,
 }
 
 impl Help {
@@ -104,7 +102,7 @@ impl Help {
             rows,
             keys_width,
             scroll: 0,
-            page: Cell::new(10),
+            page: 10,
         }
     }
 
@@ -113,11 +111,23 @@ impl Help {
         self.scroll
     }
 
-    fn max_scroll(&self) -> usize {
-        self.rows.len().saturating_sub(self.page.get().max(1))
+    /// Where the dialog is on `screen`, and how many rows a page shows.
+    fn place(&self, screen: Rect) -> (Rect, usize) {
+        let width = screen.width.saturating_sub(4).clamp(30, 100);
+        let height = (self.rows.len() as u16 + 4).min(screen.height.saturating_sub(2));
+        let rect = centered(screen, width, height);
+        (rect, usize::from(rect.height.saturating_sub(4)).max(1))
     }
 
-    pub fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<()> {
+    fn max_scroll(&self) -> usize {
+        self.rows.len().saturating_sub(self.page.max(1))
+    }
+}
+
+impl Dialog for Help {
+    type Output = ();
+
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<()> {
         if !is_press(key) {
             return Outcome::Continue;
         }
@@ -125,7 +135,7 @@ impl Help {
         if keymap.resolve(&[Context::Global], key) == Some(Action::Help) {
             return Outcome::Cancel;
         }
-        let page = self.page.get().max(1);
+        let page = self.page.max(1);
         match keymap.resolve(CONTEXTS, key) {
             Some(Action::Escape | Action::Confirm) => return Outcome::Cancel,
             Some(Action::Up) => self.scroll = self.scroll.saturating_sub(1),
@@ -140,12 +150,13 @@ impl Help {
         Outcome::Continue
     }
 
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
-        let width = screen.width.saturating_sub(4).clamp(30, 100);
-        let height = (self.rows.len() as u16 + 4).min(screen.height.saturating_sub(2));
-        let rect = centered(screen, width, height);
-        let page = usize::from(rect.height.saturating_sub(4)).max(1);
-        self.page.set(page);
+    /// A page is the rows the dialog shows at this size (what pgup and pgdn move by).
+    fn lay_out(&mut self, screen: Rect) {
+        self.page = self.place(screen).1;
+    }
+
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+        let (rect, page) = self.place(screen);
         let scroll = self.scroll.min(self.rows.len().saturating_sub(page));
         let last = (scroll + page).min(self.rows.len());
         let title = if self.rows.len() > page {
@@ -320,9 +331,9 @@ mod tests {
         let km = Keymap::defaults();
         let theme = Theme::default_theme();
         let mut h = Help::new(&km, SESSIONS);
-        // Render at 80x24 to learn the page size.
-        draw(80, 24, |f| h.render(f, f.area(), &theme, &km));
-        let page = h.page.get();
+        // Lay it out at 80x24 to learn the page size.
+        h.lay_out(Rect::new(0, 0, 80, 24));
+        let page = h.page;
         assert!(h.rows.len() > page);
         assert_eq!(h.handle_key(&key(KeyCode::Down), &km), Outcome::Continue);
         assert_eq!(h.handle_key(&ch('j'), &km), Outcome::Continue);

@@ -1,12 +1,16 @@
 //! Dialogs drawn over the cockpit: help, command palette, prompt, confirmation, snooze
 //! picker, new session.
 //!
-//! Each is a small state machine: `handle_key(&KeyEvent, &Keymap) -> Outcome<T>` and
-//! `render(&self, &mut Frame, screen, &Theme)`, drawn centred over the screen on a cleared
-//! rectangle. Keys are looked up in the keymap's `[modal]` context (the palette's in
-//! `[palette]` first); in a text field the editing keys (printable characters, Backspace,
-//! Delete, Left, Right, Home, End, ctrl-a, ctrl-e, ctrl-u, ctrl-k, ctrl-w) belong to the field
-//! and are not looked up. Every string a dialog shows goes through [`crate::text`].
+//! Every dialog, the publication approval included, is a small state machine behind one
+//! interface, [`Dialog`]: `handle_key(&KeyEvent, &Keymap) -> Outcome<Output>`,
+//! `handle_paste(&str)` and `render(&self, &mut Frame, screen, &Theme, &Keymap)`, drawn
+//! centred over the screen on a cleared rectangle (the approval over the whole screen). Keys
+//! are looked up in the keymap contexts the dialog names ([`Dialog::contexts`]: `[modal]`,
+//! the palette's `[palette]` first); in a text field the editing keys (printable characters,
+//! Backspace, Delete, Left, Right, Home, End, ctrl-a, ctrl-e, ctrl-u, ctrl-k, ctrl-w) belong to
+//! the field and are not looked up. The approval's fields look up nothing: only characters,
+//! Backspace, Enter and Esc act there, whatever the keymap says. Every string a dialog shows
+//! goes through [`crate::text`].
 
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyEvent, KeyEventKind, KeyModifiers};
@@ -15,6 +19,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear};
 
+use super::keymap::{Context, Keymap};
 use super::role::Role;
 use super::theme::Theme;
 
@@ -36,6 +41,34 @@ pub enum Outcome<T> {
     Cancel,
     /// The operator chose this.
     Submit(T),
+}
+
+/// The one interface of a dialog over the cockpit: what a key and a paste do to it, how it
+/// is drawn, and where its keys are looked up. The cockpit holds the open dialog and hands
+/// it every key and paste until it answers [`Outcome::Cancel`] or [`Outcome::Submit`].
+pub trait Dialog {
+    /// What the dialog answers when the operator submits it.
+    type Output;
+
+    /// A key pressed while the dialog is open.
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<Self::Output>;
+
+    /// Text pasted while the dialog is open (ignored unless the dialog has a text field).
+    fn handle_paste(&mut self, _text: &str) {}
+
+    /// The dialog on a `screen` of this size, before it is drawn: what depends on the size
+    /// (a page's rows, the scroll that keeps the selection in view, which pages were shown)
+    /// is computed here, in the state; [`Dialog::render`] only reads it.
+    fn lay_out(&mut self, _screen: Rect) {}
+
+    /// Draws the dialog over `screen` (as [`Dialog::lay_out`] left it for that size).
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap);
+
+    /// The keymap contexts its keys are looked up in, most specific first (what help and
+    /// the palette list for it).
+    fn contexts(&self) -> &'static [Context] {
+        &[Context::Modal]
+    }
 }
 
 /// A rectangle of at most `width` × `height` centred in `area`.
@@ -242,7 +275,6 @@ mod tests {
     use super::testing::draw;
     use super::*;
     use crate::tui::action::Needs;
-    use crate::tui::keymap::{Context, Keymap};
 
     /// Every dialog draws on any screen, however small, without panicking.
     #[test]

@@ -13,7 +13,7 @@ use ratatui::widgets::Paragraph;
 
 use super::input::{Edit, TextInput};
 use super::prompt::Validator;
-use super::{Outcome, centered, frame_dialog, hint_line, is_press, row_style, typed_char};
+use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press, row_style, typed_char};
 use crate::providers::Transport;
 use crate::tui::action::Action;
 use crate::tui::keymap::{Context, Keymap};
@@ -202,8 +202,12 @@ impl NewSessionForm {
             prompt: (!prompt.is_empty()).then(|| prompt.to_owned()),
         })
     }
+}
 
-    pub fn handle_paste(&mut self, text: &str) {
+impl Dialog for NewSessionForm {
+    type Output = NewSession;
+
+    fn handle_paste(&mut self, text: &str) {
         let focus = self.focus;
         if let Some(input) = self.input_mut()
             && input.insert_str(text)
@@ -212,7 +216,7 @@ impl NewSessionForm {
         }
     }
 
-    pub fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<NewSession> {
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<NewSession> {
         if !is_press(key) {
             return Outcome::Continue;
         }
@@ -277,7 +281,7 @@ impl NewSessionForm {
         }
     }
 
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
         let width = screen.width.saturating_sub(4).clamp(40, 84);
         let error_rows = self.errors.iter().flatten().count() as u16;
         let height = 2 + 1 + 4 + error_rows + 2 * u16::from(self.error.is_some()) + 1 + 1;

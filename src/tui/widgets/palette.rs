@@ -6,8 +6,6 @@
 //! query's characters appear in the name in order (`nss` finds `new-session`); the
 //! description contains it. Spaces in the query match the hyphens of names.
 
-use std::cell::Cell;
-
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Margin, Rect};
@@ -15,7 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::input::{Edit, TextInput};
-use super::{Outcome, centered, frame_dialog, hint_line, is_press, row_style};
+use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press, row_style};
 use crate::tui::action::{Action, Needs};
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::role::Role;
@@ -49,7 +47,7 @@ pub struct Palette {
     /// Index into `matches`; always an available entry.
     selected: Option<usize>,
     /// The first match shown.
-    scroll: Cell<usize>,
+    scroll: usize,
 }
 
 /// Why a token with `granted` cannot perform `action`, if it cannot.
@@ -80,7 +78,7 @@ impl Palette {
             entries,
             matches: Vec::new(),
             selected: None,
-            scroll: Cell::new(0),
+            scroll: 0,
         };
         p.refilter();
         p
@@ -148,7 +146,7 @@ impl Palette {
         scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
         self.matches = scored.into_iter().map(|(_, m)| m).collect();
         self.selected = self.next_available(0, true);
-        self.scroll.set(0);
+        self.scroll = 0;
     }
 
     fn available(&self, i: usize) -> bool {
@@ -168,6 +166,28 @@ impl Palette {
         }
     }
 
+    /// Where the dialog is on `screen`.
+    fn place(&self, screen: Rect) -> Rect {
+        let width = screen.width.saturating_sub(4).clamp(30, 96);
+        let height =
+            (self.matches.len() as u16 + 6).clamp(8, screen.height.saturating_sub(2).max(8));
+        centered(screen, width, height)
+    }
+
+    /// The list's first row when it shows `rows` rows: the last one kept, moved as little
+    /// as puts the selection in view.
+    fn scroll_for(&self, rows: usize) -> usize {
+        let mut scroll = self.scroll;
+        if let Some(sel) = self.selected {
+            if sel < scroll {
+                scroll = sel;
+            } else if sel >= scroll + rows {
+                scroll = sel + 1 - rows;
+            }
+        }
+        scroll.min(self.matches.len().saturating_sub(rows))
+    }
+
     fn step(&mut self, by: isize) {
         let Some(cur) = self.selected else { return };
         let target = cur
@@ -184,14 +204,18 @@ impl Palette {
             self.selected = Some(i);
         }
     }
+}
 
-    pub fn handle_paste(&mut self, text: &str) {
+impl Dialog for Palette {
+    type Output = Action;
+
+    fn handle_paste(&mut self, text: &str) {
         if self.input.insert_str(text) {
             self.refilter();
         }
     }
 
-    pub fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<Action> {
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<Action> {
         if !is_press(key) {
             return Outcome::Continue;
         }
@@ -229,11 +253,17 @@ impl Palette {
         }
     }
 
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
-        let width = screen.width.saturating_sub(4).clamp(30, 96);
-        let height =
-            (self.matches.len() as u16 + 6).clamp(8, screen.height.saturating_sub(2).max(8));
-        let rect = centered(screen, width, height);
+    /// The list's first row in view keeps the selection in view at this size.
+    fn lay_out(&mut self, screen: Rect) {
+        let inner = self.place(screen).inner(Margin::new(1, 0));
+        if inner.height < 4 {
+            return;
+        }
+        self.scroll = self.scroll_for(usize::from(inner.height - 3));
+    }
+
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+        let rect = self.place(screen);
         let inner = frame_dialog(frame, rect, "Run an action", theme).inner(Margin::new(1, 0));
         if inner.height < 4 {
             return;
@@ -271,16 +301,7 @@ impl Palette {
         // The list.
         let list = Rect::new(inner.x, inner.y + 2, inner.width, inner.height - 3);
         let rows = usize::from(list.height);
-        let mut scroll = self.scroll.get();
-        if let Some(sel) = self.selected {
-            if sel < scroll {
-                scroll = sel;
-            } else if sel >= scroll + rows {
-                scroll = sel + 1 - rows;
-            }
-        }
-        scroll = scroll.min(self.matches.len().saturating_sub(rows));
-        self.scroll.set(scroll);
+        let scroll = self.scroll_for(rows);
         // The name column fits the longest name (a narrow dialog cuts names, never lets
         // them run into the key column).
         let longest = self
@@ -372,6 +393,10 @@ impl Palette {
             Paragraph::new(hints),
             Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1),
         );
+    }
+
+    fn contexts(&self) -> &'static [Context] {
+        CONTEXTS
     }
 }
 

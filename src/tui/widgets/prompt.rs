@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::input::{Edit, TextInput};
-use super::{Outcome, centered, frame_dialog, hint_line, is_press, wrapped_rows};
+use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press, wrapped_rows};
 use crate::tui::action::Action;
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::role::Role;
@@ -105,16 +105,20 @@ impl Prompt {
         };
         self.error.is_none()
     }
+}
+
+impl Dialog for Prompt {
+    type Output = String;
 
     /// Pasted text goes into the field (controls dropped).
-    pub fn handle_paste(&mut self, text: &str) {
+    fn handle_paste(&mut self, text: &str) {
         if self.input.insert_str(text) {
             self.touched = true;
             self.validate();
         }
     }
 
-    pub fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<String> {
+    fn handle_key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Outcome<String> {
         if !is_press(key) {
             return Outcome::Continue;
         }
@@ -141,7 +145,7 @@ impl Prompt {
         }
     }
 
-    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+    fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
         let width = screen.width.saturating_sub(4).clamp(20, 72);
         let inner_w = usize::from(width.saturating_sub(4));
         let error = self

@@ -1,0 +1,378 @@
+//! The dialogs over the cockpit: which one is open, what it is for, and what its answer
+//! does. Every dialog is a [`Dialog`] (the publication approval too): the cockpit hands the
+//! open one every key and paste, draws it over the screen, and acts on its
+//! [`Outcome`]. A dialog whose answer went to the server stays open, busy, until the server
+//! answers (only Esc closes it then).
+
+use hyper::Method;
+use ratatui::Frame;
+use ratatui::crossterm::event::KeyEvent;
+use ratatui::layout::Rect;
+use serde_json::json;
+
+use super::{App, Call, CallTag, Effect, Mode, action_call};
+use crate::text;
+use crate::tui::action::Action;
+use crate::tui::approval::ApprovalEvent;
+use crate::tui::data::RUNS;
+use crate::tui::keymap::{Context, Keymap};
+use crate::tui::theme::Theme;
+use crate::tui::widgets::approval::Approval;
+use crate::tui::widgets::confirm::Confirm;
+use crate::tui::widgets::duration::SnoozePicker;
+use crate::tui::widgets::help::Help;
+use crate::tui::widgets::new_session::NewSessionForm;
+use crate::tui::widgets::palette::Palette;
+use crate::tui::widgets::prompt::Prompt;
+use crate::tui::widgets::{Dialog, Outcome};
+
+/// What a prompt is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptFor {
+    Rename(String),
+    SendInput(String),
+    Snooze(String),
+    /// A new session; whether it has a first prompt (on a PTY session the server types it
+    /// once the tool is up, then Enter).
+    NewSession(bool),
+}
+
+/// A dialog over the cockpit.
+pub enum Modal {
+    Help(Help),
+    /// The command palette: every action by name.
+    Palette(Palette),
+    /// Until when a session is snoozed.
+    Snooze {
+        run: String,
+        picker: SnoozePicker<chrono::Local>,
+        busy: bool,
+    },
+    /// A new session: profile, workspace, transport, first prompt.
+    NewSession {
+        form: NewSessionForm,
+        busy: bool,
+    },
+    /// A question whose answer goes to the server; it stays open (with the server's error
+    /// under the field) until the server accepts it.
+    Prompt {
+        purpose: PromptFor,
+        dialog: Prompt,
+        busy: bool,
+    },
+    /// A yes/no question before an action that cannot be taken back.
+    Confirm {
+        action: Action,
+        run: String,
+        dialog: Confirm,
+    },
+    /// The publication approval: the flow's text, the typed revision, the masked
+    /// passphrase, the outcome.
+    Approval(Box<Approval>),
+}
+
+impl Modal {
+    /// Draws the dialog over `screen`.
+    pub fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
+        match self {
+            Modal::Help(h) => h.render(frame, screen, theme, keymap),
+            Modal::Palette(p) => p.render(frame, screen, theme, keymap),
+            Modal::Snooze { picker, .. } => picker.render(frame, screen, theme, keymap),
+            Modal::NewSession { form, .. } => form.render(frame, screen, theme, keymap),
+            Modal::Prompt { dialog, .. } => dialog.render(frame, screen, theme, keymap),
+            Modal::Confirm { dialog, .. } => dialog.render(frame, screen, theme, keymap),
+            Modal::Approval(a) => a.render(frame, screen, theme, keymap),
+        }
+    }
+
+    /// Lays the dialog out on `screen` (see [`Dialog::lay_out`]).
+    pub fn lay_out(&mut self, screen: Rect) {
+        match self {
+            Modal::Help(h) => h.lay_out(screen),
+            Modal::Palette(p) => p.lay_out(screen),
+            Modal::Snooze { picker, .. } => picker.lay_out(screen),
+            Modal::NewSession { form, .. } => form.lay_out(screen),
+            Modal::Prompt { dialog, .. } => dialog.lay_out(screen),
+            Modal::Confirm { dialog, .. } => dialog.lay_out(screen),
+            Modal::Approval(a) => a.lay_out(screen),
+        }
+    }
+
+    /// Pasted text, for the dialog (the approval never takes it into a field).
+    pub fn handle_paste(&mut self, text: &str) {
+        match self {
+            Modal::Help(h) => h.handle_paste(text),
+            Modal::Palette(p) => p.handle_paste(text),
+            Modal::Snooze { picker, .. } => picker.handle_paste(text),
+            Modal::NewSession { form, .. } => form.handle_paste(text),
+            Modal::Prompt { dialog, .. } => dialog.handle_paste(text),
+            Modal::Confirm { dialog, .. } => dialog.handle_paste(text),
+            Modal::Approval(a) => a.handle_paste(text),
+        }
+    }
+
+    /// The keymap contexts of the dialog's keys, most specific first.
+    pub fn contexts(&self) -> &'static [Context] {
+        match self {
+            Modal::Help(h) => h.contexts(),
+            Modal::Palette(p) => p.contexts(),
+            Modal::Snooze { picker, .. } => picker.contexts(),
+            Modal::NewSession { form, .. } => form.contexts(),
+            Modal::Prompt { dialog, .. } => dialog.contexts(),
+            Modal::Confirm { dialog, .. } => dialog.contexts(),
+            Modal::Approval(a) => a.contexts(),
+        }
+    }
+}
+
+impl App {
+    pub(super) fn open(&mut self, m: Modal) {
+        self.mode = Mode::Modal(Box::new(m));
+    }
+
+    /// A key for the open dialog (the mode is `Normal` while this runs; the dialog is put
+    /// back unless it closed).
+    pub(super) fn on_modal_key(&mut self, m: Modal, key: &KeyEvent, contexts: &[Context]) {
+        match m {
+            Modal::Approval(mut a) => {
+                if a.handle_key(key, &self.keymap) == Outcome::Continue {
+                    self.open(Modal::Approval(a));
+                }
+            }
+            Modal::Help(mut h) => {
+                if h.handle_key(key, &self.keymap) == Outcome::Continue {
+                    self.open(Modal::Help(h));
+                }
+            }
+            Modal::Palette(mut p) => match p.handle_key(key, &self.keymap) {
+                Outcome::Continue => self.open(Modal::Palette(p)),
+                Outcome::Cancel => {}
+                Outcome::Submit(a) => self.dispatch(a),
+            },
+            Modal::Snooze {
+                run,
+                mut picker,
+                busy,
+            } => {
+                if busy {
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::Snooze { run, picker, busy });
+                    }
+                    return;
+                }
+                match picker.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::Snooze { run, picker, busy }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(until) => {
+                        self.push(Effect::Call(Call {
+                            tag: CallTag::Prompt(PromptFor::Snooze(run.clone())),
+                            method: Method::POST,
+                            path: format!("{RUNS}/runs/{run}/snooze"),
+                            body: Some(json!({ "until": until })),
+                        }));
+                        self.open(Modal::Snooze {
+                            run,
+                            picker,
+                            busy: true,
+                        });
+                    }
+                }
+            }
+            Modal::NewSession { mut form, busy } => {
+                if busy {
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::NewSession { form, busy });
+                    }
+                    return;
+                }
+                match form.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::NewSession { form, busy }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(ns) => {
+                        let mut body = json!({
+                            "profile": ns.profile,
+                            "workspace": ns.workspace,
+                            "transport": ns.transport.name(),
+                        });
+                        if let Some(p) = &self.client_path {
+                            body["path"] = json!(p);
+                        }
+                        let pty = ns.transport == crate::providers::Transport::Pty;
+                        // On a PTY session the server types it once the tool is up, then
+                        // Enter; on a pipe session it is the protocol's first turn.
+                        let first = ns.prompt.is_some();
+                        if let Some(p) = ns.prompt {
+                            body["prompt"] = json!(p);
+                        }
+                        if pty {
+                            let (r, c) = self.pane_size();
+                            body["rows"] = json!(r);
+                            body["cols"] = json!(c);
+                        }
+                        self.push(Effect::Call(Call {
+                            tag: CallTag::Prompt(PromptFor::NewSession(first)),
+                            method: Method::POST,
+                            path: format!("{RUNS}/runs"),
+                            body: Some(body),
+                        }));
+                        self.open(Modal::NewSession { form, busy: true });
+                    }
+                }
+            }
+            Modal::Prompt {
+                purpose,
+                mut dialog,
+                busy,
+            } => {
+                if busy {
+                    // Waiting for the server: only Esc (close; the request still completes).
+                    if self.keymap.resolve(contexts, key) != Some(Action::Escape) {
+                        self.open(Modal::Prompt {
+                            purpose,
+                            dialog,
+                            busy,
+                        });
+                    }
+                    return;
+                }
+                match dialog.handle_key(key, &self.keymap) {
+                    Outcome::Continue => self.open(Modal::Prompt {
+                        purpose,
+                        dialog,
+                        busy,
+                    }),
+                    Outcome::Cancel => {}
+                    Outcome::Submit(value) => self.submit_prompt(purpose, dialog, value),
+                }
+            }
+            Modal::Confirm {
+                action,
+                run,
+                mut dialog,
+            } => match dialog.handle_key(key, &self.keymap) {
+                Outcome::Continue => self.open(Modal::Confirm {
+                    action,
+                    run,
+                    dialog,
+                }),
+                Outcome::Cancel => {}
+                Outcome::Submit(()) => {
+                    if let Some(call) = action_call(action, &run, None) {
+                        self.info(format!("{} {run}…", action.name()));
+                        self.push(Effect::Call(call));
+                    }
+                }
+            },
+        }
+    }
+
+    pub(super) fn open_prompt(&mut self, purpose: PromptFor, dialog: Prompt) {
+        self.open(Modal::Prompt {
+            purpose,
+            dialog,
+            busy: false,
+        });
+    }
+
+    fn submit_prompt(&mut self, purpose: PromptFor, mut dialog: Prompt, text_in: String) {
+        let call = match &purpose {
+            PromptFor::Rename(run) => Ok(Call {
+                tag: CallTag::Prompt(purpose.clone()),
+                method: Method::PUT,
+                path: format!("{RUNS}/runs/{run}/name"),
+                body: Some(json!({"name": text_in})),
+            }),
+            PromptFor::SendInput(run) => {
+                if text_in.is_empty() {
+                    Err("type the line to send, or esc to cancel".to_string())
+                } else {
+                    let run_pty = self
+                        .sessions
+                        .runs
+                        .iter()
+                        .any(|r| r.run_ref == *run && r.is_pty());
+                    // A PTY takes typed bytes: the line ends with Enter.
+                    let text_out = if run_pty {
+                        format!("{text_in}\r")
+                    } else {
+                        text_in.clone()
+                    };
+                    Ok(Call {
+                        tag: CallTag::Prompt(purpose.clone()),
+                        method: Method::POST,
+                        path: format!("{RUNS}/runs/{run}/input"),
+                        body: Some(json!({"text": text_out})),
+                    })
+                }
+            }
+            PromptFor::Snooze(_) | PromptFor::NewSession(_) => {
+                Err("this dialog has its own form".to_string())
+            }
+        };
+        match call {
+            Ok(call) => {
+                self.push(Effect::Call(call));
+                self.open(Modal::Prompt {
+                    purpose,
+                    dialog,
+                    busy: true,
+                });
+            }
+            Err(e) => {
+                dialog.set_error(e);
+                self.open(Modal::Prompt {
+                    purpose,
+                    dialog,
+                    busy: false,
+                });
+            }
+        }
+    }
+
+    /// What the approval flow says, for its dialog.
+    pub(super) fn on_approval(&mut self, event: ApprovalEvent) {
+        let dialog = match &mut self.mode {
+            Mode::Modal(m) => match &mut **m {
+                Modal::Approval(a) => Some(a),
+                _ => None,
+            },
+            _ => None,
+        };
+        match event {
+            ApprovalEvent::Show(t) => {
+                if let Some(a) = dialog {
+                    a.show(t);
+                }
+            }
+            ApprovalEvent::Notice(t) => {
+                if let Some(a) = dialog {
+                    a.notice(t);
+                }
+            }
+            ApprovalEvent::Ask {
+                field,
+                prompt,
+                reply,
+            } => match dialog {
+                Some(a) => a.ask(field, prompt, reply),
+                None => {
+                    reply.send(Err(crate::publish::approve::PromptError::Aborted));
+                }
+            },
+            ApprovalEvent::Done(outcome) => {
+                match dialog {
+                    Some(a) => a.done(outcome),
+                    None => match outcome {
+                        crate::publish::approve::Outcome::Published { intent, .. } => {
+                            self.success(format!("{} published", text::one_line(&intent, 20)))
+                        }
+                        crate::publish::approve::Outcome::Refused { code, message, .. } => {
+                            self.error(format!("approval refused ({code}): {message}"))
+                        }
+                    },
+                }
+                self.push(Effect::Refresh);
+            }
+        }
+    }
+}

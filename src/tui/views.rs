@@ -1,0 +1,237 @@
+//! The cockpit's views and panes, registered in one place.
+//!
+//! A view is a tab (its key shows it) made of panes. Each pane's state and keys are its own
+//! part of the app (`src/tui/app/<pane>.rs`: what it holds, `navigate` for its keys,
+//! `follow` for the scroll that keeps its selection in view), and its drawing its own file
+//! (`src/tui/ui/<pane>.rs`, from `&App`). This file is where they are registered: the tab's
+//! title, key and panes, how its body is laid out, each pane's keymap context and status-bar
+//! hints, and which part gets a pane's keys, lays it out and draws it. Adding a view is its
+//! own files plus its entries here (`docs/cockpit.md`, "Adding a view").
+
+use ratatui::buffer::Buffer;
+
+use crate::tui::action::Action;
+use crate::tui::app::App;
+use crate::tui::keymap::Context;
+use crate::tui::ui::{self, Areas};
+
+/// The top-level views. Only the ones that exist are shown as tabs (tribunal seats and rig
+/// locks come with the issues that build them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    /// The sessions list, the live terminal, the events.
+    Sessions,
+    /// The sessions list, the gate of the focused run's candidate, the events.
+    Gate,
+    /// The publication intents.
+    Intents,
+    /// The receipts and whether they verify.
+    Receipts,
+}
+
+/// The panes that can hold the focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Sessions,
+    Live,
+    Events,
+    /// The gate of the focused run's candidate (in the Gate view, where the live terminal
+    /// is in the Sessions view).
+    Gate,
+    Intents,
+    Receipts,
+}
+
+/// How a view's body is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// The sessions list and the events around this pane (the live terminal, the gate).
+    Sessions(Pane),
+    /// The view takes the whole body.
+    Whole,
+}
+
+impl Tab {
+    /// Every view, in the tab bar's order.
+    pub const ALL: [Tab; 4] = [Tab::Sessions, Tab::Gate, Tab::Intents, Tab::Receipts];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Sessions => "Sessions",
+            Tab::Gate => "Gate",
+            Tab::Intents => "Intents",
+            Tab::Receipts => "Receipts",
+        }
+    }
+
+    /// The action that shows it.
+    pub fn action(self) -> Action {
+        match self {
+            Tab::Sessions => Action::ViewSessions,
+            Tab::Gate => Action::ViewGate,
+            Tab::Intents => Action::ViewIntents,
+            Tab::Receipts => Action::ViewReceipts,
+        }
+    }
+
+    /// The panes Tab cycles through, the first one focused when the view opens.
+    pub fn panes(self) -> &'static [Pane] {
+        match self {
+            Tab::Sessions => &[Pane::Sessions, Pane::Live, Pane::Events],
+            Tab::Gate => &[Pane::Gate, Pane::Sessions, Pane::Events],
+            Tab::Intents => &[Pane::Intents],
+            Tab::Receipts => &[Pane::Receipts],
+        }
+    }
+
+    /// How its body is laid out.
+    pub fn body(self) -> Body {
+        match self {
+            Tab::Sessions => Body::Sessions(Pane::Live),
+            Tab::Gate => Body::Sessions(Pane::Gate),
+            Tab::Intents | Tab::Receipts => Body::Whole,
+        }
+    }
+}
+
+impl Pane {
+    /// The keymap context of its keys (looked up before `[global]`).
+    pub fn context(self) -> Context {
+        match self {
+            Pane::Sessions => Context::Sessions,
+            Pane::Live => Context::Live,
+            Pane::Events => Context::Events,
+            Pane::Gate => Context::Gate,
+            Pane::Intents => Context::Intents,
+            Pane::Receipts => Context::Receipts,
+        }
+    }
+
+    /// The actions the status bar offers while it has the focus, in order.
+    pub fn hints(self) -> &'static [Action] {
+        match self {
+            Pane::Sessions => &[
+                Action::Down,
+                Action::Zoom,
+                Action::Attach,
+                Action::NewSession,
+                Action::SendInput,
+                Action::Stop,
+                Action::Resume,
+                Action::Rename,
+                Action::Pin,
+                Action::Snooze,
+                Action::Filter,
+                Action::FocusNext,
+                Action::Palette,
+                Action::Help,
+                Action::Quit,
+            ],
+            Pane::Live => &[
+                Action::PageUp,
+                Action::ScrollUp,
+                Action::ScrollBottom,
+                Action::Zoom,
+                Action::Attach,
+                Action::FocusNext,
+                Action::Help,
+                Action::Quit,
+            ],
+            Pane::Events => &[
+                Action::Up,
+                Action::Down,
+                Action::Bottom,
+                Action::FocusNext,
+                Action::Help,
+                Action::Quit,
+            ],
+            Pane::Gate => &[
+                Action::Down,
+                Action::PageDown,
+                Action::FocusNext,
+                Action::ViewSessions,
+                Action::ViewIntents,
+                Action::ViewReceipts,
+                Action::Refresh,
+                Action::Help,
+                Action::Quit,
+            ],
+            Pane::Intents => &[
+                Action::Down,
+                Action::Approve,
+                Action::ViewGate,
+                Action::ViewSessions,
+                Action::ViewReceipts,
+                Action::Refresh,
+                Action::Help,
+                Action::Quit,
+            ],
+            Pane::Receipts => &[
+                Action::Down,
+                Action::Verify,
+                Action::ViewGate,
+                Action::ViewSessions,
+                Action::ViewIntents,
+                Action::Help,
+                Action::Quit,
+            ],
+        }
+    }
+}
+
+/// A navigation key (up, down, a page, the top, the bottom) for `pane`: its part moves its
+/// selection or scrolls.
+pub fn navigate(app: &mut App, pane: Pane, action: Action) {
+    match pane {
+        Pane::Sessions => {
+            if let Some(i) = app.sessions.target(action) {
+                app.select_index(i);
+            }
+        }
+        Pane::Live => app.live.navigate(action),
+        Pane::Events => app.events.navigate(action),
+        Pane::Gate => app.gate.navigate(action),
+        Pane::Intents => app.intents.navigate(action),
+        Pane::Receipts => app.receipts.navigate(action),
+    }
+}
+
+/// The view's own layout at the current size (after the areas, the live terminal's size and
+/// the sessions list's scroll): the rows and scroll of its panes.
+pub fn lay_out(app: &mut App, areas: Areas) {
+    match app.tab {
+        Tab::Sessions => {}
+        Tab::Gate => app.follow_gate(ui::inner(areas.live)),
+        Tab::Intents => app.follow_intents(areas.main),
+        Tab::Receipts => app.follow_receipts(areas.main),
+    }
+}
+
+/// Draws the view's body; returns the live terminal's cursor when it is shown.
+pub fn draw(app: &App, areas: &Areas, buf: &mut Buffer) -> Option<(u16, u16)> {
+    match app.tab.body() {
+        Body::Sessions(middle) => {
+            if !areas.zoomed {
+                ui::sessions::draw(app, areas.sessions, buf);
+                if !areas.events.is_empty() {
+                    ui::events::draw(app, areas.events, buf);
+                }
+            }
+            match middle {
+                Pane::Gate => {
+                    ui::gate::draw(app, areas.live, buf);
+                    None
+                }
+                _ => ui::live::draw(app, areas.live, areas.zoomed, buf),
+            }
+        }
+        Body::Whole => {
+            match app.tab {
+                Tab::Intents => ui::intents::draw(app, areas.main, buf),
+                Tab::Receipts => ui::receipts::draw(app, areas.main, buf),
+                Tab::Sessions | Tab::Gate => {}
+            }
+            None
+        }
+    }
+}
