@@ -26,10 +26,84 @@ use std::path::Path;
 use common::{TestHome, call_as};
 use serde_json::{Value, json};
 
-/// The changes of issue 12, point 4 (docs/api.md, "Changes"): (answer, old field path, new
-/// field path or `None` for a field that is removed, or `Some` with no old path for one that
-/// is new). A path is the fields from the answer's root, `[]` for an array's elements.
-const CHANGES: &[(&str, Option<&str>, Option<&str>)] = &[];
+/// The changes of issue 12 (docs/api.md, "Changes"), each `(answers, from, to)`: in the
+/// answers named (a record's name is its method and route, then a label: a pattern names
+/// every label), the field at `from` is now at `to`. `from: None` is a field that is new (its
+/// shape is taken from today's answer); `to: None` a field that is gone. A path is the fields
+/// from the answer's root (`.name`), `[]` for an array's elements, joined with `/`; `""` is
+/// the whole answer.
+///
+/// One rule needs no line here, the null rule (docs/api.md, "Conventions"): a field that was
+/// omitted when absent is now always present, `null` when absent. So a field that is new
+/// and `null` in every answer seen, or that was sometimes absent and is now sometimes `null`,
+/// is not a difference; a field that is sometimes absent now and was not before is one.
+type Change = (
+    &'static [&'static str],
+    Option<&'static str>,
+    Option<&'static str>,
+);
+const CHANGES: &[Change] = &[
+    // The run is `ref` everywhere (it was `run_ref` in these answers).
+    (
+        &[
+            "GET /runs/{run}/events",
+            "GET /runs/{run}/diff",
+            "GET /runs/{run}/diff/file",
+            "POST /runs/{run}/pin",
+            "DELETE /runs/{run}/pin",
+            "POST /runs/{run}/snooze",
+            "DELETE /runs/{run}/snooze",
+            "POST /runs/{run}/done",
+            "DELETE /runs/{run}/done",
+            "POST /runs/{run}/resize",
+            "DELETE /runs/{run}",
+        ],
+        Some(".run_ref"),
+        Some(".ref"),
+    ),
+    // `ledger tail --json` names the run `ref` (it was `run`).
+    (
+        &["proctor ledger tail --json"],
+        Some("[]/.run"),
+        Some("[]/.ref"),
+    ),
+    // `profile list --json` is a listing like every other (it was a bare array).
+    (&["proctor profile list --json"], Some(""), Some(".items")),
+    // The run view of start, stop, interrupt, resume and cleanup is the same as GET's: it
+    // carries the caller's marks too.
+    (
+        &[
+            "POST /runs",
+            "POST /runs/{run}/stop",
+            "POST /runs/{run}/interrupt",
+            "POST /runs/{run}/resume",
+            "POST /runs/{run}/cleanup",
+        ],
+        None,
+        Some(".pinned"),
+    ),
+    (
+        &[
+            "POST /runs",
+            "POST /runs/{run}/stop",
+            "POST /runs/{run}/interrupt",
+            "POST /runs/{run}/resume",
+            "POST /runs/{run}/cleanup",
+        ],
+        None,
+        Some(".done"),
+    ),
+    // The attach stream's `end` frame always says whether the exit was observed (it sent
+    // `unobserved` only when true).
+    (&["SSE /runs/{run}/attach end"], None, Some(".unobserved")),
+];
+
+/// Whether a record's name is one of a change's answers (the name, or the name and a label).
+fn names(answers: &[&str], name: &str) -> bool {
+    answers
+        .iter()
+        .any(|a| name == *a || name.strip_prefix(a).is_some_and(|l| l.starts_with(' ')))
+}
 
 /// One recorded answer: a name (method, route template, and a label) and its shape.
 type Shapes = BTreeMap<String, Value>;
@@ -132,7 +206,13 @@ fn with_absent(s: &Value) -> Value {
     }
 }
 
-/// Differences between the baseline's shape and today's, by field path.
+/// Whether a shape is `null` and nothing else (a new field the null rule explains).
+fn only_null(s: &Value) -> bool {
+    kinds(s).iter().all(|t| t == "null" || t == "absent")
+}
+
+/// Differences between the baseline's shape and today's, by field path (the null rule of
+/// [`CHANGES`]'s doc applied).
 fn diff(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
     match (old, new) {
         (Value::Object(a), Value::Object(b)) => {
@@ -144,16 +224,12 @@ fn diff(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
                 }
             }
             for (k, vb) in b {
-                if !a.contains_key(k) && k != "absent" {
+                if !a.contains_key(k) && k != "absent" && !only_null(vb) {
                     out.push(format!("{path}{k}: new ({})", short(vb)));
                 }
             }
-            if a.contains_key("absent") != b.contains_key("absent") {
-                out.push(format!(
-                    "{path}: sometimes absent {} → {}",
-                    a.contains_key("absent"),
-                    b.contains_key("absent")
-                ));
+            if b.contains_key("absent") && !a.contains_key("absent") {
+                out.push(format!("{path}: now sometimes absent"));
             }
         }
         // A null on one side is any type (see the module's doc).
@@ -161,12 +237,20 @@ fn diff(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
         (Value::String(t), Value::Object(_)) | (Value::Object(_), Value::String(t))
             if t == "empty" => {}
         _ => {
+            let (ka, kb) = (kinds(old), kinds(new));
+            if kb.contains("absent") && !ka.contains("absent") {
+                out.push(format!(
+                    "{path}: now sometimes absent ({} → {})",
+                    short(old),
+                    short(new)
+                ));
+            }
             let strip = |k: BTreeSet<String>| {
                 k.into_iter()
-                    .filter(|t| t != "null")
+                    .filter(|t| t != "null" && t != "absent")
                     .collect::<BTreeSet<_>>()
             };
-            let (ka, kb) = (strip(kinds(old)), strip(kinds(new)));
+            let (ka, kb) = (strip(ka), strip(kb));
             if ka != kb && !ka.is_empty() && !kb.is_empty() {
                 out.push(format!("{path}: {} → {}", short(old), short(new)));
             }
@@ -186,8 +270,8 @@ fn short(v: &Value) -> String {
 /// Applies [`CHANGES`] to a baseline shape: what the answer looks like once the listed
 /// renames, removals and additions are made.
 fn expected(name: &str, mut old: Value, new: &Value) -> Value {
-    for (answer, from, to) in CHANGES {
-        if !name.starts_with(answer) {
+    for (answers, from, to) in CHANGES {
+        if !names(answers, name) {
             continue;
         }
         let taken = from.and_then(|f| take(&mut old, f));
@@ -209,6 +293,9 @@ fn segments(path: &str) -> Vec<String> {
 }
 
 fn take(v: &mut Value, path: &str) -> Option<Value> {
+    if path.is_empty() {
+        return Some(std::mem::replace(v, json!({})));
+    }
     let segs = segments(path);
     let (last, init) = segs.split_last()?;
     let mut cur = v;
@@ -734,6 +821,19 @@ fn the_shape_comparison_sees_renames_types_and_absence() {
     };
     assert!(d(json!({"ref": "r", "n": 1}), json!({"ref": "x", "n": 2})).is_empty());
     assert!(d(json!({"t": null}), json!({"t": "now"})).is_empty());
+    assert!(
+        d(json!([{"a": 1}, {}]), json!([{"a": 1}, {"a": null}])).is_empty(),
+        "the null rule: sometimes absent becomes sometimes null"
+    );
+    assert!(
+        d(json!({}), json!({"t": null})).is_empty(),
+        "the null rule: a new null"
+    );
+    assert_eq!(
+        d(json!({}), json!({"t": 1})).len(),
+        1,
+        "a new field with a value"
+    );
     assert_eq!(d(json!({"run_ref": "r"}), json!({"ref": "r"})).len(), 2);
     assert_eq!(d(json!({"n": 1}), json!({"n": "1"})).len(), 1);
     assert_eq!(

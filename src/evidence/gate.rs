@@ -118,6 +118,8 @@ pub struct Node {
     pub evidence: Option<String>,
     /// For a check: its deadline (the upper bound a progress line may show); else `null`.
     pub deadline_secs: Option<u64>,
+    /// The node's own causes, nodes of the same shape (a reference, not an inlined copy).
+    #[schema(no_recursion)]
     pub children: Vec<Node>,
 }
 
