@@ -118,6 +118,7 @@ pub struct Node {
     pub evidence: Option<String>,
     /// For a check: its deadline (the upper bound a progress line may show); else `null`.
     pub deadline_secs: Option<u64>,
+    #[schema(no_recursion)]
     pub children: Vec<Node>,
 }
 
