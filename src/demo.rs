@@ -293,20 +293,28 @@ fn call(
 /// Registers the repository with an approved policy and starts a worktree run whose agent
 /// writes the fix. Returns the run's ref.
 fn start_worktree_scene(client: &Client, repo: &Path) -> Result<String, DemoError> {
-    const WS: &str = "/v1/m/sessions/workspaces";
-    let v = call(client, Method::POST, WS, Some(json!({"path": repo})))?;
-    let ws = v["ref"].as_str().unwrap_or_default().to_string();
-    call(
-        client,
-        Method::PUT,
-        &format!("{WS}/{ws}/policy"),
-        Some(json!({"policy": DEMO_POLICY})),
-    )?;
-    call(
-        client,
+    use crate::api::workspaces::{self as wsapi, AddRequest, ApproveRequest, PolicyRequest};
+    let added: wsapi::WorkspaceView = client.request_blocking(
         Method::POST,
-        &format!("{WS}/{ws}/policy/approve"),
-        Some(json!({"sha256": crate::evidence::policy::digest(DEMO_POLICY)})),
+        wsapi::LIST,
+        Some(&AddRequest {
+            path: repo.to_string_lossy().into_owned(),
+        }),
+    )?;
+    let ws = added.ws_ref;
+    let _: wsapi::PolicyView = client.request_blocking(
+        Method::PUT,
+        &wsapi::path(wsapi::POLICY, &ws),
+        Some(&PolicyRequest {
+            policy: DEMO_POLICY.to_string(),
+        }),
+    )?;
+    let _: wsapi::PolicyView = client.request_blocking(
+        Method::POST,
+        &wsapi::path(wsapi::POLICY_APPROVE, &ws),
+        Some(&ApproveRequest {
+            sha256: crate::evidence::policy::digest(DEMO_POLICY),
+        }),
     )?;
     let script = "!say Reading src/lexer.txt\n\
                   !write src/lexer.txt lex_string: skip the character after a backslash, then stop at the closing quote\n\
@@ -344,18 +352,17 @@ fn finish_worktree_scene(client: &Client, run: &str) -> Result<RunView, DemoErro
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    const EV: &str = "/v1/m/evidence";
-    let cand = call(
-        client,
+    use crate::api::evidence::{self as evapi, BindRequest};
+    let cand: evapi::CandidateView = client.request_blocking(
         Method::POST,
-        &format!("{EV}/candidates"),
-        Some(json!({"run": run})),
+        evapi::CANDIDATES,
+        Some(&BindRequest {
+            run: run.to_string(),
+        }),
     )?;
-    let id = cand["id"].as_str().unwrap_or_default().to_string();
-    call(
-        client,
+    let _: evapi::EvidenceEntry = client.request_blocking::<(), _>(
         Method::POST,
-        &format!("{EV}/candidates/{id}/checks"),
+        &evapi::path(evapi::CHECKS, &cand.candidate.id),
         None,
     )?;
     call(

@@ -157,7 +157,7 @@ mod ops {
 
     #[utoipa::path(get, path = CANDIDATES, tag = "evidence",
         params(("run" = Option<String>, Query, description = "only this run's candidates")),
-        responses((status = 200, description = "the candidates, oldest first", body = CandidateList)))]
+        responses((status = 200, description = "the candidates, oldest first", body = Items<CandidateView>)))]
     pub fn list() {}
 
     #[utoipa::path(post, path = CANDIDATES, tag = "evidence", request_body = BindRequest,
@@ -191,7 +191,7 @@ mod ops {
     pub fn evidence_entry() {}
 
     #[utoipa::path(get, path = RECEIPTS, tag = "evidence",
-        responses((status = 200, description = "the receipts, oldest first", body = ReceiptList)))]
+        responses((status = 200, description = "the receipts, oldest first", body = Items<ReceiptItem>)))]
     pub fn receipt_list() {}
 
     #[utoipa::path(get, path = RECEIPT, tag = "evidence", params(("id" = String, Path, description = "rcpt-0001")),
@@ -216,6 +216,8 @@ mod ops {
     ),
     components(schemas(
         BindRequest,
+        Items<CandidateView>,
+        Items<ReceiptItem>,
         CandidateView,
         Candidate,
         Identity,
@@ -246,3 +248,74 @@ mod ops {
     ))
 )]
 pub struct Doc;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    /// Every `$ref` of the workspaces' and evidence operations names a schema the document
+    /// holds, and every operation of theirs is in the document.
+    #[test]
+    fn the_documented_operations_and_their_schemas_resolve() {
+        let doc: Value = serde_json::from_str(&crate::api::openapi_json()).unwrap();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        fn refs(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::String(r)) = m.get("$ref") {
+                        out.push(r.clone());
+                    }
+                    m.values().for_each(|x| refs(x, out));
+                }
+                Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        for (path, op) in doc["paths"].as_object().unwrap() {
+            if path.starts_with("/v1/m/evidence/") || path.starts_with("/v1/m/sessions/workspaces")
+            {
+                refs(op, &mut found);
+            }
+        }
+        for (name, s) in schemas {
+            let mut inner = Vec::new();
+            refs(s, &mut inner);
+            if found.iter().any(|r| r.ends_with(&format!("/{name}"))) {
+                found.extend(inner);
+            }
+        }
+        assert!(!found.is_empty());
+        for r in &found {
+            let name = r.strip_prefix("#/components/schemas/").unwrap_or(r);
+            assert!(schemas.contains_key(name), "{r} names no schema");
+        }
+        let ops = |p: &str| doc["paths"][p].as_object().map(|m| m.len()).unwrap_or(0);
+        // Each listing names its own item type (a generic `Items` would mix them up).
+        let listed = |p: &str, method: &str| {
+            doc["paths"][p][method]["responses"]["200"]["content"]["application/json"]["schema"]
+                ["$ref"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        };
+        assert!(listed(super::CANDIDATES, "get").ends_with("/Items_CandidateView"));
+        assert!(listed(super::RECEIPTS, "get").ends_with("/Items_ReceiptItem"));
+        assert!(listed(crate::api::workspaces::LIST, "get").ends_with("/Items_WorkspaceView"));
+        use super::*;
+        assert_eq!(ops(CANDIDATES), 2);
+        assert_eq!(ops(CHECKS), 2);
+        for p in [CANDIDATE, GATE, EVIDENCE, RECEIPTS, RECEIPT] {
+            assert_eq!(ops(p), 1, "{p}");
+        }
+        use crate::api::workspaces as ws;
+        assert_eq!(ops(ws::LIST), 2);
+        assert_eq!(ops(ws::POLICY), 2);
+        for p in [ws::ONE, ws::SETUP, ws::SETUP_APPROVE, ws::PROJECT_CONFIG]
+            .into_iter()
+            .chain([ws::PROJECT_CONFIG_APPROVE, ws::POLICY_APPROVE])
+        {
+            assert_eq!(ops(p), 1, "{p}");
+        }
+    }
+}

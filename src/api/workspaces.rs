@@ -271,7 +271,7 @@ mod ops {
     use super::*;
 
     #[utoipa::path(get, path = LIST, tag = "workspaces",
-        responses((status = 200, description = "every workspace, in registration order", body = WorkspaceList)))]
+        responses((status = 200, description = "every workspace, in registration order", body = Items<WorkspaceView>)))]
     pub fn list() {}
 
     #[utoipa::path(post, path = LIST, tag = "workspaces", request_body = AddRequest,
@@ -352,6 +352,7 @@ mod ops {
         ApproveRequest,
         ApproveProjectConfigRequest,
         PolicyRequest,
+        Items<WorkspaceView>,
         WorkspaceView,
         Approval,
         FlaggedKey,

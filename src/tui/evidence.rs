@@ -1,8 +1,11 @@
 //! What the cockpit shows about candidates, their gate, publication intents and receipts, as
-//! the server reports them (`/v1/m/evidence`, `/v1/m/publish`). Only the fields the cockpit
-//! draws are read; every string here is untrusted (agent, repository, remote, forge) and is
-//! drawn only through [`crate::text`]. Nothing is invented: a gate the cockpit has not heard
-//! about is unknown, a receipt not verified yet says so.
+//! the server reports them (`/v1/m/evidence`, `/v1/m/publish`). The evidence answers are read
+//! into the wire contract's types ([`crate::api::evidence`]: the gate, its state and nodes,
+//! the receipts and their verification are those types; a candidate keeps only its row).
+//! Every string here is untrusted (agent, repository, remote, forge) and is drawn only
+//! through [`crate::text`]. Nothing is invented: a gate the cockpit has not heard about is
+//! unknown, a receipt not verified yet says so; an answer that does not match the contract is
+//! an error shown as such (`ClientError::Contract`).
 
 use std::collections::BTreeMap;
 

@@ -120,64 +120,49 @@ fn registers_canonical_paths_once() {
 fn setup_approval_lifecycle() {
     let e = env();
     add(&e);
-    let l = &e.ledger;
-    let w = set_setup(&e.store, l, &person(), "ws-0001", "npm ci").unwrap();
+    let (s, l) = (&e.store, &e.ledger);
+    let w = set_setup(s, l, &person(), "ws-0001", "npm ci").unwrap();
     assert_eq!(w.setup.text, "npm ci");
     assert!(!w.setup.approved());
     let sha = w.setup.sha256();
     assert_eq!(sha, sha256_hex(b"npm ci"));
 
     // An agent cannot approve, whatever the hash.
-    let err = approve_setup(&e.store, l, &agent(), "ws-0001", &sha).unwrap_err();
+    let err = approve_setup(s, l, &agent(), "ws-0001", &sha).unwrap_err();
     assert!(matches!(err, WorkspaceError::AgentRefused(_)), "{err}");
     // A hash of another text: a concurrent change, 409.
-    let err =
-        approve_setup(&e.store, l, &person(), "ws-0001", &sha256_hex(b"npm ci ")).unwrap_err();
+    let err = approve_setup(s, l, &person(), "ws-0001", &sha256_hex(b"npm ci ")).unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
     assert!(err.to_string().contains(&sha), "{err}");
-    let err = approve_setup(&e.store, l, &person(), "ws-0001", "abc").unwrap_err();
+    let err = approve_setup(s, l, &person(), "ws-0001", "abc").unwrap_err();
     assert!(matches!(err, WorkspaceError::BadRequest(_)), "{err}");
 
-    let w = approve_setup(&e.store, l, &person(), "ws-0001", &sha.to_uppercase()).unwrap();
+    let w = approve_setup(s, l, &person(), "ws-0001", &sha.to_uppercase()).unwrap();
     assert!(w.setup.approved());
     let a = w.setup.approval.clone().unwrap();
     assert_eq!(a.sha256, sha);
     assert_eq!(a.actor, "owner (tok-0001)");
 
     // One more space: no longer approved, the approval stays as evidence.
-    let w = set_setup(&e.store, l, &person(), "ws-0001", "npm ci ").unwrap();
+    let w = set_setup(s, l, &person(), "ws-0001", "npm ci ").unwrap();
     assert!(!w.setup.approved());
     assert_eq!(w.setup.approval.as_ref(), Some(&a));
     // Back to the approved text: the approval applies again.
-    let w = set_setup(&e.store, l, &person(), "ws-0001", "npm ci").unwrap();
+    let w = set_setup(s, l, &person(), "ws-0001", "npm ci").unwrap();
     assert!(w.setup.approved());
     // Clearing: nothing to approve; approving nothing is refused.
-    let w = set_setup(&e.store, l, &person(), "ws-0001", "").unwrap();
+    let w = set_setup(s, l, &person(), "ws-0001", "").unwrap();
     assert!(w.setup.approved());
-    let err = approve_setup(&e.store, l, &person(), "ws-0001", &sha256_hex(b"")).unwrap_err();
+    let err = approve_setup(s, l, &person(), "ws-0001", &sha256_hex(b"")).unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
 
     // Limits: 8192 bytes, no NUL.
-    set_setup(
-        &e.store,
-        l,
-        &person(),
-        "ws-0001",
-        &"x".repeat(MAX_SETUP_BYTES),
-    )
-    .unwrap();
-    let err = set_setup(
-        &e.store,
-        l,
-        &person(),
-        "ws-0001",
-        &"x".repeat(MAX_SETUP_BYTES + 1),
-    )
-    .unwrap_err();
+    set_setup(s, l, &person(), "ws-0001", &"x".repeat(MAX_SETUP_BYTES)).unwrap();
+    let err = set_setup(s, l, &person(), "ws-0001", &"x".repeat(MAX_SETUP_BYTES + 1)).unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
-    let err = set_setup(&e.store, l, &person(), "ws-0001", "a\0b").unwrap_err();
+    let err = set_setup(s, l, &person(), "ws-0001", "a\0b").unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
-    let err = set_setup(&e.store, l, &person(), "ws-0009", "x").unwrap_err();
+    let err = set_setup(s, l, &person(), "ws-0009", "x").unwrap_err();
     assert!(matches!(err, WorkspaceError::NotFound(_)), "{err}");
 
     let kinds = ledger_kinds(&e);
@@ -187,14 +172,7 @@ fn setup_approval_lifecycle() {
     );
     // Setting the same text twice records it once.
     let before = kinds.len();
-    set_setup(
-        &e.store,
-        l,
-        &person(),
-        "ws-0001",
-        &"x".repeat(MAX_SETUP_BYTES),
-    )
-    .unwrap();
+    set_setup(s, l, &person(), "ws-0001", &"x".repeat(MAX_SETUP_BYTES)).unwrap();
     assert_eq!(ledger_kinds(&e).len(), before);
 }
 
@@ -205,39 +183,33 @@ fn policy_lifecycle_and_approved_policy() {
     let e = env();
     add(&e);
     let (h, l) = (&e.home, &e.ledger);
+    let s = &e.store;
     assert_eq!(approved_policy(h, "ws-0001").unwrap(), None);
-    let err = set_policy(
-        &e.store,
-        l,
-        &person(),
-        "ws-0001",
-        "[[check]]\nname = \"x\"\n",
-    )
-    .unwrap_err();
+    let err = set_policy(s, l, &person(), "ws-0001", "[[check]]\nname = \"x\"\n").unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
     assert!(err.to_string().contains("argv"), "{err}");
     let bomb = format!("a = {}", "[".repeat(100_000));
-    let err = set_policy(&e.store, l, &person(), "ws-0001", &bomb).unwrap_err();
+    let err = set_policy(s, l, &person(), "ws-0001", &bomb).unwrap_err();
     assert!(matches!(err, WorkspaceError::Unprocessable(_)), "{err}");
 
-    let w = set_policy(&e.store, l, &person(), "ws-0001", POLICY).unwrap();
+    let w = set_policy(s, l, &person(), "ws-0001", POLICY).unwrap();
     assert_eq!(approved_policy(h, "ws-0001").unwrap(), None);
     let sha = w.policy.sha256();
     assert!(matches!(
-        approve_policy(&e.store, l, &agent(), "ws-0001", &sha),
+        approve_policy(s, l, &agent(), "ws-0001", &sha),
         Err(WorkspaceError::AgentRefused(_))
     ));
-    approve_policy(&e.store, l, &person(), "ws-0001", &sha).unwrap();
+    approve_policy(s, l, &person(), "ws-0001", &sha).unwrap();
     assert_eq!(
         approved_policy(h, "ws-0001").unwrap(),
         Some((POLICY.to_string(), sha.clone()))
     );
     let changed = POLICY.replace("true", "false");
-    set_policy(&e.store, l, &person(), "ws-0001", &changed).unwrap();
+    set_policy(s, l, &person(), "ws-0001", &changed).unwrap();
     assert_eq!(approved_policy(h, "ws-0001").unwrap(), None);
-    let err = approve_policy(&e.store, l, &person(), "ws-0001", &sha).unwrap_err();
+    let err = approve_policy(s, l, &person(), "ws-0001", &sha).unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
-    set_policy(&e.store, l, &person(), "ws-0001", POLICY).unwrap();
+    set_policy(s, l, &person(), "ws-0001", POLICY).unwrap();
     assert_eq!(approved_policy(h, "ws-0001").unwrap().unwrap().1, sha);
     let kinds = ledger_kinds(&e);
     assert!(kinds.contains(&kinds::POLICY_SET.to_string()));
@@ -248,6 +220,7 @@ fn policy_lifecycle_and_approved_policy() {
 fn admit_start_cases() {
     let e = env();
     let (h, l) = (&e.home, &e.ledger);
+    let s = &e.store;
     let repo = e.repo.to_str().unwrap();
     // Unregistered folder: a plain start passes as before, a worktree start is 422.
     let a = admit_start(h, repo, false, false).unwrap();
@@ -273,7 +246,7 @@ fn admit_start_cases() {
         assert_eq!(a.workspace_ref.as_deref(), Some("ws-0001"));
         assert_eq!(a.path, canon);
     }
-    set_setup(&e.store, l, &person(), "ws-0001", "make  setup").unwrap();
+    set_setup(s, l, &person(), "ws-0001", "make  setup").unwrap();
     let err = admit_start(h, "ws-0001", true, false).unwrap_err();
     assert!(matches!(err, AdmitError::Conflict(_)), "{err}");
     let msg = err.to_string();
@@ -288,7 +261,7 @@ fn admit_start_cases() {
     // no_setup skips it for one start; a start without worktree is unaffected.
     admit_start(h, "ws-0001", true, true).unwrap();
     admit_start(h, "ws-0001", false, false).unwrap();
-    approve_setup(&e.store, l, &person(), "ws-0001", &sha).unwrap();
+    approve_setup(s, l, &person(), "ws-0001", &sha).unwrap();
     admit_start(h, "ws-0001", true, false).unwrap();
 }
 
@@ -296,6 +269,7 @@ fn admit_start_cases() {
 fn admit_folder_follows_the_project_config_approval() {
     let e = env();
     let (h, l) = (&e.home, &e.ledger);
+    let s = &e.store;
     // Nothing flagged: every tool passes, registered or not.
     for tool in [
         Tool::Claude,
@@ -333,13 +307,12 @@ fn admit_folder_follows_the_project_config_approval() {
         "{msg}"
     );
     assert!(matches!(
-        approve_project_config(&e.store, l, &agent(), "ws-0001", &scan.sha256),
+        approve_project_config(s, l, &agent(), "ws-0001", &scan.sha256),
         Err(WorkspaceError::AgentRefused(_))
     ));
-    let err =
-        approve_project_config(&e.store, l, &person(), "ws-0001", &sha256_hex(b"x")).unwrap_err();
+    let err = approve_project_config(s, l, &person(), "ws-0001", &sha256_hex(b"x")).unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
-    let (w, _) = approve_project_config(&e.store, l, &person(), "ws-0001", &scan.sha256).unwrap();
+    let (w, _) = approve_project_config(s, l, &person(), "ws-0001", &scan.sha256).unwrap();
     assert_eq!(w.project_config_approval.unwrap().sha256, scan.sha256);
     admit_folder(h, Some("ws-0001"), Tool::Claude, &e.repo).unwrap();
     // An unflagged key changes: still approved.
@@ -371,9 +344,10 @@ fn a_crash_between_ledger_and_registry_is_replayed() {
     let e = env();
     add(&e);
     let (h, l) = (&e.home, &e.ledger);
-    set_setup(&e.store, l, &person(), "ws-0001", "npm ci").unwrap();
+    let s = &e.store;
+    set_setup(s, l, &person(), "ws-0001", "npm ci").unwrap();
     let before = std::fs::read(registry_path(h)).unwrap();
-    approve_setup(&e.store, l, &person(), "ws-0001", &sha256_hex(b"npm ci")).unwrap();
+    approve_setup(s, l, &person(), "ws-0001", &sha256_hex(b"npm ci")).unwrap();
     // The registry write "did not happen": the ledger holds an approval the file lacks.
     std::fs::write(registry_path(h), &before).unwrap();
     assert!(!find(h, "ws-0001").unwrap().unwrap().setup.approved());
@@ -419,6 +393,7 @@ fn a_commits_files_are_reviewed_and_approved_with_from() {
     git.run(&["checkout", "-q", "main"]).unwrap();
     add(&e);
     let (h, l) = (&e.home, &e.ledger);
+    let s = &e.store;
 
     let (_, folder) = scan_project_config(&e.store, "ws-0001", None).unwrap();
     assert!(!folder.any_flagged());
@@ -436,30 +411,17 @@ fn a_commits_files_are_reviewed_and_approved_with_from() {
         );
     }
     // The folder's hash does not approve the commit's files, nor the reverse.
-    let err = approve_project_config_at(
-        &e.store,
-        l,
-        &person(),
-        "ws-0001",
-        &folder.sha256,
-        Some("feature"),
-    )
-    .unwrap_err();
+    let err =
+        approve_project_config_at(s, l, &person(), "ws-0001", &folder.sha256, Some("feature"))
+            .unwrap_err();
     assert!(matches!(err, WorkspaceError::Conflict(_)), "{err}");
     assert!(err.to_string().contains("--from"), "{err}");
     assert!(matches!(
-        approve_project_config(&e.store, l, &person(), "ws-0001", &at.sha256),
+        approve_project_config(s, l, &person(), "ws-0001", &at.sha256),
         Err(WorkspaceError::Conflict(_))
     ));
     assert!(matches!(
-        approve_project_config_at(
-            &e.store,
-            l,
-            &agent(),
-            "ws-0001",
-            &at.sha256,
-            Some("feature")
-        ),
+        approve_project_config_at(s, l, &agent(), "ws-0001", &at.sha256, Some("feature")),
         Err(WorkspaceError::AgentRefused(_))
     ));
 
@@ -490,15 +452,8 @@ fn a_commits_files_are_reviewed_and_approved_with_from() {
         "{m}"
     );
 
-    let (w, scan) = approve_project_config_at(
-        &e.store,
-        l,
-        &person(),
-        "ws-0001",
-        &at.sha256,
-        Some("feature"),
-    )
-    .unwrap();
+    let (w, scan) =
+        approve_project_config_at(s, l, &person(), "ws-0001", &at.sha256, Some("feature")).unwrap();
     assert_eq!(scan, at);
     let a = w.project_config_approval.clone().unwrap();
     assert_eq!(a.sha256, at.sha256);
