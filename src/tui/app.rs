@@ -33,6 +33,7 @@ mod events;
 mod gate;
 mod intents;
 mod layout;
+mod listing;
 mod live;
 mod receipts;
 mod sessions;
@@ -42,6 +43,7 @@ pub use dialogs::{Modal, PromptFor};
 pub use events::EventsPane;
 pub use gate::GatePane;
 pub use intents::IntentsPane;
+pub use listing::{Keyed, Listing};
 pub use live::{AttachFrom, CACHED_TERMS, Followed, LiveBuf, LivePane, LiveSlot, LiveState, Want};
 pub use receipts::ReceiptsPane;
 pub use sessions::SessionList;
@@ -489,7 +491,7 @@ impl App {
 
     /// The selected intent: the one chosen, else the newest.
     pub fn selected_intent(&self) -> Option<&IntentView> {
-        self.intents.selected_intent()
+        self.intents.current()
     }
 
     /// How many intents await a person's authority.
@@ -499,11 +501,11 @@ impl App {
 
     /// The receipts, newest first.
     pub fn receipt_list(&self) -> &[ReceiptItem] {
-        self.receipts.items()
+        self.receipts.listing.items()
     }
 
     pub fn selected_receipt(&self) -> Option<&ReceiptItem> {
-        self.receipts.selected_receipt()
+        self.receipts.listing.current()
     }
 
     /// The gate state of a run's latest candidate, as last heard (see

@@ -122,6 +122,17 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
     }
 }
 
+/// A view of a list over the selected item's detail (the intents, the receipts): the list
+/// as tall as its `rows` rows with its header and borders (within half of `area`, at least
+/// 5), the rest for the detail.
+pub fn list_over_detail(area: Rect, rows: usize) -> (Rect, Rect) {
+    let n = u16::try_from(rows).unwrap_or(u16::MAX);
+    let list_h = n.saturating_add(3).clamp(5, (area.height / 2).max(5));
+    let [list_area, detail_area] =
+        Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(area);
+    (list_area, detail_area)
+}
+
 /// The inner area of a bordered pane.
 pub fn inner(r: Rect) -> Rect {
     Block::default().borders(Borders::ALL).inner(r)
