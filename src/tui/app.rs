@@ -2,6 +2,14 @@
 //! focused session. Nothing here does I/O: every request is an [`Effect`] the event loop
 //! ([`super::event_loop`]) carries out, and every answer comes back as a [`Msg`]. That keeps
 //! the whole behaviour testable without a terminal or a server.
+//!
+//! `App` is composed of one part per pane, each owning its state and its keys
+//! ([`SessionList`], [`LivePane`], [`EventsPane`], [`GatePane`], [`IntentsPane`],
+//! [`ReceiptsPane`]), and the open dialog ([`Modal`], every one a
+//! [`super::widgets::Dialog`]); it keeps what they share and routes keys and messages to
+//! them. The views and panes are registered in [`super::views`]. The layout at a screen size
+//! (the areas, the live terminal's size, each list's rows and scroll) is computed here,
+//! before a frame is drawn ([`App::lay_out`]); drawing reads it.
 
 use std::path::PathBuf;
 
