@@ -352,3 +352,33 @@ fn a_dialogs_pages_and_scroll_are_laid_out_in_its_state_and_drawing_changes_none
     a.handle_key(&ch('4'), &km);
     assert_eq!(a.typed(), "4");
 }
+
+#[test]
+fn the_palettes_list_keeps_its_rows_still_while_the_selection_moves_within_them() {
+    use crate::tui::widgets::palette::Palette;
+    let km = Keymap::defaults();
+    let theme = Theme::default_theme();
+    let screen = Rect::new(0, 0, 80, 24);
+    let mut p = Palette::new(&km, &[Context::Sessions, Context::Global], Needs::Admin);
+    // The row of the screen the selection marker is on, each frame laid out then drawn.
+    let mut frame = |p: &mut Palette| {
+        p.lay_out(screen);
+        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        t.draw(|f| p.render(f, f.area(), &theme, &km)).unwrap();
+        let text = screen_text(t.backend().buffer());
+        text.lines().position(|l| l.contains('▸')).unwrap()
+    };
+    let top = frame(&mut p);
+    let mut row = top;
+    for _ in 0..25 {
+        p.handle_key(&key(KeyCode::Down), &km);
+        row = frame(&mut p);
+    }
+    // Far down the list: the selection is on the list's last row.
+    assert!(row > top);
+    // Three up: the rows stay, the selection moves up three of them.
+    for _ in 0..3 {
+        p.handle_key(&key(KeyCode::Up), &km);
+    }
+    assert_eq!(frame(&mut p), row - 3);
+}
