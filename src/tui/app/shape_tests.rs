@@ -361,7 +361,7 @@ fn the_palettes_list_keeps_its_rows_still_while_the_selection_moves_within_them(
     let screen = Rect::new(0, 0, 80, 24);
     let mut p = Palette::new(&km, &[Context::Sessions, Context::Global], Needs::Admin);
     // The row of the screen the selection marker is on, each frame laid out then drawn.
-    let mut frame = |p: &mut Palette| {
+    let frame = |p: &mut Palette| {
         p.lay_out(screen);
         let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
         t.draw(|f| p.render(f, f.area(), &theme, &km)).unwrap();
