@@ -1,6 +1,8 @@
-//! Drawing the cockpit: one function per pane, all reading the [`App`] and styling through
-//! semantic roles. Every untrusted string is passed through [`crate::text`] here, at the
-//! last step before a widget; the live terminal draws cells (see [`super::vt`]).
+//! Drawing the cockpit: one function per pane, all reading the [`App`] (a shared borrow:
+//! drawing changes no state; the layout and every scroll were computed by
+//! [`App::lay_out`]) and styling through semantic roles. Every untrusted string is passed
+//! through [`crate::text`] here, at the last step before a widget; the live terminal draws
+//! cells (see [`super::vt`]).
 
 pub(crate) mod events;
 pub(crate) mod gate;
