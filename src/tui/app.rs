@@ -2,6 +2,14 @@
 //! focused session. Nothing here does I/O: every request is an [`Effect`] the event loop
 //! ([`super::event_loop`]) carries out, and every answer comes back as a [`Msg`]. That keeps
 //! the whole behaviour testable without a terminal or a server.
+//!
+//! `App` is composed of one part per pane, each owning its state and its keys
+//! ([`SessionList`], [`LivePane`], [`EventsPane`], [`GatePane`], [`IntentsPane`],
+//! [`ReceiptsPane`]), and the open dialog ([`Modal`], every one a
+//! [`super::widgets::Dialog`]); it keeps what they share and routes keys and messages to
+//! them. The views and panes are registered in [`super::views`]. The layout at a screen size
+//! (the areas, the live terminal's size, each list's rows and scroll) is computed here,
+//! before a frame is drawn ([`App::lay_out`]); drawing reads it.
 
 use std::path::PathBuf;
 
@@ -33,6 +41,7 @@ mod events;
 mod gate;
 mod intents;
 mod layout;
+mod listing;
 mod live;
 mod receipts;
 mod sessions;
@@ -42,6 +51,7 @@ pub use dialogs::{Modal, PromptFor};
 pub use events::EventsPane;
 pub use gate::GatePane;
 pub use intents::IntentsPane;
+pub use listing::{Keyed, Listing};
 pub use live::{AttachFrom, CACHED_TERMS, Followed, LiveBuf, LivePane, LiveSlot, LiveState, Want};
 pub use receipts::ReceiptsPane;
 pub use sessions::SessionList;
@@ -489,7 +499,7 @@ impl App {
 
     /// The selected intent: the one chosen, else the newest.
     pub fn selected_intent(&self) -> Option<&IntentView> {
-        self.intents.selected_intent()
+        self.intents.current()
     }
 
     /// How many intents await a person's authority.
@@ -499,11 +509,11 @@ impl App {
 
     /// The receipts, newest first.
     pub fn receipt_list(&self) -> &[ReceiptItem] {
-        self.receipts.items()
+        self.receipts.listing.items()
     }
 
     pub fn selected_receipt(&self) -> Option<&ReceiptItem> {
-        self.receipts.selected_receipt()
+        self.receipts.listing.current()
     }
 
     /// The gate state of a run's latest candidate, as last heard (see

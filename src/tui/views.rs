@@ -192,7 +192,7 @@ pub fn navigate(app: &mut App, pane: Pane, action: Action) {
         Pane::Events => app.events.navigate(action),
         Pane::Gate => app.gate.navigate(action),
         Pane::Intents => app.intents.navigate(action),
-        Pane::Receipts => app.receipts.navigate(action),
+        Pane::Receipts => app.receipts.listing.navigate(action),
     }
 }
 

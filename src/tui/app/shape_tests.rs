@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::tui::action::Needs;
-use crate::tui::data::{Counts, RunsPage};
 use crate::tui::keymap::Keymap;
 use crate::tui::theme::Theme;
 use crate::tui::ui;
@@ -32,20 +31,7 @@ fn runs(n: u32) -> Vec<RunView> {
 }
 
 fn app_with(n: u32) -> App {
-    let mut app = App::new(
-        "host".into(),
-        "~/proctor".into(),
-        Keymap::defaults(),
-        Theme::default_theme(),
-    );
-    app.now = crate::tui::data::instant("2026-11-30T12:00:00.000Z").unwrap();
-    let items = runs(n);
-    app.on_msg(Msg::Runs(Ok(RunsPage {
-        total: items.len(),
-        counts: Counts::of(&items),
-        items,
-    })));
-    app
+    super::tests::app_with(runs(n))
 }
 
 /// `n` intents made from the fixture's: every third one blocked (two rows), the others
@@ -158,7 +144,7 @@ fn the_layout_keeps_each_selection_in_view_before_any_frame_is_drawn() {
     app.on_msg(Msg::Receipts(Ok(receipts(25))));
     app.on_key(ch('4'));
     app.lay_out(Rect::new(0, 0, 80, 24));
-    let rows = app.receipts.rows;
+    let rows = app.receipts.listing.rows;
     assert!(rows > 0 && rows < 25, "{rows}");
     app.on_key(key(KeyCode::End));
     app.lay_out(Rect::new(0, 0, 80, 24));
@@ -168,7 +154,7 @@ fn the_layout_keeps_each_selection_in_view_before_any_frame_is_drawn() {
         .position(|r| Some(&r.id) == app.selected_receipt().map(|s| &s.id))
         .unwrap();
     assert_eq!(sel, 24);
-    assert!(in_view(sel, app.receipts.offset, rows));
+    assert!(in_view(sel, app.receipts.listing.offset, rows));
     let shown = screen_text(&render(&app, 80, 24));
     let id = app.selected_receipt().unwrap().id.clone();
     assert!(shown.contains(&format!("› {id}")), "{shown}");
@@ -196,6 +182,18 @@ fn the_gate_scroll_stays_within_its_graph_at_every_size() {
     }
 }
 
+/// What the layout leaves in the state.
+fn laid_out(app: &App) -> (ui::Areas, Rect, usize, usize, usize, usize) {
+    (
+        app.areas,
+        app.live.inner,
+        app.sessions.offset,
+        app.intents.offset,
+        app.receipts.listing.offset,
+        app.gate.scroll,
+    )
+}
+
 #[test]
 fn drawing_reads_the_state_and_changes_none_of_it() {
     let mut app = fixture_app(crate::auth::Role::Admin, Theme::default_theme());
@@ -204,26 +202,12 @@ fn drawing_reads_the_state_and_changes_none_of_it() {
         app.on_key(ch(tab));
         for (w, h) in [(80, 24), (160, 48)] {
             app.lay_out(Rect::new(0, 0, w, h));
-            let before = (
-                app.areas,
-                app.live.inner,
-                app.sessions.offset,
-                app.intents.offset,
-                app.receipts.offset,
-                app.gate.scroll,
-            );
+            let before = laid_out(&app);
             let shared: &App = &app;
             let a = render(shared, w, h);
             let b = render(shared, w, h);
             assert_eq!(a, b, "{tab} at {w}×{h}");
-            let after = (
-                app.areas,
-                app.live.inner,
-                app.sessions.offset,
-                app.intents.offset,
-                app.receipts.offset,
-                app.gate.scroll,
-            );
+            let after = laid_out(&app);
             assert_eq!(before, after, "{tab} at {w}×{h}");
         }
     }
@@ -367,4 +351,34 @@ fn a_dialogs_pages_and_scroll_are_laid_out_in_its_state_and_drawing_changes_none
     assert_eq!(rows_with(&frame, "Revision: ▏"), 1);
     a.handle_key(&ch('4'), &km);
     assert_eq!(a.typed(), "4");
+}
+
+#[test]
+fn the_palettes_list_keeps_its_rows_still_while_the_selection_moves_within_them() {
+    use crate::tui::widgets::palette::Palette;
+    let km = Keymap::defaults();
+    let theme = Theme::default_theme();
+    let screen = Rect::new(0, 0, 80, 24);
+    let mut p = Palette::new(&km, &[Context::Sessions, Context::Global], Needs::Admin);
+    // The row of the screen the selection marker is on, each frame laid out then drawn.
+    let frame = |p: &mut Palette| {
+        p.lay_out(screen);
+        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        t.draw(|f| p.render(f, f.area(), &theme, &km)).unwrap();
+        let text = screen_text(t.backend().buffer());
+        text.lines().position(|l| l.contains('▸')).unwrap()
+    };
+    let top = frame(&mut p);
+    let mut row = top;
+    for _ in 0..25 {
+        p.handle_key(&key(KeyCode::Down), &km);
+        row = frame(&mut p);
+    }
+    // Far down the list: the selection is on the list's last row.
+    assert!(row > top);
+    // Three up: the rows stay, the selection moves up three of them.
+    for _ in 0..3 {
+        p.handle_key(&key(KeyCode::Up), &km);
+    }
+    assert_eq!(frame(&mut p), row - 3);
 }

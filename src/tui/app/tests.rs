@@ -40,7 +40,7 @@ fn page(runs: Vec<RunView>) -> Msg {
     }))
 }
 
-fn app_with(runs: Vec<RunView>) -> App {
+pub(super) fn app_with(runs: Vec<RunView>) -> App {
     let mut app = App::new(
         "host".into(),
         "~/proctor".into(),

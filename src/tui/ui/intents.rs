@@ -4,7 +4,7 @@
 //! are untrusted and go through the sanitiser.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use unicode_width::UnicodeWidthStr;
@@ -34,18 +34,8 @@ fn pad(s: &str, w: usize) -> String {
     format!("{s}{}", " ".repeat(w.saturating_sub(n)))
 }
 
-/// The view's two parts: the list as tall as its `lines` rows (within half the screen),
-/// the rest for the selected intent.
-pub fn split(area: Rect, lines: usize) -> (Rect, Rect) {
-    let n = u16::try_from(lines).unwrap_or(u16::MAX);
-    let list_h = n.saturating_add(3).clamp(5, (area.height / 2).max(5));
-    let [list_area, detail_area] =
-        Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(area);
-    (list_area, detail_area)
-}
-
 pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
-    let (list_area, detail_area) = split(area, app.intents.lines().len());
+    let (list_area, detail_area) = super::list_over_detail(area, app.intents.lines().len());
     draw_list(app, list_area, buf);
     draw_detail(app, detail_area, buf);
 }

@@ -1,6 +1,8 @@
-//! Drawing the cockpit: one function per pane, all reading the [`App`] and styling through
-//! semantic roles. Every untrusted string is passed through [`crate::text`] here, at the
-//! last step before a widget; the live terminal draws cells (see [`super::vt`]).
+//! Drawing the cockpit: one function per pane, all reading the [`App`] (a shared borrow:
+//! drawing changes no state; the layout and every scroll were computed by
+//! [`App::lay_out`]) and styling through semantic roles. Every untrusted string is passed
+//! through [`crate::text`] here, at the last step before a widget; the live terminal draws
+//! cells (see [`super::vt`]).
 
 pub(crate) mod events;
 pub(crate) mod gate;
@@ -120,6 +122,17 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
         status,
         zoomed: false,
     }
+}
+
+/// A view of a list over the selected item's detail (the intents, the receipts): the list
+/// as tall as its `rows` rows with its header and borders (within half of `area`, at least
+/// 5), the rest for the detail.
+pub fn list_over_detail(area: Rect, rows: usize) -> (Rect, Rect) {
+    let n = u16::try_from(rows).unwrap_or(u16::MAX);
+    let list_h = n.saturating_add(3).clamp(5, (area.height / 2).max(5));
+    let [list_area, detail_area] =
+        Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(area);
+    (list_area, detail_area)
 }
 
 /// The inner area of a bordered pane.

@@ -4,7 +4,7 @@
 //! are untrusted and go through the sanitiser.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use unicode_width::UnicodeWidthStr;
@@ -72,18 +72,8 @@ fn verify_cell(app: &App, r: &ReceiptItem) -> (String, Role) {
     }
 }
 
-/// The view's two parts: the list as tall as its `n` receipts (within half the screen), the
-/// rest for the selected one.
-pub fn split(area: Rect, n: usize) -> (Rect, Rect) {
-    let n = u16::try_from(n).unwrap_or(u16::MAX);
-    let list_h = n.saturating_add(3).clamp(5, (area.height / 2).max(5));
-    let [list_area, detail_area] =
-        Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(area);
-    (list_area, detail_area)
-}
-
 pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
-    let (list_area, detail_area) = split(area, app.receipt_list().len());
+    let (list_area, detail_area) = super::list_over_detail(area, app.receipt_list().len());
     draw_list(app, list_area, buf);
     draw_detail(app, detail_area, buf);
 }
@@ -101,7 +91,7 @@ fn draw_list(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let w = usize::from(inner.width);
-    let msg = match &app.receipts.list {
+    let msg = match &app.receipts.listing.list {
         None => Some("loading…".to_string()),
         Some(Err(e)) => Some(format!("the receipts: {e}")),
         Some(Ok(v)) if v.is_empty() => Some(
@@ -137,7 +127,7 @@ fn draw_list(app: &App, area: Rect, buf: &mut Buffer) {
     for (k, r) in app
         .receipt_list()
         .iter()
-        .skip(app.receipts.offset)
+        .skip(app.receipts.listing.offset)
         .take(rows)
         .enumerate()
     {

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Margin, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::input::{Edit, TextInput};
 use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press, row_style};
@@ -255,7 +255,11 @@ impl Dialog for Palette {
 
     /// The list's first row in view keeps the selection in view at this size.
     fn lay_out(&mut self, screen: Rect) {
-        let inner = self.place(screen).inner(Margin::new(1, 0));
+        // The inside of the frame `frame_dialog` draws, less its margin.
+        let inner = Block::default()
+            .borders(Borders::ALL)
+            .inner(self.place(screen))
+            .inner(Margin::new(1, 0));
         if inner.height < 4 {
             return;
         }
