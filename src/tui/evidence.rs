@@ -14,10 +14,6 @@ use crate::client::{Client, ClientError};
 
 /// The base of the evidence routes.
 pub const EVIDENCE: &str = "/v1/m/evidence";
-/// The base of the publish routes.
-pub const PUBLISH: &str = "/v1/m/publish";
-/// The base of the authority routes (the keys the server trusts).
-pub const AUTHORITY: &str = "/v1/m/authority";
 
 /// A bound candidate, as `GET /candidates` lists it (its identity document is not kept).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -315,10 +311,8 @@ pub async fn fetch_gate(client: &Client, candidate: &str) -> Result<GateView, Cl
 
 /// `GET /v1/m/publish/intents`.
 pub async fn fetch_intents(client: &Client) -> Result<Vec<IntentView>, ClientError> {
-    let mut v = client
-        .call(Method::GET, &format!("{PUBLISH}/intents"), None)
-        .await?;
-    serde_json::from_value(v["items"].take()).map_err(bad)
+    let v: crate::api::Items<IntentView> = client.get(&crate::api::publish::intents()).await?;
+    Ok(v.items)
 }
 
 /// `GET /receipts`, oldest first.
@@ -394,7 +388,7 @@ pub async fn verify_receipt(client: &Client, item: &ReceiptItem) -> Verification
 /// This machine's verifier for a signed receipt.
 async fn local_verify(client: &Client, item: &ReceiptItem) -> Verification {
     let keys = match client
-        .call(Method::GET, &format!("{AUTHORITY}/keys"), None)
+        .get::<crate::api::authority::Registry>(&crate::api::authority::keys())
         .await
     {
         Ok(v) => v,
@@ -415,18 +409,10 @@ async fn local_verify(client: &Client, item: &ReceiptItem) -> Verification {
             };
         }
     };
-    let trusted: Vec<ed25519_dalek::VerifyingKey> = keys["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|k| {
-            use base64::Engine;
-            let raw = base64::engine::general_purpose::STANDARD
-                .decode(k["public_key_b64"].as_str()?)
-                .ok()?;
-            let bytes: [u8; 32] = raw.try_into().ok()?;
-            ed25519_dalek::VerifyingKey::from_bytes(&bytes).ok()
-        })
+    let trusted: Vec<ed25519_dalek::VerifyingKey> = keys
+        .items
+        .iter()
+        .filter_map(|k| k.verifying_key().ok())
         .collect();
     let path = std::path::PathBuf::from(&item.file);
     let result = tokio::task::spawn_blocking(move || {
