@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::Method;
-use serde_json::json;
+use serde::Serialize;
 
 use super::{Ctx, print_json, show_path};
 use ed25519_dalek::SigningKey;
@@ -22,6 +22,89 @@ use crate::client::{self, Client};
 use crate::publish::approve::{Prompter, TtyPrompter};
 use crate::publish::unlock;
 use crate::text;
+
+/// What the server answered a registration: the first key's answer, or a signed change's.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum Registered {
+    First(Box<RegisterKeyAnswer>),
+    Change(Box<ChangeAnswer>),
+}
+
+impl Registered {
+    /// The line for a first-key registration (`None` for a signed change).
+    fn first_line(&self) -> Option<&'static str> {
+        match self {
+            Registered::First(v) => Some(registration_line(v)),
+            Registered::Change(_) => None,
+        }
+    }
+}
+
+/// `key generate --json`.
+#[derive(Serialize)]
+struct GeneratedOut<'a> {
+    path: &'a Path,
+    public_path: PathBuf,
+    key_id: &'a str,
+    keyid: String,
+    openssh: &'a str,
+    server: Registered,
+}
+
+/// `key register --json`.
+#[derive(Serialize)]
+struct RegisteredOut<'a> {
+    key_id: &'a str,
+    keyid: String,
+    signed_by: Option<String>,
+    server: Registered,
+}
+
+/// `key revoke --json`.
+#[derive(Serialize)]
+struct RevokedOut {
+    revoked: String,
+    server: ChangeAnswer,
+}
+
+/// `key rotate --json`.
+#[derive(Serialize)]
+struct RotatedOut<'a> {
+    key_id: &'a str,
+    keyid: String,
+    openssh: &'a str,
+    path: &'a Path,
+    revoked: &'a str,
+    retired_path: PathBuf,
+    server: ChangeAnswer,
+}
+
+/// How the key file is protected (`key show --json`).
+#[derive(Serialize)]
+struct Protection {
+    format: &'static str,
+    kdf: String,
+    cipher: &'static str,
+}
+
+/// `key show --json`.
+#[derive(Serialize)]
+struct ShowOut<'a> {
+    path: &'a Path,
+    public_path: PathBuf,
+    key_id: &'a str,
+    recipe: &'a str,
+    keyid: String,
+    public_key_b64: &'a str,
+    openssh: &'a str,
+    allowed_signers: String,
+    namespace: &'static str,
+    protection: Protection,
+    registered: Option<bool>,
+    revoked_at: Option<String>,
+    registration_error: Option<String>,
+}
 
 /// How many times a passphrase may be chosen before `generate` gives up.
 const ATTEMPTS: usize = 3;
@@ -335,13 +418,10 @@ fn generate(
             if known > 0 { " --signed-by OLD" } else { "" }
         )
     };
-    let (first, v) = match &signer {
-        None => {
-            let v = register_first(&client, &info).with_context(kept)?;
-            (Some(v.clone()), serde_json::to_value(v)?)
-        }
-        Some(k) => {
-            let v = post_change(
+    let v = match &signer {
+        None => Registered::First(Box::new(register_first(&client, &info).with_context(kept)?)),
+        Some(k) => Registered::Change(Box::new(
+            post_change(
                 &client,
                 &Change {
                     add: Some(info.verifying_key()?),
@@ -349,27 +429,29 @@ fn generate(
                 },
                 k,
             )
-            .with_context(kept)?;
-            (None, serde_json::to_value(v)?)
-        }
+            .with_context(kept)?,
+        )),
     };
     if json_out {
-        print_json(&json!({
-            "path": path, "public_path": keys::public_path(&path), "key_id": info.key_id,
-            "keyid": info.key_id_line(), "openssh": info.openssh, "server": v,
-        }))?;
+        print_json(&GeneratedOut {
+            path: &path,
+            public_path: keys::public_path(&path),
+            key_id: &info.key_id,
+            keyid: info.key_id_line(),
+            openssh: &info.openssh,
+            server: v,
+        })?;
     } else {
         println!("generated {}", show_path(&path));
         println!("{}", info.key_id_line());
         println!("{}", info.openssh);
-        match (&signer, &first) {
-            (None, Some(v)) => println!("{}", registration_line(v)),
-            (Some(k), _) => println!(
+        match &signer {
+            None => println!("{}", v.first_line().unwrap_or_default()),
+            Some(k) => println!(
                 "registered with the server, signed by keyid={} {}",
                 keys::KEY_ID_RECIPE,
                 keys::key_id(&k.verifying_key())
             ),
-            (None, None) => {}
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -387,9 +469,11 @@ fn register_cmd(
     let client = connect(home)?;
     let reg = registry(&client)?;
     let known = reg.items.len();
-    let (v, first, signer) = if known == 0 || is_active(&reg, &info.key_id) {
-        let v = register_first(&client, &info)?;
-        (serde_json::to_value(&v)?, Some(v), None)
+    let (v, signer) = if known == 0 || is_active(&reg, &info.key_id) {
+        (
+            Registered::First(Box::new(register_first(&client, &info)?)),
+            None,
+        )
     } else {
         let Some(sp) = signer_path(signed_by, default, &path) else {
             return Err(need_signature(reg.active().count()));
@@ -404,23 +488,25 @@ fn register_cmd(
             &signing,
         )?;
         (
-            serde_json::to_value(v)?,
-            None,
+            Registered::Change(Box::new(v)),
             Some(keys::key_id(&signing.verifying_key())),
         )
     };
     if json_out {
-        print_json(&json!({"key_id": info.key_id, "keyid": info.key_id_line(),
-                           "signed_by": signer, "server": v}))?;
+        print_json(&RegisteredOut {
+            key_id: &info.key_id,
+            keyid: info.key_id_line(),
+            signed_by: signer,
+            server: v,
+        })?;
     } else {
         println!("{}", info.key_id_line());
-        match (&signer, &first) {
-            (None, Some(v)) => println!("{}", registration_line(v)),
-            (Some(id), _) => println!(
+        match &signer {
+            None => println!("{}", v.first_line().unwrap_or_default()),
+            Some(id) => println!(
                 "registered with the server, signed by keyid={} {id}",
                 keys::KEY_ID_RECIPE
             ),
-            (None, None) => {}
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -477,7 +563,10 @@ fn revoke(
         &signing,
     )?;
     if json_out {
-        print_json(&json!({"revoked": target, "server": v}))?;
+        print_json(&RevokedOut {
+            revoked: target.clone(),
+            server: v,
+        })?;
     } else {
         println!(
             "revoked keyid={} {target}, signed by keyid={} {}",
@@ -557,9 +646,15 @@ fn rotate(home: &crate::home::Home, current: &Path, json_out: bool) -> anyhow::R
         )
     })?;
     if json_out {
-        print_json(&json!({"key_id": info.key_id, "keyid": info.key_id_line(),
-                           "openssh": info.openssh, "path": current,
-                           "revoked": old.key_id, "retired_path": retired, "server": v}))?;
+        print_json(&RotatedOut {
+            key_id: &info.key_id,
+            keyid: info.key_id_line(),
+            openssh: &info.openssh,
+            path: current,
+            revoked: &old.key_id,
+            retired_path: retired.clone(),
+            server: v,
+        })?;
     } else {
         println!("rotated: {} is now the publish key", show_path(current));
         println!("{}", info.key_id_line());
@@ -616,25 +711,30 @@ fn show(home: &crate::home::Home, path: &Path, json_out: bool) -> anyhow::Result
     let known = known.map(|(a, _)| a);
     let allowed = format!("{} {}", sshsig::PRINCIPAL, info.openssh);
     if json_out {
-        print_json(&json!({
-            "path": path,
-            "public_path": keys::public_path(path),
-            "key_id": info.key_id,
-            "recipe": info.recipe,
-            "keyid": info.key_id_line(),
-            "public_key_b64": info.public_key_b64,
-            "openssh": info.openssh,
-            "allowed_signers": allowed,
-            "namespace": sshsig::NAMESPACE,
-            "protection": {
-                "format": "PKCS#8 v2 EncryptedPrivateKeyInfo, PEM",
-                "kdf": format!("scrypt N=2^{} r={} p={}", keys::SCRYPT_LOG_N, keys::SCRYPT_R, keys::SCRYPT_P),
-                "cipher": "AES-256-CBC",
+        print_json(&ShowOut {
+            path,
+            public_path: keys::public_path(path),
+            key_id: &info.key_id,
+            recipe: info.recipe,
+            keyid: info.key_id_line(),
+            public_key_b64: &info.public_key_b64,
+            openssh: &info.openssh,
+            allowed_signers: allowed.clone(),
+            namespace: sshsig::NAMESPACE,
+            protection: Protection {
+                format: "PKCS#8 v2 EncryptedPrivateKeyInfo, PEM",
+                kdf: format!(
+                    "scrypt N=2^{} r={} p={}",
+                    keys::SCRYPT_LOG_N,
+                    keys::SCRYPT_R,
+                    keys::SCRYPT_P
+                ),
+                cipher: "AES-256-CBC",
             },
-            "registered": known.as_ref().ok(),
-            "revoked_at": revoked_at,
-            "registration_error": known.as_ref().err(),
-        }))?;
+            registered: known.as_ref().ok().copied(),
+            revoked_at: revoked_at.clone(),
+            registration_error: known.as_ref().err().cloned(),
+        })?;
     } else {
         println!(
             "key      {} (encrypted PKCS#8 v2; scrypt N=2^{} r={} p={}, AES-256-CBC)",

@@ -94,6 +94,8 @@ pub struct Shared {
     /// The server's own pid, euid and executable, for the peer checks.
     pub me: crate::peer::ServerSelf,
     pub authority: authority_api::AuthorityState,
+    /// The publication state machine (open approvals, minted and spent authorisations, the
+    /// judged intents): `publish::machine`.
     pub publish: publish_api::PublishState,
     /// The evidence checks in progress on this home's candidates.
     pub checks: crate::evidence::checks::InProgress,

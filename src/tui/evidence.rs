@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 
-use hyper::Method;
 use serde::Deserialize;
 
 use crate::api::evidence::{self as wire, CandidateList, ReceiptList, ReceiptView, Report};
@@ -18,11 +17,6 @@ pub use crate::api::evidence::{
     Verification as ServerVerification,
 };
 use crate::client::{Client, ClientError};
-
-/// The base of the publish routes.
-pub const PUBLISH: &str = "/v1/m/publish";
-/// The base of the authority routes (the keys the server trusts).
-pub const AUTHORITY: &str = "/v1/m/authority";
 
 /// What the cockpit keeps of a bound candidate (`GET /candidates`): its row, without the
 /// identity document.
@@ -147,10 +141,6 @@ impl Verification {
     }
 }
 
-fn bad(e: serde_json::Error) -> ClientError {
-    ClientError::Http(format!("unexpected answer from the server: {e}"))
-}
-
 /// `GET /candidates`, one entry per candidate, oldest first.
 pub async fn fetch_candidates(client: &Client) -> Result<Vec<CandidateView>, ClientError> {
     let v: CandidateList = client.get(wire::CANDIDATES).await?;
@@ -186,10 +176,8 @@ pub async fn fetch_gate(client: &Client, candidate: &str) -> Result<GateView, Cl
 
 /// `GET /v1/m/publish/intents`.
 pub async fn fetch_intents(client: &Client) -> Result<Vec<IntentView>, ClientError> {
-    let mut v = client
-        .call(Method::GET, &format!("{PUBLISH}/intents"), None)
-        .await?;
-    serde_json::from_value(v["items"].take()).map_err(bad)
+    let v: crate::api::Items<IntentView> = client.get(&crate::api::publish::intents()).await?;
+    Ok(v.items)
 }
 
 /// `GET /receipts`, oldest first.
@@ -266,7 +254,7 @@ pub async fn verify_receipt(client: &Client, item: &ReceiptItem) -> Verification
 /// This machine's verifier for a signed receipt.
 async fn local_verify(client: &Client, item: &ReceiptItem) -> Verification {
     let keys = match client
-        .call(Method::GET, &format!("{AUTHORITY}/keys"), None)
+        .get::<crate::api::authority::Registry>(&crate::api::authority::keys())
         .await
     {
         Ok(v) => v,
@@ -287,18 +275,10 @@ async fn local_verify(client: &Client, item: &ReceiptItem) -> Verification {
             };
         }
     };
-    let trusted: Vec<ed25519_dalek::VerifyingKey> = keys["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|k| {
-            use base64::Engine;
-            let raw = base64::engine::general_purpose::STANDARD
-                .decode(k["public_key_b64"].as_str()?)
-                .ok()?;
-            let bytes: [u8; 32] = raw.try_into().ok()?;
-            ed25519_dalek::VerifyingKey::from_bytes(&bytes).ok()
-        })
+    let trusted: Vec<ed25519_dalek::VerifyingKey> = keys
+        .items
+        .iter()
+        .filter_map(|k| k.verifying_key().ok())
         .collect();
     let path = std::path::PathBuf::from(&item.file);
     let result = tokio::task::spawn_blocking(move || {

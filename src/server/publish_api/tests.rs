@@ -454,3 +454,23 @@ fn an_intent_carries_every_field_null_when_absent() {
         serde_json::from_value(spent["effects"].clone()).unwrap()
     );
 }
+
+/// The publication machine is part of one server's state: an approval opened on one server
+/// is unknown to another server (another home) in the same process.
+#[test]
+fn two_servers_share_no_approval() {
+    let w = World::new(41);
+    let (apr, _) = w.checked();
+    let other = TestServer::new();
+    let (code, v) = other.call(
+        &person(),
+        Method::POST,
+        &format!("{PUB}/approvals/{apr}/check"),
+        None,
+    );
+    assert_eq!(code, 404, "{v}");
+    assert_eq!(v["error"]["code"], "not_found", "{v}");
+    let (code, v) = other.call(&person(), Method::GET, &format!("{PUB}/intents"), None);
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["items"], json!([]), "{v}");
+}
