@@ -204,16 +204,11 @@ impl Client {
                 "version probe answered {status}"
             )));
         }
-        // An answer of another shape is another protocol's.
-        let info: crate::api::server::VersionInfo =
-            serde_json::from_value(body).unwrap_or(crate::api::server::VersionInfo {
-                name: String::new(),
-                version: "?".into(),
-                protocol: 0,
-                recovering: 0,
-            });
-        let protocol = u64::from(info.protocol);
-        let version = info.version;
+        // The protocol and version first, from an answer of any shape (another protocol's).
+        let head: crate::api::server::VersionProbe =
+            serde_json::from_value(body.clone()).unwrap_or_default();
+        let protocol = head.protocol;
+        let version = head.version.unwrap_or_else(|| "?".into());
         if protocol != u64::from(PROTOCOL) {
             return Err(ClientError::Protocol {
                 socket: self.socket.clone(),
@@ -221,6 +216,11 @@ impl Client {
                 version,
             });
         }
+        let info: crate::api::server::VersionInfo =
+            serde_json::from_value(body).map_err(|e| ClientError::Contract {
+                path: crate::api::server::VERSION.to_string(),
+                err: e.to_string(),
+            })?;
         let recovering = info.recovering as u64;
         Ok(Some(Probe {
             version,

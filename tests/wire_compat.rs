@@ -93,6 +93,9 @@ const CHANGES: &[Change] = &[
         None,
         Some(".done"),
     ),
+    // The null rule, where the scenario's timing decides whether the value is there yet: a
+    // resumed run's `output.last_at` was omitted until its first byte, and is `null` now.
+    (&["POST /runs/{run}/resume"], None, Some(".output/.last_at")),
     // The attach stream's `end` frame always says whether the exit was observed (it sent
     // `unobserved` only when true).
     (&["SSE /runs/{run}/attach end"], None, Some(".unobserved")),

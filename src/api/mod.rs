@@ -49,6 +49,16 @@ impl<T> Items<T> {
     }
 }
 
+/// A request body: one JSON object, read as `T`. Anything else is refused before the typed
+/// read, because serde's derived structs also read a JSON array as their fields in order
+/// (`[true]` would be `{"discard_worktree": true}`).
+pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
+        _ => Err("a request body is one JSON object ({…})".to_string()),
+    }
+}
+
 /// The OpenAPI 3.1 document of the whole API, generated from the types of this module.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     use utoipa::OpenApi;
@@ -73,4 +83,31 @@ pub fn openapi_json() -> String {
     let mut s = serde_json::to_string_pretty(&openapi()).expect("the OpenAPI document serialises");
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Body {
+        discard: Option<bool>,
+    }
+
+    #[test]
+    fn a_body_is_one_object_never_an_array_of_fields() {
+        assert_eq!(
+            parse_body::<Body>(b" {\"discard\": true}").unwrap(),
+            Body {
+                discard: Some(true)
+            }
+        );
+        // serde alone reads `[true]` as the struct's fields in order.
+        assert!(serde_json::from_slice::<Body>(b"[true]").is_ok());
+        for bad in [&b"[true]"[..], b"true", b"\"x\"", b"", b"  "] {
+            let e = parse_body::<Body>(bad).unwrap_err();
+            assert!(e.contains("one JSON object"), "{e}");
+        }
+        assert!(parse_body::<Body>(b"{\"discard\": 1}").is_err());
+    }
 }

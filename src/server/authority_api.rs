@@ -120,7 +120,7 @@ async fn register_key(
 ) -> Result<Response, ApiError> {
     person_only(&caller, "register a publish key")?;
     let body: RegisterKeyRequest =
-        serde_json::from_slice(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
+        crate::api::parse_body(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
     let key = match (&body.public_key_b64, &body.openssh) {
         (Some(b64), _) => keys::verifying_key_from_b64(b64),
         (None, Some(line)) => keys::parse_openssh_line(line),
@@ -207,7 +207,7 @@ async fn change_keys(
 ) -> Result<Response, ApiError> {
     person_only(&caller, "change the publish keys")?;
     let req: ChangeRequest =
-        serde_json::from_slice(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
+        crate::api::parse_body(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
     let v = blocking(move || {
         let by = caller.token_id.clone();
         if let Some(signer) = keychange::claimed_signer(&req.envelope) {
@@ -354,7 +354,7 @@ async fn passphrase_right(
     person_only(&caller, "report a passphrase")?;
     check_key_id(&key_id)?;
     let req: RightRequest =
-        serde_json::from_slice(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
+        crate::api::parse_body(&body).map_err(|e| bad(format!("bad JSON body: {e}")))?;
     let v = blocking(move || {
         let cleared = {
             let _g = s.authority.lock.lock().unwrap_or_else(|e| e.into_inner());

@@ -140,7 +140,7 @@ async fn bind(
     Extension(c): Extension<Caller>,
     body: axum::body::Bytes,
 ) -> ApiResult {
-    let b: BindRequest = serde_json::from_slice(&body).map_err(|e| {
+    let b: BindRequest = crate::api::parse_body(&body).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_request",

@@ -102,7 +102,7 @@ fn person_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
 }
 
 fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("bad JSON body: {e}")))
+    crate::api::parse_body(body).map_err(|e| ApiError::bad_request(format!("bad JSON body: {e}")))
 }
 
 fn cx(s: &Shared) -> Context<'_> {

@@ -81,7 +81,7 @@ fn json_body<T: serde::de::DeserializeOwned + Default>(
         }
         return Ok(T::default());
     }
-    serde_json::from_slice(body).map_err(|e| {
+    crate::api::parse_body(body).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_request",
@@ -535,7 +535,7 @@ async fn cleanup(
     Path(run): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult {
-    let discard = serde_json::from_slice::<CleanupBody>(&body)
+    let discard = crate::api::parse_body::<CleanupBody>(&body)
         .ok()
         .is_some_and(|b| b.discard_worktree == Some(true));
     let sessions = s.sessions.clone();

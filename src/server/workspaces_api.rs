@@ -69,7 +69,7 @@ fn actor(c: &Caller) -> Actor {
 }
 
 fn body<T: serde::de::DeserializeOwned>(bytes: &axum::body::Bytes) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| {
+    crate::api::parse_body(bytes).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_request",
