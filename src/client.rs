@@ -206,14 +206,13 @@ impl Client {
         }
         // An answer of another shape is another protocol's.
         let info: crate::api::server::VersionInfo =
-            serde_json::from_value(body).unwrap_or(crate::api::server::VersionInfo {
-                name: String::new(),
-                version: "?".into(),
-                protocol: 0,
-                recovering: 0,
-            });
+            serde_json::from_value(body).unwrap_or_default();
         let protocol = u64::from(info.protocol);
-        let version = info.version;
+        let version = if info.version.is_empty() {
+            "?".to_string()
+        } else {
+            info.version
+        };
         if protocol != u64::from(PROTOCOL) {
             return Err(ClientError::Protocol {
                 socket: self.socket.clone(),

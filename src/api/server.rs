@@ -43,8 +43,11 @@ pub fn token(id: &str) -> String {
     TOKEN.replace("{id}", &segment)
 }
 
-/// `GET /v1/version`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// `GET /v1/version`. Every field is always sent; a client reads any server's answer
+/// (one of another protocol may lack some: they read as empty, and the protocol as 0), so it
+/// can name the protocol it met.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
 pub struct VersionInfo {
     /// Always `proctor`.
     pub name: String,
