@@ -50,12 +50,16 @@ pub fn token(id: &str) -> String {
 #[serde(default)]
 pub struct VersionInfo {
     /// Always `proctor`.
+    #[schema(required = true)]
     pub name: String,
+    #[schema(required = true)]
     pub version: String,
     /// The wire protocol; a client refuses a server that speaks another.
+    #[schema(required = true)]
     pub protocol: u32,
     /// Runs a previous server left that this one is still sweeping (they show
     /// `recovering`).
+    #[schema(required = true)]
     pub recovering: usize,
 }
 
@@ -122,6 +126,7 @@ pub struct Token {
     #[schema(value_type = String)]
     pub principal: crate::auth::Principal,
     pub created_at: String,
+    #[schema(required = true)]
     pub revoked_at: Option<String>,
 }
 
@@ -143,6 +148,7 @@ impl From<&crate::auth::TokenRecord> for Token {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TokenList {
     pub items: Vec<Token>,
+    #[schema(required = true)]
     pub only: Option<String>,
 }
 
