@@ -176,7 +176,9 @@ pub mod sse {
 /// An `output` event: frames of the run's output, in seq order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct OutputEvent {
+    #[schema(required = true)]
     pub first: Option<u64>,
+    #[schema(required = true)]
     pub last: Option<u64>,
     pub frames: Vec<OutputFrame>,
 }
@@ -203,10 +205,13 @@ pub struct LagEvent {
 pub struct EndEvent {
     pub last_seq: u64,
     #[serde(default)]
+    #[schema(required = true)]
     pub exit_code: Option<i32>,
     #[serde(default)]
+    #[schema(required = true)]
     pub signal: Option<String>,
     #[serde(default)]
+    #[schema(required = true)]
     pub unobserved: bool,
 }
 

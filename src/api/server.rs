@@ -43,16 +43,23 @@ pub fn token(id: &str) -> String {
     TOKEN.replace("{id}", &segment)
 }
 
-/// `GET /v1/version`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// `GET /v1/version`. Every field is always sent; a client reads any server's answer
+/// (one of another protocol may lack some: they read as empty, and the protocol as 0), so it
+/// can name the protocol it met.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
 pub struct VersionInfo {
     /// Always `proctor`.
+    #[schema(required = true)]
     pub name: String,
+    #[schema(required = true)]
     pub version: String,
     /// The wire protocol; a client refuses a server that speaks another.
+    #[schema(required = true)]
     pub protocol: u32,
     /// Runs a previous server left that this one is still sweeping (they show
     /// `recovering`).
+    #[schema(required = true)]
     pub recovering: usize,
 }
 
@@ -130,6 +137,7 @@ pub struct Token {
     #[schema(value_type = String)]
     pub principal: crate::auth::Principal,
     pub created_at: String,
+    #[schema(required = true)]
     pub revoked_at: Option<String>,
 }
 
@@ -151,6 +159,7 @@ impl From<&crate::auth::TokenRecord> for Token {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TokenList {
     pub items: Vec<Token>,
+    #[schema(required = true)]
     pub only: Option<String>,
 }
 

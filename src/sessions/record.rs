@@ -67,6 +67,7 @@ pub struct RunEvent {
     /// The event's own fields (`{}` when it has none).
     #[serde(default)]
     #[schema(value_type = Object)]
+    #[schema(required = true)]
     pub fields: Map<String, Value>,
 }
 

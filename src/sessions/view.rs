@@ -20,58 +20,80 @@ pub struct RunView {
     /// `pty` or `pipe`.
     pub transport: String,
     #[serde(default)]
+    #[schema(required = true)]
     pub workspace: String,
     /// True when a provider fake backs the run: its output is a demo, not a model's.
     #[serde(default)]
+    #[schema(required = true)]
     pub demo: bool,
     #[serde(default)]
+    #[schema(required = true)]
     pub created_at: String,
     #[serde(default)]
+    #[schema(required = true)]
     pub name: Option<String>,
     pub state: State,
     /// The process generation (0 before the first start; each resume adds one).
     #[serde(default)]
+    #[schema(required = true)]
     pub generation: u64,
     #[serde(default)]
+    #[schema(required = true)]
     pub pid: Option<u64>,
     /// Present only once the OS reported it.
     #[serde(default)]
+    #[schema(required = true)]
     pub exit_code: Option<i64>,
     #[serde(default)]
+    #[schema(required = true)]
     pub signal: Option<String>,
     #[serde(default)]
+    #[schema(required = true)]
     pub started_at: Option<String>,
     #[serde(default)]
+    #[schema(required = true)]
     pub ended_at: Option<String>,
     #[serde(default)]
+    #[schema(required = true)]
     pub conversation_id: Option<String>,
     /// Why the run failed to launch or was lost.
     #[serde(default)]
+    #[schema(required = true)]
     pub reason: Option<String>,
     /// How the current generation's processes are held (null before any start).
     #[serde(default)]
+    #[schema(required = true)]
     pub hold: Option<HoldView>,
     #[serde(default)]
+    #[schema(required = true)]
     pub archived_at: Option<String>,
     /// The branch of the run's own worktree (`proctor/run-0003`), for a worktree run.
     #[serde(default)]
+    #[schema(required = true)]
     pub worktree_branch: Option<String>,
     #[serde(default)]
+    #[schema(required = true)]
     pub worktree: Option<WorktreeView>,
     /// The output ring, while this server holds the run's output.
     #[serde(default)]
+    #[schema(required = true)]
     pub output: Option<OutputView>,
     /// The transcript on disk, while this server holds the run's output.
     #[serde(default)]
+    #[schema(required = true)]
     pub transcript: Option<TranscriptView>,
     /// The caller's marks.
     #[serde(default)]
+    #[schema(required = true)]
     pub pinned: bool,
     #[serde(default)]
+    #[schema(required = true)]
     pub pinned_at: Option<String>,
     #[serde(default)]
+    #[schema(required = true)]
     pub snoozed_until: Option<String>,
     #[serde(default)]
+    #[schema(required = true)]
     pub done: bool,
 }
 
@@ -80,7 +102,10 @@ pub struct RunView {
 #[serde(tag = "mechanism", rename_all = "snake_case")]
 pub enum HoldView {
     /// A cgroup v2 folder of its own.
-    Cgroup { path: Option<String> },
+    Cgroup {
+        #[schema(required = true)]
+        path: Option<String>,
+    },
     /// The server is a child subreaper and attributes descendants by scanning.
     Subreaper,
     /// Started by a server from before holds were recorded: its process group only.
@@ -100,13 +125,17 @@ pub struct WorktreeView {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 pub struct OutputView {
     #[serde(default)]
+    #[schema(required = true)]
     pub first_seq: u64,
     #[serde(default)]
+    #[schema(required = true)]
     pub next_seq: u64,
     #[serde(default)]
+    #[schema(required = true)]
     pub bytes: u64,
     /// When the run last wrote output (null before its first byte).
     #[serde(default)]
+    #[schema(required = true)]
     pub last_at: Option<String>,
 }
 
@@ -128,6 +157,7 @@ pub struct RunPage {
     /// How many of `items` are pinned runs appended from outside the page.
     pub pinned_outside_page: usize,
     /// With `pagination=cursor`: the cursor of the next page (null on the last).
+    #[schema(required = true)]
     pub next: Option<String>,
 }
 
@@ -145,7 +175,9 @@ pub struct MarksView {
     #[serde(rename = "ref")]
     pub run_ref: String,
     pub pinned: bool,
+    #[schema(required = true)]
     pub pinned_at: Option<String>,
+    #[schema(required = true)]
     pub snoozed_until: Option<String>,
     pub done: bool,
 }
@@ -165,6 +197,7 @@ pub struct StopSignals {
 pub struct Stopped {
     #[serde(flatten)]
     pub run: RunView,
+    #[schema(required = true)]
     pub stop: Option<StopSignals>,
 }
 
@@ -175,11 +208,16 @@ pub struct Cleaned {
     /// `none` (no worktree), `removed`, or `left_inaccessible` (a worktree this machine
     /// cannot reach, left where it is).
     pub worktree: String,
+    #[schema(required = true)]
     pub path: Option<String>,
+    #[schema(required = true)]
     pub branch: Option<String>,
     /// The branch's tip at cleanup (null when the branch or the repository was gone).
+    #[schema(required = true)]
     pub branch_tip: Option<String>,
+    #[schema(required = true)]
     pub branch_deleted: Option<bool>,
+    #[schema(required = true)]
     pub discarded: Option<bool>,
     /// The token that cleaned up.
     pub by: String,
@@ -191,6 +229,7 @@ pub struct Cleaned {
 pub struct CleanedUp {
     #[serde(flatten)]
     pub run: RunView,
+    #[schema(required = true)]
     pub cleaned: Option<Cleaned>,
 }
 
