@@ -16,11 +16,12 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use hyper::Method;
 use ratatui::crossterm::event::{Event, KeyEvent, KeyEventKind};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::action::{Action, Needs};
 use super::approval::ApprovalEvent;
-use super::data::{EventItem, RUNS, RunView, RunsPage, WhoAmI};
+use super::data::{EventItem, RunView, RunsPage, WhoAmI};
+use crate::api::runs::{self as wire, MarksView, SizeBody};
 use super::evidence::{self as ev, CandidateView, GateView, IntentView, ReceiptItem, Verification};
 use super::keymap::{Context, Keymap};
 use super::keys::{InputModes, encode_key, encode_paste};
@@ -118,13 +119,36 @@ pub enum CallTag {
     Resize { run: String, rows: u16, cols: u16 },
 }
 
-/// A request to the server.
+/// A request to the server: a contract path and a contract body, serialised once here so
+/// the event loop sends any of them the same way.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
     pub tag: CallTag,
     pub method: Method,
     pub path: String,
     pub body: Option<Value>,
+}
+
+impl Call {
+    /// A call to `pattern` (a route of [`wire`]) for `run`, with a typed body.
+    fn to<B: serde::Serialize>(
+        tag: CallTag,
+        method: Method,
+        path: String,
+        body: Option<&B>,
+    ) -> Call {
+        Call {
+            tag,
+            method,
+            path,
+            body: body.map(|b| serde_json::to_value(b).expect("a contract body serialises")),
+        }
+    }
+}
+
+/// An answer read as the contract's type `T` (an answer of another shape: `None`).
+fn answer<T: serde::de::DeserializeOwned>(v: Value) -> Option<T> {
+    serde_json::from_value(v).ok()
 }
 
 /// What the event loop must do.
@@ -587,16 +611,20 @@ impl App {
     /// Asks the server to resize (called by the event loop once the size has settled).
     pub fn send_resize(&mut self, run: String, rows: u16, cols: u16) {
         self.live.resize_sent = Some((run.clone(), rows, cols));
-        self.push(Effect::Call(Call {
-            tag: CallTag::Resize {
+        let path = wire::at(wire::RESIZE, &run);
+        self.push(Effect::Call(Call::to(
+            CallTag::Resize {
                 run: run.clone(),
                 rows,
                 cols,
             },
-            method: Method::POST,
-            path: format!("{RUNS}/runs/{run}/resize"),
-            body: Some(json!({"rows": rows, "cols": cols})),
-        }));
+            Method::POST,
+            path,
+            Some(&SizeBody {
+                rows: Some(rows),
+                cols: Some(cols),
+            }),
+        )));
     }
 
     // ---------------------------------------------------------------------------------
@@ -683,7 +711,7 @@ impl App {
             },
             CallTag::Action { action, run } => {
                 match result {
-                    Ok(v) => self.success(done_message(action, &run, &v)),
+                    Ok(v) => self.success(done_message(action, &run, v)),
                     Err(e) => self.error(format!("{} {run}: {e}", action.name())),
                 }
                 self.push(Effect::Refresh);
@@ -706,12 +734,17 @@ impl App {
                         let msg = match &purpose {
                             PromptFor::Rename(r) => format!("renamed {r}"),
                             PromptFor::SendInput(r) => format!("sent to {r}"),
-                            PromptFor::Snooze(r) => match v["snoozed_until"].as_str() {
-                                Some(u) => format!("{r} snoozed until {}", text::one_line(u, 40)),
-                                None => format!("{r} no longer snoozed"),
-                            },
+                            PromptFor::Snooze(r) => {
+                                match answer::<MarksView>(v).and_then(|m| m.snoozed_until) {
+                                    Some(u) => {
+                                        format!("{r} snoozed until {}", text::one_line(&u, 40))
+                                    }
+                                    None => format!("{r} no longer snoozed"),
+                                }
+                            }
                             PromptFor::NewSession(first) => {
-                                let r = v["ref"].as_str().unwrap_or("?").to_string();
+                                let r = answer::<RunView>(v)
+                                    .map_or_else(|| "?".to_string(), |v| v.run_ref);
                                 self.sessions.selected = Some(r.clone());
                                 self.sessions.chosen = Some(r.clone());
                                 if *first {
@@ -1144,12 +1177,12 @@ impl App {
                 let Some(r) = need_run(self) else { return };
                 if r.snoozed_until.is_some() {
                     // Snoozed already: the same key wakes it.
-                    self.push(Effect::Call(Call {
-                        tag: CallTag::Prompt(PromptFor::Snooze(r.run_ref.clone())),
-                        method: Method::DELETE,
-                        path: format!("{RUNS}/runs/{}/snooze", r.run_ref),
-                        body: None,
-                    }));
+                    self.push(Effect::Call(Call::to::<()>(
+                        CallTag::Prompt(PromptFor::Snooze(r.run_ref.clone())),
+                        Method::DELETE,
+                        wire::at(wire::SNOOZE, &r.run_ref),
+                        None,
+                    )));
                     return;
                 }
                 let picker =
@@ -1349,22 +1382,25 @@ fn action_call(
     run: &str,
     ctx: Option<(&RunView, Option<(u16, u16)>)>,
 ) -> Option<Call> {
-    let path = |tail: &str| format!("{RUNS}/runs/{run}{tail}");
+    let path = |pattern: &str| wire::at(pattern, run);
     let r = ctx.map(|c| c.0);
     let (method, path, body) = match action {
-        Action::Interrupt => (Method::POST, path("/interrupt"), None),
-        Action::Stop => (Method::POST, path("/stop"), None),
+        Action::Interrupt => (Method::POST, path(wire::INTERRUPT), None),
+        Action::Stop => (Method::POST, path(wire::STOP), None),
         Action::Resume => {
             let body = ctx
                 .and_then(|c| c.1)
-                .map(|(rows, cols)| json!({"rows": rows, "cols": cols}));
-            (Method::POST, path("/resume"), body)
+                .map(|(rows, cols)| SizeBody {
+                    rows: Some(rows),
+                    cols: Some(cols),
+                });
+            (Method::POST, path(wire::RESUME), body)
         }
         Action::Pin => {
             let on = !r.is_some_and(|r| r.pinned);
             (
                 if on { Method::POST } else { Method::DELETE },
-                path("/pin"),
+                path(wire::PIN),
                 None,
             )
         }
@@ -1372,7 +1408,7 @@ fn action_call(
             let on = !r.is_some_and(|r| r.done);
             (
                 if on { Method::POST } else { Method::DELETE },
-                path("/done"),
+                path(wire::DONE),
                 None,
             )
         }
@@ -1380,38 +1416,42 @@ fn action_call(
             let on = !r.is_some_and(|r| r.is_archived());
             (
                 if on { Method::POST } else { Method::DELETE },
-                path("/archive"),
+                path(wire::ARCHIVE),
                 None,
             )
         }
-        Action::Cleanup => (Method::POST, path("/cleanup"), None),
-        Action::Delete => (Method::DELETE, path(""), None),
+        Action::Cleanup => (Method::POST, path(wire::CLEANUP), None),
+        Action::Delete => (Method::DELETE, path(wire::RUN), None),
         _ => return None,
     };
-    Some(Call {
-        tag: CallTag::Action {
+    Some(Call::to(
+        CallTag::Action {
             action,
             run: run.to_string(),
         },
         method,
         path,
-        body,
-    })
+        body.as_ref(),
+    ))
 }
 
-fn done_message(action: Action, run: &str, v: &Value) -> String {
+fn done_message(action: Action, run: &str, v: Value) -> String {
+    let marks = || answer::<MarksView>(v.clone());
+    let view = || answer::<RunView>(v.clone());
     match action {
         Action::Interrupt => format!("interrupted {run}"),
         Action::Stop => format!("stopped {run}"),
         Action::Resume => format!(
             "resumed {run} (generation {})",
-            v["generation"].as_u64().unwrap_or(0)
+            view().map_or(0, |v| v.generation)
         ),
-        Action::Pin if v["pinned"] == true => format!("pinned {run}"),
+        Action::Pin if marks().is_some_and(|m| m.pinned) => format!("pinned {run}"),
         Action::Pin => format!("unpinned {run}"),
-        Action::Done if v["done"] == true => format!("{run} marked done"),
+        Action::Done if marks().is_some_and(|m| m.done) => format!("{run} marked done"),
         Action::Done => format!("{run} no longer done"),
-        Action::Archive if v["archived_at"].is_string() => format!("archived {run}"),
+        Action::Archive if view().is_some_and(|v| v.archived_at.is_some()) => {
+            format!("archived {run}")
+        }
         Action::Archive => format!("unarchived {run}"),
         Action::Cleanup => format!("cleaned up {run}"),
         Action::Delete => format!("deleted {run}"),

@@ -10,8 +10,6 @@ use crate::api::runs as wire;
 use crate::auth::{Principal, Role};
 use crate::client::{Client, ClientError};
 
-/// The base of the run routes (`{RUNS}/runs/...`).
-pub use crate::api::runs::BASE as RUNS;
 /// One lifecycle event of a run (its `seq` is the ledger's).
 pub use crate::api::runs::RunEvent as EventItem;
 /// The lifecycle states (see `docs/api.md`): the domain's own, as the contract carries it.

@@ -8,13 +8,12 @@ use hyper::Method;
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
-use serde_json::json;
 
 use super::{App, Call, CallTag, Effect, Mode, action_call};
 use crate::text;
 use crate::tui::action::Action;
 use crate::tui::approval::ApprovalEvent;
-use crate::tui::data::RUNS;
+use crate::api::runs::{self as wire, InputRequest, RenameBody, SnoozeBody, StartRequest};
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::approval::Approval;
@@ -164,12 +163,12 @@ impl App {
                     Outcome::Continue => self.open(Modal::Snooze { run, picker, busy }),
                     Outcome::Cancel => {}
                     Outcome::Submit(until) => {
-                        self.push(Effect::Call(Call {
-                            tag: CallTag::Prompt(PromptFor::Snooze(run.clone())),
-                            method: Method::POST,
-                            path: format!("{RUNS}/runs/{run}/snooze"),
-                            body: Some(json!({ "until": until })),
-                        }));
+                        self.push(Effect::Call(Call::to(
+                            CallTag::Prompt(PromptFor::Snooze(run.clone())),
+                            Method::POST,
+                            wire::at(wire::SNOOZE, &run),
+                            Some(&SnoozeBody { until: Some(until) }),
+                        )));
                         self.open(Modal::Snooze {
                             run,
                             picker,
@@ -189,32 +188,29 @@ impl App {
                     Outcome::Continue => self.open(Modal::NewSession { form, busy }),
                     Outcome::Cancel => {}
                     Outcome::Submit(ns) => {
-                        let mut body = json!({
-                            "profile": ns.profile,
-                            "workspace": ns.workspace,
-                            "transport": ns.transport.name(),
-                        });
-                        if let Some(p) = &self.client_path {
-                            body["path"] = json!(p);
-                        }
+                        let mut body = StartRequest {
+                            profile: Some(ns.profile.clone()),
+                            workspace: Some(ns.workspace.clone()),
+                            transport: Some(ns.transport.name().to_string()),
+                            path: self.client_path.clone(),
+                            ..StartRequest::default()
+                        };
                         let pty = ns.transport == crate::providers::Transport::Pty;
                         // On a PTY session the server types it once the tool is up, then
                         // Enter; on a pipe session it is the protocol's first turn.
                         let first = ns.prompt.is_some();
-                        if let Some(p) = ns.prompt {
-                            body["prompt"] = json!(p);
-                        }
+                        body.prompt = ns.prompt;
                         if pty {
                             let (r, c) = self.pane_size();
-                            body["rows"] = json!(r);
-                            body["cols"] = json!(c);
+                            body.rows = Some(r);
+                            body.cols = Some(c);
                         }
-                        self.push(Effect::Call(Call {
-                            tag: CallTag::Prompt(PromptFor::NewSession(first)),
-                            method: Method::POST,
-                            path: format!("{RUNS}/runs"),
-                            body: Some(body),
-                        }));
+                        self.push(Effect::Call(Call::to(
+                            CallTag::Prompt(PromptFor::NewSession(first)),
+                            Method::POST,
+                            wire::RUNS.to_string(),
+                            Some(&body),
+                        )));
                         self.open(Modal::NewSession { form, busy: true });
                     }
                 }
@@ -276,12 +272,14 @@ impl App {
 
     fn submit_prompt(&mut self, purpose: PromptFor, mut dialog: Prompt, text_in: String) {
         let call = match &purpose {
-            PromptFor::Rename(run) => Ok(Call {
-                tag: CallTag::Prompt(purpose.clone()),
-                method: Method::PUT,
-                path: format!("{RUNS}/runs/{run}/name"),
-                body: Some(json!({"name": text_in})),
-            }),
+            PromptFor::Rename(run) => Ok(Call::to(
+                CallTag::Prompt(purpose.clone()),
+                Method::PUT,
+                wire::at(wire::NAME, run),
+                Some(&RenameBody {
+                    name: Some(text_in),
+                }),
+            )),
             PromptFor::SendInput(run) => {
                 if text_in.is_empty() {
                     Err("type the line to send, or esc to cancel".to_string())
@@ -297,12 +295,15 @@ impl App {
                     } else {
                         text_in.clone()
                     };
-                    Ok(Call {
-                        tag: CallTag::Prompt(purpose.clone()),
-                        method: Method::POST,
-                        path: format!("{RUNS}/runs/{run}/input"),
-                        body: Some(json!({"text": text_out})),
-                    })
+                    Ok(Call::to(
+                        CallTag::Prompt(purpose.clone()),
+                        Method::POST,
+                        wire::at(wire::INPUT, run),
+                        Some(&InputRequest {
+                            text: Some(text_out),
+                            ..InputRequest::default()
+                        }),
+                    ))
                 }
             }
             PromptFor::Snooze(_) | PromptFor::NewSession(_) => {

@@ -410,7 +410,12 @@ fn a_sessions_first_prompt_and_path_go_with_the_start_for_the_server() {
     assert_eq!(body["path"], "/opt/new/bin:/usr/bin", "{body}");
     app.on_msg(Msg::CallDone {
         tag: call.tag,
-        result: Ok(json!({"ref": "run-0007", "state": "running"})),
+        // The run view the server answers (a fresh run, running).
+        result: Ok({
+            let mut v = serde_json::to_value(run("run-0007", 1, json!({}))).unwrap();
+            v["state"] = json!("running");
+            v
+        }),
     });
     // The cockpit types nothing itself.
     assert!(calls(&mut app).is_empty());
