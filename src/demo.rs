@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hyper::Method;
-use serde_json::{Value, json};
 
 use crate::api::runs::{self as wire, Accepted, InputRequest, RunView, StartRequest, State};
 use crate::api::server::Stopping;
@@ -281,15 +280,6 @@ fn demo_repository(home: &Home, forge_address: &str) -> Result<PathBuf, DemoErro
     Ok(std::fs::canonicalize(&repo).map_err(|e| files::FilesError::io("resolve", &repo, e))?)
 }
 
-fn call(
-    client: &Client,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> Result<Value, DemoError> {
-    Ok(client::block_on(client.call(method, path, body))??)
-}
-
 /// Registers the repository with an approved policy and starts a worktree run whose agent
 /// writes the fix. Returns the run's ref.
 fn start_worktree_scene(client: &Client, repo: &Path) -> Result<String, DemoError> {
@@ -365,17 +355,16 @@ fn finish_worktree_scene(client: &Client, run: &str) -> Result<RunView, DemoErro
         &evapi::path(evapi::CHECKS, &cand.candidate.id),
         None,
     )?;
-    call(
-        client,
+    let _: crate::api::publish::IntentView = client.request_blocking(
         Method::POST,
         &crate::api::publish::intents(),
-        Some(json!({
-            "run": run,
-            "remote": "origin",
-            "branch": "fix/lexer-escapes",
-            "title": "lexer: skip the character after a backslash",
-            "body": "An escaped quote no longer ends a string.\n\nProposed by `proctor demo`.",
-        })),
+        Some(&crate::api::publish::ProposeRequest {
+            run: run.to_string(),
+            remote: "origin".into(),
+            branch: "fix/lexer-escapes".into(),
+            title: "lexer: skip the character after a backslash".into(),
+            body: "An escaped quote no longer ends a string.\n\nProposed by `proctor demo`.".into(),
+        }),
     )?;
     Ok(client.get_blocking(&path)?)
 }

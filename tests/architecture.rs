@@ -425,3 +425,103 @@ fn the_reader_sees_imports_and_paths_but_not_comments() {
     let lines: Vec<usize> = found.iter().map(|(_, l)| *l).collect();
     assert_eq!(lines, [1, 1, 3, 6]);
 }
+
+/// The faces that call the API (the CLI, the cockpit, the client, the demo) read its answers
+/// into the contract's types (`src/api`) and build its bodies from them: no code outside
+/// tests indexes JSON by a string key or builds a body with `json!`. Listed here, each with
+/// its reason, are the files that read JSON that is not an API answer.
+const NOT_API_JSON: &[(&str, &str)] = &[
+    (
+        "src/cli/ledger.rs",
+        "the ledger file's own lines (every event kind's fields), read and printed as they are",
+    ),
+    (
+        "src/tui/evidence.rs",
+        "a signed receipt's in-toto statement, read from the file the local verifier checked",
+    ),
+];
+
+/// A file's code before its `#[cfg(test)]` module, without comments; `None` for a test file.
+fn code_outside_tests(path: &std::path::Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    if name.ends_with("tests.rs") || path.components().any(|c| c.as_os_str() == "tests") {
+        return None;
+    }
+    let src = std::fs::read_to_string(path).ok()?;
+    let code = strip_comments(&src);
+    Some(match code.find("#[cfg(test)]") {
+        Some(i) => code[..i].to_string(),
+        None => code,
+    })
+}
+
+/// The string-keyed reads and `json!` bodies in `code` (as [`strip_comments`] leaves it: a
+/// string literal is its opening quote alone, so `v["ref"]` reads `v["]`): (line, text).
+/// Indexing is a `["]` right after a value (a name, `]` or `)`), not an array literal.
+fn string_keyed(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let keyed = line.match_indices("[\"]").any(|(i, _)| {
+            line[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ']' || c == ')')
+        });
+        let get = line.contains(".get(\")");
+        if keyed || get || line.contains("json!(") {
+            out.push((n + 1, line.trim().to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_face_reads_api_answers_by_string_keys() {
+    let mut files = Vec::new();
+    for dir in ["src/cli", "src/tui"] {
+        common::rust_files(&root().join(dir), &mut files);
+    }
+    files.push(root().join("src/client.rs"));
+    files.push(root().join("src/demo.rs"));
+    let mut found = Vec::new();
+    let mut used = BTreeSet::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let Some(code) = code_outside_tests(f) else {
+            continue;
+        };
+        let hits = string_keyed(&code);
+        if hits.is_empty() {
+            continue;
+        }
+        if NOT_API_JSON.iter().any(|(p, _)| *p == rel) {
+            used.insert(rel);
+            continue;
+        }
+        found.extend(hits.into_iter().map(|(n, l)| format!("{rel}:{n}: {l}")));
+    }
+    assert!(
+        found.is_empty(),
+        "API answers read by string key (use the contract's types in src/api):\n{}",
+        found.join("\n")
+    );
+    for (p, why) in NOT_API_JSON {
+        assert!(
+            used.contains(*p),
+            "{p} no longer reads such JSON ({why}): drop it from the list"
+        );
+    }
+}
+
+#[test]
+fn the_string_key_reader_sees_indexing_gets_and_json_bodies() {
+    let code = strip_comments(
+        "let a = v[\"ref\"].as_str();\nlet b = v[0];\nlet c = m.get(\"seq\");\nlet d = json!({});\nlet e = [\"x\"];\nlet f = v[\"a\"][\"b\"]; // v[\"c\"]\n",
+    );
+    let lines: Vec<usize> = string_keyed(&code).iter().map(|h| h.0).collect();
+    assert_eq!(lines, [1, 3, 4, 6], "{code}");
+}

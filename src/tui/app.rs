@@ -21,7 +21,6 @@ use serde_json::Value;
 use super::action::{Action, Needs};
 use super::approval::ApprovalEvent;
 use super::data::{EventItem, RunView, RunsPage, WhoAmI};
-use crate::api::runs::{self as wire, MarksView, SizeBody};
 use super::evidence::{self as ev, CandidateView, GateView, IntentView, ReceiptItem, Verification};
 use super::keymap::{Context, Keymap};
 use super::keys::{InputModes, encode_key, encode_paste};
@@ -34,6 +33,7 @@ use super::widgets::help::Help;
 use super::widgets::new_session::{Field, NewSessionForm};
 use super::widgets::palette::Palette;
 use super::widgets::prompt::{Prompt, run_name_validator};
+use crate::api::runs::{self as wire, MarksView, SizeBody};
 use crate::auth::{Principal, Role as TokenRole};
 use crate::text;
 
@@ -1388,12 +1388,10 @@ fn action_call(
         Action::Interrupt => (Method::POST, path(wire::INTERRUPT), None),
         Action::Stop => (Method::POST, path(wire::STOP), None),
         Action::Resume => {
-            let body = ctx
-                .and_then(|c| c.1)
-                .map(|(rows, cols)| SizeBody {
-                    rows: Some(rows),
-                    cols: Some(cols),
-                });
+            let body = ctx.and_then(|c| c.1).map(|(rows, cols)| SizeBody {
+                rows: Some(rows),
+                cols: Some(cols),
+            });
             (Method::POST, path(wire::RESUME), body)
         }
         Action::Pin => {

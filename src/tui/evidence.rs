@@ -43,24 +43,29 @@ impl From<wire::CandidateView> for CandidateView {
 }
 
 /// The candidate an intent publishes.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(test, derive(Deserialize))]
 pub struct IntentCandidate {
     pub id: String,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub digest: String,
 }
 
 /// The remote of an intent.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(test, derive(Deserialize))]
 pub struct IntentRemote {
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub name: String,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub url: String,
 }
 
-/// One publication intent (`GET /v1/m/publish/intents`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// The cockpit's row of a publication intent: what its panes show, built from the
+/// contract's [`crate::api::publish::IntentView`] (it never reads the wire itself; tests
+/// build rows from JSON fixtures).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize))]
 pub struct IntentView {
     pub id: String,
     pub run: String,
@@ -68,16 +73,16 @@ pub struct IntentView {
     pub title: String,
     /// `awaiting_authority`, `blocked`, `published`, `failed`.
     pub state: String,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub causes: Vec<String>,
     pub candidate: IntentCandidate,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub revision: String,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub remote: IntentRemote,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub created_at: String,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     pub outcome: Option<crate::api::publish::IntentOutcome>,
 }
 
@@ -176,8 +181,34 @@ pub async fn fetch_gate(client: &Client, candidate: &str) -> Result<GateView, Cl
 
 /// `GET /v1/m/publish/intents`.
 pub async fn fetch_intents(client: &Client) -> Result<Vec<IntentView>, ClientError> {
-    let v: crate::api::Items<IntentView> = client.get(&crate::api::publish::intents()).await?;
-    Ok(v.items)
+    let v: crate::api::Items<crate::api::publish::IntentView> =
+        client.get(&crate::api::publish::intents()).await?;
+    Ok(v.items.into_iter().map(IntentView::from).collect())
+}
+
+impl From<crate::api::publish::IntentView> for IntentView {
+    fn from(v: crate::api::publish::IntentView) -> Self {
+        let i = v.intent;
+        IntentView {
+            id: i.id,
+            run: i.run,
+            branch: i.branch,
+            title: i.title,
+            state: i.state.as_str().to_string(),
+            causes: i.causes,
+            candidate: IntentCandidate {
+                id: i.candidate.id,
+                digest: i.candidate.digest,
+            },
+            revision: i.revision,
+            remote: IntentRemote {
+                name: i.remote.name,
+                url: i.remote.url,
+            },
+            created_at: i.created_at,
+            outcome: i.outcome,
+        }
+    }
 }
 
 /// `GET /receipts`, oldest first.

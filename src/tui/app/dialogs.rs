@@ -10,10 +10,10 @@ use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 
 use super::{App, Call, CallTag, Effect, Mode, action_call};
+use crate::api::runs::{self as wire, InputRequest, RenameBody, SnoozeBody, StartRequest};
 use crate::text;
 use crate::tui::action::Action;
 use crate::tui::approval::ApprovalEvent;
-use crate::api::runs::{self as wire, InputRequest, RenameBody, SnoozeBody, StartRequest};
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::approval::Approval;
