@@ -146,25 +146,4 @@ mod tests {
         assert_eq!(passphrase_wrong("k"), format!("{BASE}/passphrase/k/wrong"));
         assert_eq!(passphrase_right("k"), format!("{BASE}/passphrase/k/right"));
     }
-
-    /// Every schema this area's operations refer to is in the document's components.
-    #[test]
-    fn every_schema_referred_to_is_declared() {
-        let doc = serde_json::to_value(Doc::openapi()).unwrap();
-        let declared = doc["components"]["schemas"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        let text = doc.to_string();
-        let mut refs = 0;
-        for part in text.split("\"#/components/schemas/").skip(1) {
-            let name = part.split('"').next().unwrap();
-            assert!(
-                declared.contains_key(name),
-                "{name} is referred to but not declared"
-            );
-            refs += 1;
-        }
-        assert!(refs > 0, "no operation refers to a schema");
-    }
 }

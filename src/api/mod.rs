@@ -94,6 +94,41 @@ mod tests {
         discard: Option<bool>,
     }
 
+    /// Every schema an area's operations refer to is in that area's components, and so in
+    /// the merged document's.
+    #[test]
+    fn every_schema_referred_to_is_declared() {
+        use utoipa::OpenApi;
+        let areas = [
+            ("server", server::Doc::openapi()),
+            ("runs", runs::Doc::openapi()),
+            ("workspaces", workspaces::Doc::openapi()),
+            ("evidence", evidence::Doc::openapi()),
+            ("publish", publish::Doc::openapi()),
+            ("authority", authority::Doc::openapi()),
+            ("all", openapi()),
+        ];
+        for (area, doc) in areas {
+            let doc = serde_json::to_value(doc).unwrap();
+            let declared = doc
+                .pointer("/components/schemas")
+                .and_then(|v| v.as_object())
+                .cloned()
+                .unwrap_or_default();
+            let text = doc.to_string();
+            let mut refs = 0;
+            for part in text.split("\"#/components/schemas/").skip(1) {
+                let name = part.split('"').next().unwrap();
+                assert!(
+                    declared.contains_key(name),
+                    "{area}: {name} is referred to but not declared"
+                );
+                refs += 1;
+            }
+            assert!(refs > 0, "{area}: no operation refers to a schema");
+        }
+    }
+
     #[test]
     fn a_body_is_one_object_never_an_array_of_fields() {
         assert_eq!(

@@ -267,6 +267,20 @@ fn grant_of(a: &Approval, it: &Intent) -> Result<Grant> {
     })
 }
 
+/// The approval's intent and the authorisation's payload once `env` verifies against the
+/// approval's grant; otherwise the approval is closed as refused.
+fn verified(cx: Context<'_>, a: &mut Approval, env: &Envelope) -> Result<(Intent, Payload)> {
+    let it = intent::load(cx.home, &a.intent)?;
+    let grant = grant_of(a, &it)?;
+    match verify_authorisation(cx.home, env, &grant) {
+        Ok(p) => Ok((it, p)),
+        Err(e) => {
+            let code = auth_error_code(&e);
+            Err(refuse(cx, a, Kind::Unprocessable, code, e.to_string()))
+        }
+    }
+}
+
 fn auth_error_code(e: &authorisation::AuthorisationError) -> &'static str {
     match e {
         authorisation::AuthorisationError::Expired { .. } => "expired",
@@ -689,15 +703,7 @@ impl PublishState {
                     "an authorisation was already appended for this approval",
                 ));
             }
-            let it = intent::load(cx.home, &a.intent)?;
-            let grant = grant_of(a, &it)?;
-            let p = match verify_authorisation(cx.home, env, &grant) {
-                Ok(p) => p,
-                Err(e) => {
-                    let code = auth_error_code(&e);
-                    return Err(refuse(cx, a, Kind::Unprocessable, code, e.to_string()));
-                }
-            };
+            let (it, p) = verified(cx, a, env)?;
             let wait = passphrase::backoff_message(cx.home, &p.key_id).map_err(E::internal)?;
             if let Some(message) = wait {
                 return Err(refuse(
@@ -769,22 +775,14 @@ impl PublishState {
         }
         // Verify and record the spend under the approval's lock; run the adapter outside it.
         let (plan, it) = self.with_approval(cx, id, by, |a| {
-            let Some(minted) = &a.minted else {
+            let Some(minted_nonce) = a.minted.as_ref().map(|m| m.payload.nonce.clone()) else {
                 return Err(E::conflict(
                     "not_authorised",
                     "no authorisation was appended for this approval",
                 ));
             };
-            let it = intent::load(cx.home, &a.intent)?;
-            let grant = grant_of(a, &it)?;
-            let p = match verify_authorisation(cx.home, env, &grant) {
-                Ok(p) => p,
-                Err(e) => {
-                    let code = auth_error_code(&e);
-                    return Err(refuse(cx, a, Kind::Unprocessable, code, e.to_string()));
-                }
-            };
-            if p.nonce != minted.payload.nonce {
+            let (it, p) = verified(cx, a, env)?;
+            if p.nonce != minted_nonce {
                 return Err(refuse(
                     cx,
                     a,
