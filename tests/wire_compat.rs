@@ -94,8 +94,24 @@ const CHANGES: &[Change] = &[
         Some(".done"),
     ),
     // The null rule, where the scenario's timing decides whether the value is there yet: a
-    // resumed run's `output.last_at` was omitted until its first byte, and is `null` now.
-    (&["POST /runs/{run}/resume"], None, Some(".output/.last_at")),
+    // run view's `output.last_at` was omitted until the run's first byte, and is `null` now
+    // (a run just started or resumed may or may not have written by the time it answers).
+    (
+        &[
+            "POST /runs",
+            "POST /runs/{run}/stop",
+            "POST /runs/{run}/interrupt",
+            "POST /runs/{run}/resume",
+            "POST /runs/{run}/cleanup",
+            "PUT /runs/{run}/name",
+            "POST /runs/{run}/archive",
+            "DELETE /runs/{run}/archive",
+            "GET /runs/{run}",
+            "proctor session show {run} --json",
+        ],
+        None,
+        Some(".output/.last_at"),
+    ),
     // The attach stream's `end` frame always says whether the exit was observed (it sent
     // `unobserved` only when true).
     (&["SSE /runs/{run}/attach end"], None, Some(".unobserved")),
