@@ -1053,24 +1053,7 @@ impl App {
                 };
                 self.focus = order[j];
             }
-            Action::ViewSessions => self.show_tab(Tab::Sessions),
-            Action::ViewIntents => self.show_tab(Tab::Intents),
-            Action::ViewReceipts => self.show_tab(Tab::Receipts),
-            Action::ViewGate => {
-                // From an intent or a receipt: that candidate; else the focused run's.
-                let chosen = match self.tab {
-                    Tab::Intents => self.selected_intent().map(|i| i.candidate.id.clone()),
-                    Tab::Receipts => self
-                        .selected_receipt()
-                        .and_then(|r| r.subject.clone())
-                        .filter(|s| crate::evidence::valid_id(s, "cand-")),
-                    _ => None,
-                };
-                if chosen.is_some() {
-                    self.gate.chosen = chosen;
-                }
-                self.show_tab(Tab::Gate);
-            }
+            Action::View(tab) => super::views::show(self, tab),
             Action::Verify => {
                 let all = self.receipt_list().to_vec();
                 if all.is_empty() {

@@ -17,7 +17,7 @@ use crate::tui::ui::{self, Areas};
 
 /// The top-level views. Only the ones that exist are shown as tabs (tribunal seats and rig
 /// locks come with the issues that build them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Tab {
     /// The sessions list, the live terminal, the events.
     Sessions,
@@ -30,7 +30,7 @@ pub enum Tab {
 }
 
 /// The panes that can hold the focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Pane {
     Sessions,
     Live,
@@ -66,11 +66,27 @@ impl Tab {
 
     /// The action that shows it.
     pub fn action(self) -> Action {
+        Action::View(self)
+    }
+
+    /// The name of its action in keymap files and the palette (`view-<tab>`; the status bar's
+    /// hint is the part after `view-`).
+    pub fn action_name(self) -> &'static str {
         match self {
-            Tab::Sessions => Action::ViewSessions,
-            Tab::Gate => Action::ViewGate,
-            Tab::Intents => Action::ViewIntents,
-            Tab::Receipts => Action::ViewReceipts,
+            Tab::Sessions => "view-sessions",
+            Tab::Gate => "view-gate",
+            Tab::Intents => "view-intents",
+            Tab::Receipts => "view-receipts",
+        }
+    }
+
+    /// What its action does, for help and the palette.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Tab::Sessions => "show the sessions with the live terminal",
+            Tab::Gate => "show the gate of the focused run's candidate: what blocks it, and why",
+            Tab::Intents => "show the publication intents",
+            Tab::Receipts => "show the receipts and whether they verify",
         }
     }
 
@@ -95,15 +111,42 @@ impl Tab {
 }
 
 impl Pane {
+    /// Every pane, in the order of their keymap contexts (after `[global]`).
+    pub const ALL: [Pane; 6] = [
+        Pane::Sessions,
+        Pane::Live,
+        Pane::Events,
+        Pane::Gate,
+        Pane::Intents,
+        Pane::Receipts,
+    ];
+
     /// The keymap context of its keys (looked up before `[global]`).
     pub fn context(self) -> Context {
+        Context::Pane(self)
+    }
+
+    /// The name of its keymap context: its table in `keymap.toml`.
+    pub fn context_name(self) -> &'static str {
         match self {
-            Pane::Sessions => Context::Sessions,
-            Pane::Live => Context::Live,
-            Pane::Events => Context::Events,
-            Pane::Gate => Context::Gate,
-            Pane::Intents => Context::Intents,
-            Pane::Receipts => Context::Receipts,
+            Pane::Sessions => "sessions",
+            Pane::Live => "live",
+            Pane::Events => "events",
+            Pane::Gate => "gate",
+            Pane::Intents => "intents",
+            Pane::Receipts => "receipts",
+        }
+    }
+
+    /// The heading of its keys on the help screen.
+    pub fn context_title(self) -> &'static str {
+        match self {
+            Pane::Sessions => "Sessions list",
+            Pane::Live => "Live terminal",
+            Pane::Events => "Events",
+            Pane::Gate => "Gate",
+            Pane::Intents => "Publication intents",
+            Pane::Receipts => "Receipts",
         }
     }
 
@@ -149,9 +192,9 @@ impl Pane {
                 Action::Down,
                 Action::PageDown,
                 Action::FocusNext,
-                Action::ViewSessions,
-                Action::ViewIntents,
-                Action::ViewReceipts,
+                Action::View(Tab::Sessions),
+                Action::View(Tab::Intents),
+                Action::View(Tab::Receipts),
                 Action::Refresh,
                 Action::Help,
                 Action::Quit,
@@ -159,9 +202,9 @@ impl Pane {
             Pane::Intents => &[
                 Action::Down,
                 Action::Approve,
-                Action::ViewGate,
-                Action::ViewSessions,
-                Action::ViewReceipts,
+                Action::View(Tab::Gate),
+                Action::View(Tab::Sessions),
+                Action::View(Tab::Receipts),
                 Action::Refresh,
                 Action::Help,
                 Action::Quit,
@@ -169,14 +212,34 @@ impl Pane {
             Pane::Receipts => &[
                 Action::Down,
                 Action::Verify,
-                Action::ViewGate,
-                Action::ViewSessions,
-                Action::ViewIntents,
+                Action::View(Tab::Gate),
+                Action::View(Tab::Sessions),
+                Action::View(Tab::Intents),
                 Action::Help,
                 Action::Quit,
             ],
         }
     }
+}
+
+/// Shows `tab` by its action: what the view takes from the one it leaves, then
+/// [`App::show_tab`].
+pub fn show(app: &mut App, tab: Tab) {
+    if tab == Tab::Gate {
+        // From an intent or a receipt: that candidate; else the focused run's.
+        let chosen = match app.tab {
+            Tab::Intents => app.selected_intent().map(|i| i.candidate.id.clone()),
+            Tab::Receipts => app
+                .selected_receipt()
+                .and_then(|r| r.subject.clone())
+                .filter(|s| crate::evidence::valid_id(s, "cand-")),
+            _ => None,
+        };
+        if chosen.is_some() {
+            app.gate.chosen = chosen;
+        }
+    }
+    app.show_tab(tab);
 }
 
 /// A navigation key (up, down, a page, the top, the bottom) for `pane`: its part moves its

@@ -304,7 +304,7 @@ fn a_dialogs_pages_and_scroll_are_laid_out_in_its_state_and_drawing_changes_none
     };
 
     // Help: a page is what the dialog shows at the size it was laid out for.
-    let contexts = [Context::Sessions, Context::Global];
+    let contexts = [Context::Pane(Pane::Sessions), Context::Global];
     let mut small = Help::new(&km, &contexts);
     let mut tall = Help::new(&km, &contexts);
     // Drawing alone changes nothing: pgdn then moves by the page of no size.
@@ -359,7 +359,11 @@ fn the_palettes_list_keeps_its_rows_still_while_the_selection_moves_within_them(
     let km = Keymap::defaults();
     let theme = Theme::default_theme();
     let screen = Rect::new(0, 0, 80, 24);
-    let mut p = Palette::new(&km, &[Context::Sessions, Context::Global], Needs::Admin);
+    let mut p = Palette::new(
+        &km,
+        &[Context::Pane(Pane::Sessions), Context::Global],
+        Needs::Admin,
+    );
     // The row of the screen the selection marker is on, each frame laid out then drawn.
     let frame = |p: &mut Palette| {
         p.lay_out(screen);
