@@ -8,10 +8,15 @@
 //! hints, and which part gets a pane's keys, lays it out and draws it. Adding a view is its
 //! own files plus its entries here (`docs/cockpit.md`, "Adding a view").
 
+use std::any::Any;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
 use ratatui::buffer::Buffer;
 
+use crate::client::{Client, ClientError};
 use crate::tui::action::Action;
-use crate::tui::app::App;
+use crate::tui::app::{App, Msg};
 use crate::tui::keymap::Context;
 use crate::tui::ui::{self, Areas};
 
@@ -296,5 +301,130 @@ pub fn draw(app: &App, areas: &Areas, buf: &mut Buffer) -> Option<(u16, u16)> {
             }
             None
         }
+    }
+}
+
+/// How often a view's data is fetched (by the evidence task, one round at a time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// At every round: the quiet pace (every 5 s), at once after an action or a refresh.
+    Always,
+    /// Only while its view is shown; at once when the view opens.
+    WhileShown,
+}
+
+/// A view's data: what its part fetches, at which pace, and how it takes the answer. The
+/// event loop fetches every registered feed ([`feed`]) the same way and hands the answer back
+/// as [`Msg::Feed`]; `App`, `Msg` and the event loop know no feed by name.
+pub trait Feed {
+    /// The pane whose part it is.
+    const PANE: Pane;
+    /// When it is fetched.
+    const PACE: Pace;
+    /// The answer, read as the contract's types.
+    type Answer: Clone + Send + Sync + 'static;
+    /// Fetches it (carried out by the event loop, never by the state).
+    fn fetch(client: &Client) -> impl Future<Output = Result<Self::Answer, ClientError>> + Send;
+    /// Takes the answer (an error: what the server said); may queue effects on `app`.
+    fn take(app: &mut App, answer: Result<Self::Answer, String>);
+}
+
+/// A feed's answer on its way from the event loop to its part (it holds the feed's
+/// `Result<Answer, String>`).
+#[derive(Clone)]
+pub struct FeedAnswer(Arc<dyn Any + Send + Sync>);
+
+impl FeedAnswer {
+    pub fn new<F: Feed>(result: Result<F::Answer, String>) -> FeedAnswer {
+        FeedAnswer(Arc::new(result))
+    }
+
+    fn get<F: Feed>(&self) -> Option<Result<F::Answer, String>> {
+        self.0.downcast_ref::<Result<F::Answer, String>>().cloned()
+    }
+}
+
+impl std::fmt::Debug for FeedAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FeedAnswer(..)")
+    }
+}
+
+impl PartialEq for FeedAnswer {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Msg {
+    /// The answer of the feed `F`, as the event loop sends it.
+    pub fn feed<F: Feed>(result: Result<F::Answer, String>) -> Msg {
+        Msg::Feed {
+            pane: F::PANE,
+            answer: FeedAnswer::new::<F>(result),
+        }
+    }
+}
+
+/// A registered feed, its type erased for the event loop.
+#[derive(Clone, Copy)]
+pub struct FeedEntry {
+    pub pane: Pane,
+    pub pace: Pace,
+    /// Fetches it; an error is what the server said.
+    pub fetch: for<'a> fn(&'a Client) -> BoxFuture<'a, FeedAnswer>,
+    take: fn(&mut App, &FeedAnswer),
+}
+
+impl FeedEntry {
+    fn of<F: Feed>() -> FeedEntry {
+        FeedEntry {
+            pane: F::PANE,
+            pace: F::PACE,
+            fetch: |client| {
+                Box::pin(async move {
+                    FeedAnswer::new::<F>(
+                        F::fetch(client)
+                            .await
+                            .map_err(|e| super::event_loop::show(&e)),
+                    )
+                })
+            },
+            take: |app, answer| {
+                if let Some(result) = answer.get::<F>() {
+                    F::take(app, result);
+                }
+            },
+        }
+    }
+}
+
+/// The feed of `pane`'s part, if its data is one (the gate's candidates and gates, the
+/// runs and the live terminal have paths of their own).
+pub fn feed(pane: Pane) -> Option<FeedEntry> {
+    match pane {
+        Pane::Intents => Some(FeedEntry::of::<crate::tui::app::IntentsPane>()),
+        Pane::Receipts => Some(FeedEntry::of::<crate::tui::app::ReceiptsPane>()),
+        Pane::Sessions | Pane::Live | Pane::Events | Pane::Gate => None,
+    }
+}
+
+/// Every registered feed, in [`Pane::ALL`]'s order (the order of a round).
+pub fn feeds() -> impl Iterator<Item = FeedEntry> {
+    Pane::ALL.into_iter().filter_map(feed)
+}
+
+/// The feeds fetched only while their view is shown that `tab` shows.
+pub fn shown_feeds(tab: Tab) -> Vec<Pane> {
+    feeds()
+        .filter(|f| f.pace == Pace::WhileShown && tab.panes().contains(&f.pane))
+        .map(|f| f.pane)
+        .collect()
+}
+
+/// Hands a feed's answer to its part.
+pub fn take(app: &mut App, pane: Pane, answer: &FeedAnswer) {
+    if let Some(f) = feed(pane) {
+        (f.take)(app, answer);
     }
 }

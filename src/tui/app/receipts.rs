@@ -3,10 +3,12 @@
 
 use std::collections::HashMap;
 
-use crate::tui::evidence::ReceiptItem;
+use crate::client::{Client, ClientError};
+use crate::tui::evidence::{self, ReceiptItem};
+use crate::tui::views::{Feed, Pace, Pane};
 
-use super::VerifyState;
 use super::listing::Listing;
+use super::{App, VerifyState};
 
 /// The receipts pane's state.
 #[derive(Default)]
@@ -15,6 +17,22 @@ pub struct ReceiptsPane {
     pub listing: Listing<ReceiptItem>,
     /// What verifying each receipt said.
     pub verifications: HashMap<String, VerifyState>,
+}
+
+/// The receipts are fetched while their view is shown; new ones are verified.
+impl Feed for ReceiptsPane {
+    const PANE: Pane = Pane::Receipts;
+    const PACE: Pace = Pace::WhileShown;
+    type Answer = Vec<ReceiptItem>;
+
+    fn fetch(client: &Client) -> impl Future<Output = Result<Self::Answer, ClientError>> + Send {
+        evidence::fetch_receipts(client)
+    }
+
+    fn take(app: &mut App, answer: Result<Self::Answer, String>) {
+        let fresh = app.receipts.on_list(answer);
+        app.verify(fresh);
+    }
 }
 
 impl ReceiptsPane {

@@ -115,7 +115,7 @@ fn the_layout_keeps_each_selection_in_view_before_any_frame_is_drawn() {
     assert_eq!(app.sessions.offset, 0);
 
     // The intents: a blocked one takes two rows; the selected one's rows are all in view.
-    app.on_msg(Msg::Intents(Ok(intents(30))));
+    app.on_msg(Msg::feed::<IntentsPane>(Ok(intents(30))));
     app.on_key(ch('3'));
     app.lay_out(Rect::new(0, 0, 80, 24));
     let rows = app.intents.rows;
@@ -141,7 +141,7 @@ fn the_layout_keeps_each_selection_in_view_before_any_frame_is_drawn() {
     assert!(shown.contains(&format!("› {id}")), "{shown}");
 
     // The receipts.
-    app.on_msg(Msg::Receipts(Ok(receipts(25))));
+    app.on_msg(Msg::feed::<ReceiptsPane>(Ok(receipts(25))));
     app.on_key(ch('4'));
     app.lay_out(Rect::new(0, 0, 80, 24));
     let rows = app.receipts.listing.rows;
