@@ -270,8 +270,8 @@ pub fn lay_out(app: &mut App, areas: Areas) {
     match app.tab {
         Tab::Sessions => {}
         Tab::Gate => app.follow_gate(ui::inner(areas.live)),
-        Tab::Intents => app.follow_intents(areas.main),
-        Tab::Receipts => app.follow_receipts(areas.main),
+        Tab::Intents => app.intents.lay_out(areas.main),
+        Tab::Receipts => app.receipts.lay_out(areas.main),
     }
 }
 
@@ -426,5 +426,92 @@ pub fn shown_feeds(tab: Tab) -> Vec<Pane> {
 pub fn take(app: &mut App, pane: Pane, answer: &FeedAnswer) {
     if let Some(f) = feed(pane) {
         (f.take)(app, answer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::app::{Effect, ReceiptsPane};
+    use crate::tui::evidence::ReceiptItem;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::theme::Theme;
+
+    /// A view's action and its panes' keymap contexts are named by the registry, and the
+    /// lists built from it (the actions, the contexts) hold each once, in its order.
+    #[test]
+    fn the_registry_names_the_views_actions_and_the_panes_contexts() {
+        let views: Vec<Action> = Action::ALL
+            .into_iter()
+            .filter(|a| matches!(a, Action::View(_)))
+            .collect();
+        assert_eq!(views, Tab::ALL.map(Tab::action).to_vec());
+        let defaults = Keymap::defaults();
+        for tab in Tab::ALL {
+            assert_eq!(Action::from_name(tab.action_name()), Some(tab.action()));
+            assert_eq!(tab.action().describe(), tab.describe());
+            assert!(tab.action_name().starts_with("view-"), "{tab:?}");
+            assert!(
+                defaults.key_for(&[Context::Global], tab.action()).is_some(),
+                "{tab:?} has no default key in [global]"
+            );
+            assert!(!tab.panes().is_empty(), "{tab:?} has no pane");
+        }
+        let panes: Vec<Context> = Context::ALL
+            .into_iter()
+            .filter(|c| matches!(c, Context::Pane(_)))
+            .collect();
+        assert_eq!(panes, Pane::ALL.map(Pane::context).to_vec());
+        for pane in Pane::ALL {
+            assert_eq!(
+                Context::from_name(pane.context_name()),
+                Some(pane.context())
+            );
+            assert!(!pane.hints().is_empty(), "{pane:?} has no hints");
+        }
+    }
+
+    /// Every feed is registered under its own pane; the receipts are fetched only while their
+    /// view is shown.
+    #[test]
+    fn feeds_are_registered_under_their_pane_at_their_pace() {
+        for pane in Pane::ALL {
+            if let Some(f) = feed(pane) {
+                assert_eq!(f.pane, pane);
+            }
+        }
+        assert_eq!(shown_feeds(Tab::Receipts), vec![Pane::Receipts]);
+        for tab in [Tab::Sessions, Tab::Gate, Tab::Intents] {
+            assert_eq!(shown_feeds(tab), Vec::<Pane>::new(), "{tab:?}");
+        }
+        assert_eq!(feed(Pane::Intents).map(|f| f.pace), Some(Pace::Always));
+    }
+
+    /// A feed's answer goes to its part through the one generic message: the receipts are
+    /// listed and the new ones verified; an answer of another feed's type is not taken.
+    #[test]
+    fn a_feeds_answer_reaches_its_part() {
+        let mut app = App::new(
+            "local".into(),
+            "home".into(),
+            Keymap::defaults(),
+            Theme::default_theme(),
+        );
+        let item: ReceiptItem =
+            serde_json::from_value(serde_json::json!({"id": "rcpt-0001", "kind": "signed"}))
+                .unwrap();
+        app.on_msg(Msg::feed::<ReceiptsPane>(Ok(vec![item.clone()])));
+        assert_eq!(app.receipt_list(), std::slice::from_ref(&item));
+        assert!(
+            app.take_effects()
+                .iter()
+                .any(|e| matches!(e, Effect::Verify(v) if *v == vec![item.clone()]))
+        );
+        // A mislabelled answer (the intents' type under the receipts' pane) changes nothing.
+        app.on_msg(Msg::Feed {
+            pane: Pane::Receipts,
+            answer: FeedAnswer::new::<crate::tui::app::IntentsPane>(Ok(Vec::new())),
+        });
+        assert_eq!(app.receipt_list(), std::slice::from_ref(&item));
     }
 }

@@ -1,6 +1,8 @@
 //! The Intents view's state: the publication intents, newest first, the selection and the
 //! rows in view (a [`Listing`]).
 
+use ratatui::layout::Rect;
+
 use crate::client::{Client, ClientError};
 use crate::tui::evidence::{self, IntentView};
 use crate::tui::views::{Feed, Pace, Pane};
@@ -43,6 +45,14 @@ impl Listing<IntentView> {
                 std::iter::once((i, false)).chain(cause.then_some((i, true)))
             })
             .collect()
+    }
+
+    /// Its layout at the current size: the list at the top of `main` keeps the selected
+    /// intent in view.
+    pub fn lay_out(&mut self, main: Rect) {
+        if let Some(rows) = self.rows_in(main, self.lines().len()) {
+            self.follow_lines(rows);
+        }
     }
 
     /// The list shows `rows` rows: the selected intent's rows (two for a blocked one) stay

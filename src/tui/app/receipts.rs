@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use ratatui::layout::Rect;
+
 use crate::client::{Client, ClientError};
 use crate::tui::evidence::{self, ReceiptItem};
 use crate::tui::views::{Feed, Pace, Pane};
@@ -56,6 +58,16 @@ impl ReceiptsPane {
         let mut fresh = fresh;
         fresh.sort_by_key(|r| std::cmp::Reverse(crate::tui::evidence::id_number(&r.id)));
         fresh
+    }
+
+    /// Its layout at the current size: the list at the top of `main` keeps the selected
+    /// receipt in view.
+    pub fn lay_out(&mut self, main: Rect) {
+        let l = &self.listing;
+        if let Some(rows) = l.rows_in(main, l.items().len()) {
+            let sel = l.position().unwrap_or(0);
+            self.listing.follow(rows, sel, sel);
+        }
     }
 
     /// Marks `items` pending until their answer.
