@@ -9,11 +9,11 @@
 //! - the live task streams the focused session: its screen (`GET /screen`), then `attach`
 //!   from the next seq, refetching the screen after a `lag`;
 //! - the typing task sends attached keys in order (keys queued meanwhile go in one request);
-//! - the evidence task polls the candidates and the publication intents at the quiet pace
-//!   (every 5 s, at once after an action or a change of view), the receipts while their view
-//!   is shown, the gate of the candidate the Gate view shows at each round, and the gates of
-//!   every run's latest candidate when the candidates change, after an action, and at least
-//!   every 30 s (a gate recomputes a worktree's identity: the server hashes it);
+//! - the evidence task polls the candidates and the views' feeds (`super::views::feed`: the
+//!   publication intents at every round, the receipts while their view is shown) at the
+//!   quiet pace (every 5 s, at once after an action or a change of view), the gate of the
+//!   candidate the Gate view shows at each round, and the gates of every run's latest
+//!   candidate when the candidates change, after an action, and at least every 30 s (a gate recomputes a worktree's identity: the server hashes it);
 //! - the verify task verifies receipts one after the other;
 //! - an approval runs the publish flow on a thread of its own (`super::approval`), its
 //!   prompts answered by the approval dialog.

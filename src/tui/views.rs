@@ -2,11 +2,16 @@
 //!
 //! A view is a tab (its key shows it) made of panes. Each pane's state and keys are its own
 //! part of the app (`src/tui/app/<pane>.rs`: what it holds, `navigate` for its keys,
-//! `follow` for the scroll that keeps its selection in view), and its drawing its own file
+//! `lay_out` for the scroll that keeps its selection in view, and its [`Feed`]: what it
+//! fetches, at which pace, and how it takes the answer), and its drawing its own file
 //! (`src/tui/ui/<pane>.rs`, from `&App`). This file is where they are registered: the tab's
-//! title, key and panes, how its body is laid out, each pane's keymap context and status-bar
-//! hints, and which part gets a pane's keys, lays it out and draws it. Adding a view is its
-//! own files plus its entries here (`docs/cockpit.md`, "Adding a view").
+//! title, the name and description of its action ([`Action::View`]), its panes and how its
+//! body is laid out; each pane's keymap context ([`Context::Pane`]: its name and help title)
+//! and status-bar hints; and which part gets a pane's keys, lays it out, draws it and takes
+//! its data. The actions, the keymap, the palette, help, the status bar, `App`, `Msg` and the
+//! event loop read this registry and name no view. Adding a view is its own files, its
+//! entries here, its part's field on `App`, and its default keys in `assets/keymap.toml`
+//! (`docs/cockpit.md`, "Adding a view").
 
 use std::any::Any;
 use std::sync::Arc;
