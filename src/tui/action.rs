@@ -1,6 +1,9 @@
 //! Everything the operator can ask the cockpit to do. The keymap binds keys to these, the
 //! command palette lists them, and the help screen describes them; nothing else invents
-//! actions.
+//! actions. The views' actions are one [`Action::View`] each, named and described by the
+//! views' registry ([`super::views`]).
+
+use super::views::Tab;
 
 /// One cockpit action. Its `name` is what keymap files and the palette use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -19,10 +22,8 @@ pub enum Action {
     Top,
     Bottom,
     Zoom,
-    ViewSessions,
-    ViewGate,
-    ViewIntents,
-    ViewReceipts,
+    /// Show a view (`view-<tab>`; one per [`Tab`], in [`Tab::ALL`]'s order).
+    View(Tab),
     Attach,
     NewSession,
     SendInput,
@@ -56,50 +57,75 @@ pub enum Needs {
     Admin,
 }
 
+/// The actions listed before the views'.
+const BEFORE_VIEWS: [Action; 14] = [
+    Action::Quit,
+    Action::Help,
+    Action::Palette,
+    Action::Filter,
+    Action::Escape,
+    Action::FocusNext,
+    Action::FocusPrev,
+    Action::Up,
+    Action::Down,
+    Action::PageUp,
+    Action::PageDown,
+    Action::Top,
+    Action::Bottom,
+    Action::Zoom,
+];
+
+/// The actions listed after the views'.
+const AFTER_VIEWS: [Action; 23] = [
+    Action::Attach,
+    Action::NewSession,
+    Action::SendInput,
+    Action::Interrupt,
+    Action::Stop,
+    Action::Resume,
+    Action::Rename,
+    Action::Pin,
+    Action::Snooze,
+    Action::Done,
+    Action::Archive,
+    Action::Cleanup,
+    Action::Delete,
+    Action::Approve,
+    Action::ToggleArchived,
+    Action::ToggleSnoozed,
+    Action::ScrollUp,
+    Action::ScrollDown,
+    Action::ScrollTop,
+    Action::ScrollBottom,
+    Action::Confirm,
+    Action::Refresh,
+    Action::Verify,
+];
+
 impl Action {
-    pub const ALL: [Action; 41] = [
-        Action::Quit,
-        Action::Help,
-        Action::Palette,
-        Action::Filter,
-        Action::Escape,
-        Action::FocusNext,
-        Action::FocusPrev,
-        Action::Up,
-        Action::Down,
-        Action::PageUp,
-        Action::PageDown,
-        Action::Top,
-        Action::Bottom,
-        Action::Zoom,
-        Action::ViewSessions,
-        Action::ViewGate,
-        Action::ViewIntents,
-        Action::ViewReceipts,
-        Action::Attach,
-        Action::NewSession,
-        Action::SendInput,
-        Action::Interrupt,
-        Action::Stop,
-        Action::Resume,
-        Action::Rename,
-        Action::Pin,
-        Action::Snooze,
-        Action::Done,
-        Action::Archive,
-        Action::Cleanup,
-        Action::Delete,
-        Action::Approve,
-        Action::ToggleArchived,
-        Action::ToggleSnoozed,
-        Action::ScrollUp,
-        Action::ScrollDown,
-        Action::ScrollTop,
-        Action::ScrollBottom,
-        Action::Confirm,
-        Action::Refresh,
-        Action::Verify,
-    ];
+    /// Every action, in the palette's order: the views' in [`Tab::ALL`]'s order after
+    /// `zoom`.
+    pub const ALL: [Action; BEFORE_VIEWS.len() + Tab::ALL.len() + AFTER_VIEWS.len()] = {
+        let mut all = [Action::Quit; BEFORE_VIEWS.len() + Tab::ALL.len() + AFTER_VIEWS.len()];
+        let mut i = 0;
+        while i < BEFORE_VIEWS.len() {
+            all[i] = BEFORE_VIEWS[i];
+            i += 1;
+        }
+        let mut t = 0;
+        while t < Tab::ALL.len() {
+            all[i] = Action::View(Tab::ALL[t]);
+            i += 1;
+            t += 1;
+        }
+        let mut a = 0;
+        while a < AFTER_VIEWS.len() {
+            all[i] = AFTER_VIEWS[a];
+            i += 1;
+            a += 1;
+        }
+        all
+    };
 
     /// The name used in keymap files and the palette (kebab-case).
     pub fn name(self) -> &'static str {
@@ -118,10 +144,7 @@ impl Action {
             Action::Top => "top",
             Action::Bottom => "bottom",
             Action::Zoom => "zoom",
-            Action::ViewSessions => "view-sessions",
-            Action::ViewGate => "view-gate",
-            Action::ViewIntents => "view-intents",
-            Action::ViewReceipts => "view-receipts",
+            Action::View(tab) => tab.action_name(),
             Action::Attach => "attach",
             Action::NewSession => "new-session",
             Action::SendInput => "send-input",
@@ -169,12 +192,7 @@ impl Action {
             Action::Top => "go to the first item",
             Action::Bottom => "go to the last item",
             Action::Zoom => "zoom the live terminal to the full screen, or back",
-            Action::ViewSessions => "show the sessions with the live terminal",
-            Action::ViewGate => {
-                "show the gate of the focused run's candidate: what blocks it, and why"
-            }
-            Action::ViewIntents => "show the publication intents",
-            Action::ViewReceipts => "show the receipts and whether they verify",
+            Action::View(tab) => tab.describe(),
             Action::Attach => "type into the session (the prefix key comes back)",
             Action::NewSession => "start a new session",
             Action::SendInput => "send a line of input to the session",

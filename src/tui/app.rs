@@ -57,11 +57,12 @@ pub use live::{AttachFrom, CACHED_TERMS, Followed, LiveBuf, LivePane, LiveSlot, 
 pub use receipts::ReceiptsPane;
 pub use sessions::SessionList;
 
-/// What the evidence task should fetch besides the lists: the receipts while their view is
-/// shown, and the gate of the candidate the Gate view shows.
+/// What the evidence task should fetch besides what it always fetches: the feeds of the view
+/// shown that are fetched only while it is shown ([`super::views::Pace::WhileShown`]), and the
+/// gate of the candidate the Gate view shows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ViewWatch {
-    pub receipts: bool,
+    pub shown: Vec<Pane>,
     pub gate: Option<String>,
 }
 
@@ -227,8 +228,11 @@ pub enum Msg {
         candidate: String,
         result: Result<GateView, String>,
     },
-    Intents(Result<Vec<IntentView>, String>),
-    Receipts(Result<Vec<ReceiptItem>, String>),
+    /// A view's data (its part's [`super::views::Feed`]), for its part.
+    Feed {
+        pane: Pane,
+        answer: super::views::FeedAnswer,
+    },
     Verified {
         id: String,
         verification: Verification,
@@ -491,7 +495,7 @@ impl App {
     /// Tells the evidence task what the current view needs, when that changed.
     fn watch_view(&mut self) {
         let w = ViewWatch {
-            receipts: self.tab == Tab::Receipts,
+            shown: super::views::shown_feeds(self.tab),
             gate: if self.tab == Tab::Gate {
                 self.gate_candidate()
             } else {
@@ -547,7 +551,7 @@ impl App {
     }
 
     /// Verifies `items` (marked pending until their answer).
-    fn verify(&mut self, items: Vec<ReceiptItem>) {
+    pub fn verify(&mut self, items: Vec<ReceiptItem>) {
         if items.is_empty() {
             return;
         }
@@ -668,11 +672,7 @@ impl App {
             Msg::Gate { candidate, result } => {
                 self.gate.gates.insert(candidate, result);
             }
-            Msg::Intents(result) => self.intents.on_list(result),
-            Msg::Receipts(result) => {
-                let fresh = self.receipts.on_list(result);
-                self.verify(fresh);
-            }
+            Msg::Feed { pane, answer } => super::views::take(self, pane, &answer),
             Msg::Verified { id, verification } => {
                 self.receipts
                     .verifications
@@ -1053,24 +1053,7 @@ impl App {
                 };
                 self.focus = order[j];
             }
-            Action::ViewSessions => self.show_tab(Tab::Sessions),
-            Action::ViewIntents => self.show_tab(Tab::Intents),
-            Action::ViewReceipts => self.show_tab(Tab::Receipts),
-            Action::ViewGate => {
-                // From an intent or a receipt: that candidate; else the focused run's.
-                let chosen = match self.tab {
-                    Tab::Intents => self.selected_intent().map(|i| i.candidate.id.clone()),
-                    Tab::Receipts => self
-                        .selected_receipt()
-                        .and_then(|r| r.subject.clone())
-                        .filter(|s| crate::evidence::valid_id(s, "cand-")),
-                    _ => None,
-                };
-                if chosen.is_some() {
-                    self.gate.chosen = chosen;
-                }
-                self.show_tab(Tab::Gate);
-            }
+            Action::View(tab) => super::views::show(self, tab),
             Action::Verify => {
                 let all = self.receipt_list().to_vec();
                 if all.is_empty() {

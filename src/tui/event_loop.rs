@@ -9,11 +9,11 @@
 //! - the live task streams the focused session: its screen (`GET /screen`), then `attach`
 //!   from the next seq, refetching the screen after a `lag`;
 //! - the typing task sends attached keys in order (keys queued meanwhile go in one request);
-//! - the evidence task polls the candidates and the publication intents at the quiet pace
-//!   (every 5 s, at once after an action or a change of view), the receipts while their view
-//!   is shown, the gate of the candidate the Gate view shows at each round, and the gates of
-//!   every run's latest candidate when the candidates change, after an action, and at least
-//!   every 30 s (a gate recomputes a worktree's identity: the server hashes it);
+//! - the evidence task polls the candidates and the views' feeds (`super::views::feed`: the
+//!   publication intents at every round, the receipts while their view is shown) at the
+//!   quiet pace (every 5 s, at once after an action or a change of view), the gate of the
+//!   candidate the Gate view shows at each round, and the gates of every run's latest
+//!   candidate when the candidates change, after an action, and at least every 30 s (a gate recomputes a worktree's identity: the server hashes it);
 //! - the verify task verifies receipts one after the other;
 //! - an approval runs the publish flow on a thread of its own (`super::approval`), its
 //!   prompts answered by the approval dialog.
@@ -37,6 +37,7 @@ use tokio::time::Instant;
 use super::app::{App, AttachFrom, Effect, LiveEvent, Mode, Msg, ViewWatch};
 use super::data;
 use super::evidence::{self, ReceiptItem};
+use super::views::{self, Pace};
 use crate::api::runs::{
     self as wire, EndEvent, InputRequest, LagEvent, NoticeEvent, OutputEvent, ScreenSnapshot,
     Stream,
@@ -60,7 +61,8 @@ pub const RESIZE_DEBOUNCE: Duration = Duration::from_millis(150);
 /// reports `lag` rather than the cockpit growing without bound).
 const QUEUE: usize = 256;
 
-fn show(e: &ClientError) -> String {
+/// What a failed request says, for the status line and the panes.
+pub(crate) fn show(e: &ClientError) -> String {
     match e {
         ClientError::Api { message, .. } => message.clone(),
         other => other.to_string(),
@@ -316,16 +318,16 @@ async fn evidence_task(
         let cands = evidence::fetch_candidates(&client)
             .await
             .map_err(|e| show(&e));
-        let intents = evidence::fetch_intents(&client).await.map_err(|e| show(&e));
-        let receipts = if want.receipts {
-            Some(
-                evidence::fetch_receipts(&client)
-                    .await
-                    .map_err(|e| show(&e)),
-            )
-        } else {
-            None
-        };
+        // The views' feeds, each at its pace (super::views::feed).
+        let mut answers = Vec::new();
+        for f in views::feeds() {
+            if f.pace == Pace::Always || want.shown.contains(&f.pane) {
+                answers.push(Msg::Feed {
+                    pane: f.pane,
+                    answer: (f.fetch)(&client).await,
+                });
+            }
+        }
         let mut due: Vec<String> = Vec::new();
         if let Ok(list) = &cands {
             let mut latest: Vec<String> = evidence::latest_by_run(list)
@@ -345,11 +347,7 @@ async fn evidence_task(
         {
             due.push(g.clone());
         }
-        for m in [Some(Msg::Candidates(cands)), Some(Msg::Intents(intents))]
-            .into_iter()
-            .chain([receipts.map(Msg::Receipts)])
-            .flatten()
-        {
+        for m in std::iter::once(Msg::Candidates(cands)).chain(answers) {
             if tx.send(m).await.is_err() {
                 return;
             }

@@ -20,6 +20,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::action::Action;
 use super::config::{MAX_FILE_BYTES, ReadFault, show_value};
+use super::views::Pane;
 
 /// The built-in keymap, `assets/keymap.toml`.
 pub const DEFAULT_KEYMAP: &str = include_str!("../../assets/keymap.toml");
@@ -33,18 +34,9 @@ const BUILTIN_NAME: &str = "built-in keymap (assets/keymap.toml)";
 pub enum Context {
     /// Everywhere in the cockpit (not while attached, not in dialogs).
     Global,
-    /// The sessions list has the focus.
-    Sessions,
-    /// The live terminal pane has the focus.
-    Live,
-    /// The events pane has the focus.
-    Events,
-    /// The gate view (what blocks the focused run's candidate) has the focus.
-    Gate,
-    /// The publication intents list has the focus.
-    Intents,
-    /// The receipts list has the focus.
-    Receipts,
+    /// A pane of a view has the focus: its context is named and titled by the views'
+    /// registry ([`Pane::context_name`], [`Pane::context_title`]).
+    Pane(Pane),
     /// Attached: every key goes to the session except the prefix.
     Attach,
     /// Any dialog.
@@ -55,31 +47,36 @@ pub enum Context {
     Filter,
 }
 
+/// The contexts after the panes'.
+const AFTER_PANES: [Context; 4] = [
+    Context::Attach,
+    Context::Modal,
+    Context::Palette,
+    Context::Filter,
+];
+
 impl Context {
-    pub const ALL: [Context; 11] = [
-        Context::Global,
-        Context::Sessions,
-        Context::Live,
-        Context::Events,
-        Context::Gate,
-        Context::Intents,
-        Context::Receipts,
-        Context::Attach,
-        Context::Modal,
-        Context::Palette,
-        Context::Filter,
-    ];
+    /// Every context: `[global]`, the panes' in [`Pane::ALL`]'s order, then the others.
+    pub const ALL: [Context; 1 + Pane::ALL.len() + AFTER_PANES.len()] = {
+        let mut all = [Context::Global; 1 + Pane::ALL.len() + AFTER_PANES.len()];
+        let mut i = 0;
+        while i < Pane::ALL.len() {
+            all[1 + i] = Context::Pane(Pane::ALL[i]);
+            i += 1;
+        }
+        let mut j = 0;
+        while j < AFTER_PANES.len() {
+            all[1 + Pane::ALL.len() + j] = AFTER_PANES[j];
+            j += 1;
+        }
+        all
+    };
 
     /// The table name in keymap files.
     pub fn name(self) -> &'static str {
         match self {
             Context::Global => "global",
-            Context::Sessions => "sessions",
-            Context::Live => "live",
-            Context::Events => "events",
-            Context::Gate => "gate",
-            Context::Intents => "intents",
-            Context::Receipts => "receipts",
+            Context::Pane(pane) => pane.context_name(),
             Context::Attach => "attach",
             Context::Modal => "modal",
             Context::Palette => "palette",
@@ -95,12 +92,7 @@ impl Context {
     pub fn title(self) -> &'static str {
         match self {
             Context::Global => "Everywhere",
-            Context::Sessions => "Sessions list",
-            Context::Live => "Live terminal",
-            Context::Events => "Events",
-            Context::Gate => "Gate",
-            Context::Intents => "Publication intents",
-            Context::Receipts => "Receipts",
+            Context::Pane(pane) => pane.context_title(),
             Context::Attach => "Attached",
             Context::Modal => "Dialogs",
             Context::Palette => "Command palette",
@@ -108,8 +100,12 @@ impl Context {
         }
     }
 
+    /// Its place in [`Context::ALL`].
     fn index(self) -> usize {
-        self as usize
+        Context::ALL
+            .iter()
+            .position(|c| *c == self)
+            .expect("every context is in Context::ALL")
     }
 }
 

@@ -1,12 +1,32 @@
 //! The Intents view's state: the publication intents, newest first, the selection and the
 //! rows in view (a [`Listing`]).
 
-use crate::tui::evidence::IntentView;
+use ratatui::layout::Rect;
 
+use crate::client::{Client, ClientError};
+use crate::tui::evidence::{self, IntentView};
+use crate::tui::views::{Feed, Pace, Pane};
+
+use super::App;
 use super::listing::Listing;
 
 /// The intents pane's state.
 pub type IntentsPane = Listing<IntentView>;
+
+/// The intents are fetched at every round (the header counts those awaiting authority).
+impl Feed for IntentsPane {
+    const PANE: Pane = Pane::Intents;
+    const PACE: Pace = Pace::Always;
+    type Answer = Vec<IntentView>;
+
+    fn fetch(client: &Client) -> impl Future<Output = Result<Self::Answer, ClientError>> + Send {
+        evidence::fetch_intents(client)
+    }
+
+    fn take(app: &mut App, answer: Result<Self::Answer, String>) {
+        app.intents.on_list(answer);
+    }
+}
 
 impl Listing<IntentView> {
     /// How many intents await a person's authority.
@@ -25,6 +45,14 @@ impl Listing<IntentView> {
                 std::iter::once((i, false)).chain(cause.then_some((i, true)))
             })
             .collect()
+    }
+
+    /// Its layout at the current size: the list at the top of `main` keeps the selected
+    /// intent in view.
+    pub fn lay_out(&mut self, main: Rect) {
+        if let Some(rows) = self.rows_in(main, self.lines().len()) {
+            self.follow_lines(rows);
+        }
     }
 
     /// The list shows `rows` rows: the selected intent's rows (two for a blocked one) stay

@@ -5,7 +5,7 @@
 
 use ratatui::layout::Rect;
 
-use super::{App, Body, Keyed, Listing, Mode, Tab};
+use super::{App, Body, Mode, Tab};
 use crate::tui::ui;
 
 impl App {
@@ -59,30 +59,4 @@ impl App {
         let len = ui::gate::rows_len(self, usize::from(inner.width.saturating_sub(1)));
         self.gate.follow(usize::from(inner.height), len);
     }
-
-    /// The intents list at the top of `main` (its first row is the column header).
-    pub(crate) fn follow_intents(&mut self, main: Rect) {
-        if let Some(rows) = list_rows(&self.intents, main, self.intents.lines().len()) {
-            self.intents.follow_lines(rows);
-        }
-    }
-
-    /// The receipts list at the top of `main` (its first row is the column header).
-    pub(crate) fn follow_receipts(&mut self, main: Rect) {
-        let l = &self.receipts.listing;
-        if let Some(rows) = list_rows(l, main, l.items().len()) {
-            let sel = l.position().unwrap_or(0);
-            self.receipts.listing.follow(rows, sel, sel);
-        }
-    }
-}
-
-/// The rows a list of `lines` rows shows at the top of `main` (under its column header);
-/// `None` when it shows none (a message in its place, or no room).
-fn list_rows<T: Keyed>(l: &Listing<T>, main: Rect, lines: usize) -> Option<usize> {
-    if !l.has_items() {
-        return None;
-    }
-    let inner = ui::inner(ui::list_over_detail(main, lines).0);
-    (!inner.is_empty()).then(|| usize::from(inner.height).saturating_sub(1))
 }

@@ -1,8 +1,11 @@
 //! A list the server gives, newest first, with a selection that stays on its item and the
 //! first row in view: what the intents and the receipts views share.
 
+use ratatui::layout::Rect;
+
 use crate::tui::action::Action;
 use crate::tui::evidence::{IntentView, ReceiptItem, id_number};
+use crate::tui::ui;
 
 use super::{keep_in_place, move_in};
 
@@ -107,5 +110,16 @@ impl<T: Keyed> Listing<T> {
         } else if last >= self.offset + rows {
             self.offset = last + 1 - rows;
         }
+    }
+
+    /// The rows a list of `lines` rows shows at the top of `main`, over its detail and under
+    /// its column header ([`crate::tui::ui::list_over_detail`]); `None` when it shows none (a
+    /// message in its place, or no room).
+    pub fn rows_in(&self, main: Rect, lines: usize) -> Option<usize> {
+        if !self.has_items() {
+            return None;
+        }
+        let inner = ui::inner(ui::list_over_detail(main, lines).0);
+        (!inner.is_empty()).then(|| usize::from(inner.height).saturating_sub(1))
     }
 }

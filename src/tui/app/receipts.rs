@@ -3,10 +3,14 @@
 
 use std::collections::HashMap;
 
-use crate::tui::evidence::ReceiptItem;
+use ratatui::layout::Rect;
 
-use super::VerifyState;
+use crate::client::{Client, ClientError};
+use crate::tui::evidence::{self, ReceiptItem};
+use crate::tui::views::{Feed, Pace, Pane};
+
 use super::listing::Listing;
+use super::{App, VerifyState};
 
 /// The receipts pane's state.
 #[derive(Default)]
@@ -15,6 +19,22 @@ pub struct ReceiptsPane {
     pub listing: Listing<ReceiptItem>,
     /// What verifying each receipt said.
     pub verifications: HashMap<String, VerifyState>,
+}
+
+/// The receipts are fetched while their view is shown; new ones are verified.
+impl Feed for ReceiptsPane {
+    const PANE: Pane = Pane::Receipts;
+    const PACE: Pace = Pace::WhileShown;
+    type Answer = Vec<ReceiptItem>;
+
+    fn fetch(client: &Client) -> impl Future<Output = Result<Self::Answer, ClientError>> + Send {
+        evidence::fetch_receipts(client)
+    }
+
+    fn take(app: &mut App, answer: Result<Self::Answer, String>) {
+        let fresh = app.receipts.on_list(answer);
+        app.verify(fresh);
+    }
 }
 
 impl ReceiptsPane {
@@ -38,6 +58,16 @@ impl ReceiptsPane {
         let mut fresh = fresh;
         fresh.sort_by_key(|r| std::cmp::Reverse(crate::tui::evidence::id_number(&r.id)));
         fresh
+    }
+
+    /// Its layout at the current size: the list at the top of `main` keeps the selected
+    /// receipt in view.
+    pub fn lay_out(&mut self, main: Rect) {
+        let l = &self.listing;
+        if let Some(rows) = l.rows_in(main, l.items().len()) {
+            let sel = l.position().unwrap_or(0);
+            self.listing.follow(rows, sel, sel);
+        }
     }
 
     /// Marks `items` pending until their answer.

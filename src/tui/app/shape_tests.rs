@@ -115,7 +115,7 @@ fn the_layout_keeps_each_selection_in_view_before_any_frame_is_drawn() {
     assert_eq!(app.sessions.offset, 0);
 
     // The intents: a blocked one takes two rows; the selected one's rows are all in view.
-    app.on_msg(Msg::Intents(Ok(intents(30))));
+    app.on_msg(Msg::feed::<IntentsPane>(Ok(intents(30))));
     app.on_key(ch('3'));
     app.lay_out(Rect::new(0, 0, 80, 24));
     let rows = app.intents.rows;
@@ -141,7 +141,7 @@ fn the_layout_keeps_each_selection_in_view_before_any_frame_is_drawn() {
     assert!(shown.contains(&format!("› {id}")), "{shown}");
 
     // The receipts.
-    app.on_msg(Msg::Receipts(Ok(receipts(25))));
+    app.on_msg(Msg::feed::<ReceiptsPane>(Ok(receipts(25))));
     app.on_key(ch('4'));
     app.lay_out(Rect::new(0, 0, 80, 24));
     let rows = app.receipts.listing.rows;
@@ -304,7 +304,7 @@ fn a_dialogs_pages_and_scroll_are_laid_out_in_its_state_and_drawing_changes_none
     };
 
     // Help: a page is what the dialog shows at the size it was laid out for.
-    let contexts = [Context::Sessions, Context::Global];
+    let contexts = [Context::Pane(Pane::Sessions), Context::Global];
     let mut small = Help::new(&km, &contexts);
     let mut tall = Help::new(&km, &contexts);
     // Drawing alone changes nothing: pgdn then moves by the page of no size.
@@ -359,7 +359,11 @@ fn the_palettes_list_keeps_its_rows_still_while_the_selection_moves_within_them(
     let km = Keymap::defaults();
     let theme = Theme::default_theme();
     let screen = Rect::new(0, 0, 80, 24);
-    let mut p = Palette::new(&km, &[Context::Sessions, Context::Global], Needs::Admin);
+    let mut p = Palette::new(
+        &km,
+        &[Context::Pane(Pane::Sessions), Context::Global],
+        Needs::Admin,
+    );
     // The row of the screen the selection marker is on, each frame laid out then drawn.
     let frame = |p: &mut Palette| {
         p.lay_out(screen);

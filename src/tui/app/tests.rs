@@ -143,7 +143,7 @@ fn receipt(id: &str) -> ReceiptItem {
 fn an_intent_gone_from_the_list_selects_the_one_in_its_place() {
     let mut app = app_with(six());
     let list = |ids: &[&str]| {
-        Msg::Intents(Ok(ids
+        Msg::feed::<IntentsPane>(Ok(ids
             .iter()
             .map(|i| intent(i, "run-0001", "blocked"))
             .collect()))
@@ -172,7 +172,8 @@ fn an_intent_gone_from_the_list_selects_the_one_in_its_place() {
 #[test]
 fn a_receipt_gone_from_the_list_selects_the_one_in_its_place() {
     let mut app = app_with(six());
-    let list = |ids: &[&str]| Msg::Receipts(Ok(ids.iter().map(|i| receipt(i)).collect()));
+    let list =
+        |ids: &[&str]| Msg::feed::<ReceiptsPane>(Ok(ids.iter().map(|i| receipt(i)).collect()));
     app.on_msg(list(&["rcpt-0001", "rcpt-0002", "rcpt-0003"]));
     app.on_key(ch('4'));
     app.on_key(ch('j'));
@@ -324,7 +325,7 @@ fn the_palette_and_the_header_count_the_same_intents_awaiting_authority() {
     let key_file = tempfile::NamedTempFile::new().unwrap();
     let mut app = app_with(six());
     app.key_path = Some(key_file.path().to_path_buf());
-    app.on_msg(Msg::Intents(Ok(vec![
+    app.on_msg(Msg::feed::<IntentsPane>(Ok(vec![
         intent("int-0001", "run-0001", "awaiting_authority"),
         intent("int-0002", "run-0002", "blocked"),
     ])));
@@ -357,7 +358,7 @@ fn the_palette_and_the_header_count_the_same_intents_awaiting_authority() {
     assert_eq!(palette(&app).unavailable(Action::Approve), None);
     app.on_key(key(KeyCode::Esc));
     // None awaiting: the palette says so, as the header's 0.
-    app.on_msg(Msg::Intents(Ok(vec![intent(
+    app.on_msg(Msg::feed::<IntentsPane>(Ok(vec![intent(
         "int-0002", "run-0002", "blocked",
     )])));
     app.on_key(ch(':'));

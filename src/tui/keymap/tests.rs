@@ -28,7 +28,7 @@ fn the_builtin_keymap_parses() {
 #[test]
 fn defaults_hold_the_required_keys() {
     let m = Keymap::defaults();
-    let s = &[Context::Sessions, Context::Global][..];
+    let s = &[Context::Pane(Pane::Sessions), Context::Global][..];
     let cases: &[(KeyEvent, Action)] = &[
         (ch('q'), Action::Quit),
         (ch('?'), Action::Help),
@@ -64,7 +64,7 @@ fn defaults_hold_the_required_keys() {
     for (k, a) in cases {
         assert_eq!(m.resolve(s, k), Some(*a), "{}", key_label(k));
     }
-    let live = &[Context::Live, Context::Global][..];
+    let live = &[Context::Pane(Pane::Live), Context::Global][..];
     for (k, a) in [
         (KeyCode::PageUp, Action::PageUp),
         (KeyCode::PageDown, Action::PageDown),
@@ -88,17 +88,17 @@ fn first_context_wins_and_unbound_keys_fall_through() {
     let m = Keymap::defaults();
     let k = ch('k');
     assert_eq!(
-        m.resolve(&[Context::Sessions, Context::Global], &k),
+        m.resolve(&[Context::Pane(Pane::Sessions), Context::Global], &k),
         Some(Action::Up)
     );
     assert_eq!(
-        m.resolve(&[Context::Live, Context::Global], &k),
+        m.resolve(&[Context::Pane(Pane::Live), Context::Global], &k),
         Some(Action::ScrollUp)
     );
     assert_eq!(m.resolve(G, &k), None);
     // q is bound in global only: from sessions it falls through.
     assert_eq!(
-        m.resolve(&[Context::Sessions, Context::Global], &ch('q')),
+        m.resolve(&[Context::Pane(Pane::Sessions), Context::Global], &ch('q')),
         Some(Action::Quit)
     );
     // A key release resolves to nothing.
@@ -265,7 +265,7 @@ prefix = "ctrl-a"
     )
     .unwrap();
     let m = Keymap::load(Some(&path)).unwrap();
-    let s = &[Context::Sessions, Context::Global][..];
+    let s = &[Context::Pane(Pane::Sessions), Context::Global][..];
     assert_eq!(m.resolve(s, &ch('x')), Some(Action::Quit));
     assert_eq!(m.resolve(s, &ch('q')), None);
     assert_eq!(
@@ -375,11 +375,11 @@ fn unreadable_file_is_an_error_naming_it() {
 #[test]
 fn bindings_group_keys_and_hide_shadowed_ones() {
     let m = Keymap::defaults();
-    let b = m.bindings(Context::Sessions);
+    let b = m.bindings(Context::Pane(Pane::Sessions));
     let up = b.iter().find(|b| b.action == Action::Up).unwrap();
     assert_eq!(up.keys, "k, up");
     assert_eq!(up.description, Action::Up.describe());
-    let live = m.bindings(Context::Live);
+    let live = m.bindings(Context::Pane(Pane::Live));
     let page = live.iter().find(|b| b.action == Action::PageUp).unwrap();
     assert_eq!(page.description, "scroll back one page");
     // In the palette, enter confirms; the modal's enter is shadowed and not listed twice.
@@ -392,8 +392,11 @@ fn bindings_group_keys_and_hide_shadowed_ones() {
     );
     assert!(modal.iter().any(|b| b.action == Action::Escape));
     assert_eq!(
-        m.key_for(&[Context::Sessions, Context::Global], Action::Help)
-            .as_deref(),
+        m.key_for(
+            &[Context::Pane(Pane::Sessions), Context::Global],
+            Action::Help
+        )
+        .as_deref(),
         Some("?")
     );
     assert_eq!(

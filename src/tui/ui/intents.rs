@@ -197,7 +197,10 @@ fn detail_rows(app: &App, it: &IntentView, w: usize) -> Vec<Line<'static>> {
     if it.awaiting() {
         let key = app
             .keymap
-            .key_for(&[Context::Intents, Context::Global], Action::Approve)
+            .key_for(
+                &[Context::Pane(Pane::Intents), Context::Global],
+                Action::Approve,
+            )
             .unwrap_or_else(|| ":approve-publication".into());
         let (role, msg) = match app.refusal(Action::Approve) {
             Some(why) => (

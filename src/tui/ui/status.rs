@@ -52,10 +52,10 @@ fn short(a: Action) -> &'static str {
         Action::Palette => "actions",
         Action::Escape => "back",
         Action::Confirm => "ok",
-        Action::ViewSessions => "sessions",
-        Action::ViewGate => "gate",
-        Action::ViewIntents => "intents",
-        Action::ViewReceipts => "receipts",
+        Action::View(tab) => tab
+            .action_name()
+            .strip_prefix("view-")
+            .unwrap_or(tab.action_name()),
         Action::Approve => "approve",
         Action::Verify => "verify",
         Action::PageDown => "page",

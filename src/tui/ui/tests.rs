@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::auth::{Principal, Role as TokenRole};
 use crate::tui::action::Action;
-use crate::tui::app::{App, Effect, LiveEvent, Msg, Pane};
+use crate::tui::app::{App, Effect, IntentsPane, LiveEvent, Msg, Pane, ReceiptsPane};
 use crate::tui::data::{Counts, EventItem, RunView, RunsPage, WhoAmI, instant};
 use crate::tui::evidence::{
     CandidateView, GateView, IntentView, ReceiptItem, Verdict, Verification, VerifyCheck,
@@ -431,8 +431,8 @@ pub fn fixture_evidence(app: &mut App) {
             result: Ok(fixture_gate(c, r, st)),
         });
     }
-    app.on_msg(Msg::Intents(Ok(fixture_intents())));
-    app.on_msg(Msg::Receipts(Ok(fixture_receipts())));
+    app.on_msg(Msg::feed::<IntentsPane>(Ok(fixture_intents())));
+    app.on_msg(Msg::feed::<ReceiptsPane>(Ok(fixture_receipts())));
     let holds = verification(
         "server",
         Verdict::Holds,
@@ -1009,7 +1009,7 @@ fn gate_intents_and_receipts_views_at_both_sizes() {
         assert_eq!(app.tab, Tab::Gate);
         assert!(
             app.take_effects().iter().any(|e| matches!(e,
-                Effect::WatchView(v) if v.gate.as_deref() == Some("cand-0002") && !v.receipts)),
+                Effect::WatchView(v) if v.gate.as_deref() == Some("cand-0002") && !v.shown.contains(&Pane::Receipts))),
             "the evidence task is told which gate the view shows"
         );
         let t = draw(&mut app, w, h);

@@ -219,18 +219,19 @@ impl Dialog for Help {
 
 #[cfg(test)]
 mod tests {
+    use crate::tui::views::Pane;
     use ratatui::crossterm::event::KeyCode;
     use ratatui::style::{Color, Modifier};
 
     use super::super::testing::{SIZES, assert_no_controls, ch, draw, find, key};
     use super::*;
 
-    const SESSIONS: &[Context] = &[Context::Sessions, Context::Global];
+    const SESSIONS: &[Context] = &[Context::Pane(Pane::Sessions), Context::Global];
 
     #[test]
     fn an_agent_token_sees_approval_marked_unavailable_whatever_its_role() {
         let km = Keymap::defaults();
-        let contexts = [Context::Intents, Context::Global];
+        let contexts = [Context::Pane(Pane::Intents), Context::Global];
         let mark = |agent: bool| {
             let h = Help::with_granted(&km, &contexts, crate::tui::action::Needs::Admin, agent);
             h.rows.iter().find_map(|r| match r {
@@ -304,7 +305,7 @@ mod tests {
             "return to the cockpit (the session keeps running)"
         ));
         // In the live pane k scrolls instead.
-        let h = Help::new(&km, &[Context::Live, Context::Global]);
+        let h = Help::new(&km, &[Context::Pane(Pane::Live), Context::Global]);
         assert!(h.rows.iter().any(
             |r| matches!(r, Row::Binding { keys, description, .. } if keys == "k, up" && description == "scroll back one line")
         ));

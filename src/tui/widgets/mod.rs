@@ -275,6 +275,7 @@ mod tests {
     use super::testing::draw;
     use super::*;
     use crate::tui::action::Needs;
+    use crate::tui::views::Pane;
 
     /// Every dialog draws on any screen, however small, without panicking.
     #[test]
@@ -282,7 +283,7 @@ mod tests {
         let km = Keymap::defaults();
         let theme = Theme::default_theme();
         let now = chrono::DateTime::parse_from_rfc3339("2026-03-10T14:05:00+01:00").unwrap();
-        let help = help::Help::new(&km, &[Context::Sessions, Context::Global]);
+        let help = help::Help::new(&km, &[Context::Pane(Pane::Sessions), Context::Global]);
         let palette = palette::Palette::new(&km, &[Context::Global], Needs::Read);
         let mut prompt = prompt::Prompt::new("Rename", "Name")
             .with_validator(prompt::run_name_validator())

@@ -442,13 +442,14 @@ fn rank(query: &str, name: &str, description: &str) -> Option<(u8, Vec<usize>)> 
 
 #[cfg(test)]
 mod tests {
+    use crate::tui::views::Pane;
     use ratatui::crossterm::event::KeyCode;
     use ratatui::style::{Color, Modifier};
 
     use super::super::testing::{SIZES, assert_no_controls, ch, draw, find, key, row};
     use super::*;
 
-    const UNDER: &[Context] = &[Context::Sessions, Context::Global];
+    const UNDER: &[Context] = &[Context::Pane(Pane::Sessions), Context::Global];
 
     fn typed(p: &mut Palette, km: &Keymap, s: &str) {
         for c in s.chars() {
