@@ -25,10 +25,26 @@ fn real_tools_handshake_and_stop_without_a_model_turn() {
         .iter()
         .filter_map(|t| real_tool(t).map(|p| (*t, p)))
         .collect();
+    // CI installs the real CLIs and names them here: each must then be found (nothing is
+    // silently skipped in CI).
+    let required = std::env::var("PROCTOR_REAL_TOOLS").unwrap_or_default();
     for t in tools {
         if !present.iter().any(|(p, _)| *p == t) {
+            assert!(
+                !required.split(',').any(|r| r == t),
+                "{t} is required (PROCTOR_REAL_TOOLS={required}) but not on PATH"
+            );
             eprintln!("real-tool battery: {t} is not on PATH here; skipped");
         }
+    }
+    for (t, p) in &present {
+        let v = std::process::Command::new(p).arg("--version").output();
+        let v = v.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        eprintln!(
+            "real-tool battery: {t} at {}: {}",
+            p.display(),
+            v.unwrap_or_default()
+        );
     }
     if present.is_empty() {
         return;
@@ -48,10 +64,25 @@ fn real_tools_handshake_and_stop_without_a_model_turn() {
         let run = v["ref"].as_str().unwrap().to_string();
         if tool != "claude" {
             // codex app-server and the ACP agents report their conversation id during the
-            // handshake (thread/start, session/new), before any turn.
-            s.wait_run(&run, "the handshake", |v| {
-                v["conversation_id"].is_string() || v["state"] == "failed"
+            // handshake (thread/start, session/new), before any turn; a tool that refuses
+            // its handshake without a login says so, and the run is `blocked`, never
+            // `running` or `idle`.
+            let v = s.wait_run(&run, "the handshake", |v| {
+                v["conversation_id"].is_string()
+                    || v["state"] == "failed"
+                    || v["state"] == "blocked"
             });
+            eprintln!(
+                "real-tool battery: {tool} after its handshake: state {}, conversation {}, reason {}",
+                v["state"], v["conversation_id"], v["reason"]
+            );
+            if v["state"] == "blocked" {
+                let why = v["reason"].as_str().unwrap_or("");
+                assert!(
+                    why.contains("refused") && why.contains("Remedy"),
+                    "{tool}: {v}"
+                );
+            }
         }
         let v = s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
         assert_eq!(v["state"], "stopped", "{tool}: {v}");

@@ -23,6 +23,11 @@ pub enum State {
     Lost,
     /// Released by cleanup; only delete remains.
     Cleaned,
+    /// Its process lives, and the tool said it cannot work: it refused the protocol's
+    /// handshake (a missing login or key, an unreachable service). `reason` holds the
+    /// tool's own words, the frame that said so, and the remedy. The next turn that starts
+    /// clears it.
+    Blocked,
     /// Left live by a server that stopped, and not yet swept by this one. Never derived
     /// from the events alone: the manager shows it until its sweep records `lost`.
     Recovering,
@@ -45,6 +50,7 @@ impl State {
             State::Lost => "lost",
             State::Cleaned => "cleaned",
             State::Recovering => "recovering",
+            State::Blocked => "blocked",
         }
     }
 
@@ -52,7 +58,7 @@ impl State {
     pub fn is_live(self) -> bool {
         matches!(
             self,
-            State::Starting | State::Running | State::Idle | State::Recovering
+            State::Starting | State::Running | State::Idle | State::Recovering | State::Blocked
         )
     }
 }
@@ -139,8 +145,23 @@ pub mod kinds {
     pub const ARCHIVED: &str = "sessions.run.archived";
     pub const UNARCHIVED: &str = "sessions.run.unarchived";
     pub const CLEANED: &str = "sessions.run.cleaned";
+    pub const REQUEST_FAILED: &str = "sessions.run.request_failed";
     pub const DELETED: &str = "sessions.run.deleted";
     pub const TRANSCRIPT_CAPPED: &str = "sessions.run.transcript_capped";
+}
+
+/// The protocol requests without which a stdio tool cannot work: a refusal of one of them
+/// (an error answer) blocks the run.
+const HANDSHAKE: &[&str] = &["initialize", "session/new", "thread/start"];
+
+/// Why a run is blocked: the tool's words (already sanitised and bounded when recorded), the
+/// frame that said so, and the remedy.
+fn blocked_reason(tool: &str, method: &str, said: &str) -> String {
+    format!(
+        "{tool} refused {method}: {said}. Remedy: log in (or set its key) for this profile's \
+         account, for example by running `{tool}` once in a terminal with the profile's HOME, \
+         then resume the session"
+    )
 }
 
 impl RunRecord {
@@ -193,7 +214,21 @@ impl RunRecord {
                         .and_then(Value::as_str)
                         .map(str::to_string);
                 }
-                kinds::TURN_STARTED if d.state == State::Idle => d.state = State::Running,
+                kinds::TURN_STARTED if matches!(d.state, State::Idle | State::Blocked) => {
+                    d.state = State::Running;
+                    d.reason = None;
+                }
+                kinds::REQUEST_FAILED
+                    if matches!(d.state, State::Starting | State::Running | State::Idle) =>
+                {
+                    let method = f.get("method").and_then(Value::as_str).unwrap_or("");
+                    if HANDSHAKE.contains(&method) {
+                        let said = f.get("message").and_then(Value::as_str).unwrap_or("");
+                        let said = said.trim_end_matches('.');
+                        d.state = State::Blocked;
+                        d.reason = Some(blocked_reason(&self.tool, method, said));
+                    }
+                }
                 kinds::TURN_ENDED if d.state == State::Running => d.state = State::Idle,
                 kinds::STOP_REQUESTED => stop_requested = true,
                 kinds::EXITED => {
@@ -252,6 +287,42 @@ mod tests {
             path: None,
             events,
         }
+    }
+
+    #[test]
+    fn a_refused_handshake_blocks_the_run_with_the_tools_words_until_a_turn_starts() {
+        let mut r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"pid": 42})),
+        ]);
+        // A refused turn is the turn's failure, not a block.
+        r.events.push(ev(
+            kinds::REQUEST_FAILED,
+            json!({"method": "session/prompt", "message": "overloaded"}),
+        ));
+        assert_eq!(r.derive().state, State::Running);
+        r.events.push(ev(
+            kinds::REQUEST_FAILED,
+            json!({"method": "session/new",
+                   "message": "Gemini API key is missing or not configured."}),
+        ));
+        let d = r.derive();
+        assert_eq!(d.state, State::Blocked);
+        assert!(d.state.is_live(), "its process still lives");
+        let why = d.reason.unwrap();
+        assert!(why.contains("refused session/new"), "{why}");
+        assert!(why.contains("Gemini API key is missing"), "{why}");
+        assert!(why.contains("Remedy: log in"), "{why}");
+        r.events.push(ev(kinds::TURN_STARTED, json!({})));
+        let d = r.derive();
+        assert_eq!((d.state, d.reason), (State::Running, None));
+        // An exit still ends it.
+        r.events.push(ev(
+            kinds::REQUEST_FAILED,
+            json!({"method": "initialize", "message": "no"}),
+        ));
+        r.events.push(ev(kinds::EXITED, json!({"exit_code": 1})));
+        assert_eq!(r.derive().state, State::Failed);
     }
 
     #[test]

@@ -90,6 +90,8 @@ impl RunView {
         let source = match st {
             RunState::Starting => "launching".to_string(),
             RunState::Recovering => "sweep after restart".to_string(),
+            // The reason (the tool's words and the remedy) is in the run's detail.
+            RunState::Blocked => "the tool refused its handshake".to_string(),
             RunState::Running => {
                 match self
                     .output
@@ -124,6 +126,8 @@ pub struct Counts {
     pub stopped: usize,
     pub failed: usize,
     pub lost: usize,
+    /// Live, but the tool said it cannot work.
+    pub blocked: usize,
     pub total: usize,
 }
 
@@ -140,6 +144,7 @@ impl Counts {
                 RunState::Stopped => c.stopped += 1,
                 RunState::Failed => c.failed += 1,
                 RunState::Lost => c.lost += 1,
+                RunState::Blocked => c.blocked += 1,
                 RunState::Cleaned => {}
             }
         }

@@ -98,7 +98,7 @@ pub enum SessionCommand {
 
 /// Every state the server derives for a run, in its lifecycle order: what `list --state`
 /// accepts (clap refuses anything else with exit 2 and lists these, as `--help` does).
-const STATES: [State; 8] = [
+const STATES: [State; 9] = [
     State::Starting,
     State::Running,
     State::Idle,
@@ -107,6 +107,7 @@ const STATES: [State; 8] = [
     State::Lost,
     State::Cleaned,
     State::Recovering,
+    State::Blocked,
 ];
 
 /// Never called: a new [`State`] fails to compile here until it is added to [`STATES`].
@@ -120,7 +121,8 @@ fn states_are_complete(s: State) {
         | State::Failed
         | State::Lost
         | State::Cleaned
-        | State::Recovering => {}
+        | State::Recovering
+        | State::Blocked => {}
     }
 }
 

@@ -148,8 +148,10 @@ fn build(app: &App, fit: Fit) -> (Line<'static>, usize) {
         ("stopped", "stop", c.stopped, Role::StateStopped),
         ("failed", "fail", c.failed, Role::StateFailed),
         ("lost", "lost", c.lost, Role::StateLost),
+        ("blocked", "block", c.blocked, Role::StateFailed),
     ] {
-        if n == 0 && !fit.zeros {
+        // A state most homes never see is shown only when a run is in it.
+        if n == 0 && (!fit.zeros || label == "blocked") {
             continue;
         }
         let label = if fit.long_labels { label } else { short };

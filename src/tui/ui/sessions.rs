@@ -31,7 +31,7 @@ pub fn state_role(s: RunState) -> Role {
         RunState::Running => Role::StateRunning,
         RunState::Idle => Role::StateIdle,
         RunState::Stopped => Role::StateStopped,
-        RunState::Failed => Role::StateFailed,
+        RunState::Failed | RunState::Blocked => Role::StateFailed,
         RunState::Lost => Role::StateLost,
         RunState::Cleaned => Role::StateCleaned,
     }
