@@ -204,11 +204,16 @@ impl Client {
                 "version probe answered {status}"
             )));
         }
-        // The protocol and version first, from an answer of any shape (another protocol's).
-        let head: crate::api::server::VersionProbe =
-            serde_json::from_value(body.clone()).unwrap_or_default();
-        let protocol = head.protocol;
-        let version = head.version.unwrap_or_else(|| "?".into());
+        // An answer of any shape reads (its missing fields empty, an unreadable one as
+        // protocol 0), so a server of another protocol is still named.
+        let info: crate::api::server::VersionInfo =
+            serde_json::from_value(body).unwrap_or_default();
+        let protocol = u64::from(info.protocol);
+        let version = if info.version.is_empty() {
+            "?".to_string()
+        } else {
+            info.version
+        };
         if protocol != u64::from(PROTOCOL) {
             return Err(ClientError::Protocol {
                 socket: self.socket.clone(),
@@ -216,11 +221,6 @@ impl Client {
                 version,
             });
         }
-        let info: crate::api::server::VersionInfo =
-            serde_json::from_value(body).map_err(|e| ClientError::Contract {
-                path: crate::api::server::VERSION.to_string(),
-                err: e.to_string(),
-            })?;
         let recovering = info.recovering as u64;
         Ok(Some(Probe {
             version,

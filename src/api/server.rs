@@ -63,17 +63,6 @@ pub struct VersionInfo {
     pub recovering: usize,
 }
 
-/// What a client reads of `GET /v1/version` before it knows the server speaks its
-/// protocol: the fields every protocol's answer carries, each defaulted, so an answer of
-/// another shape still names its protocol and version.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-pub struct VersionProbe {
-    #[serde(default)]
-    pub version: Option<String>,
-    #[serde(default)]
-    pub protocol: u64,
-}
-
 /// `GET /v1/server`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ServerStatus {

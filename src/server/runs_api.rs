@@ -120,14 +120,6 @@ async fn list(
     ok(s.sessions.list(&c.token_id, &q)?)
 }
 
-/// A body read as `T` only when it is a JSON object of `T`'s shape (serde would read a struct
-/// from an array too: `[true]` must confirm nothing).
-fn object<T: serde::de::DeserializeOwned>(v: Value) -> Option<T> {
-    v.is_object()
-        .then(|| serde_json::from_value(v).ok())
-        .flatten()
-}
-
 /// Refuses a terminal size beyond the limits (422 naming them) before anything is made: the
 /// PTY's emulator allocates every cell (see [`runs::MAX_COLS`]).
 fn check_size(rows: Option<u16>, cols: Option<u16>) -> Result<(), ApiError> {
@@ -513,8 +505,9 @@ async fn rename(
     };
     // A body that is JSON but not of this shape (a number for the name, no name) gets the
     // same answer as one without a name.
+    // (`json_body` takes only a JSON object: an array never reads as the fields.)
     let v: Value = json_body(&body, true)?;
-    let b: RenameBody = object(v).ok_or_else(needs)?;
+    let b: RenameBody = serde_json::from_value(v).map_err(|_| needs())?;
     let name = b.name.ok_or_else(needs)?;
     ok(s.sessions.rename(&run, &name, &c.token_id)?)
 }
