@@ -400,6 +400,36 @@ impl Scenario {
 
 const RUNS: &str = "/v1/m/sessions/runs";
 
+/// The number of turns `run` has ended so far (its `turn_ended` events).
+fn turns_ended(s: &Scenario, run: &str) -> usize {
+    let (_, v) = call_as(
+        &s.home.socket(),
+        Some(&s.token),
+        "GET",
+        &format!("{RUNS}/{run}/events"),
+        None,
+    );
+    v["items"].as_array().map_or(0, |a| {
+        a.iter()
+            .filter(|e| e["kind"] == "sessions.run.turn_ended")
+            .count()
+    })
+}
+
+/// Waits until `run` has ended more than `before` turns (the turn an input started, not
+/// the idle state it had before the turn began).
+fn wait_turn_ended(s: &Scenario, run: &str, before: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while turns_ended(s, run) <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{run}: the turn never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    wait_idle(s, run);
+}
+
 /// Waits until `run` is idle (the fake answers its turn).
 fn wait_idle(s: &Scenario, run: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -553,6 +583,7 @@ fn scenario() -> Shapes {
     );
 
     // Input, interrupt, resize, stop, resume, start, delete.
+    let before = turns_ended(&s, &idle);
     s.call(
         202,
         "/runs/{run}/input",
@@ -560,7 +591,7 @@ fn scenario() -> Shapes {
         &format!("{mark}/input"),
         Some(json!({"text": "and the next step?"})),
     );
-    wait_idle(&s, &idle);
+    wait_turn_ended(&s, &idle, before);
     s.call(
         409,
         "/runs/{run}/interrupt (no turn)",
