@@ -292,12 +292,33 @@ fn slow_header_and_idle_connections_are_closed_an_attach_is_not() {
 fn one_process_holds_a_bounded_number_of_connections() {
     let s = DemoServer::start(&["--max-connections-per-process=3"]);
     let sock = s.home.socket();
-    let held: Vec<UnixStream> = (0..3)
+    let mut held: Vec<UnixStream> = (0..3)
         .map(|_| UnixStream::connect(&sock).unwrap())
         .collect();
-    // The server reads each peer at accept; give it the time to count the three.
+    // The server reads each peer at accept; give it the time to count the three. Their
+    // accepts run concurrently with the next connection's, so that one can take a slot
+    // first and a held one be refused instead: a held connection the server answered (or
+    // closed) is opened again, so that three are held when the fourth arrives.
     let deadline = Instant::now() + Duration::from_secs(20);
     let answer = loop {
+        for h in held.iter_mut() {
+            use std::os::fd::AsRawFd;
+            let mut b = [0u8; 1];
+            // SAFETY: recv(2) peeking one byte into a local buffer, without blocking.
+            let n = unsafe {
+                libc::recv(
+                    h.as_raw_fd(),
+                    b.as_mut_ptr().cast(),
+                    1,
+                    libc::MSG_PEEK | libc::MSG_DONTWAIT,
+                )
+            };
+            let waiting =
+                n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock;
+            if !waiting {
+                *h = UnixStream::connect(&sock).unwrap();
+            }
+        }
         let mut extra = UnixStream::connect(&sock).unwrap();
         let _ = extra
             .write_all(b"GET /v1/version HTTP/1.1\r\nHost: proctor\r\nConnection: close\r\n\r\n");
