@@ -115,6 +115,32 @@ const CHANGES: &[Change] = &[
     // The attach stream's `end` frame always says whether the exit was observed (it sent
     // `unobserved` only when true).
     (&["SSE /runs/{run}/attach end"], None, Some(".unobserved")),
+    // Issue 13: a run view counts the permission requests that wait for a person (its
+    // `blocked` and `waiting` are new too, `null` when absent: the null rule).
+    (RUN_VIEWS, None, Some(".permissions_open")),
+    (RUN_LISTS, None, Some(".items/[]/.permissions_open")),
+];
+
+/// Every answer that is one run view (issue 13's additions apply to each).
+const RUN_VIEWS: &[&str] = &[
+    "POST /runs",
+    "POST /runs/{run}/stop",
+    "POST /runs/{run}/interrupt",
+    "POST /runs/{run}/resume",
+    "POST /runs/{run}/cleanup",
+    "PUT /runs/{run}/name",
+    "POST /runs/{run}/archive",
+    "DELETE /runs/{run}/archive",
+    "GET /runs/{run}",
+    "proctor session show {run} --json",
+];
+
+/// Every answer that is a page of run views.
+const RUN_LISTS: &[&str] = &[
+    "GET /runs",
+    "GET /runs?archived",
+    "GET /runs?limit",
+    "proctor session list --json",
 ];
 
 /// Whether a record's name is one of a change's answers (the name, or the name and a label).

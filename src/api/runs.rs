@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
-pub use crate::sessions::record::{RunEvent, State};
+pub use crate::sessions::record::{Blocked, RunEvent, State, WaitSource, Waiting};
 pub use crate::sessions::view::{
     Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView, RunEvents,
     RunPage, RunView, StopSignals, Stopped, TranscriptView, WorktreeView,
@@ -561,6 +561,9 @@ mod ops {
         ErrorBody,
         RunView,
         State,
+        Blocked,
+        Waiting,
+        WaitSource,
         HoldView,
         WorktreeView,
         OutputView,

@@ -126,6 +126,46 @@ pub struct Derived {
     pub conversation_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Why the run cannot work, while it is `blocked` (issue 13, point 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<Blocked>,
+    /// What the run waits on a person for, while it waits (issue 13, point 5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
+    /// Permission requests of the current generation not yet answered (issue 13, point 4).
+    pub permissions_open: u64,
+}
+
+/// Why a run cannot work: the tool's own words (sanitised and bounded when recorded), the
+/// frame or stream that said so, and what the person can do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Blocked {
+    /// The tool's words, as it said them (sanitised, bounded).
+    pub words: String,
+    /// Which frame said so (`session/new error`, `result api_error`, `error notification`…).
+    pub source: String,
+    /// What to do about it.
+    pub remedy: String,
+}
+
+/// Where the knowledge that a run waits on a person comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitSource {
+    /// A frame of the tool's stdio protocol (a permission request, a turn's end).
+    Protocol,
+    /// The tool's own hook (claude's Notification and Stop hooks on a PTY run).
+    Hook,
+}
+
+/// What a run waits on a person for, and since when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Waiting {
+    pub source: WaitSource,
+    /// What it waits for, in words (sanitised, bounded).
+    pub reason: String,
+    /// When it began waiting (RFC 3339).
+    pub since: String,
 }
 
 /// Short names of the lifecycle kinds, under `sessions.run.`.
@@ -148,6 +188,16 @@ pub mod kinds {
     pub const REQUEST_FAILED: &str = "sessions.run.request_failed";
     pub const DELETED: &str = "sessions.run.deleted";
     pub const TRANSCRIPT_CAPPED: &str = "sessions.run.transcript_capped";
+    /// A tool asked for a permission; the server holds it open for a person (issue 13 §4).
+    pub const PERMISSION_REQUESTED: &str = "sessions.run.permission_requested";
+    /// A person answered a permission request (`by` names them).
+    pub const PERMISSION_DECIDED: &str = "sessions.run.permission_decided";
+    /// A permission request was still open when its process ended.
+    pub const PERMISSION_EXPIRED: &str = "sessions.run.permission_expired";
+    /// A permission request refused without asking (the profile denies every request).
+    pub const PERMISSION_REFUSED: &str = "sessions.run.permission_refused";
+    /// A tool's own hook reported to the server (claude's Notification/Stop on a PTY run).
+    pub const HOOK: &str = "sessions.run.hook";
 }
 
 /// The protocol requests without which a stdio tool cannot work: a refusal of one of them
@@ -177,6 +227,9 @@ impl RunRecord {
             ended_at: None,
             conversation_id: None,
             reason: None,
+            blocked: None,
+            waiting: None,
+            permissions_open: 0,
         };
         let mut stop_requested = false;
         for e in &self.events {

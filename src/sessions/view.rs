@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::record::{RunEvent, State};
+use super::record::{Blocked, RunEvent, State, Waiting};
 
 /// One run as a caller sees it: what it runs and where, its derived state, how it is held,
 /// its worktree, its output (while this server holds it) and the caller's marks.
@@ -60,6 +60,21 @@ pub struct RunView {
     #[serde(default)]
     #[schema(required = true)]
     pub reason: Option<String>,
+    /// Why the run cannot work, while it is `blocked`: the tool's words, the frame that
+    /// said so, the remedy.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub blocked: Option<Blocked>,
+    /// What the run waits on a person for (an open permission request, a question, a turn
+    /// ended with the tool idle for input), with its source; null when it waits on no one
+    /// or when that is unknown (a PTY form without hooks).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub waiting: Option<Waiting>,
+    /// Permission requests of the current generation that wait for a person's answer.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub permissions_open: u64,
     /// How the current generation's processes are held (null before any start).
     #[serde(default)]
     #[schema(required = true)]
