@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod conversation;
 pub mod env;
 pub mod fake;
 pub mod profile;
