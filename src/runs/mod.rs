@@ -704,6 +704,16 @@ impl Run {
                 RunError::InputClosed
             });
         };
+        // A pipe run records its input before writing it (under the input lock, so in the
+        // order written), so that the child's answer, which cannot come before it, never
+        // precedes it in the ring. A write that fails part-way is answered with how much was
+        // delivered; the record keeps what proctor wrote.
+        if self.inner.kind == TransportKind::Pipe && !bytes.is_empty() {
+            self.inner.ring.push(Stream::Stdin, bytes);
+            if let Some(t) = &self.inner.transcript {
+                t.write(Stream::Stdin, bytes);
+            }
+        }
         pump::write_all_until(f.as_raw_fd(), bytes, deadline).map_err(|(written, err)| {
             RunError::Input {
                 written,

@@ -33,13 +33,28 @@ pub const FRAME_OVERHEAD: usize = 64;
 /// The smallest budget a ring accepts; smaller requests are raised to it.
 pub const MIN_RING_BYTES: usize = 256;
 
-/// Which output of the child a frame came from. A PTY run has one stream, `Stdout` (the
-/// terminal's output, where the child's stdout and stderr are merged by the terminal).
+/// Which stream of the child a frame belongs to. A PTY run has one stream, `Stdout` (the
+/// terminal's output, where the child's stdout and stderr are merged by the terminal). A
+/// pipe run also records what proctor wrote to the child's stdin as `Stdin` (the handshake,
+/// the person's inputs, the replies to the tool's requests); a PTY run's input (keys, which
+/// can be secrets) never is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
     Stdout,
     Stderr,
+    Stdin,
+}
+
+impl Stream {
+    /// The wire name: `stdout`, `stderr`, `stdin`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+            Stream::Stdin => "stdin",
+        }
+    }
 }
 
 /// One chunk of output as the child wrote it.

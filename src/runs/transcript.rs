@@ -39,10 +39,11 @@ impl TranscriptSpec {
     }
 }
 
-/// The file name of a stream's transcript: `pty.raw` for a PTY run (one stream), else
-/// `stdout.raw` and `stderr.raw`.
+/// The file name of a stream's transcript: `pty.raw` for a PTY run's output (one stream),
+/// else `stdout.raw` and `stderr.raw`; `stdin.raw` for what proctor wrote to a pipe run.
 pub fn file_name(pty: bool, stream: Stream) -> &'static str {
     match (pty, stream) {
+        (_, Stream::Stdin) => "stdin.raw",
         (true, _) => "pty.raw",
         (false, Stream::Stdout) => "stdout.raw",
         (false, Stream::Stderr) => "stderr.raw",
@@ -67,6 +68,8 @@ pub struct TranscriptStatus {
 struct Inner {
     stdout: Option<(File, PathBuf)>,
     stderr: Option<(File, PathBuf)>,
+    /// A pipe run's input, as proctor wrote it.
+    stdin: Option<(File, PathBuf)>,
     written: u64,
     capped: bool,
     error: Option<String>,
@@ -80,7 +83,8 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    /// Creates the folder (0700) and one new 0600 file per stream of the run. Fails if a
+    /// Creates the folder (0700) and one new 0600 file per stream of the run (a pipe run's
+    /// input included). Fails if a
     /// file already exists: a transcript is never appended to or written through a link.
     pub fn create(spec: &TranscriptSpec, pty: bool) -> Result<Transcript, FilesError> {
         files::ensure_private_dir(&spec.dir)?;
@@ -89,10 +93,10 @@ impl Transcript {
             Ok((files::create_private_new(&path)?, path))
         };
         let stdout = Some(open(Stream::Stdout)?);
-        let stderr = if pty {
-            None
+        let (stderr, stdin) = if pty {
+            (None, None)
         } else {
-            Some(open(Stream::Stderr)?)
+            (Some(open(Stream::Stderr)?), Some(open(Stream::Stdin)?))
         };
         Ok(Transcript {
             dir: spec.dir.clone(),
@@ -100,6 +104,7 @@ impl Transcript {
             inner: Mutex::new(Inner {
                 stdout,
                 stderr,
+                stdin,
                 written: 0,
                 capped: false,
                 error: None,
@@ -111,7 +116,8 @@ impl Transcript {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends output of `stream`, within the cap.
+    /// Appends bytes of `stream` (output, or a pipe run's input), within the cap shared by
+    /// the files.
     pub fn write(&self, stream: Stream, bytes: &[u8]) {
         let mut g = self.lock();
         let inner = &mut *g;
@@ -123,6 +129,8 @@ impl Transcript {
         let target = match stream {
             Stream::Stdout => inner.stdout.as_mut(),
             Stream::Stderr => inner.stderr.as_mut().or(inner.stdout.as_mut()),
+            // Never into a PTY run's output file.
+            Stream::Stdin => inner.stdin.as_mut(),
         };
         let Some((file, path)) = target else {
             return;
@@ -143,9 +151,13 @@ impl Transcript {
     pub fn finish(&self) {
         let mut g = self.lock();
         let inner = &mut *g;
-        for (file, path) in [inner.stdout.as_ref(), inner.stderr.as_ref()]
-            .into_iter()
-            .flatten()
+        for (file, path) in [
+            inner.stdout.as_ref(),
+            inner.stderr.as_ref(),
+            inner.stdin.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
         {
             if let Err(e) = file.sync_all()
                 && inner.error.is_none()
@@ -160,7 +172,7 @@ impl Transcript {
         let g = self.lock();
         TranscriptStatus {
             dir: self.dir.clone(),
-            files: [g.stdout.as_ref(), g.stderr.as_ref()]
+            files: [g.stdout.as_ref(), g.stderr.as_ref(), g.stdin.as_ref()]
                 .into_iter()
                 .flatten()
                 .map(|(_, p)| p.clone())

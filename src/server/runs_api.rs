@@ -20,7 +20,7 @@ use crate::api::runs::{
     LagEvent, ListQuery, NoticeEvent, RenameBody, Resized, RunDiff, RunDiffFile, SizeBody,
     SnoozeBody, StartRequest,
 };
-use crate::runs::{self, Frame, ReadOutcome, Stream, TermSize};
+use crate::runs::{self, Frame, ReadOutcome, TermSize};
 use crate::sessions::SessionError;
 use crate::worktrees::{self, WorktreeError};
 
@@ -311,7 +311,7 @@ async fn attach(
 /// The data of an `output` event ([`wire::OutputEvent`]):
 /// `{"first","last","frames":[{"seq","stream","b64"}]}`.
 /// Written directly rather than through `serde_json::Value`: each payload is base64-encoded
-/// once, straight into the event, and nothing needs escaping (numbers, the two stream names
+/// once, straight into the event, and nothing needs escaping (numbers, the stream names
 /// and the base64 alphabet).
 fn output_data(frames: &[Frame]) -> String {
     use std::fmt::Write;
@@ -333,10 +333,7 @@ fn output_data(frames: &[Frame]) -> String {
         if i > 0 {
             s.push(',');
         }
-        let stream = match f.stream {
-            Stream::Stdout => "stdout",
-            Stream::Stderr => "stderr",
-        };
+        let stream = f.stream.as_str();
         let _ = write!(s, r#"{{"seq":{},"stream":"{stream}","b64":""#, f.seq);
         base64::engine::general_purpose::STANDARD.encode_string(&f.bytes, &mut s);
         s.push_str("\"}");
@@ -591,6 +588,7 @@ async fn delete_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::Stream;
     use serde_json::json;
     use std::sync::Arc;
 

@@ -1347,6 +1347,9 @@ impl Sessions {
                 ReadOutcome::Frames(frames) => {
                     for f in frames {
                         cursor = f.seq + 1;
+                        if f.stream == Stream::Stdin {
+                            continue; // what the server itself wrote
+                        }
                         let buf = partial.entry(f.stream).or_default();
                         buf.extend_from_slice(&f.bytes);
                         while let Some(pos) = buf.iter().position(|b| *b == b'\n') {

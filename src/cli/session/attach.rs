@@ -659,6 +659,9 @@ impl PipeView {
     }
 
     fn show(&mut self, f: &output::Frame) -> std::io::Result<()> {
+        if f.stream == "stdin" {
+            return Ok(()); // what proctor wrote to the child, not its output
+        }
         let is_err = f.stream == "stderr";
         let t = if is_err {
             self.err.push(&f.bytes)

@@ -5,14 +5,15 @@
 
 use base64::Engine;
 
-use crate::api::runs::{EndEvent, OutputEvent, RunView, Stream};
+use crate::api::runs::{EndEvent, OutputEvent, RunView};
 use crate::text;
 
 /// One frame of an `output` event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     pub seq: u64,
-    /// `stdout` or `stderr` (a PTY run has only `stdout`: the terminal merges them).
+    /// `stdout` or `stderr` (a PTY run has only `stdout`: the terminal merges them), or
+    /// `stdin`: what proctor wrote to a pipe run.
     pub stream: String,
     pub bytes: Vec<u8>,
 }
@@ -30,11 +31,7 @@ pub fn frames(data: &str) -> Result<(u64, Vec<Frame>), String> {
             .map_err(|e| format!("an output frame is not base64: {e}"))?;
         out.push(Frame {
             seq: f.seq,
-            stream: match f.stream {
-                Stream::Stdout => "stdout",
-                Stream::Stderr => "stderr",
-            }
-            .to_string(),
+            stream: f.stream.as_str().to_string(),
             bytes,
         });
     }

@@ -199,6 +199,9 @@ impl Printer {
             Printer::Screen(s) => return s.write(&f.bytes),
             Printer::Streams { raw, out, err } => (*raw, out, err),
         };
+        if f.stream == "stdin" {
+            return Ok(()); // what proctor wrote to the child, not its output
+        }
         let to_err = f.stream == "stderr";
         if raw {
             return if to_err {
