@@ -162,14 +162,14 @@ fn a_pipe_session_from_start_to_its_observed_exit() {
     assert!(show.contains("its output is a demo"), "{show}");
 
     // tail prints the fake's reply to the first prompt.
-    e.tail_until(&run, r#"demo reply #1: you said \"hello there\""#);
+    e.tail_until(&run, r#"demo reply #1: you said "hello there""#);
     e.wait_state(&run, &["idle"]);
 
     // A second turn; --from skips what was already read.
     let next = e.show(&run)["output"]["next_seq"].as_u64().unwrap();
     let sent = e.ok(&["session", "input", &run, "second turn"]);
     assert!(sent.contains("a turn"), "{sent}");
-    e.tail_until(&run, r#"demo reply #2: you said \"second turn\""#);
+    e.tail_until(&run, r#"demo reply #2: you said "second turn""#);
     let from = e.ok(&["session", "tail", &run, "--from", &next.to_string()]);
     assert!(from.contains("demo reply #2"), "{from}");
     assert!(!from.contains("demo reply #1"), "{from}");
@@ -188,7 +188,7 @@ fn a_pipe_session_from_start_to_its_observed_exit() {
         stdin.write_all(b"third from stdin\n").unwrap();
     }
     assert!(child.wait().unwrap().success());
-    e.tail_until(&run, r#"demo reply #3: you said \"third from stdin\""#);
+    e.tail_until(&run, r#"demo reply #3: you said "third from stdin""#);
 
     // events lists the lifecycle.
     let events = e.ok(&["session", "events", &run]);

@@ -1106,5 +1106,307 @@ impl Reader {
     }
 }
 
+/// What a line of the conversation is, for its style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Voice {
+    /// The person's turn.
+    Person,
+    Agent,
+    Reasoning,
+    /// A tool call (its line names the call's id).
+    Tool,
+    /// A file change, a plan, usage, a session id, a turn boundary.
+    Note,
+    Error,
+    Warning,
+    Permission,
+    /// A stdout line that is not a frame.
+    Raw,
+    Stderr,
+}
+
+/// One line of the conversation as text (the tool's words, not yet sanitised: the printer
+/// passes `text` through [`crate::text`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub voice: Voice,
+    pub text: String,
+    /// The tool call this line shows (its id), for a view that updates it in place.
+    pub call: Option<String>,
+}
+
+impl Line {
+    fn new(voice: Voice, text: impl Into<String>) -> Line {
+        Line {
+            voice,
+            text: text.into(),
+            call: None,
+        }
+    }
+}
+
+/// The one-line form of a tool call: `▸ Bash: cargo test (exit 1)`.
+pub fn tool_line(
+    kind: &str,
+    title: Option<&str>,
+    command: Option<&str>,
+    path: Option<&str>,
+    status: ToolStatus,
+    exit_code: Option<i64>,
+) -> String {
+    let what = command.or(path).or(title);
+    let mut s = match what {
+        Some(w) => format!("▸ {kind}: {w}"),
+        None => format!("▸ {kind}"),
+    };
+    if let (Some(t), Some(_)) = (title, command.or(path))
+        && !t.is_empty()
+    {
+        s.push_str(&format!(" — {t}"));
+    }
+    let end = match (status, exit_code) {
+        (ToolStatus::Started, _) => " …".to_string(),
+        (ToolStatus::Ended | ToolStatus::Failed, Some(c)) => format!(" (exit {c})"),
+        (ToolStatus::Ended, None) => " (done)".to_string(),
+        (ToolStatus::Failed, None) => " (failed)".to_string(),
+        (ToolStatus::Declined, _) => " (declined)".to_string(),
+    };
+    s.push_str(&end);
+    s
+}
+
+fn plan_mark(status: Option<&str>) -> &'static str {
+    match status {
+        Some("completed") => "✓",
+        Some("in_progress" | "inProgress") => "▸",
+        Some(_) => "○",
+        None => "·",
+    }
+}
+
+/// Lines of text from [`Said`] events: streamed text (the agent's words, reasoning) is
+/// joined into whole lines; every other event is one line (a person's turn, one per line of
+/// what they wrote).
+#[derive(Debug, Default, Clone)]
+pub struct Lines {
+    agent: String,
+    reasoning: String,
+}
+
+impl Lines {
+    pub fn new() -> Lines {
+        Lines::default()
+    }
+
+    fn flush_into(&mut self, out: &mut Vec<Line>) {
+        for (voice, buf) in [
+            (Voice::Reasoning, &mut self.reasoning),
+            (Voice::Agent, &mut self.agent),
+        ] {
+            if !buf.is_empty() {
+                let t = std::mem::take(buf);
+                out.push(Line::new(voice, prefix(voice, &t)));
+            }
+        }
+    }
+
+    /// The whole lines `said` completes.
+    pub fn push(&mut self, said: &Said) -> Vec<Line> {
+        let mut out = Vec::new();
+        let streamed = |buf: &mut String, voice: Voice, t: &str, out: &mut Vec<Line>| {
+            buf.push_str(t);
+            while let Some(i) = buf.find('\n') {
+                let l: String = buf.drain(..=i).collect();
+                out.push(Line::new(voice, prefix(voice, l.trim_end_matches('\n'))));
+            }
+        };
+        match said {
+            Said::AgentText { text } => {
+                if !self.reasoning.is_empty() {
+                    let t = std::mem::take(&mut self.reasoning);
+                    out.push(Line::new(Voice::Reasoning, prefix(Voice::Reasoning, &t)));
+                }
+                streamed(&mut self.agent, Voice::Agent, text, &mut out);
+            }
+            Said::Reasoning { text } => {
+                if !self.agent.is_empty() {
+                    let t = std::mem::take(&mut self.agent);
+                    out.push(Line::new(Voice::Agent, t));
+                }
+                streamed(&mut self.reasoning, Voice::Reasoning, text, &mut out);
+            }
+            other => {
+                self.flush_into(&mut out);
+                out.extend(describe(other));
+            }
+        }
+        out
+    }
+
+    /// The streamed text not ended by a line feed yet (shown as it stands).
+    pub fn pending(&self) -> Vec<Line> {
+        let mut out = Vec::new();
+        if !self.reasoning.is_empty() {
+            out.push(Line::new(
+                Voice::Reasoning,
+                prefix(Voice::Reasoning, &self.reasoning),
+            ));
+        }
+        if !self.agent.is_empty() {
+            out.push(Line::new(Voice::Agent, self.agent.clone()));
+        }
+        out
+    }
+
+    /// Ends the streamed text (end of output, or a gap).
+    pub fn finish(&mut self) -> Vec<Line> {
+        let mut out = Vec::new();
+        self.flush_into(&mut out);
+        out
+    }
+}
+
+fn prefix(voice: Voice, t: &str) -> String {
+    match voice {
+        Voice::Reasoning => format!("thinking: {t}"),
+        _ => t.to_string(),
+    }
+}
+
+/// The lines of one event that is not streamed text.
+pub fn describe(said: &Said) -> Vec<Line> {
+    let one = |voice, text: String| vec![Line::new(voice, text)];
+    match said {
+        Said::PersonTurn { text } => text
+            .split('\n')
+            .enumerate()
+            .map(|(i, l)| {
+                Line::new(
+                    Voice::Person,
+                    format!("{}{l}", if i == 0 { "you: " } else { "     " }),
+                )
+            })
+            .collect(),
+        Said::AgentText { text } => one(Voice::Agent, text.clone()),
+        Said::Reasoning { text } => one(Voice::Reasoning, prefix(Voice::Reasoning, text)),
+        Said::ToolCall {
+            id,
+            kind,
+            title,
+            command,
+            path,
+            status,
+            exit_code,
+            ..
+        } => vec![Line {
+            voice: Voice::Tool,
+            text: tool_line(
+                kind,
+                title.as_deref(),
+                command.as_deref(),
+                path.as_deref(),
+                *status,
+                *exit_code,
+            ),
+            call: Some(id.clone()),
+        }],
+        Said::FileChange { path, change } => one(Voice::Note, format!("✎ {change} {path}")),
+        Said::Plan { entries } => one(
+            Voice::Note,
+            format!(
+                "plan: {}",
+                entries
+                    .iter()
+                    .map(|e| format!("{} {}", plan_mark(e.status.as_deref()), e.text))
+                    .collect::<Vec<_>>()
+                    .join(" · ")
+            ),
+        ),
+        Said::Usage {
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            context_used,
+            context_window,
+        } => {
+            let mut parts = Vec::new();
+            if let Some(n) = input_tokens {
+                parts.push(format!("in {n}"));
+            }
+            if let Some(n) = output_tokens {
+                parts.push(format!("out {n}"));
+            }
+            if let Some(c) = cost_usd {
+                parts.push(format!("${c:.4}"));
+            }
+            match (context_used, context_window) {
+                (Some(u), Some(w)) => parts.push(format!("context {u}/{w}")),
+                (Some(u), None) => parts.push(format!("context {u}")),
+                (None, Some(w)) => parts.push(format!("context window {w}")),
+                (None, None) => {}
+            }
+            if parts.is_empty() {
+                return Vec::new();
+            }
+            one(Voice::Note, format!("usage: {}", parts.join(" · ")))
+        }
+        Said::Error {
+            message,
+            detail,
+            will_retry,
+            attempt,
+            max_attempts,
+        } => {
+            let mut s = format!("! error: {message}");
+            if let Some(d) = detail {
+                s.push_str(&format!(" — {d}"));
+            }
+            match (attempt, max_attempts) {
+                (Some(a), Some(m)) => s.push_str(&format!(" (attempt {a}/{m})")),
+                (Some(a), None) => s.push_str(&format!(" (attempt {a})")),
+                _ => {}
+            }
+            if *will_retry == Some(true) {
+                s.push_str(" (will retry)");
+            }
+            one(Voice::Error, s)
+        }
+        Said::Warning { message } => one(Voice::Warning, format!("! warning: {message}")),
+        Said::Permission { method, what } => one(
+            Voice::Permission,
+            match what {
+                Some(w) => format!("? permission asked ({method}): {w}"),
+                None => format!("? permission asked ({method})"),
+            },
+        ),
+        Said::Session { id, model } => one(
+            Voice::Note,
+            match model {
+                Some(m) => format!("── session {id} ({m})"),
+                None => format!("── session {id}"),
+            },
+        ),
+        Said::TurnStarted => one(Voice::Note, "── turn started".into()),
+        Said::TurnEnded { outcome, detail } => {
+            let o = match outcome {
+                TurnOutcome::Completed => "completed",
+                TurnOutcome::Interrupted => "interrupted",
+                TurnOutcome::Failed => "failed",
+            };
+            one(
+                Voice::Note,
+                match detail {
+                    Some(d) if d != o => format!("── turn ended: {o} ({d})"),
+                    _ => format!("── turn ended: {o}"),
+                },
+            )
+        }
+        Said::Raw { stderr, text } => one(
+            if *stderr { Voice::Stderr } else { Voice::Raw },
+            text.clone(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -556,3 +556,146 @@ mod tests {
         assert_eq!(Exit::from_end(&end).describe(), "exit not observed");
     }
 }
+
+/// A line for the operator's stdout or stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    Stdout(String),
+    Stderr(String),
+}
+
+/// A pipe run's frames as the conversation ([`crate::providers::conversation`]): the
+/// person's turns, the agent's words, tool calls, errors… one line each, every string through
+/// the sanitiser; or (`json`) one [`Said`](crate::providers::conversation::Said) JSON object
+/// per line.
+pub struct Conversation {
+    reader: crate::providers::conversation::Reader,
+    lines: crate::providers::conversation::Lines,
+    /// Unfinished lines of stdout, stderr and stdin.
+    partial: [Vec<u8>; 3],
+    json: bool,
+}
+
+/// The longest line kept waiting for its end; a longer one is read as it stands.
+const MAX_LINE: usize = 1 << 20;
+
+impl Conversation {
+    /// For a run of `tool` (its protocol's decoder; lines as they are for another tool).
+    pub fn new(tool: &str, json: bool) -> Conversation {
+        Conversation {
+            reader: crate::providers::conversation::Reader::for_tool(tool),
+            lines: crate::providers::conversation::Lines::new(),
+            partial: Default::default(),
+            json,
+        }
+    }
+
+    /// The lines that a frame of `stream` (`stdout`, `stderr`, `stdin`) completes.
+    pub fn push(&mut self, stream: &str, bytes: &[u8]) -> Vec<Out> {
+        use crate::providers::conversation::Direction;
+        let (slot, dir) = match stream {
+            "stderr" => (1, Direction::Stderr),
+            "stdin" => (2, Direction::Stdin),
+            _ => (0, Direction::Stdout),
+        };
+        let mut out = Vec::new();
+        let mut rest = bytes;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            let mut line = std::mem::take(&mut self.partial[slot]);
+            line.extend_from_slice(&rest[..i]);
+            self.line(dir, &line, &mut out);
+            rest = &rest[i + 1..];
+        }
+        self.partial[slot].extend_from_slice(rest);
+        if self.partial[slot].len() > MAX_LINE {
+            let line = std::mem::take(&mut self.partial[slot]);
+            self.line(dir, &line, &mut out);
+        }
+        out
+    }
+
+    fn line(
+        &mut self,
+        dir: crate::providers::conversation::Direction,
+        raw: &[u8],
+        out: &mut Vec<Out>,
+    ) {
+        for said in self.reader.read(dir, raw) {
+            if self.json {
+                // serde_json escapes every control character.
+                if let Ok(s) = serde_json::to_string(&said) {
+                    out.push(Out::Stdout(s + "\n"));
+                }
+                continue;
+            }
+            for l in self.lines.push(&said) {
+                out.push(Self::human(&l));
+            }
+        }
+    }
+
+    fn human(l: &crate::providers::conversation::Line) -> Out {
+        use crate::providers::conversation::Voice;
+        let t = text::one_line(&l.text, usize::MAX) + "\n";
+        if l.voice == Voice::Stderr {
+            Out::Stderr(t)
+        } else {
+            Out::Stdout(t)
+        }
+    }
+
+    /// Releases what is held: unfinished lines, and the agent's words not ended yet.
+    pub fn finish(&mut self) -> Vec<Out> {
+        use crate::providers::conversation::Direction;
+        let mut out = Vec::new();
+        for (slot, dir) in [
+            (2, Direction::Stdin),
+            (0, Direction::Stdout),
+            (1, Direction::Stderr),
+        ] {
+            let line = std::mem::take(&mut self.partial[slot]);
+            if !line.is_empty() {
+                self.line(dir, &line, &mut out);
+            }
+        }
+        if !self.json {
+            for l in self.lines.finish() {
+                out.push(Self::human(&l));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod conversation_tests {
+    use super::*;
+
+    #[test]
+    fn the_conversation_is_one_sanitised_line_per_event() {
+        let mut c = Conversation::new("codex", false);
+        let mut out = c.push(
+            "stdin",
+            b"{\"id\":2,\"method\":\"turn/start\",\"params\":{\"threadId\":\"t\",\"input\":[{\"type\":\"text\",\"text\":\"run \\u001b[31mit\\u202e\"}]}}\n",
+        );
+        out.extend(c.push(
+            "stdout",
+            b"{\"method\":\"item/agentMessage/delta\",\"params\":{\"itemId\":\"a\",\"delta\":\"wor",
+        ));
+        out.extend(c.push("stdout", b"king\"}}\n{\"method\":\"error\",\"params\":{\"error\":{\"message\":\"Reconnecting... 2/5\"},\"willRetry\":true}}\n"));
+        out.extend(c.push("stderr", b"warn\n"));
+        out.extend(c.finish());
+        assert_eq!(
+            out,
+            [
+                Out::Stdout("you: run it\u{27e8}U+202E\u{27e9}\n".into()),
+                Out::Stdout("working\n".into()),
+                Out::Stdout("! error: Reconnecting... 2/5 (will retry)\n".into()),
+                Out::Stderr("warn\n".into()),
+            ]
+        );
+        let mut j = Conversation::new("codex", true);
+        let out = j.push("stdout", b"{\"method\":\"turn/started\",\"params\":{}}\n");
+        assert_eq!(out, [Out::Stdout("{\"type\":\"turn_started\"}\n".into())]);
+    }
+}

@@ -16,9 +16,22 @@ use crate::text;
 ///
 /// Prints the output the server holds for the run, from seq 1 (or --from SEQ) on.
 ///
-/// A pipe run: the child's stdout on stdout and its stderr on stderr, through proctor's
-/// sanitiser (escape sequences and controls removed, invisible characters shown as
-/// ⟨U+XXXX⟩).
+/// A pipe run: the conversation, decoded from the tool's protocol (claude stream-json,
+/// codex app-server, ACP), one line per event, every string through proctor's sanitiser
+/// (escape sequences and controls removed, invisible characters shown as ⟨U+XXXX⟩):
+///
+/// `you: …` (the person's turn: what proctor wrote to the tool), the agent's words as
+/// they are, `thinking: …` (a reasoning summary, where the tool sends one), `▸ Bash: cargo
+/// test …` (a tool call started; again when it ends, with `(exit 1)`, `(done)` or
+/// `(failed)`), `✎ update src/lib.rs` (a file change), `plan: ✓ read · ▸ fix · ○ test`,
+/// `usage: in 120 · out 30 · $0.0100` (only what the tool reports), `! error: Reconnecting...
+/// 2/5 (will retry)`, `! warning: …`, `? permission asked (can_use_tool): Bash: …`, and the
+/// turns' boundaries (`── turn started`, `── turn ended: completed`).
+///
+/// Lines that are not protocol frames are printed as they are (sanitised), the tool's
+/// stderr on stderr. --json prints each event as one JSON object per line instead
+/// (`{"type":"tool_call","id":…,"kind":"Bash","command":"cargo test","status":"ended",
+/// "exit_code":1,…}`; the types are those of `Said` in docs/api.md).
 ///
 /// A PTY run: the bytes go through a terminal emulator of the run's size (as the server
 /// reports it now) and what is printed is the screen it draws, as lines of text: each row of
@@ -29,7 +42,8 @@ use crate::text;
 /// attributes, written by proctor as plain SGR (colours, bold, dim, italic, underline,
 /// inverse; nothing else, and never the child's own sequences).
 ///
-/// --raw writes the child's bytes exactly as it wrote them (escape sequences included).
+/// --raw writes the child's bytes exactly as it wrote them (escape sequences included):
+/// its stdout on stdout, its stderr on stderr, never what proctor wrote to it.
 ///
 /// Without --follow: prints what is held now and exits 0 (if the run has ended, its exit is
 /// printed on stderr too).
@@ -69,6 +83,9 @@ pub struct TailArgs {
     /// A PTY run: keep the screen's colours and attributes (written by proctor as SGR).
     #[arg(long, conflicts_with = "raw")]
     pub color: bool,
+    /// A pipe run: one JSON object per event of the conversation (`{"type":"person_turn",…}`).
+    #[arg(long, conflicts_with_all = ["raw", "color"])]
+    pub json: bool,
 }
 
 pub fn run(c: &Client, a: TailArgs) -> anyhow::Result<ExitCode> {
@@ -97,6 +114,18 @@ enum Printer {
     },
     /// A PTY run: the screen, as lines of text.
     Screen(Box<ScreenOut>),
+    /// A pipe run: the conversation (lines, or `Said` JSON lines).
+    Conversation(Box<output::Conversation>),
+}
+
+fn write_out(lines: Vec<output::Out>) -> std::io::Result<()> {
+    for l in lines {
+        match l {
+            output::Out::Stdout(s) => std::io::stdout().lock().write_all(s.as_bytes())?,
+            output::Out::Stderr(s) => std::io::stderr().lock().write_all(s.as_bytes())?,
+        }
+    }
+    Ok(())
 }
 
 /// How long a live view waits between two redraws.
@@ -197,6 +226,7 @@ impl Printer {
     fn write(&mut self, f: &output::Frame) -> std::io::Result<()> {
         let (raw, out, err) = match self {
             Printer::Screen(s) => return s.write(&f.bytes),
+            Printer::Conversation(c) => return write_out(c.push(&f.stream, &f.bytes)),
             Printer::Streams { raw, out, err } => (*raw, out, err),
         };
         if f.stream == "stdin" {
@@ -228,7 +258,7 @@ impl Printer {
     fn before_notice(&mut self) -> std::io::Result<()> {
         match self {
             Printer::Screen(s) => s.clear_live(),
-            Printer::Streams { .. } => Ok(()),
+            Printer::Streams { .. } | Printer::Conversation(_) => Ok(()),
         }
     }
 
@@ -236,6 +266,7 @@ impl Printer {
     fn finish(&mut self) -> std::io::Result<()> {
         match self {
             Printer::Screen(s) => s.finish()?,
+            Printer::Conversation(c) => write_out(c.finish())?,
             Printer::Streams { out, err, .. } => {
                 let o = out.finish();
                 std::io::stdout().lock().write_all(o.as_bytes())?;
@@ -276,6 +307,12 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             Some(next.saturating_sub(1))
         }
     };
+    if a.json && view.transport == "pty" {
+        anyhow::bail!(
+            "{run_ref} is a PTY run: --json prints a pipe run's conversation; use `proctor session \
+             tail {run_ref}` (the screen as text) or --raw (the terminal's bytes)"
+        );
+    }
     let mut p = if view.transport == "pty" && !a.raw {
         let (rows, cols) = run_size(c, run_ref).await;
         let live_view = (a.follow && live && std::io::stdout().is_terminal()).then(|| Live {
@@ -288,19 +325,21 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             text: ScreenText::new(rows, cols, a.color),
             live: live_view,
         }))
-    } else {
+    } else if a.raw {
         Printer::Streams {
-            raw: a.raw,
+            raw: true,
             out: Sanitiser::default(),
             err: Sanitiser::default(),
         }
+    } else {
+        Printer::Conversation(Box::new(output::Conversation::new(&view.tool, a.json)))
     };
     let mut stream = c.stream(&wire::attach(run_ref, from)).await?;
     let mut next = from;
     loop {
         let due = match &p {
             Printer::Screen(s) => s.redraw_due(),
-            Printer::Streams { .. } => None,
+            Printer::Streams { .. } | Printer::Conversation(_) => None,
         };
         let ev = match due {
             None => stream.next().await?,
@@ -343,7 +382,7 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
                 match &mut p {
                     // The screen goes on from where the output resumes.
                     Printer::Screen(s) => s.clear_live()?,
-                    Printer::Streams { .. } => p.finish()?,
+                    Printer::Streams { .. } | Printer::Conversation(_) => p.finish()?,
                 }
                 eprintln!(
                     "[… {run_ref}: output before seq {first} was evicted from the server's buffer \
