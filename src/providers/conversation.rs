@@ -1094,13 +1094,13 @@ impl Reader {
         let followed = self.calls.contains_key(id);
         self.add_output(id, &output);
         if let Some(status) = status {
-            let exit = u.pointer("/rawOutput/exitCode").and_then(Value::as_i64);
+            // ACP reports no exit code (its `rawOutput` is the agent's own): unknown.
             // A call seen only at its end keeps the output of that frame.
             let update = Call {
                 output: if followed { String::new() } else { output },
                 ..call
             };
-            self.end_call(id, status, exit, update, out);
+            self.end_call(id, status, None, update, out);
         }
         out.extend(diffs);
     }

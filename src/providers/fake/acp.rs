@@ -14,7 +14,7 @@ use std::sync::mpsc::Receiver;
 
 use serde_json::{Value, json};
 
-use super::script::{self, Ended, Turn};
+use super::script::{self, Emit, Ended, Turn};
 use super::store::{self, Transcript};
 use super::{DEMO_NAME, Failure, Inbound};
 use crate::providers::Tool;
@@ -102,6 +102,64 @@ fn update(session_id: &str, update: Value) -> Result<(), Failure> {
         "method": "session/update",
         "params": {"sessionId": session_id, "update": update},
     }))?)
+}
+
+/// Reply text, a tool call, a thought or a plan, as `session/update` kinds
+/// (agent-client-protocol `SessionUpdate`: `agent_message_chunk`, `tool_call`,
+/// `tool_call_update`, `agent_thought_chunk`, `plan`).
+fn write_conversation(session_id: &str, call_id: &str, e: Emit<'_>) -> Result<(), Failure> {
+    match e {
+        Emit::Text(t) => update(session_id, chunk("agent_message_chunk", t)),
+        Emit::Tool {
+            kind,
+            arg,
+            exit,
+            output,
+        } => {
+            let acp_kind = match kind {
+                "bash" => "execute",
+                "edit" | "write" => "edit",
+                "read" => "read",
+                _ => "other",
+            };
+            let mut start = json!({"sessionUpdate": "tool_call", "toolCallId": call_id,
+                "title": format!("{kind} {arg}"), "kind": acp_kind, "status": "pending"});
+            if acp_kind == "execute" {
+                start["rawInput"] = json!({"command": arg});
+            } else {
+                start["locations"] = json!([{"path": arg}]);
+            }
+            update(session_id, start)?;
+            update(
+                session_id,
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                   "status": "in_progress",
+                   "content": [{"type": "content", "content": {"type": "text", "text": output}}]}),
+            )?;
+            let status = if exit == 0 { "completed" } else { "failed" };
+            update(
+                session_id,
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                       "status": status}),
+            )
+        }
+        Emit::Think(t) => update(session_id, chunk("agent_thought_chunk", t)),
+        Emit::Plan(entries) => {
+            let entries: Vec<Value> = entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    json!({"content": e, "priority": "medium",
+                       "status": if i == 0 { "in_progress" } else { "pending" }})
+                })
+                .collect();
+            update(
+                session_id,
+                json!({"sessionUpdate": "plan", "entries": entries}),
+            )
+        }
+        Emit::Fail(_) => Ok(()),
+    }
 }
 
 fn chunk(kind: &str, text: &str) -> Value {
@@ -289,15 +347,23 @@ impl Agent {
             sigint: None,
             answer: &answer,
         };
-        let mut emit = |t: &str| {
-            update(&session.id, chunk("agent_message_chunk", t))
+        let failed = std::cell::RefCell::new(None::<String>);
+        let mut calls = 0u32;
+        let mut emit = |e: Emit<'_>| {
+            if let Emit::Fail(t) = e {
+                // ACP has no error notification: the prompt's answer is the error.
+                *failed.borrow_mut() = Some(t.to_string());
+                return Ok(());
+            }
+            calls += 1;
+            write_conversation(&session.id, &format!("call_{n}_{calls}"), e)
                 .map_err(|f| std::io::Error::other(f.message))
         };
         // The transcript keeps the reply, not the bulk of `!emit` (noted in the reply).
         let stop = match turn.run(&steps, &mut emit)? {
             Ended::Completed { text, notes } => {
                 let r = script::reply(n, &text, &notes);
-                emit(&r)?;
+                emit(Emit::Text(&r))?;
                 session
                     .transcript
                     .message(&session.id, &session.cwd, "assistant", &r)?;
@@ -305,6 +371,11 @@ impl Agent {
             }
             Ended::Interrupted => "cancelled",
         };
+        if let Some(message) = failed.into_inner()
+            && stop != "cancelled"
+        {
+            return Ok(Some(error(id, -32603, &message, None)));
+        }
         Ok(Some(response(id, json!({"stopReason": stop}))))
     }
 }

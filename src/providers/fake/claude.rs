@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::script::{self, Ended, Turn};
+use super::script::{self, Emit, Ended, Turn};
 use super::store::{self, Transcript};
 use super::{DEMO_MODEL, DEMO_NAME, Failure, Inbound};
 use crate::providers::Tool;
@@ -239,6 +239,112 @@ impl Session {
         })
     }
 
+    fn content_frame(&self, n: u64, content: Value) -> Value {
+        let mut f = self.assistant_frame(n, "");
+        f["message"]["content"] = content;
+        f
+    }
+
+    fn tool_result_frame(&self, tool_use_id: &str, content: &str, is_error: bool) -> Value {
+        json!({
+            "type": "user",
+            "message": {"role": "user", "content": [{
+                "tool_use_id": tool_use_id,
+                "type": "tool_result",
+                "content": content,
+                "is_error": is_error,
+            }]},
+            "parent_tool_use_id": null,
+            "session_id": self.session_id,
+            "uuid": uuid(),
+        })
+    }
+
+    /// A tool call, a thinking block, a todo list or an API retry, in stream-json's shapes
+    /// (claude-agent-sdk-python `types.py`: `ToolUseBlock`, `ToolResultBlock`,
+    /// `ThinkingBlock`; the `system` `api_retry` message).
+    fn write_conversation(&self, n: u64, call: u32, e: Emit<'_>) -> std::io::Result<()> {
+        let id = format!("toolu_demo_{n}_{call}");
+        match e {
+            Emit::Text(t) => super::write_json(&self.assistant_frame(n, t)),
+            Emit::Tool {
+                kind,
+                arg,
+                exit,
+                output,
+            } => {
+                let (name, input) = match kind {
+                    "bash" => (
+                        "Bash".to_string(),
+                        json!({"command": arg, "description": format!("Run {arg}")}),
+                    ),
+                    "edit" => (
+                        "Edit".to_string(),
+                        json!({"file_path": arg, "old_string": "", "new_string": ""}),
+                    ),
+                    "write" => (
+                        "Write".to_string(),
+                        json!({"file_path": arg, "content": ""}),
+                    ),
+                    "read" => ("Read".to_string(), json!({"file_path": arg})),
+                    other => {
+                        let mut c = other.chars();
+                        let name = c
+                            .next()
+                            .map(|f| f.to_uppercase().chain(c).collect())
+                            .unwrap_or_default();
+                        (name, json!({"command": arg}))
+                    }
+                };
+                super::write_json(&self.content_frame(
+                    n,
+                    json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
+                ))?;
+                let content = if exit == 0 {
+                    output.to_string()
+                } else {
+                    format!("Exit code {exit}\n{output}")
+                };
+                super::write_json(&self.tool_result_frame(&id, &content, exit != 0))
+            }
+            Emit::Think(t) => super::write_json(&self.content_frame(
+                n,
+                json!([{"type": "thinking", "thinking": t, "signature": "demo"}]),
+            )),
+            Emit::Plan(entries) => {
+                let todos: Vec<Value> = entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| {
+                        json!({"content": e, "status": if i == 0 { "in_progress" } else { "pending" },
+                               "activeForm": e})
+                    })
+                    .collect();
+                super::write_json(&self.content_frame(
+                    n,
+                    json!([{"type": "tool_use", "id": id, "name": "TodoWrite",
+                            "input": {"todos": todos}}]),
+                ))?;
+                super::write_json(&self.tool_result_frame(
+                    &id,
+                    "Todos have been modified successfully.",
+                    false,
+                ))
+            }
+            Emit::Fail(t) => super::write_json(&json!({
+                "type": "system",
+                "subtype": "api_retry",
+                "attempt": 1,
+                "max_retries": 10,
+                "retry_delay_ms": 500,
+                "error_status": null,
+                "error": t,
+                "session_id": self.session_id,
+                "uuid": uuid(),
+            })),
+        }
+    }
+
     fn turn(
         &mut self,
         text: &str,
@@ -265,7 +371,14 @@ impl Session {
         };
         let session_id = self.session_id.clone();
         let me = &*self;
-        let mut emit = |chunk: &str| super::write_json(&me.assistant_frame(n, chunk));
+        let mut calls = 0u32;
+        let mut emit = |e: Emit<'_>| match e {
+            Emit::Text(chunk) => super::write_json(&me.assistant_frame(n, chunk)),
+            other => {
+                calls += 1;
+                me.write_conversation(n, calls, other)
+            }
+        };
         let ended = turn.run(&steps, &mut emit)?;
         let (reply, subtype, is_error, terminal) = match &ended {
             Ended::Completed { text, notes } => {

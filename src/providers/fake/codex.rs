@@ -12,7 +12,7 @@ use std::sync::mpsc::Receiver;
 
 use serde_json::{Value, json};
 
-use super::script::{self, Ended, Turn};
+use super::script::{self, Emit, Ended, Turn};
 use super::store::{self, Transcript};
 use super::{DEMO_MODEL, DEMO_NAME, Failure, Inbound};
 use crate::providers::Tool;
@@ -66,6 +66,96 @@ fn response(id: &Value, result: Value) -> Value {
 
 fn error(id: &Value, code: i64, message: String) -> Value {
     json!({"id": id, "error": {"code": code, "message": message}})
+}
+
+fn note(method: &str, params: Value) -> std::io::Result<()> {
+    super::write_json(&json!({"method": method, "params": params}))
+}
+
+/// A tool call, a reasoning summary, a plan or a retried error, in the shapes codex 0.171's
+/// own schema gives (`codex app-server generate-json-schema`: `ThreadItem`
+/// `commandExecution` / `fileChange` / `reasoning`, `TurnPlanUpdatedNotification`,
+/// `ErrorNotification`).
+fn write_conversation(
+    tid: &str,
+    turn_id: &str,
+    item_id: &str,
+    cwd: &str,
+    e: Emit<'_>,
+) -> std::io::Result<()> {
+    let at = |item: Value| json!({"threadId": tid, "turnId": turn_id, "item": item});
+    match e {
+        Emit::Text(_) => Ok(()),
+        Emit::Tool {
+            kind,
+            arg,
+            exit,
+            output,
+        } if matches!(kind, "edit" | "write") => {
+            let change = |status: &str| {
+                json!({"type": "fileChange", "id": item_id, "status": status, "changes": [{
+                    "path": arg, "diff": "",
+                    "kind": if kind == "write" { json!({"type": "add"}) }
+                            else { json!({"type": "update", "move_path": null}) },
+                }]})
+            };
+            note("item/started", at(change("inProgress")))?;
+            note(
+                "item/fileChange/outputDelta",
+                json!({"threadId": tid, "turnId": turn_id, "itemId": item_id, "delta": output}),
+            )?;
+            let status = if exit == 0 { "completed" } else { "failed" };
+            note("item/completed", at(change(status)))
+        }
+        Emit::Tool {
+            arg, exit, output, ..
+        } => {
+            let item = |status: &str, out: Value, code: Value| {
+                json!({"type": "commandExecution", "id": item_id, "command": arg, "cwd": cwd,
+                       "commandActions": [], "status": status, "aggregatedOutput": out,
+                       "exitCode": code, "processId": null, "durationMs": null})
+            };
+            note(
+                "item/started",
+                at(item("inProgress", Value::Null, Value::Null)),
+            )?;
+            let out = format!("{output}\n");
+            note(
+                "item/commandExecution/outputDelta",
+                json!({"threadId": tid, "turnId": turn_id, "itemId": item_id, "delta": out}),
+            )?;
+            let status = if exit == 0 { "completed" } else { "failed" };
+            note("item/completed", at(item(status, json!(out), json!(exit))))
+        }
+        Emit::Think(t) => {
+            let item = |summary: Value| json!({"type": "reasoning", "id": item_id, "summary": summary, "content": []});
+            note("item/started", at(item(json!([]))))?;
+            note(
+                "item/reasoning/summaryTextDelta",
+                json!({"threadId": tid, "turnId": turn_id, "itemId": item_id, "delta": t,
+                       "summaryIndex": 0}),
+            )?;
+            note("item/completed", at(item(json!([t]))))
+        }
+        Emit::Plan(entries) => {
+            let plan: Vec<Value> = entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    json!({"step": e, "status": if i == 0 { "inProgress" } else { "pending" }})
+                })
+                .collect();
+            note(
+                "turn/plan/updated",
+                json!({"threadId": tid, "turnId": turn_id, "explanation": null, "plan": plan}),
+            )
+        }
+        Emit::Fail(t) => note(
+            "error",
+            json!({"threadId": tid, "turnId": turn_id, "willRetry": true, "error": {
+                "message": t, "codexErrorInfo": null, "additionalDetails": null}}),
+        ),
+    }
 }
 
 fn notify(method: &str, params: Value) -> Result<(), Failure> {
@@ -298,17 +388,25 @@ impl Server {
             answer: &answer,
         };
         let mut full = String::new();
-        let mut emit = |chunk: &str| {
-            full.push_str(chunk);
-            super::write_json(&json!({"method": "item/agentMessage/delta", "params": {
-                "threadId": tid, "turnId": turn_id, "itemId": item_id, "delta": chunk}}))
+        let mut items = 0u32;
+        let cwd = thread.cwd.to_string_lossy().into_owned();
+        let mut emit = |e: Emit<'_>| match e {
+            Emit::Text(chunk) => {
+                full.push_str(chunk);
+                super::write_json(&json!({"method": "item/agentMessage/delta", "params": {
+                    "threadId": tid, "turnId": turn_id, "itemId": item_id, "delta": chunk}}))
+            }
+            other => {
+                items += 1;
+                write_conversation(&tid, &turn_id, &format!("item_{n}_{items}"), &cwd, other)
+            }
         };
         let ended = turn.run(&steps, &mut emit)?;
         let mut reply = None;
         let status = match ended {
             Ended::Completed { text, notes } => {
                 let r = script::reply(n, &text, &notes);
-                emit(&r)?;
+                emit(Emit::Text(&r))?;
                 reply = Some(r);
                 "completed"
             }

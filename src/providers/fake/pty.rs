@@ -124,7 +124,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
             sigint: Some(&SIGINT),
             answer: &answer,
         };
-        let mut emit = |t: &str| super::write_out(t.as_bytes());
+        let mut emit = |e: script::Emit<'_>| super::write_out(e.as_text().as_bytes());
         match turn.run(&steps, &mut emit)? {
             Ended::Completed { text, notes } => {
                 let r = script::reply(turns, &text, &notes);

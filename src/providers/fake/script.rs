@@ -12,6 +12,10 @@
 //! | `!env NAME` | reports whether NAME is in the environment, and its value |
 //! | `!say TEXT` | emits TEXT and a newline at once, as reply text (for narrated demos) |
 //! | `!narrate N` | emits a fixed, plausible work log N times, a line every second or so (`proctor demo`) |
+//! | `!tool KIND ARG… EXIT` | a tool call in the tool's own shape, started then ended with exit status EXIT (0–255): KIND `bash` (ARG is the command), `edit`, `write` or `read` (ARG is the file), or another word (ARG is its input); its output is a fixed demo line |
+//! | `!think TEXT` | a reasoning summary (claude `thinking` block, codex `reasoning` item, ACP `agent_thought_chunk`) |
+//! | `!plan A\|B\|C` | the plan or todo list, the first entry in progress (claude `TodoWrite`, codex `turn/plan/updated`, ACP `plan`) |
+//! | `!fail TEXT` | an error in the tool's shape: claude `system/api_retry`, codex `error` with `willRetry: true` (the turn goes on), ACP an error answer to the prompt (the turn fails) |
 //!
 //! A line that starts with `!` but is not one of these, or has a bad argument, is text.
 
@@ -38,6 +42,63 @@ pub enum Step {
     Say(String),
     Narrate(u32),
     Text(String),
+    /// `!tool KIND ARG… EXIT`.
+    Tool {
+        kind: String,
+        arg: String,
+        exit: i32,
+    },
+    Think(String),
+    Plan(Vec<String>),
+    Fail(String),
+}
+
+/// What a step asks the tool-specific code to write, in its protocol's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit<'a> {
+    /// Reply text (a chunk).
+    Text(&'a str),
+    /// A tool call, started then ended with `exit`; `output` is what it printed.
+    Tool {
+        kind: &'a str,
+        arg: &'a str,
+        exit: i32,
+        output: &'a str,
+    },
+    Think(&'a str),
+    Plan(&'a [String]),
+    Fail(&'a str),
+}
+
+impl Emit<'_> {
+    /// The form of a terminal (the PTY fakes): what a person would read.
+    pub fn as_text(&self) -> String {
+        match self {
+            Emit::Text(t) => t.to_string(),
+            Emit::Tool {
+                kind,
+                arg,
+                exit,
+                output,
+            } => format!("● {kind}({arg})\n  ⎿  {output} (exit {exit})\n"),
+            Emit::Think(t) => format!("✻ {t}\n"),
+            Emit::Plan(entries) => entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| format!("{} {e}\n", if i == 0 { "◼" } else { "◻" }))
+                .collect(),
+            Emit::Fail(t) => format!("  ⎿  API Error: {t} · Retrying…\n"),
+        }
+    }
+}
+
+/// The fixed output of a `!tool` call.
+pub fn tool_output(kind: &str, arg: &str, exit: i32) -> String {
+    if exit == 0 {
+        format!("demo output of {kind} {arg}")
+    } else {
+        format!("demo output of {kind} {arg}: failed")
+    }
 }
 
 /// The work log `!narrate` plays: what an agent's session looks like, at a human pace
@@ -104,6 +165,35 @@ fn parse_line(l: &str) -> Step {
                 .unwrap_or("")
                 .to_string(),
         ),
+        "tool" => {
+            let words: Vec<&str> = arg.split_whitespace().collect();
+            match words.as_slice() {
+                [kind, middle @ .., exit] => match exit.parse::<i32>() {
+                    Ok(k) if (0..=255).contains(&k) => Step::Tool {
+                        kind: kind.to_string(),
+                        arg: middle.join(" "),
+                        exit: k,
+                    },
+                    _ => text(),
+                },
+                _ => text(),
+            }
+        }
+        "think" if !arg.is_empty() => Step::Think(arg.to_string()),
+        "plan" => {
+            let entries: Vec<String> = arg
+                .split('|')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(str::to_string)
+                .collect();
+            if entries.is_empty() {
+                text()
+            } else {
+                Step::Plan(entries)
+            }
+        }
+        "fail" if !arg.is_empty() => Step::Fail(arg.to_string()),
         _ => text(),
     }
 }
@@ -226,11 +316,12 @@ impl Turn<'_> {
         }
     }
 
-    /// Runs the steps. `emit` sends reply text (a chunk) in the tool's form.
+    /// Runs the steps. `emit` writes reply text (a chunk), tool calls, reasoning, plans and
+    /// errors in the tool's form.
     pub fn run(
         &mut self,
         steps: &[Step],
-        emit: &mut dyn FnMut(&str) -> std::io::Result<()>,
+        emit: &mut dyn FnMut(Emit<'_>) -> std::io::Result<()>,
     ) -> std::io::Result<Ended> {
         let mut text = Vec::new();
         let mut notes = Vec::new();
@@ -249,7 +340,7 @@ impl Turn<'_> {
                     let mut done = 0u64;
                     while done < *n {
                         let len = (*n - done).min(EMIT_CHUNK as u64) as usize;
-                        emit(&pattern(done, len))?;
+                        emit(Emit::Text(&pattern(done, len)))?;
                         done += len as u64;
                         if self.poll()? {
                             return Ok(Ended::Interrupted);
@@ -278,14 +369,14 @@ impl Turn<'_> {
                         Err(e) => notes.push(format!("write failed: {e}")),
                     }
                 }
-                Step::Say(t) => emit(&format!("{t}\n"))?,
+                Step::Say(t) => emit(Emit::Text(&format!("{t}\n")))?,
                 Step::Narrate(n) => {
                     for _ in 0..*n {
                         for (ms, line) in NARRATION {
                             if self.interrupted_within(Duration::from_millis(ms))? {
                                 return Ok(Ended::Interrupted);
                             }
-                            emit(&format!("{line}\n"))?;
+                            emit(Emit::Text(&format!("{line}\n")))?;
                         }
                     }
                     notes.push(format!("narrated {n} time(s)"));
@@ -294,6 +385,15 @@ impl Turn<'_> {
                     Some(v) => format!("env {name}={}", v.to_string_lossy()),
                     None => format!("env {name} unset"),
                 }),
+                Step::Tool { kind, arg, exit } => emit(Emit::Tool {
+                    kind,
+                    arg,
+                    exit: *exit,
+                    output: &tool_output(kind, arg, *exit),
+                })?,
+                Step::Think(t) => emit(Emit::Think(t))?,
+                Step::Plan(entries) => emit(Emit::Plan(entries))?,
+                Step::Fail(t) => emit(Emit::Fail(t))?,
             }
         }
         Ok(Ended::Completed { text, notes })
@@ -364,6 +464,34 @@ mod tests {
                 Step::Text("!nope".into()),
                 Step::IgnoreTerm,
                 Step::Grandchild,
+            ]
+        );
+    }
+
+    #[test]
+    fn conversation_directives_parse() {
+        assert_eq!(
+            parse(
+                "!tool bash cargo test --lib 1\n!tool read src/a.rs 0\n!tool bash 300\n!tool 1\n!think why\n!plan read | fix|\n!plan |\n!fail overloaded\n!fail"
+            ),
+            [
+                Step::Tool {
+                    kind: "bash".into(),
+                    arg: "cargo test --lib".into(),
+                    exit: 1
+                },
+                Step::Tool {
+                    kind: "read".into(),
+                    arg: "src/a.rs".into(),
+                    exit: 0
+                },
+                Step::Text("!tool bash 300".into()),
+                Step::Text("!tool 1".into()),
+                Step::Think("why".into()),
+                Step::Plan(vec!["read".into(), "fix".into()]),
+                Step::Text("!plan |".into()),
+                Step::Fail("overloaded".into()),
+                Step::Text("!fail".into()),
             ]
         );
     }
