@@ -182,7 +182,7 @@ fn run_frames(frames: u64) -> Duration {
         }
         app.on_msg(Msg::Live {
             epoch,
-            ev: LiveEvent::Output(vec![(n + 2, false, chunk(n))]),
+            ev: LiveEvent::Output(vec![(n + 2, proctor::runs::Stream::Stdout, chunk(n))]),
         });
         app.take_effects();
         frame(&mut app, &mut t);

@@ -47,6 +47,7 @@ pub enum Action {
     Confirm,
     Refresh,
     Verify,
+    ToggleToolOutput,
 }
 
 /// What an action needs from the caller's token.
@@ -76,7 +77,7 @@ const BEFORE_VIEWS: [Action; 14] = [
 ];
 
 /// The actions listed after the views'.
-const AFTER_VIEWS: [Action; 23] = [
+const AFTER_VIEWS: [Action; 24] = [
     Action::Attach,
     Action::NewSession,
     Action::SendInput,
@@ -100,6 +101,7 @@ const AFTER_VIEWS: [Action; 23] = [
     Action::Confirm,
     Action::Refresh,
     Action::Verify,
+    Action::ToggleToolOutput,
 ];
 
 impl Action {
@@ -168,6 +170,7 @@ impl Action {
             Action::Confirm => "confirm",
             Action::Refresh => "refresh",
             Action::Verify => "verify-receipts",
+            Action::ToggleToolOutput => "toggle-tool-output",
         }
     }
 
@@ -218,6 +221,9 @@ impl Action {
             Action::Confirm => "confirm",
             Action::Refresh => "reload from the server now",
             Action::Verify => "verify every receipt again now",
+            Action::ToggleToolOutput => {
+                "show or hide each tool call's output under its line (pipe sessions)"
+            }
         }
     }
 

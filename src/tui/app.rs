@@ -193,8 +193,8 @@ pub enum LiveEvent {
         formatted: String,
         seq: u64,
     },
-    /// (seq, stderr, bytes).
-    Output(Vec<(u64, bool, Vec<u8>)>),
+    /// (seq, stream, bytes).
+    Output(Vec<(u64, crate::runs::Stream, Vec<u8>)>),
     Lag {
         first_available: u64,
     },
@@ -1094,6 +1094,7 @@ impl App {
             Action::ScrollUp | Action::ScrollDown | Action::ScrollTop | Action::ScrollBottom => {
                 self.live.navigate(action)
             }
+            Action::ToggleToolOutput => self.live.toggle_tool_output(),
             Action::Zoom => {
                 if self.tab != Tab::Sessions {
                     self.show_tab(Tab::Sessions);

@@ -486,14 +486,14 @@ async fn typing_task(
 }
 
 /// Parses the frames of an `output` event.
-fn frames(data: &str) -> Option<Vec<(u64, bool, Vec<u8>)>> {
+fn frames(data: &str) -> Option<Vec<(u64, Stream, Vec<u8>)>> {
     let ev: OutputEvent = serde_json::from_str(data).ok()?;
     let mut out = Vec::new();
     for f in ev.frames {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(&f.b64)
             .ok()?;
-        out.push((f.seq, f.stream == Stream::Stderr, bytes));
+        out.push((f.seq, f.stream, bytes));
     }
     Some(out)
 }

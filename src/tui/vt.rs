@@ -423,39 +423,72 @@ fn cell_style(cell: &vt100::Cell, no_color: bool) -> Style {
 /// How a line of a pipe session is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineKind {
-    /// What the agent said (decoded from its protocol), or a stdout line that is not a
-    /// protocol frame.
+    /// What the agent said, or a stdout line that is not a protocol frame.
     Out,
     /// stderr: drawn dimmed.
     Err,
-    /// A note: a turn boundary, a gap, a protocol error. Drawn dimmed.
+    /// A note: a turn boundary, a session id, usage, a plan, a file change, a gap. Dimmed.
     Note,
+    /// The person's turn (what proctor wrote to the tool as the operator's input).
+    Person,
+    /// A reasoning summary: dimmed.
+    Reasoning,
+    /// A tool call, running or ended.
+    Tool,
+    /// A tool call that failed or was declined.
+    ToolFailed,
+    /// An error the tool reported (a retry included).
+    Error,
+    /// A warning, or a permission the tool asked for.
+    Warning,
+    /// A line of a tool call's output, shown under it when the calls are expanded.
+    Detail,
 }
 
-/// The output of a pipe session, decoded: the agent's words from its protocol frames
-/// (claude stream-json, codex app-server, ACP — read with the same protocol code the server
-/// uses), turn boundaries as notes, other stdout lines as they are, stderr lines dimmed.
-/// Every line goes through the sanitiser. Bounded like the terminal's history.
+/// One line of the log, sanitised.
+#[derive(Debug, Clone)]
+struct Entry {
+    kind: LineKind,
+    text: String,
+    /// The tool call this line shows (updated in place when it ends).
+    call: Option<String>,
+    /// The call's output lines (sanitised, bounded), shown when expanded.
+    detail: Vec<String>,
+}
+
+/// The most output lines kept under one tool call.
+pub const DETAIL_LINES: usize = 40;
+
+/// The output of a pipe session as its conversation, decoded by
+/// [`crate::providers::conversation::Reader`] from both directions of the pipes (the same
+/// decoder `proctor session tail` uses): the person's turns, the agent's words, reasoning
+/// (dimmed), one line per tool call (updated in place when it ends, its output shown under it
+/// when expanded), errors and retries, warnings, turn boundaries; other stdout lines as they
+/// are, stderr lines dimmed. Every line goes through the sanitiser. Bounded like the
+/// terminal's history.
 pub struct PipeLog {
-    lines: VecDeque<(LineKind, String)>,
-    partial: [Vec<u8>; 2],
-    /// The agent's words not yet ended by a line feed.
-    said: String,
-    decoder: Option<crate::providers::protocol::StdioSession>,
+    entries: VecDeque<Entry>,
+    /// Unfinished lines of stdout, stderr and stdin.
+    partial: [Vec<u8>; 3],
+    reader: crate::providers::conversation::Reader,
+    said: crate::providers::conversation::Lines,
     cap: usize,
     scroll: usize,
+    /// Tool calls' output shown under their lines.
+    expanded: bool,
     pub seq: u64,
 }
 
 impl Default for PipeLog {
     fn default() -> PipeLog {
         PipeLog {
-            lines: VecDeque::new(),
-            partial: [Vec::new(), Vec::new()],
-            said: String::new(),
-            decoder: None,
+            entries: VecDeque::new(),
+            partial: [Vec::new(), Vec::new(), Vec::new()],
+            reader: crate::providers::conversation::Reader::new(None),
+            said: crate::providers::conversation::Lines::new(),
             cap: HISTORY_LINES,
             scroll: 0,
+            expanded: false,
             seq: 0,
         }
     }
@@ -469,149 +502,172 @@ impl PipeLog {
 
     /// A log that decodes `tool`'s stdio protocol (raw lines when the tool is unknown).
     pub fn for_tool(tool: &str) -> PipeLog {
-        let decoder = crate::providers::Tool::parse(tool).ok().and_then(|t| {
-            crate::providers::protocol::StdioSession::new(t, std::path::Path::new("/"), None).ok()
-        });
         PipeLog {
-            decoder,
+            reader: crate::providers::conversation::Reader::for_tool(tool),
             ..PipeLog::default()
         }
     }
 
-    /// Appends bytes of one stream (`stderr` true for stderr).
-    pub fn feed(&mut self, stderr: bool, bytes: &[u8]) {
-        let slot = usize::from(stderr);
+    /// Appends bytes of one stream (`stdin`: what proctor wrote to the tool).
+    pub fn feed(&mut self, stream: crate::runs::Stream, bytes: &[u8]) {
+        use crate::providers::conversation::Direction;
+        use crate::runs::Stream;
+        let (slot, dir) = match stream {
+            Stream::Stdout => (0, Direction::Stdout),
+            Stream::Stderr => (1, Direction::Stderr),
+            Stream::Stdin => (2, Direction::Stdin),
+        };
         let mut rest = bytes;
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
             let mut line = std::mem::take(&mut self.partial[slot]);
             line.extend_from_slice(&rest[..i]);
-            self.line(stderr, &line);
+            self.line(dir, &line);
             rest = &rest[i + 1..];
         }
         self.partial[slot].extend_from_slice(rest);
         // A line without end must stay bounded too.
         if self.partial[slot].len() > 64 * 1024 {
             let line = std::mem::take(&mut self.partial[slot]);
-            self.line(stderr, &line);
+            self.line(dir, &line);
         }
     }
 
     /// Marks a gap (frames the server no longer held).
     pub fn gap(&mut self, what: &str) {
-        self.flush_said();
-        self.push_text(LineKind::Note, format!("··· {what} ···"));
+        for l in self.said.finish() {
+            self.push_line(&l);
+        }
+        self.push(LineKind::Note, format!("··· {what} ···"), None, Vec::new());
     }
 
-    fn line(&mut self, stderr: bool, raw: &[u8]) {
-        use crate::providers::protocol::Event;
-        if stderr {
-            self.push_text(LineKind::Err, text::one_line_bytes(raw, usize::MAX));
-            return;
-        }
-        let Some(dec) = self.decoder.as_mut() else {
-            self.push_text(LineKind::Out, text::one_line_bytes(raw, usize::MAX));
-            return;
-        };
-        let is_frame =
-            serde_json::from_slice::<serde_json::Value>(raw).is_ok_and(|v| v.is_object());
-        if !is_frame {
-            self.flush_said();
-            self.push_text(LineKind::Out, text::one_line_bytes(raw, usize::MAX));
-            return;
-        }
-        for ev in dec.observe(raw).events {
-            match ev {
-                Event::AgentText(t) => {
-                    self.said.push_str(&t);
-                    while let Some(i) = self.said.find('\n') {
-                        let l: String = self.said.drain(..=i).collect();
-                        self.push_text(LineKind::Out, text::one_line(&l, usize::MAX));
+    /// Shows or hides the tool calls' output under their lines.
+    pub fn toggle_expanded(&mut self) {
+        self.expanded = !self.expanded;
+        self.scroll = self.scroll.min(self.len().saturating_sub(1));
+    }
+
+    pub fn expanded(&self) -> bool {
+        self.expanded
+    }
+
+    fn line(&mut self, dir: crate::providers::conversation::Direction, raw: &[u8]) {
+        use crate::providers::conversation::{Said, ToolStatus};
+        for said in self.reader.read(dir, raw) {
+            let lines = self.said.push(&said);
+            let call = match &said {
+                Said::ToolCall { status, output, .. } => Some((*status, output.clone())),
+                _ => None,
+            };
+            for l in lines {
+                let (Some((status, output)), Some(id)) = (&call, &l.call) else {
+                    self.push_line(&l);
+                    continue;
+                };
+                let kind = match status {
+                    ToolStatus::Failed | ToolStatus::Declined => LineKind::ToolFailed,
+                    _ => LineKind::Tool,
+                };
+                let detail: Vec<String> = output
+                    .as_deref()
+                    .unwrap_or("")
+                    .lines()
+                    .take(DETAIL_LINES)
+                    .map(|o| text::one_line(o, usize::MAX))
+                    .collect();
+                let t = text::one_line(&l.text, usize::MAX);
+                let open = self
+                    .entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| e.call.as_deref() == Some(id.as_str()));
+                match open {
+                    Some(e) if *status != ToolStatus::Started => {
+                        let grew = if self.expanded {
+                            detail.len().saturating_sub(e.detail.len())
+                        } else {
+                            0
+                        };
+                        e.kind = kind;
+                        e.text = t;
+                        e.detail = detail;
+                        if self.scroll > 0 {
+                            self.scroll += grew;
+                        }
                     }
+                    _ => self.push(kind, t, Some(id.clone()), detail),
                 }
-                Event::TurnStarted { .. } => {
-                    self.flush_said();
-                    self.push_text(LineKind::Note, "── turn started".into());
-                }
-                Event::TurnEnded { outcome, detail } => {
-                    self.flush_said();
-                    let d = detail.map(|d| format!(" ({})", text::one_line(&d, 80)));
-                    self.push_text(
-                        LineKind::Note,
-                        format!(
-                            "── turn ended: {}{}",
-                            format!("{outcome:?}").to_lowercase(),
-                            d.unwrap_or_default()
-                        ),
-                    );
-                }
-                Event::RequestFailed { method, message } => {
-                    self.flush_said();
-                    self.push_text(
-                        LineKind::Note,
-                        format!("── {method} failed: {}", text::one_line(&message, 200)),
-                    );
-                }
-                Event::PermissionRequested { method, .. } => {
-                    self.flush_said();
-                    self.push_text(
-                        LineKind::Note,
-                        format!(
-                            "── the tool asked for a permission ({}); the server refuses it",
-                            text::one_line(&method, 60)
-                        ),
-                    );
-                }
-                _ => {}
             }
         }
     }
 
-    fn flush_said(&mut self) {
-        if !self.said.is_empty() {
-            let l = std::mem::take(&mut self.said);
-            self.push_text(LineKind::Out, text::one_line(&l, usize::MAX));
-        }
+    fn push_line(&mut self, l: &crate::providers::conversation::Line) {
+        use crate::providers::conversation::Voice;
+        let kind = match l.voice {
+            Voice::Person => LineKind::Person,
+            Voice::Agent | Voice::Raw => LineKind::Out,
+            Voice::Reasoning => LineKind::Reasoning,
+            Voice::Tool => LineKind::Tool,
+            Voice::Note => LineKind::Note,
+            Voice::Error => LineKind::Error,
+            Voice::Warning | Voice::Permission => LineKind::Warning,
+            Voice::Stderr => LineKind::Err,
+        };
+        self.push(kind, text::one_line(&l.text, usize::MAX), None, Vec::new());
     }
 
-    fn push_text(&mut self, kind: LineKind, s: String) {
-        if self.lines.len() == self.cap.max(1) {
-            self.lines.pop_front();
+    fn push(&mut self, kind: LineKind, text: String, call: Option<String>, detail: Vec<String>) {
+        if self.entries.len() == self.cap.max(1) {
+            self.entries.pop_front();
         }
-        self.lines.push_back((kind, s));
-        if self.scroll > 0 {
-            self.scroll = (self.scroll + 1).min(self.lines.len());
-        }
-    }
-
-    /// Lines, oldest first, then what is not ended yet (the agent's words, then each
-    /// stream's unfinished line).
-    pub fn lines(&self) -> impl Iterator<Item = (LineKind, Cow<'_, str>)> {
-        let said = (!self.said.is_empty()).then(|| {
-            (
-                LineKind::Out,
-                Cow::Owned(text::one_line(&self.said, usize::MAX)),
-            )
+        let shown = 1 + if self.expanded { detail.len() } else { 0 };
+        self.entries.push_back(Entry {
+            kind,
+            text,
+            call,
+            detail,
         });
+        if self.scroll > 0 {
+            self.scroll = (self.scroll + shown).min(self.len());
+        }
+    }
+
+    /// Lines, oldest first (each tool call's output under it when expanded), then what is
+    /// not ended yet (the agent's words, then stderr's unfinished line).
+    pub fn lines(&self) -> impl Iterator<Item = (LineKind, Cow<'_, str>)> {
+        let expanded = self.expanded;
+        let entries = self.entries.iter().flat_map(move |e| {
+            let detail = e
+                .detail
+                .iter()
+                .filter(move |_| expanded)
+                .map(|d| (LineKind::Detail, Cow::Owned(format!("    │ {d}"))));
+            std::iter::once((e.kind, Cow::Borrowed(e.text.as_str()))).chain(detail)
+        });
+        let pending: Vec<(LineKind, Cow<'_, str>)> = self
+            .said
+            .pending()
+            .into_iter()
+            .map(|l| {
+                let kind = match l.voice {
+                    crate::providers::conversation::Voice::Reasoning => LineKind::Reasoning,
+                    _ => LineKind::Out,
+                };
+                (kind, Cow::Owned(text::one_line(&l.text, usize::MAX)))
+            })
+            .collect();
+        // An unfinished protocol frame is not shown half-way; stderr is (and stdout when
+        // nothing is decoded).
+        let decodes = self.reader.decodes();
         let partial = self
             .partial
             .iter()
             .enumerate()
-            .filter(|(_, p)| !p.is_empty())
+            .filter(move |(i, p)| !p.is_empty() && (*i == 1 || (*i == 0 && !decodes)))
             .map(|(i, p)| {
                 let kind = if i == 1 { LineKind::Err } else { LineKind::Out };
                 (kind, Cow::Owned(text::one_line_bytes(p, usize::MAX)))
             });
-        let partial: Vec<_> = if self.decoder.is_some() {
-            // An unfinished protocol frame is not shown half-way; stderr is.
-            partial.filter(|(k, _)| *k == LineKind::Err).collect()
-        } else {
-            partial.collect()
-        };
-        self.lines
-            .iter()
-            .map(|(k, s)| (*k, Cow::Borrowed(s.as_str())))
-            .chain(said)
-            .chain(partial)
+        entries.chain(pending).chain(partial)
     }
 
     pub fn len(&self) -> usize {
@@ -642,20 +698,21 @@ impl PipeLog {
         self.scroll = 0;
     }
 
-    /// Draws the last lines that fit (or those `scroll` lines back); stderr and notes in
-    /// `dim`.
-    pub fn render(&self, area: Rect, buf: &mut Buffer, text_style: Style, dim: Style) {
+    /// Draws the last lines that fit (or those `scroll` lines back), each in the style
+    /// `style` gives its kind.
+    pub fn render(&self, area: Rect, buf: &mut Buffer, style: impl Fn(LineKind) -> Style) {
         let h = usize::from(area.height);
         let all: Vec<(LineKind, Cow<'_, str>)> = self.lines().collect();
         let end = all.len().saturating_sub(self.scroll);
         let start = end.saturating_sub(h);
         for (i, (kind, line)) in all[start..end].iter().enumerate() {
-            let st = if *kind == LineKind::Out {
-                text_style
-            } else {
-                dim
-            };
-            buf.set_stringn(area.x, area.y + i as u16, line, usize::from(area.width), st);
+            buf.set_stringn(
+                area.x,
+                area.y + i as u16,
+                line,
+                usize::from(area.width),
+                style(*kind),
+            );
         }
     }
 }
@@ -663,6 +720,7 @@ impl PipeLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::Stream;
 
     fn buf_text(buf: &Buffer, area: Rect) -> Vec<String> {
         (area.y..area.y + area.height)
@@ -827,9 +885,9 @@ mod tests {
     #[test]
     fn pipe_log_lines_are_sanitised_bounded_and_stderr_marked() {
         let mut p = PipeLog::new();
-        p.feed(false, b"{\"type\":\"assistant\"}\nhalf");
-        p.feed(true, b"warn \x1b[31mred\x1b[0m\n");
-        p.feed(false, b" line\n\xe2\x80\xae evil\n");
+        p.feed(Stream::Stdout, b"{\"type\":\"assistant\"}\nhalf");
+        p.feed(Stream::Stderr, b"warn \x1b[31mred\x1b[0m\n");
+        p.feed(Stream::Stdout, b" line\n\xe2\x80\xae evil\n");
         let lines: Vec<(LineKind, String)> = p.lines().map(|(e, s)| (e, s.into_owned())).collect();
         assert_eq!(
             lines[0],
@@ -845,7 +903,7 @@ mod tests {
             cap: 2,
             ..PipeLog::default()
         };
-        p.feed(false, b"a\nb\nc\n");
+        p.feed(Stream::Stdout, b"a\nb\nc\n");
         assert_eq!(p.len(), 2);
     }
 
@@ -853,14 +911,14 @@ mod tests {
     fn pipe_log_decodes_the_agents_words() {
         // codex app-server: deltas joined, turn boundaries as notes, other frames hidden.
         let mut p = PipeLog::for_tool("codex");
-        p.feed(false, b"{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\"}}}\n");
+        p.feed(Stream::Stdout, b"{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\"}}}\n");
         p.feed(
-            false,
+            Stream::Stdout,
             b"{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"hel\"}}\n",
         );
-        p.feed(false, b"{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"lo \\u001b[31mworld\\u202e\"}}\n");
-        p.feed(false, b"{\"method\":\"turn/completed\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\",\"status\":\"completed\"}}}\n");
-        p.feed(false, b"not json\n");
+        p.feed(Stream::Stdout, b"{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"lo \\u001b[31mworld\\u202e\"}}\n");
+        p.feed(Stream::Stdout, b"{\"method\":\"turn/completed\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\",\"status\":\"completed\"}}}\n");
+        p.feed(Stream::Stdout, b"not json\n");
         let lines: Vec<(LineKind, String)> = p.lines().map(|(e, s)| (e, s.into_owned())).collect();
         assert_eq!(
             lines,
@@ -870,10 +928,7 @@ mod tests {
                     LineKind::Out,
                     "hello world\u{27e8}U+202E\u{27e9}".to_string()
                 ),
-                (
-                    LineKind::Note,
-                    "── turn ended: completed (completed)".to_string()
-                ),
+                (LineKind::Note, "── turn ended: completed".to_string()),
                 (LineKind::Out, "not json".to_string()),
             ]
         );

@@ -255,14 +255,17 @@ impl LivePane {
             }
             LiveEvent::Output(frames) => {
                 slot.state = LiveState::Streaming;
-                for (seq, stderr, bytes) in frames {
+                for (seq, stream, bytes) in frames {
                     match &mut slot.buf {
                         LiveBuf::Pty(t) => {
-                            t.feed(&bytes);
+                            // A PTY run has one stream; nothing else is the terminal's.
+                            if stream == crate::runs::Stream::Stdout {
+                                t.feed(&bytes);
+                            }
                             t.seq = seq;
                         }
                         LiveBuf::Pipe(p) => {
-                            p.feed(stderr, &bytes);
+                            p.feed(stream, &bytes);
                             p.seq = seq;
                         }
                     }
@@ -287,6 +290,13 @@ impl LivePane {
             Some(LiveBuf::Pty(term)) => t(term),
             Some(LiveBuf::Pipe(log)) => p(log),
             None => {}
+        }
+    }
+
+    /// Shows or hides the tool calls' output under their lines (a pipe session's log).
+    pub fn toggle_tool_output(&mut self) {
+        if let Some(LiveBuf::Pipe(p)) = self.slot.as_mut().map(|s| &mut s.buf) {
+            p.toggle_expanded();
         }
     }
 

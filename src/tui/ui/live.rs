@@ -9,7 +9,21 @@ use super::{focused, pane_block, span};
 use crate::text;
 use crate::tui::app::{App, LiveBuf, LiveState, Pane};
 use crate::tui::role::Role;
-use crate::tui::vt::RenderOpts;
+use crate::tui::vt::{LineKind, RenderOpts};
+
+/// The style of a line of a pipe session's conversation: the person's turns stand out,
+/// failed tool calls and errors in the error colour, warnings and permission requests in
+/// the warning colour, reasoning, notes, output lines and stderr dimmed.
+fn pipe_style(app: &App, kind: LineKind) -> ratatui::style::Style {
+    let role = match kind {
+        LineKind::Out | LineKind::Tool => Role::Text,
+        LineKind::Person => Role::Header,
+        LineKind::ToolFailed | LineKind::Error => Role::Error,
+        LineKind::Warning => Role::Warning,
+        LineKind::Err | LineKind::Note | LineKind::Reasoning | LineKind::Detail => Role::Dim,
+    };
+    app.theme.style(role)
+}
 
 /// Draws the pane; returns the session's cursor on screen when it is visible.
 pub fn draw(app: &App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option<(u16, u16)> {
@@ -56,7 +70,6 @@ pub fn draw(app: &App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option<(u1
         return None;
     };
     let no_color = !app.theme.has_colors();
-    let text_style = app.theme.style(Role::Text);
     let dim = app.theme.style(Role::Dim);
     let attached = app.mode.is_attach();
     let slot = app.live.slot.as_ref().filter(|s| s.run == run.run_ref)?;
@@ -94,7 +107,7 @@ pub fn draw(app: &App, area: Rect, zoomed: bool, buf: &mut Buffer) -> Option<(u1
             },
         ),
         LiveBuf::Pipe(p) => {
-            p.render(inner, buf, text_style, dim);
+            p.render(inner, buf, |kind| pipe_style(app, kind));
             None
         }
     }
@@ -123,6 +136,11 @@ fn state_note(app: &App) -> Vec<ratatui::text::Span<'static>> {
     };
     if let Some((r, c)) = size {
         out.push(span(app, Role::Dim, format!("{c}×{r} ")));
+    }
+    if let LiveBuf::Pipe(p) = &slot.buf
+        && p.expanded()
+    {
+        out.push(span(app, Role::Dim, "· tool output shown ".to_string()));
     }
     if scroll > 0 {
         out.push(span(app, Role::Warning, format!("· {scroll} lines back ")));

@@ -165,7 +165,11 @@ pub fn fixture_app(role: TokenRole, theme: Theme) -> App {
                \x1b[38;5;208mindexed\x1b[0m \x1b[38;2;10;20;30mrgb\x1b[0m \x1b[7minverse\x1b[0m\r\n> ";
     app.on_msg(Msg::Live {
         epoch,
-        ev: LiveEvent::Output(vec![(2, false, out.as_bytes().to_vec())]),
+        ev: LiveEvent::Output(vec![(
+            2,
+            crate::runs::Stream::Stdout,
+            out.as_bytes().to_vec(),
+        )]),
     });
     app.on_msg(Msg::Events {
         run: "run-0001".into(),
@@ -601,24 +605,55 @@ fn pipe_session_in_the_live_pane() {
         app.sessions.selected = Some("run-0002".into());
         app.sync_focus();
         let epoch = app.live.slot.as_ref().unwrap().epoch;
+        use crate::runs::Stream::{Stderr, Stdin, Stdout};
         let frames = vec![
-            (1, false, b"{\"id\":0,\"result\":{}}\n".to_vec()),
+            (1, Stdout, b"{\"id\":0,\"result\":{}}\n".to_vec()),
             (
                 2,
-                false,
-                b"{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\"}}}\n"
+                Stdin,
+                b"{\"id\":3,\"method\":\"turn/start\",\"params\":{\"threadId\":\"t\",\"input\":[{\"type\":\"text\",\"text\":\"check the diff\"}]}}\n"
                     .to_vec(),
             ),
             (
                 3,
-                false,
+                Stdout,
+                b"{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\"}}}\n"
+                    .to_vec(),
+            ),
+            (
+                4,
+                Stdout,
+                b"{\"method\":\"item/started\",\"params\":{\"item\":{\"type\":\"userMessage\",\"id\":\"m\",\"content\":[{\"type\":\"text\",\"text\":\"check the diff\"}]}}}\n"
+                    .to_vec(),
+            ),
+            (
+                5,
+                Stdout,
+                b"{\"method\":\"item/started\",\"params\":{\"item\":{\"type\":\"commandExecution\",\"id\":\"c\",\"command\":\"git diff --stat\",\"status\":\"inProgress\"}}}\n"
+                    .to_vec(),
+            ),
+            (
+                6,
+                Stdout,
+                b"{\"method\":\"item/completed\",\"params\":{\"item\":{\"type\":\"commandExecution\",\"id\":\"c\",\"command\":\"git diff --stat\",\"status\":\"failed\",\"exitCode\":128,\"aggregatedOutput\":\"fatal: not a git repository\\n\"}}}\n"
+                    .to_vec(),
+            ),
+            (
+                7,
+                Stdout,
                 b"{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"the diff looks right\\n\\u001b]52;c;eA==\\u0007but \\u202eone\"}}\n"
                     .to_vec(),
             ),
-            (4, true, b"warning: slow disk\n".to_vec()),
+            (8, Stderr, b"warning: slow disk\n".to_vec()),
             (
-                5,
-                false,
+                9,
+                Stdout,
+                b"{\"method\":\"error\",\"params\":{\"error\":{\"message\":\"Reconnecting... 2/5\"},\"willRetry\":true}}\n"
+                    .to_vec(),
+            ),
+            (
+                10,
+                Stdout,
                 b"{\"method\":\"turn/completed\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\",\"status\":\"completed\"}}}\n"
                     .to_vec(),
             ),
@@ -631,16 +666,40 @@ fn pipe_session_in_the_live_pane() {
         let t = draw(&mut app, w, h);
         crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
         insta::assert_snapshot!(format!("cockpit_pipe_{w}x{h}"), text(&t));
-        // stderr is dimmed.
-        let buf = t.backend().buffer();
-        let (x, y) = find(buf, "warning: slow disk").unwrap();
-        assert_eq!(
-            buf[(x, y)].fg,
+        let fg = |role| {
             Theme::default_theme()
-                .style(crate::tui::role::Role::Dim)
+                .style(role)
                 .fg
                 .unwrap_or(Color::Reset)
+        };
+        use crate::tui::role::Role;
+        // stderr is dimmed; the person's turn (once: codex's echo is not repeated), the
+        // failed call and the retried error stand out.
+        let buf = t.backend().buffer();
+        let (x, y) = find(buf, "warning: slow disk").unwrap();
+        assert_eq!(buf[(x, y)].fg, fg(Role::Dim));
+        if h >= 40 {
+            // (At 80×24 it has scrolled off the pane.)
+            assert_eq!(text(&t).matches("you: check the diff").count(), 1);
+            let (x, y) = find(buf, "you: check the diff").unwrap();
+            assert_eq!(buf[(x, y)].fg, fg(Role::Header));
+        }
+        let (x, y) = find(buf, "▸ commandExecution: git diff --stat (exit 128)").unwrap();
+        assert_eq!(buf[(x, y)].fg, fg(Role::Error));
+        let (x, y) = find(buf, "! error: Reconnecting... 2/5 (will retry)").unwrap();
+        assert_eq!(buf[(x, y)].fg, fg(Role::Error));
+        // `o` shows the call's output under its line, and hides it again.
+        assert!(find(buf, "│ fatal: not a git repository").is_none());
+        app.on_key(ch('o'));
+        let t = draw(&mut app, w, h);
+        assert!(
+            find(t.backend().buffer(), "│ fatal: not a git repository").is_some(),
+            "{}",
+            text(&t)
         );
+        app.on_key(ch('o'));
+        let t = draw(&mut app, w, h);
+        assert!(find(t.backend().buffer(), "│ fatal: not a git repository").is_none());
     }
 }
 
@@ -839,7 +898,11 @@ fn hostile_names_and_output_render_harmlessly() {
         let epoch = app.live.slot.as_ref().unwrap().epoch;
         app.on_msg(Msg::Live {
             epoch,
-            ev: LiveEvent::Output(vec![(1, false, HOSTILE_NAME.as_bytes().to_vec())]),
+            ev: LiveEvent::Output(vec![(
+                1,
+                crate::runs::Stream::Stdout,
+                HOSTILE_NAME.as_bytes().to_vec(),
+            )]),
         });
         let t = draw(&mut app, w, h);
         let buf = t.backend().buffer();
