@@ -90,7 +90,18 @@ const SCENES: [Scene; 5] = [
         name: "explain the failing test",
         tool: "codex",
         transport: "pipe",
-        script: "!say The test fails because lex_string stops at an escaped quote.\n!say A fix: skip the character after a backslash.\nexplain the failing test",
+        // One of each thing a conversation shows (reasoning, a plan, tool calls that end and
+        // fail, a retried error, file changes), in codex's own shapes.
+        script: "!think The failure names an escaped quote: read lex_string first.\n\
+                 !plan Read the lexer|Run the failing test|Fix lex_string\n\
+                 !tool read src/lexer.rs 0\n\
+                 !tool bash cargo test --lib lexer 101\n\
+                 !fail Reconnecting... 1/5\n\
+                 !say The test fails because lex_string stops at an escaped quote.\n\
+                 !tool edit src/lexer.rs 0\n\
+                 !tool bash cargo test --lib lexer 0\n\
+                 !say A fix: skip the character after a backslash.\n\
+                 explain the failing test",
         settle: Some("idle"),
     },
     Scene {

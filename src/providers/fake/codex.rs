@@ -108,10 +108,19 @@ fn write_conversation(
             note("item/completed", at(change(status)))
         }
         Emit::Tool {
-            arg, exit, output, ..
+            kind,
+            arg,
+            exit,
+            output,
         } => {
+            // codex reads files with shell commands.
+            let command = if kind == "read" {
+                format!("cat {arg}")
+            } else {
+                arg.to_string()
+            };
             let item = |status: &str, out: Value, code: Value| {
-                json!({"type": "commandExecution", "id": item_id, "command": arg, "cwd": cwd,
+                json!({"type": "commandExecution", "id": item_id, "command": command, "cwd": cwd,
                        "commandActions": [], "status": status, "aggregatedOutput": out,
                        "exitCode": code, "processId": null, "durationMs": null})
             };
