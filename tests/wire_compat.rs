@@ -119,6 +119,9 @@ const CHANGES: &[Change] = &[
     // `blocked` and `waiting` are new too, `null` when absent: the null rule).
     (RUN_VIEWS, None, Some(".permissions_open")),
     (RUN_LISTS, None, Some(".items/[]/.permissions_open")),
+    // Issue 13 also gives an attach `output` frame's `stream` a third value, `stdin` (a pipe
+    // run's input as proctor wrote it): a new value of a string field, not a field, so no
+    // line here (docs/api.md, "Changes", issue 13).
 ];
 
 /// Every answer that is one run view (issue 13's additions apply to each).

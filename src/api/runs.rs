@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+pub use crate::providers::conversation::{PlanEntry, Said, ToolStatus, TurnOutcome};
 pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
 pub use crate::sessions::record::{Blocked, RunEvent, State, WaitSource, Waiting};
@@ -598,6 +599,10 @@ mod ops {
         LagEvent,
         EndEvent,
         NoticeEvent,
+        Said,
+        PlanEntry,
+        ToolStatus,
+        TurnOutcome,
     )),
     tags((name = "runs", description = "Agent sessions (runs): start, watch, steer, tidy"))
 )]
