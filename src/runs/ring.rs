@@ -106,8 +106,8 @@ pub struct RingStatus {
     pub total_bytes: u64,
     /// Set once the run has ended.
     pub end: Option<End>,
-    /// When the last frame was pushed (milliseconds since the Unix epoch, wall clock): what
-    /// a client shows as "output 2s ago".
+    /// When the child's last frame was pushed (milliseconds since the Unix epoch, wall
+    /// clock; `stdin` frames do not count): what a client shows as "output 2s ago".
     pub last_push_ms: Option<u64>,
 }
 
@@ -215,10 +215,13 @@ impl Ring {
                 st.total_bytes += bytes.len() as u64;
                 st.frames.push_back(Frame { seq, stream, bytes });
             }
-            st.last_push_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()
-                .and_then(|d| u64::try_from(d.as_millis()).ok());
+            // When the child last wrote: what proctor wrote to it does not count.
+            if stream != Stream::Stdin {
+                st.last_push_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .and_then(|d| u64::try_from(d.as_millis()).ok());
+            }
             status_of(&st, self.capacity)
         };
         self.publish(status);
@@ -551,6 +554,16 @@ mod tests {
         assert_eq!(end.last_seq, 51);
         // Once ended, it answers at once, every time.
         assert_eq!(r.wait_end(Duration::ZERO), Some(end));
+    }
+
+    #[test]
+    fn proctors_own_input_is_not_the_childs_output_time() {
+        let r = Ring::new(1 << 20);
+        assert_eq!(r.push(Stream::Stdin, b"{\"type\":\"user\"}\n"), Some(1));
+        assert_eq!(r.status().last_push_ms, None, "the child wrote nothing yet");
+        assert_eq!(r.status().next_seq, 2);
+        r.push(Stream::Stdout, b"answer\n");
+        assert!(r.status().last_push_ms.is_some());
     }
 
     #[test]
