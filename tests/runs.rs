@@ -75,8 +75,8 @@ fn read_to_end(run: &Run, mut cursor: u64) -> (Vec<Frame>, End) {
     }
 }
 
-/// Reads from `cursor` until the accumulated bytes of `stream` contain `needle`; returns the
-/// bytes read and the next cursor.
+/// Reads from `cursor` until the child's accumulated output (not a pipe run's recorded input)
+/// contains `needle`; returns the bytes read and the next cursor.
 fn read_until(run: &Run, mut cursor: u64, needle: &str, times: usize) -> (Vec<u8>, u64) {
     let mut got = Vec::new();
     loop {
@@ -89,7 +89,10 @@ fn read_until(run: &Run, mut cursor: u64, needle: &str, times: usize) -> (Vec<u8
                 for f in fs {
                     assert_eq!(f.seq, cursor);
                     cursor += 1;
-                    got.extend_from_slice(&f.bytes);
+                    // The child's output (a pipe run's input is in the ring too).
+                    if f.stream != Stream::Stdin {
+                        got.extend_from_slice(&f.bytes);
+                    }
                 }
             }
             ReadOutcome::Pending { .. } => {

@@ -351,11 +351,15 @@ pub struct SseEvent {
 }
 
 impl SseEvent {
-    /// The decoded bytes of an `output` event.
+    /// The decoded bytes of an `output` event: the child's output (a pipe run's `stdin`
+    /// frames, what proctor wrote to it, are left out).
     pub fn bytes(&self) -> Vec<u8> {
         use base64::Engine;
         let mut out = Vec::new();
         for f in self.data["frames"].as_array().into_iter().flatten() {
+            if f["stream"] == "stdin" {
+                continue;
+            }
             out.extend(
                 base64::engine::general_purpose::STANDARD
                     .decode(f["b64"].as_str().unwrap())
