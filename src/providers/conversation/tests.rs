@@ -450,3 +450,85 @@ fn strings_are_bounded_and_unknown_tools_are_raw() {
     assert!(message.ends_with('…'));
     assert_eq!(said.len(), 1, "{:?}", err("x"));
 }
+
+#[test]
+fn lines_join_streamed_text_and_describe_each_event() {
+    let mut l = Lines::new();
+    let mut out = Vec::new();
+    for s in [
+        Said::PersonTurn {
+            text: "fix it\nplease".into(),
+        },
+        Said::AgentText { text: "wor".into() },
+        Said::AgentText {
+            text: "king\nand ".into(),
+        },
+        Said::ToolCall {
+            id: "1".into(),
+            kind: "Bash".into(),
+            title: Some("Run tests".into()),
+            command: Some("cargo test".into()),
+            path: None,
+            status: ToolStatus::Failed,
+            exit_code: Some(101),
+            output: None,
+        },
+        Said::Usage {
+            input_tokens: Some(3),
+            output_tokens: None,
+            cost_usd: None,
+            context_used: None,
+            context_window: Some(200000),
+        },
+        Said::TurnEnded {
+            outcome: TurnOutcome::Completed,
+            detail: Some("end_turn".into()),
+        },
+    ] {
+        out.extend(l.push(&s));
+    }
+    out.extend(l.finish());
+    let text: Vec<(Voice, &str)> = out.iter().map(|l| (l.voice, l.text.as_str())).collect();
+    assert_eq!(
+        text,
+        [
+            (Voice::Person, "you: fix it"),
+            (Voice::Person, "     please"),
+            (Voice::Agent, "working"),
+            (Voice::Agent, "and "),
+            (Voice::Tool, "▸ Bash: cargo test — Run tests (exit 101)"),
+            (Voice::Note, "usage: in 3 · context window 200000"),
+            (Voice::Note, "── turn ended: completed (end_turn)"),
+        ]
+    );
+    assert_eq!(out[4].call.as_deref(), Some("1"));
+    // Nothing reported: no usage line at all.
+    assert!(
+        describe(&Said::Usage {
+            input_tokens: None,
+            output_tokens: None,
+            cost_usd: None,
+            context_used: None,
+            context_window: None,
+        })
+        .is_empty()
+    );
+}
+
+proptest::proptest! {
+    /// Whatever a tool (or a corrupted stream) writes, the reader answers, never panics, and
+    /// keeps every string bounded.
+    #[test]
+    fn any_line_in_any_direction_is_read(line in proptest::collection::vec(proptest::num::u8::ANY, 0..400),
+                                          frame in "\\{\"(type|method|id|jsonrpc|params|item|update)\":[ -~]{0,80}\\}") {
+        for p in [StdioProtocol::ClaudeStreamJson, StdioProtocol::CodexAppServer, StdioProtocol::Acp] {
+            let mut r = Reader::new(Some(p));
+            for dir in [Direction::Stdout, Direction::Stderr, Direction::Stdin] {
+                for said in r.read(dir, &line).into_iter().chain(r.read(dir, frame.as_bytes())) {
+                    let json = serde_json::to_string(&said).unwrap();
+                    proptest::prop_assert!(json.len() < 8 * MAX_TEXT, "{}", json);
+                }
+            }
+        }
+    }
+}
