@@ -202,3 +202,9 @@ fn codex_app_server_conversation() {
 fn acp_conversation() {
     check("gemini", "execute", None, None);
 }
+
+#[test]
+fn acp_conversation_of_the_other_acp_fakes() {
+    check("opencode", "execute", None, None);
+    check("grok", "execute", None, None);
+}
