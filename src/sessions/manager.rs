@@ -1712,6 +1712,14 @@ impl Sessions {
             },
             (Some(link), _) => {
                 let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
+                if state == State::Blocked && !l.session.ready() {
+                    // Its handshake was refused: input queued for it would wait forever.
+                    let why = self.get_record(inner, run_ref)?.derive().reason;
+                    return Err(SessionError::Conflict(format!(
+                        "run {run_ref} is blocked: {}",
+                        why.unwrap_or_default()
+                    )));
+                }
                 let tool = l.session.tool();
                 let bytes = if let Some(t) = &req.text {
                     if !l.session.ready() {
