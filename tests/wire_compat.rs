@@ -119,6 +119,18 @@ const CHANGES: &[Change] = &[
     // `blocked` and `waiting` are new too, `null` when absent: the null rule).
     (RUN_VIEWS, None, Some(".permissions_open")),
     (RUN_LISTS, None, Some(".items/[]/.permissions_open")),
+    // Issue 13: a run's `started` event names the account home its tool runs with (a
+    // blocked run's remedy names it).
+    (
+        &["GET /runs/{run}/events"],
+        None,
+        Some(".items/[]/.fields/.account_home"),
+    ),
+    (
+        &["proctor ledger tail --json"],
+        None,
+        Some("[]/.account_home"),
+    ),
 ];
 
 /// Every answer that is one run view (issue 13's additions apply to each).
