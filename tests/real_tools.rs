@@ -365,6 +365,20 @@ fn pipe_form(s: &DemoServer, tool: &str, ws: &std::path::Path) -> String {
             let want = if tool == "claude" {
                 "\"type\":\"result\""
             } else {
+                // opencode's second prompt, interrupted while it retries its service.
+                std::thread::sleep(Duration::from_secs(3));
+                let (code, r) = s.call("POST", &s.run_path(&run, "/interrupt"), None);
+                say(
+                    tool,
+                    f,
+                    "interrupt the second prompt",
+                    format!(
+                        "HTTP {code} {}",
+                        r["error"]["message"].as_str().unwrap_or("")
+                    ),
+                );
+                assert_eq!(code, 200, "{r}");
+                assert!(alive(pid), "{tool}: the process stays");
                 "\"id\":3,"
             };
             s.attach(&run, last_seq(&first) + 1, |e| text(e).contains(want))
@@ -389,9 +403,49 @@ fn pipe_form(s: &DemoServer, tool: &str, ws: &std::path::Path) -> String {
                         .count()
                         >= 2
             });
-            say(tool, f, "second turn", format!("state {}", v["state"]));
+            let ended = kinds(s, &run)
+                .into_iter()
+                .rfind(|e| e["kind"] == "sessions.run.turn_ended")
+                .unwrap_or_default();
+            say(
+                tool,
+                f,
+                "second turn",
+                format!(
+                    "ended {} ({}); state {}",
+                    ended["fields"]["outcome"], ended["fields"]["detail"], v["state"]
+                ),
+            );
             expect_blocked(tool, &v);
         }
+    } else if tool == "gemini" {
+        // A tool blocked at its handshake writes no more frames (only stderr, at its own
+        // pace): after the stop, attach from 0 to the end, then from just after its first
+        // output event: exactly the rest.
+        s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+        let all = s.attach(&run, 0, |_| false);
+        let cut = all.iter().position(|e| e.event == "output").unwrap();
+        let first = &all[..=cut];
+        let last = last_seq(first);
+        let more = s.attach(&run, last + 1, |_| false);
+        if output_of(&more).is_empty() {
+            assert_eq!(
+                last_seq(&all),
+                last,
+                "nothing after {last}, and nothing missed"
+            );
+        } else {
+            check_reconnect(s, &run, first, &more);
+        }
+        say(
+            tool,
+            f,
+            "attach and reconnect (after the stop)",
+            format!(
+                "from 0 to {last}, then from {} exactly, to the end",
+                last + 1
+            ),
+        );
     } else {
         say(
             tool,
@@ -669,13 +723,20 @@ fn record(s: &DemoServer, tool: &str, version: &str, run: &str) {
     eprintln!("real-tool battery: {tool}: recorded {}", path.display());
 }
 
+static START: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn battery(tool: &str) {
     let Some((_, version)) = present(tool) else {
         return;
     };
     // A server whose PATH holds the real tools and whose HOME is a fresh folder: the default
     // profile's account home is a fresh, empty one.
-    let s = DemoServer::start_with_env(&[("HOME", "fresh-home")]);
+    let s = {
+        // The four batteries run at once; their servers start one at a time (a server must
+        // come up within 10 s, and four node tools starting together load the machine).
+        let _one = START.lock().unwrap_or_else(|e| e.into_inner());
+        DemoServer::start_with_env(&[("HOME", "fresh-home")])
+    };
     let ws = s.home.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let run = pipe_form(&s, tool, &ws);

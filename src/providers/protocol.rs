@@ -167,6 +167,8 @@ pub struct StdioSession {
     codex_turn_id: Option<String>,
     /// ACP: a `session/prompt` is pending.
     acp_prompt_open: bool,
+    /// ACP: a `session/cancel` was sent for the pending prompt.
+    acp_cancel_sent: bool,
     /// claude: the words of an API error message of this turn (an `assistant` frame with
     /// `is_api_error_message`, model `<synthetic>`).
     claude_api_error: Option<String>,
@@ -217,6 +219,7 @@ impl StdioSession {
             codex_turn_open: false,
             codex_turn_id: None,
             acp_prompt_open: false,
+            acp_cancel_sent: false,
             claude_api_error: None,
             codex_last_retry: None,
             codex_blocked: false,
@@ -331,6 +334,7 @@ impl StdioSession {
                 }
                 let session = self.conversation_id.clone().unwrap_or_default();
                 self.acp_prompt_open = true;
+                self.acp_cancel_sent = false;
                 Ok(self.request(
                     "session/prompt",
                     json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
@@ -370,6 +374,7 @@ impl StdioSession {
             }
             StdioProtocol::Acp => {
                 let session = self.conversation_id.clone().unwrap_or_default();
+                self.acp_cancel_sent = true;
                 Ok(line(json!({
                     "jsonrpc": "2.0",
                     "method": "session/cancel",
@@ -658,12 +663,19 @@ impl StdioSession {
             Pending::TurnInterrupt => {}
             Pending::Prompt => {
                 self.acp_prompt_open = false;
-                let reason = str_at(result, "/stopReason").map(str::to_string);
+                let mut reason = str_at(result, "/stopReason").map(str::to_string);
                 let outcome = match reason.as_deref() {
                     Some("cancelled") => TurnOutcome::Interrupted,
+                    // A prompt answered after proctor cancelled it was interrupted, whatever
+                    // its stop reason (opencode 1.18.33 says `end_turn`).
+                    Some(r) if self.acp_cancel_sent => {
+                        reason = Some(format!("{r} (after session/cancel)"));
+                        TurnOutcome::Interrupted
+                    }
                     Some("refusal") | None => TurnOutcome::Failed,
                     Some(_) => TurnOutcome::Completed,
                 };
+                self.acp_cancel_sent = false;
                 out.events.push(Event::TurnEnded {
                     outcome,
                     detail: reason,
@@ -1278,6 +1290,37 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params"}}"#,
         );
         assert!(blocked(&o.events).is_empty(), "{:?}", o.events);
+    }
+
+    #[test]
+    fn an_acp_prompt_cancelled_is_interrupted_whatever_its_stop_reason() {
+        // opencode 1.18.33 answers a prompt cancelled while it retries its service with
+        // `stopReason: "end_turn"` and no tokens (the real tools battery, 2026-12-01): a turn
+        // that did not work, so it must not read as completed (which would clear a block).
+        let mut c = StdioSession::new(Tool::Opencode, &cwd(), None).unwrap();
+        c.start();
+        c.observe(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        c.observe(br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#);
+        c.input("x").unwrap();
+        c.interrupt().unwrap();
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","usage":{"inputTokens":0,"outputTokens":0,"totalTokens":0},"_meta":{}}}"#);
+        assert_eq!(
+            o.events,
+            [Event::TurnEnded {
+                outcome: TurnOutcome::Interrupted,
+                detail: Some("end_turn (after session/cancel)".into())
+            }]
+        );
+        // The next prompt, not cancelled, ends as it says.
+        c.input("y").unwrap();
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}"#);
+        assert_eq!(
+            o.events,
+            [Event::TurnEnded {
+                outcome: TurnOutcome::Completed,
+                detail: Some("end_turn".into())
+            }]
+        );
     }
 
     #[test]
