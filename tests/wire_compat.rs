@@ -122,6 +122,18 @@ const CHANGES: &[Change] = &[
     // Issue 13 also gives an attach `output` frame's `stream` a third value, `stdin` (a pipe
     // run's input as proctor wrote it): a new value of a string field, not a field, so no
     // line here (docs/api.md, "Changes", issue 13).
+    // Issue 13: a run's `started` event names the account home its tool runs with (a
+    // blocked run's remedy names it).
+    (
+        &["GET /runs/{run}/events"],
+        None,
+        Some(".items/[]/.fields/.account_home"),
+    ),
+    (
+        &["proctor ledger tail --json"],
+        None,
+        Some("[]/.account_home"),
+    ),
 ];
 
 /// Every answer that is one run view (issue 13's additions apply to each).

@@ -97,6 +97,20 @@ pub enum Event {
         method: &'static str,
         message: String,
     },
+    /// The tool said it cannot work (no login, its service unreachable, its retries
+    /// exhausted): its own words and the frame that said so (issue 13 §2). Reported once per
+    /// turn.
+    Blocked {
+        /// The frame: `result api_error` (claude), `error notification` or `turn/completed
+        /// error` (codex), `stderr` (claude's "Not logged in").
+        source: &'static str,
+        words: String,
+    },
+    /// The tool reports an error it retries on its own (codex `error` with `willRetry:
+    /// true`, "Reconnecting... 2/5"): the turn goes on. Reported when the words change.
+    Retrying { words: String },
+    /// A warning the tool reported (codex `warning` and `configWarning`).
+    Warning { words: String },
 }
 
 /// The result of observing one output line.
@@ -153,6 +167,15 @@ pub struct StdioSession {
     codex_turn_id: Option<String>,
     /// ACP: a `session/prompt` is pending.
     acp_prompt_open: bool,
+    /// ACP: a `session/cancel` was sent for the pending prompt.
+    acp_cancel_sent: bool,
+    /// claude: the words of an API error message of this turn (an `assistant` frame with
+    /// `is_api_error_message`, model `<synthetic>`).
+    claude_api_error: Option<String>,
+    /// codex: the words of the last retry reported, and whether this turn was reported
+    /// blocked already.
+    codex_last_retry: Option<String>,
+    codex_blocked: bool,
 }
 
 fn line(v: Value) -> Vec<u8> {
@@ -196,6 +219,10 @@ impl StdioSession {
             codex_turn_open: false,
             codex_turn_id: None,
             acp_prompt_open: false,
+            acp_cancel_sent: false,
+            claude_api_error: None,
+            codex_last_retry: None,
+            codex_blocked: false,
         })
     }
 
@@ -307,6 +334,7 @@ impl StdioSession {
                 }
                 let session = self.conversation_id.clone().unwrap_or_default();
                 self.acp_prompt_open = true;
+                self.acp_cancel_sent = false;
                 Ok(self.request(
                     "session/prompt",
                     json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
@@ -346,6 +374,7 @@ impl StdioSession {
             }
             StdioProtocol::Acp => {
                 let session = self.conversation_id.clone().unwrap_or_default();
+                self.acp_cancel_sent = true;
                 Ok(line(json!({
                     "jsonrpc": "2.0",
                     "method": "session/cancel",
@@ -440,14 +469,27 @@ impl StdioSession {
                 }
             }
             Some("assistant") => {
+                // An API error is written as an assistant message the model never sent
+                // (model `<synthetic>`, `is_api_error_message: true`, `error` e.g.
+                // `authentication_failed`), seen from claude 2.1.332 without a login.
+                let api_error = v.get("is_api_error_message").and_then(Value::as_bool)
+                    == Some(true)
+                    || (str_at(v, "/message/model") == Some("<synthetic>")
+                        && str_at(v, "/error").is_some());
                 if let Some(blocks) = v.pointer("/message/content").and_then(Value::as_array) {
                     for b in blocks {
                         if str_at(b, "/type") == Some("text")
                             && let Some(t) = str_at(b, "/text")
                         {
+                            if api_error {
+                                self.claude_api_error = Some(t.to_string());
+                            }
                             out.events.push(Event::AgentText(t.to_string()));
                         }
                     }
+                }
+                if api_error && self.claude_api_error.is_none() {
+                    self.claude_api_error = str_at(v, "/error").map(str::to_string);
                 }
             }
             Some("result") => {
@@ -470,6 +512,24 @@ impl StdioSession {
                     outcome,
                     detail: terminal.or(subtype).map(str::to_string),
                 });
+                // A turn the API refused (no login, no credit, the service unreachable):
+                // `terminal_reason: "api_error"` (claude 2.1.332 sends `subtype: "success"`
+                // with `is_error: true` for it), or an error result after an API error
+                // message.
+                let api_error = self.claude_api_error.take();
+                if terminal == Some("api_error")
+                    || (outcome == TurnOutcome::Failed && api_error.is_some())
+                {
+                    let words = str_at(v, "/result")
+                        .filter(|r| !r.trim().is_empty())
+                        .map(str::to_string)
+                        .or(api_error)
+                        .unwrap_or_else(|| "api_error".to_string());
+                    out.events.push(Event::Blocked {
+                        source: "result api_error",
+                        words,
+                    });
+                }
             }
             Some("control_response") if str_at(v, "/response/subtype") == Some("error") => {
                 out.events.push(Event::RequestFailed {
@@ -603,12 +663,19 @@ impl StdioSession {
             Pending::TurnInterrupt => {}
             Pending::Prompt => {
                 self.acp_prompt_open = false;
-                let reason = str_at(result, "/stopReason").map(str::to_string);
+                let mut reason = str_at(result, "/stopReason").map(str::to_string);
                 let outcome = match reason.as_deref() {
                     Some("cancelled") => TurnOutcome::Interrupted,
+                    // A prompt answered after proctor cancelled it was interrupted, whatever
+                    // its stop reason (opencode 1.18.33 says `end_turn`).
+                    Some(r) if self.acp_cancel_sent => {
+                        reason = Some(format!("{r} (after session/cancel)"));
+                        TurnOutcome::Interrupted
+                    }
                     Some("refusal") | None => TurnOutcome::Failed,
                     Some(_) => TurnOutcome::Completed,
                 };
+                self.acp_cancel_sent = false;
                 out.events.push(Event::TurnEnded {
                     outcome,
                     detail: reason,
@@ -637,8 +704,21 @@ impl StdioSession {
                 self.acp_prompt_open = false;
                 out.events.push(Event::TurnEnded {
                     outcome: TurnOutcome::Failed,
-                    detail: Some(message),
+                    detail: Some(message.clone()),
                 });
+                // ACP's "authentication required" (-32000), or opencode's `APIError` (1.18.33
+                // without a network, after a minute of retries: "Internal error: Cannot
+                // connect to API: …", `data.errorName: "APIError"`).
+                let code = err.get("code").and_then(Value::as_i64);
+                let name = str_at(err, "/data/errorName");
+                if code == Some(-32000)
+                    || matches!(name, Some("APIError" | "ProviderAuthError" | "AuthError"))
+                {
+                    out.events.push(Event::Blocked {
+                        source: "session/prompt error",
+                        words: message,
+                    });
+                }
             }
             _ => out.events.push(Event::RequestFailed {
                 method: kind.method(),
@@ -650,6 +730,8 @@ impl StdioSession {
     fn observe_notification(&mut self, m: &str, v: &Value, out: &mut Observed) {
         match (self.protocol, m) {
             (StdioProtocol::CodexAppServer, "turn/started") => {
+                self.codex_last_retry = None;
+                self.codex_blocked = false;
                 let turn = str_at(v, "/params/turn/id").map(str::to_string);
                 if turn.is_some() {
                     self.codex_turn_id = turn.clone();
@@ -674,6 +756,61 @@ impl StdioSession {
                     .map(str::to_string)
                     .or(status);
                 out.events.push(Event::TurnEnded { outcome, detail });
+                if outcome == TurnOutcome::Failed
+                    && let Some(err) = v.pointer("/params/turn/error")
+                    && codex_error_blocks(err)
+                    && !std::mem::replace(&mut self.codex_blocked, true)
+                {
+                    out.events.push(Event::Blocked {
+                        source: "turn/completed error",
+                        words: codex_error_words(err),
+                    });
+                }
+            }
+            (StdioProtocol::CodexAppServer, "error") => {
+                let Some(err) = v.pointer("/params/error") else {
+                    return;
+                };
+                let words = codex_error_words(err);
+                let will_retry = v.pointer("/params/willRetry").and_then(Value::as_bool);
+                // After its numbered retries ("Reconnecting... 5/5") codex 0.171 falls back
+                // to HTTPS and then waits for the network without end, still saying
+                // `willRetry: true`: that is the point where it cannot work.
+                let exhausted = match will_retry {
+                    Some(true) => {
+                        str_at(err, "/message").is_some_and(|m| m.contains("waiting for network"))
+                    }
+                    _ => codex_error_blocks(err),
+                };
+                if exhausted {
+                    if !std::mem::replace(&mut self.codex_blocked, true) {
+                        out.events.push(Event::Blocked {
+                            source: "error notification",
+                            words,
+                        });
+                    }
+                } else if will_retry == Some(true)
+                    && self.codex_last_retry.as_deref() != Some(words.as_str())
+                {
+                    self.codex_last_retry = Some(words.clone());
+                    out.events.push(Event::Retrying { words });
+                }
+            }
+            (StdioProtocol::CodexAppServer, "warning") => {
+                if let Some(m) = str_at(v, "/params/message") {
+                    out.events.push(Event::Warning {
+                        words: m.to_string(),
+                    });
+                }
+            }
+            (StdioProtocol::CodexAppServer, "configWarning") => {
+                if let Some(m) = str_at(v, "/params/summary") {
+                    let words = match str_at(v, "/params/details") {
+                        Some(d) => format!("{m}: {d}"),
+                        None => m.to_string(),
+                    };
+                    out.events.push(Event::Warning { words });
+                }
             }
             (StdioProtocol::Acp, "session/update") => {
                 if str_at(v, "/params/update/sessionUpdate") == Some("agent_message_chunk")
@@ -685,6 +822,47 @@ impl StdioSession {
             }
             _ => {}
         }
+    }
+}
+
+/// The words of a codex `TurnError` (`message`, then `additionalDetails` when present).
+fn codex_error_words(err: &Value) -> String {
+    let message = str_at(err, "/message").unwrap_or("");
+    match str_at(err, "/additionalDetails").filter(|d| !d.is_empty()) {
+        Some(d) if !message.is_empty() => format!("{message}: {d}"),
+        Some(d) => d.to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// Whether a codex `TurnError` says the tool cannot work without a person: no login or
+/// account limit (`unauthorized`, `usageLimitExceeded`), or its service unreachable (the
+/// connection and stream failures of `CodexErrorInfo`, codex 0.171's generated schema).
+fn codex_error_blocks(err: &Value) -> bool {
+    match err.get("codexErrorInfo") {
+        Some(Value::String(s)) => matches!(s.as_str(), "unauthorized" | "usageLimitExceeded"),
+        Some(Value::Object(o)) => o.keys().any(|k| {
+            matches!(
+                k.as_str(),
+                "httpConnectionFailed"
+                    | "responseStreamConnectionFailed"
+                    | "responseStreamDisconnected"
+                    | "responseTooManyFailedAttempts"
+            )
+        }),
+        _ => false,
+    }
+}
+
+/// A stderr line in which the tool says it cannot work (claude's "Not logged in" and
+/// "Invalid API key" forms), recognised from the text; its words, trimmed.
+pub fn blocked_in_stderr(tool: Tool, stderr: &str) -> Option<String> {
+    match tool {
+        Tool::Claude => stderr
+            .lines()
+            .find(|l| l.contains("Not logged in") || l.contains("Invalid API key"))
+            .map(|l| l.trim().to_string()),
+        _ => None,
     }
 }
 
@@ -911,6 +1089,247 @@ mod tests {
         assert!(c.conversation_id().is_none());
         assert!(matches!(o.events[0], Event::RequestFailed { .. }));
         assert!(StdioSession::new(Tool::Grok, std::path::Path::new("rel"), None).is_err());
+    }
+
+    /// Feeds a transcript recorded from a real tool (its stdout, one frame a line) to a new
+    /// session, sending `input` once the handshake completes; every event, in order.
+    fn replay(tool: Tool, transcript: &str, input: Option<&str>) -> Vec<Event> {
+        let mut c = StdioSession::new(tool, &cwd(), None).unwrap();
+        c.start();
+        let mut events = Vec::new();
+        let mut sent = false;
+        if c.ready()
+            && let Some(t) = input
+        {
+            c.input(t).unwrap();
+            sent = true;
+        }
+        for l in transcript.lines() {
+            let o = c.observe(l.as_bytes());
+            let ready = o.events.contains(&Event::Ready);
+            events.extend(o.events);
+            if ready
+                && !sent
+                && let Some(t) = input
+            {
+                c.input(t).unwrap();
+                sent = true;
+            }
+        }
+        events
+    }
+
+    fn blocked(events: &[Event]) -> Vec<(&'static str, String)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Blocked { source, words } => Some((*source, words.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn claude_api_error_without_a_login_is_blocked_with_its_words() {
+        // claude 2.1.332, a fresh HOME, one user frame (/work/probe, 2026-12-01).
+        let t = include_str!("../../tests/data/real/probe/claude-2.1.332-turn.stdout.jsonl");
+        let events = replay(Tool::Claude, t, Some("say hi"));
+        assert!(
+            events.contains(&Event::TurnEnded {
+                outcome: TurnOutcome::Failed,
+                detail: Some("api_error".into())
+            }),
+            "{events:?}"
+        );
+        assert_eq!(
+            blocked(&events),
+            [(
+                "result api_error",
+                "Not logged in · Please run /login".to_string()
+            )]
+        );
+        // A successful turn's result blocks nothing.
+        let mut c = StdioSession::new(Tool::Claude, &cwd(), None).unwrap();
+        c.start();
+        c.input("x").unwrap();
+        let o = c.observe(
+            br#"{"type":"result","subtype":"success","is_error":false,"result":"hi","session_id":"a","terminal_reason":"completed"}"#,
+        );
+        assert!(blocked(&o.events).is_empty(), "{:?}", o.events);
+        // An error result after an API error message blocks even without terminal_reason.
+        c.input("y").unwrap();
+        c.observe(br#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"Invalid API key"}]},"error":"authentication_failed","is_api_error_message":true,"session_id":"a"}"#);
+        let o =
+            c.observe(br#"{"type":"result","subtype":"success","is_error":true,"session_id":"a"}"#);
+        assert_eq!(
+            blocked(&o.events),
+            [("result api_error", "Invalid API key".to_string())]
+        );
+    }
+
+    #[test]
+    fn codex_retries_are_reported_and_their_exhaustion_blocks() {
+        // codex 0.171.0, a fresh HOME, no network, one turn/start (/work/probe, 2026-12-01).
+        let t = include_str!("../../tests/data/real/probe/codex-0.171.0-turn.stdout.jsonl");
+        let events = replay(Tool::Codex, t, Some("say hi"));
+        let retries: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Retrying { words } => Some(words.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(retries.len(), 4, "2/5 to 5/5, each once: {retries:?}");
+        assert!(retries[0].starts_with("Reconnecting... 2/5: stream disconnected"));
+        assert!(retries[3].starts_with("Reconnecting... 5/5"));
+        assert!(events.iter().any(|e| matches!(e, Event::Warning { words } if words.starts_with("Falling back from WebSockets"))));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Warning { words } if words.contains("bubblewrap")))
+        );
+        // "waiting for network" comes twice: blocked once.
+        assert_eq!(
+            blocked(&events),
+            [(
+                "error notification",
+                "Reconnecting... waiting for network: Connection failed: error sending request"
+                    .to_string()
+            )]
+        );
+        // The retries come after the turn started, so a new turn clears them.
+        let started = events
+            .iter()
+            .position(|e| matches!(e, Event::TurnStarted { .. }))
+            .unwrap();
+        let first_retry = events
+            .iter()
+            .position(|e| matches!(e, Event::Retrying { .. }))
+            .unwrap();
+        assert!(started < first_retry);
+    }
+
+    #[test]
+    fn codex_failed_turn_or_final_error_for_connectivity_blocks() {
+        let mut c = StdioSession::new(Tool::Codex, &cwd(), None).unwrap();
+        c.start();
+        c.observe(br#"{"id":0,"result":{}}"#);
+        c.observe(br#"{"id":1,"result":{"thread":{"id":"t"}}}"#);
+        c.input("x").unwrap();
+        c.observe(br#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u","status":"inProgress","items":[]}}}"#);
+        // A failed turn for another reason (the context window) is a failure, not a block.
+        let o = c.observe(br#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","status":"failed","items":[],"error":{"message":"too long","codexErrorInfo":"contextWindowExceeded"}}}}"#);
+        assert!(blocked(&o.events).is_empty());
+        c.input("y").unwrap();
+        c.observe(br#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"v","status":"inProgress","items":[]}}}"#);
+        let o = c.observe(br#"{"method":"error","params":{"error":{"message":"exceeded retry limit","codexErrorInfo":{"responseTooManyFailedAttempts":{"httpStatusCode":null}},"additionalDetails":null},"willRetry":false,"threadId":"t","turnId":"v"}}"#);
+        assert_eq!(
+            blocked(&o.events),
+            [("error notification", "exceeded retry limit".to_string())]
+        );
+        // The turn's end repeats it: still one block for the turn.
+        let o = c.observe(br#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"v","status":"failed","items":[],"error":{"message":"exceeded retry limit","codexErrorInfo":{"responseTooManyFailedAttempts":{"httpStatusCode":null}}}}}}"#);
+        assert!(blocked(&o.events).is_empty());
+        c.input("z").unwrap();
+        c.observe(br#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"w","status":"inProgress","items":[]}}}"#);
+        let o = c.observe(br#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"w","status":"failed","items":[],"error":{"message":"401 Unauthorized","codexErrorInfo":"unauthorized"}}}}"#);
+        assert_eq!(
+            blocked(&o.events),
+            [("turn/completed error", "401 Unauthorized".to_string())]
+        );
+    }
+
+    #[test]
+    fn acp_refusals_from_real_handshakes() {
+        // gemini 0.61.0 refuses session/new without a key; opencode 1.18.33 accepts it.
+        let t = include_str!("../../tests/data/real/probe/gemini-0.61.0-start.stdout.jsonl");
+        let events = replay(Tool::Gemini, t, None);
+        assert_eq!(
+            events,
+            [Event::RequestFailed {
+                method: "session/new",
+                message: "Gemini API key is missing or not configured.".into()
+            }]
+        );
+        let t = include_str!("../../tests/data/real/probe/opencode-1.18.33-start.stdout.jsonl");
+        let events = replay(Tool::Opencode, t, None);
+        assert_eq!(
+            events,
+            [
+                Event::ConversationId("ses_dcda3babeffeuHdEDX42kxRq1N".into()),
+                Event::Ready
+            ]
+        );
+    }
+
+    #[test]
+    fn opencode_prompt_refused_without_its_service_is_blocked() {
+        // opencode 1.18.33, a fresh HOME, no network, one session/prompt (2026-12-01).
+        let t = include_str!("../../tests/data/real/probe/opencode-1.18.33-turn.stdout.jsonl");
+        let events = replay(Tool::Opencode, t, Some("say hi"));
+        let words = "Internal error: Cannot connect to API: Unable to connect. Is the computer \
+                     able to access the url?";
+        assert!(
+            events.contains(&Event::TurnEnded {
+                outcome: TurnOutcome::Failed,
+                detail: Some(words.into())
+            }),
+            "{events:?}"
+        );
+        assert_eq!(
+            blocked(&events),
+            [("session/prompt error", words.to_string())]
+        );
+        // Another prompt error (a bad request) is the turn's failure only.
+        let mut c = StdioSession::new(Tool::Opencode, &cwd(), None).unwrap();
+        c.start();
+        c.observe(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        c.observe(br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#);
+        c.input("x").unwrap();
+        let o = c.observe(
+            br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params"}}"#,
+        );
+        assert!(blocked(&o.events).is_empty(), "{:?}", o.events);
+    }
+
+    #[test]
+    fn an_acp_prompt_cancelled_is_interrupted_whatever_its_stop_reason() {
+        // opencode 1.18.33 answers a prompt cancelled while it retries its service with
+        // `stopReason: "end_turn"` and no tokens (the real tools battery, 2026-12-01): a turn
+        // that did not work, so it must not read as completed (which would clear a block).
+        let mut c = StdioSession::new(Tool::Opencode, &cwd(), None).unwrap();
+        c.start();
+        c.observe(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        c.observe(br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#);
+        c.input("x").unwrap();
+        c.interrupt().unwrap();
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","usage":{"inputTokens":0,"outputTokens":0,"totalTokens":0},"_meta":{}}}"#);
+        assert_eq!(
+            o.events,
+            [Event::TurnEnded {
+                outcome: TurnOutcome::Interrupted,
+                detail: Some("end_turn (after session/cancel)".into())
+            }]
+        );
+        // The next prompt, not cancelled, ends as it says.
+        c.input("y").unwrap();
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}"#);
+        assert_eq!(
+            o.events,
+            [Event::TurnEnded {
+                outcome: TurnOutcome::Completed,
+                detail: Some("end_turn".into())
+            }]
+        );
+    }
+
+    #[test]
+    fn claude_stderr_not_logged_in() {
+        assert_eq!(
+            blocked_in_stderr(Tool::Claude, "x\nNot logged in · Please run /login\n").as_deref(),
+            Some("Not logged in · Please run /login")
+        );
+        assert!(blocked_in_stderr(Tool::Codex, "Not logged in").is_none());
     }
 
     #[test]

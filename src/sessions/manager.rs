@@ -1242,6 +1242,8 @@ impl Sessions {
         if let Some(dir) = &cgroup {
             started["cgroup"] = json!(dir.to_string_lossy());
         }
+        // The account home this generation runs with: a blocked run's remedy names it.
+        started["account_home"] = json!(profile.home.to_string_lossy());
         self.record(inner, run_ref, kinds::STARTED, started)?;
         let link = stdio.map(|mut session| {
             let opening = session.start();
@@ -1386,6 +1388,14 @@ impl Sessions {
             if let Some(msg) = providers::protocol::resume_refusal_in_stderr(l.session.tool(), &s) {
                 l.fatal = Some(format!("resume refused by the tool: {msg}"));
             }
+            if let Some(words) = providers::protocol::blocked_in_stderr(l.session.tool(), &s) {
+                drop(l);
+                let mut inner = self.lock();
+                if inner.live.get(run_ref).map(|l| l.generation) == Some(generation) {
+                    let fields = json!({"generation": generation, "source": "stderr", "words": text::one_line(&words, 500)});
+                    let _ = self.record(&mut inner, run_ref, kinds::BLOCKED, fields);
+                }
+            }
             return;
         }
         let observed = l.session.observe(line);
@@ -1438,6 +1448,18 @@ impl Sessions {
                     json!({"generation": generation, "method": method, "message": text::one_line(&message, 500)}),
                 )),
                 Event::AgentText(_) => {}
+                Event::Blocked { source, words } => facts.push((
+                    kinds::BLOCKED,
+                    json!({"generation": generation, "source": source, "words": text::one_line(&words, 500)}),
+                )),
+                Event::Retrying { words } => facts.push((
+                    kinds::RETRYING,
+                    json!({"generation": generation, "words": text::one_line(&words, 500)}),
+                )),
+                Event::Warning { words } => facts.push((
+                    kinds::WARNING,
+                    json!({"generation": generation, "words": text::one_line(&words, 500)}),
+                )),
             }
         }
         drop(l);
@@ -1693,6 +1715,14 @@ impl Sessions {
             },
             (Some(link), _) => {
                 let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
+                if state == State::Blocked && !l.session.ready() {
+                    // Its handshake was refused: input queued for it would wait forever.
+                    let why = self.get_record(inner, run_ref)?.derive().reason;
+                    return Err(SessionError::Conflict(format!(
+                        "run {run_ref} is blocked: {}",
+                        why.unwrap_or_default()
+                    )));
+                }
                 let tool = l.session.tool();
                 let bytes = if let Some(t) = &req.text {
                     if !l.session.ready() {

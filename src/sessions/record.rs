@@ -198,20 +198,82 @@ pub mod kinds {
     pub const PERMISSION_REFUSED: &str = "sessions.run.permission_refused";
     /// A tool's own hook reported to the server (claude's Notification/Stop on a PTY run).
     pub const HOOK: &str = "sessions.run.hook";
+    /// The tool said it cannot work (`{generation, source, words}`): the run is `blocked`.
+    pub const BLOCKED: &str = "sessions.run.blocked";
+    /// The tool retries an error on its own (`{generation, words}`), e.g. codex's
+    /// "Reconnecting... 2/5": the run is still running, and its `reason` says so.
+    pub const RETRYING: &str = "sessions.run.retrying";
+    /// A warning the tool reported (`{generation, words}`).
+    pub const WARNING: &str = "sessions.run.warning";
 }
 
 /// The protocol requests without which a stdio tool cannot work: a refusal of one of them
 /// (an error answer) blocks the run.
 const HANDSHAKE: &[&str] = &["initialize", "session/new", "thread/start"];
 
-/// Why a run is blocked: the tool's words (already sanitised and bounded when recorded), the
-/// frame that said so, and the remedy.
-fn blocked_reason(tool: &str, method: &str, said: &str) -> String {
-    format!(
-        "{tool} refused {method}: {said}. Remedy: log in (or set its key) for this profile's \
-         account, for example by running `{tool}` once in a terminal with the profile's HOME, \
-         then resume the session"
-    )
+/// What a person can do about a blocked run: log in with the profile's account home (the
+/// variable and value that point the tool at it, as `proctor` launches it), or check the
+/// network when the tool could not reach its service; then what to do next.
+pub fn blocked_remedy(
+    tool: &str,
+    profile: &str,
+    account_home: Option<&str>,
+    source: &str,
+) -> String {
+    use crate::providers::{HomeVarTarget, Tool};
+    let Ok(t) = Tool::parse(tool) else {
+        return format!("log in to {tool} for this profile's account, then resume the session");
+    };
+    let spec = t.spec();
+    let login = match t {
+        Tool::Claude => "`claude` once (then /login)".to_string(),
+        Tool::Codex => "`codex login`".to_string(),
+        Tool::Opencode => "`opencode auth login`".to_string(),
+        _ => format!("`{}` once", spec.program),
+    };
+    // A default profile sets no variable: the tool finds its home from HOME. An added one
+    // sets the tool's own variable (providers::env::launch_env).
+    let place = match account_home {
+        Some(home) if profile == tool => match home.strip_suffix(spec.default_home) {
+            Some(user) => format!(
+                "HOME={} (the account home {home})",
+                user.strip_suffix('/')
+                    .filter(|u| !u.is_empty())
+                    .unwrap_or("/")
+            ),
+            None => format!("the HOME whose {} is {home}", spec.default_home),
+        },
+        Some(home) => {
+            let value = match spec.home_var_target {
+                HomeVarTarget::Folder => home.to_string(),
+                HomeVarTarget::Parent { .. } => crate::files::parent_of(std::path::Path::new(home))
+                    .to_string_lossy()
+                    .into_owned(),
+            };
+            format!("{}={value} (the account home {home})", spec.home_var)
+        }
+        None => "this profile's account home".to_string(),
+    };
+    let log_in = format!("log in by running {login} in a terminal with {place}");
+    match source {
+        "error notification" | "turn/completed error" | "session/prompt error" => format!(
+            "check the network ({tool} could not reach its service) or the account: {log_in}; \
+             then send the turn again"
+        ),
+        "result api_error" | "stderr" => format!("{log_in}, then send the turn again"),
+        _ => format!("{log_in}, then resume the session"),
+    }
+}
+
+/// The one-line `reason` of a blocked run, for clients that read only `reason`.
+fn blocked_reason(tool: &str, source: &str, words: &str, remedy: &str) -> String {
+    let words = words.trim_end_matches('.');
+    match source.strip_suffix(" error") {
+        Some(method) if HANDSHAKE.contains(&method) => {
+            format!("{tool} refused {method}: {words}. Remedy: {remedy}")
+        }
+        _ => format!("{tool} cannot work ({source}): {words}. Remedy: {remedy}"),
+    }
 }
 
 impl RunRecord {
@@ -232,8 +294,23 @@ impl RunRecord {
             permissions_open: 0,
         };
         let mut stop_requested = false;
+        let mut account_home: Option<String> = None;
+        let mut retrying: Option<String> = None;
+        let field = |f: &Map<String, Value>, k: &str| {
+            f.get(k).and_then(Value::as_str).unwrap_or("").to_string()
+        };
         for e in &self.events {
             let f = &e.fields;
+            let block = |d: &mut Derived, home: Option<&str>, source: String, words: String| {
+                let remedy = blocked_remedy(&self.tool, &self.profile, home, &source);
+                d.state = State::Blocked;
+                d.reason = Some(blocked_reason(&self.tool, &source, &words, &remedy));
+                d.blocked = Some(Blocked {
+                    words,
+                    source,
+                    remedy,
+                });
+            };
             match e.kind.as_str() {
                 kinds::CREATED => {
                     d.generation = 1;
@@ -252,6 +329,11 @@ impl RunRecord {
                     stop_requested = false;
                 }
                 kinds::STARTED => {
+                    account_home = f
+                        .get("account_home")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    retrying = None;
                     d.state = State::Running;
                     d.pid = f.get("pid").and_then(Value::as_u64);
                     d.started_at = Some(e.at.clone());
@@ -267,22 +349,45 @@ impl RunRecord {
                         .and_then(Value::as_str)
                         .map(str::to_string);
                 }
-                kinds::TURN_STARTED if matches!(d.state, State::Idle | State::Blocked) => {
-                    d.state = State::Running;
-                    d.reason = None;
-                }
-                kinds::REQUEST_FAILED
-                    if matches!(d.state, State::Starting | State::Running | State::Idle) =>
-                {
-                    let method = f.get("method").and_then(Value::as_str).unwrap_or("");
-                    if HANDSHAKE.contains(&method) {
-                        let said = f.get("message").and_then(Value::as_str).unwrap_or("");
-                        let said = said.trim_end_matches('.');
-                        d.state = State::Blocked;
-                        d.reason = Some(blocked_reason(&self.tool, method, said));
+                kinds::TURN_STARTED => {
+                    retrying = None;
+                    if matches!(d.state, State::Idle | State::Blocked) {
+                        d.state = State::Running;
+                        d.reason = None;
+                        d.blocked = None;
                     }
                 }
-                kinds::TURN_ENDED if d.state == State::Running => d.state = State::Idle,
+                kinds::REQUEST_FAILED if d.state.is_live() => {
+                    let method = field(f, "method");
+                    if HANDSHAKE.contains(&method.as_str()) {
+                        block(
+                            &mut d,
+                            account_home.as_deref(),
+                            format!("{method} error"),
+                            field(f, "message"),
+                        );
+                    }
+                }
+                kinds::BLOCKED if d.state.is_live() => {
+                    block(
+                        &mut d,
+                        account_home.as_deref(),
+                        field(f, "source"),
+                        field(f, "words"),
+                    );
+                }
+                kinds::RETRYING if d.state.is_live() => retrying = Some(field(f, "words")),
+                kinds::TURN_ENDED => {
+                    retrying = None;
+                    // A turn that worked clears a block (claude and ACP have no turn-start
+                    // frame: their next turn's success is what says the tool works again).
+                    let worked = f.get("outcome").and_then(Value::as_str) == Some("completed");
+                    if d.state == State::Running || (d.state == State::Blocked && worked) {
+                        d.state = State::Idle;
+                        d.reason = None;
+                        d.blocked = None;
+                    }
+                }
                 kinds::STOP_REQUESTED => stop_requested = true,
                 kinds::EXITED => {
                     d.exit_code = f.get("exit_code").and_then(Value::as_i64);
@@ -306,6 +411,14 @@ impl RunRecord {
                 kinds::CLEANED => d.state = State::Cleaned,
                 _ => {}
             }
+        }
+        if d.state != State::Blocked {
+            d.blocked = None;
+        }
+        if d.state == State::Running
+            && let Some(words) = retrying
+        {
+            d.reason = Some(format!("{} retries: {words}", self.tool));
         }
         d
     }
@@ -376,6 +489,185 @@ mod tests {
         ));
         r.events.push(ev(kinds::EXITED, json!({"exit_code": 1})));
         assert_eq!(r.derive().state, State::Failed);
+    }
+
+    fn rec_of(tool: &str, profile: &str, events: Vec<RunEvent>) -> RunRecord {
+        RunRecord {
+            tool: tool.into(),
+            profile: profile.into(),
+            ..rec(events)
+        }
+    }
+
+    #[test]
+    fn a_gemini_refusal_fills_blocked_with_the_account_home_in_the_remedy() {
+        let r = rec_of(
+            "gemini",
+            "gemini",
+            vec![
+                ev(kinds::CREATED, json!({})),
+                ev(
+                    kinds::STARTED,
+                    json!({"pid": 4, "account_home": "/home/op/.gemini"}),
+                ),
+                ev(
+                    kinds::REQUEST_FAILED,
+                    json!({"method": "session/new",
+                           "message": "Gemini API key is missing or not configured."}),
+                ),
+            ],
+        );
+        let d = r.derive();
+        assert_eq!(d.state, State::Blocked);
+        let b = d.blocked.expect("blocked is filled while blocked");
+        assert_eq!(b.words, "Gemini API key is missing or not configured.");
+        assert_eq!(b.source, "session/new error");
+        assert_eq!(
+            b.remedy,
+            "log in by running `gemini` once in a terminal with HOME=/home/op (the account \
+             home /home/op/.gemini), then resume the session"
+        );
+        // An added profile names the tool's own variable (the parent of `.gemini`).
+        let mut r2 = r.clone();
+        r2.profile = "work".into();
+        r2.events[1] = ev(
+            kinds::STARTED,
+            json!({"pid": 4, "account_home": "/srv/acct/.gemini"}),
+        );
+        let b = r2.derive().blocked.unwrap();
+        assert!(
+            b.remedy
+                .contains("GEMINI_CLI_HOME=/srv/acct (the account home /srv/acct/.gemini)"),
+            "{}",
+            b.remedy
+        );
+        assert!(
+            d.reason
+                .unwrap()
+                .contains("Remedy: log in by running `gemini`")
+        );
+    }
+
+    #[test]
+    fn claude_api_error_blocks_until_a_turn_works() {
+        let mut r = rec_of(
+            "claude",
+            "claude",
+            vec![
+                ev(kinds::CREATED, json!({})),
+                ev(
+                    kinds::STARTED,
+                    json!({"pid": 4, "account_home": "/root/.claude"}),
+                ),
+                // What the manager records from the real frames (claude 2.1.332).
+                ev(
+                    kinds::TURN_ENDED,
+                    json!({"outcome": "failed", "detail": "api_error"}),
+                ),
+                ev(
+                    kinds::BLOCKED,
+                    json!({"source": "result api_error",
+                           "words": "Not logged in · Please run /login"}),
+                ),
+            ],
+        );
+        let d = r.derive();
+        assert_eq!(d.state, State::Blocked);
+        let b = d.blocked.unwrap();
+        assert_eq!(
+            (b.source.as_str(), b.words.as_str()),
+            ("result api_error", "Not logged in · Please run /login")
+        );
+        assert_eq!(
+            b.remedy,
+            "log in by running `claude` once (then /login) in a terminal with HOME=/root (the \
+             account home /root/.claude), then send the turn again"
+        );
+        // Another failed turn keeps it blocked; a turn that works clears it.
+        r.events
+            .push(ev(kinds::TURN_ENDED, json!({"outcome": "failed"})));
+        assert_eq!(r.derive().state, State::Blocked);
+        r.events
+            .push(ev(kinds::TURN_ENDED, json!({"outcome": "completed"})));
+        let d = r.derive();
+        assert_eq!((d.state, d.blocked, d.reason), (State::Idle, None, None));
+    }
+
+    #[test]
+    fn codex_retries_show_while_running_and_their_end_blocks() {
+        let mut r = rec_of(
+            "codex",
+            "codex",
+            vec![
+                ev(kinds::CREATED, json!({})),
+                ev(
+                    kinds::STARTED,
+                    json!({"pid": 4, "account_home": "/root/.codex"}),
+                ),
+                ev(kinds::TURN_STARTED, json!({})),
+                ev(
+                    kinds::RETRYING,
+                    json!({"words": "Reconnecting... 2/5: stream disconnected"}),
+                ),
+            ],
+        );
+        let d = r.derive();
+        assert_eq!(d.state, State::Running);
+        assert_eq!(
+            d.reason.as_deref(),
+            Some("codex retries: Reconnecting... 2/5: stream disconnected")
+        );
+        assert_eq!(d.blocked, None);
+        r.events.push(ev(
+            kinds::BLOCKED,
+            json!({"source": "error notification",
+                   "words": "Reconnecting... waiting for network: Connection failed"}),
+        ));
+        let d = r.derive();
+        assert_eq!(d.state, State::Blocked);
+        let b = d.blocked.unwrap();
+        assert!(
+            b.remedy
+                .starts_with("check the network (codex could not reach its service)"),
+            "{}",
+            b.remedy
+        );
+        assert!(b.remedy.contains("`codex login`"), "{}", b.remedy);
+        // Interrupted, it stays blocked; the next turn that starts clears it.
+        r.events
+            .push(ev(kinds::TURN_ENDED, json!({"outcome": "interrupted"})));
+        assert_eq!(r.derive().state, State::Blocked);
+        r.events.push(ev(kinds::TURN_STARTED, json!({})));
+        let d = r.derive();
+        assert_eq!((d.state, d.blocked, d.reason), (State::Running, None, None));
+        // Blocked again, then resumed: a new generation starts unblocked.
+        r.events.push(ev(
+            kinds::BLOCKED,
+            json!({"source": "error notification", "words": "w"}),
+        ));
+        r.events.push(ev(kinds::STOP_REQUESTED, json!({})));
+        r.events
+            .push(ev(kinds::EXITED, json!({"signal": "SIGTERM"})));
+        assert_eq!(r.derive().blocked, None, "stopped is not blocked");
+        r.events.push(ev(kinds::RESUMED, json!({"generation": 2})));
+        r.events.push(ev(kinds::STARTED, json!({"pid": 5})));
+        let d = r.derive();
+        assert_eq!((d.state, d.blocked), (State::Running, None));
+    }
+
+    #[test]
+    fn a_blocked_event_after_the_exit_changes_nothing() {
+        let r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"pid": 4})),
+            ev(kinds::EXITED, json!({"exit_code": 0})),
+            ev(
+                kinds::BLOCKED,
+                json!({"source": "stderr", "words": "Not logged in"}),
+            ),
+        ]);
+        let d = r.derive();
+        assert_eq!((d.state, d.blocked), (State::Stopped, None));
     }
 
     #[test]

@@ -90,8 +90,12 @@ impl RunView {
         let source = match st {
             RunState::Starting => "launching".to_string(),
             RunState::Recovering => "sweep after restart".to_string(),
-            // The reason (the tool's words and the remedy) is in the run's detail.
-            RunState::Blocked => "the tool refused its handshake".to_string(),
+            // The frame that said the tool cannot work; its words and the remedy are in
+            // the run's `blocked` (and `reason`).
+            RunState::Blocked => match &self.blocked {
+                Some(b) => crate::text::one_line(&b.source, 40),
+                None => "the tool said it cannot work".to_string(),
+            },
             RunState::Running => {
                 match self
                     .output
@@ -306,6 +310,14 @@ mod tests {
             "launch"
         );
         assert_eq!(src(json!({"state": "lost"})), "server restart");
+        // A blocked run names the frame that said it cannot work.
+        assert_eq!(
+            src(
+                json!({"state": "blocked", "blocked": {"words": "Not logged in",
+                "source": "result api_error", "remedy": "log in"}})
+            ),
+            "result api_error"
+        );
         assert_eq!(
             src(json!({"state": "stopped"})),
             "exit not observed",

@@ -234,22 +234,33 @@ impl Agent {
                     .get("protocolVersion")
                     .and_then(Value::as_u64)
                     .unwrap_or(ACP_PROTOCOL_VERSION);
-                Ok(Some(response(
-                    id,
-                    json!({
-                        "protocolVersion": asked.min(ACP_PROTOCOL_VERSION),
-                        "agentCapabilities": {
-                            "loadSession": true,
-                            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
-                        },
-                        "authMethods": [],
-                        "agentInfo": {
-                            "name": DEMO_NAME,
-                            "title": format!("proctor demo agent (fake {}, not the real tool)", self.tool.spec().display_name),
-                            "version": env!("CARGO_PKG_VERSION"),
-                        },
-                    }),
-                )))
+                let mut answer = json!({
+                    "protocolVersion": asked.min(ACP_PROTOCOL_VERSION),
+                    "agentCapabilities": {
+                        "loadSession": true,
+                        "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                    },
+                    "authMethods": [],
+                    "agentInfo": {
+                        "name": DEMO_NAME,
+                        "title": format!("proctor demo agent (fake {}, not the real tool)", self.tool.spec().display_name),
+                        "version": env!("CARGO_PKG_VERSION"),
+                    },
+                });
+                // opencode 1.18.33 sends neither `agentInfo.title` nor
+                // `promptCapabilities.audio` (tests/data/real/opencode-1.18.33.jsonl): its
+                // fake is labelled demo by `agentInfo.name` alone.
+                if self.tool == Tool::Opencode {
+                    if let Some(o) = answer["agentInfo"].as_object_mut() {
+                        o.remove("title");
+                    }
+                    if let Some(o) =
+                        answer["agentCapabilities"]["promptCapabilities"].as_object_mut()
+                    {
+                        o.remove("audio");
+                    }
+                }
+                Ok(Some(response(id, answer)))
             }
             "session/new" => {
                 let cwd = Self::cwd_of(params)?;
