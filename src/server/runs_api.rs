@@ -29,7 +29,9 @@ pub use crate::api::runs::BASE;
 impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
         let (status, code) = match &e {
-            SessionError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            SessionError::NotFound(_) | SessionError::Missing(_) => {
+                (StatusCode::NOT_FOUND, "not_found")
+            }
             SessionError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             SessionError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             SessionError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),

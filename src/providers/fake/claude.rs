@@ -29,6 +29,8 @@ struct Args {
     input_format: Option<String>,
     output_format: Option<String>,
     resume: Option<String>,
+    /// `--permission-prompt-tool stdio`: permission requests go to stdin/stdout.
+    permission_prompt_stdio: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, Failure> {
@@ -38,6 +40,7 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
         input_format: None,
         output_format: None,
         resume: None,
+        permission_prompt_stdio: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -52,6 +55,9 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
             "--input-format" => a.input_format = Some(value("--input-format <format>")?),
             "--output-format" => a.output_format = Some(value("--output-format <format>")?),
             "-r" | "--resume" => a.resume = Some(value("-r, --resume [value]")?),
+            "--permission-prompt-tool" => {
+                a.permission_prompt_stdio = value("--permission-prompt-tool <tool>")? == "stdio"
+            }
             s if s.starts_with("--resume=") => a.resume = Some(s["--resume=".len()..].to_string()),
             s if s.starts_with("--input-format=") => {
                 a.input_format = Some(s["--input-format=".len()..].to_string())
