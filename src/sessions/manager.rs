@@ -1741,7 +1741,7 @@ impl Sessions {
                 .unwrap_or_default();
             return Err(SessionError::Conflict(format!(
                 "permission request {id} of {run_ref} is already {}{by}; nothing was sent to \
-                 the tool",
+                 the tool. Remedy: `proctor session permissions {run_ref}` shows it",
                 item.state.as_str()
             )));
         }
@@ -1751,7 +1751,8 @@ impl Sessions {
             .filter(|l| l.generation == generation && !l.run.reaped());
         let Some((run, link)) = live.and_then(|l| Some((l.run.clone(), l.stdio.clone()?))) else {
             return Err(SessionError::Conflict(format!(
-                "{run_ref} has no live process to answer; its request {id} expires with it"
+                "{run_ref} has no live process to answer; its request {id} expired with it. \
+                 Remedy: resume the run (`proctor session resume {run_ref}`); the tool asks again"
             )));
         };
         let proto = match (decision, for_session) {
@@ -1763,7 +1764,8 @@ impl Sessions {
             let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
             let Some(tool_id) = l.permissions.tool_id(id).cloned() else {
                 return Err(SessionError::Conflict(format!(
-                    "permission request {id} of {run_ref} is no longer open"
+                    "permission request {id} of {run_ref} is no longer open. Remedy: \
+                     `proctor session permissions {run_ref}` shows it"
                 )));
             };
             let bytes = l
