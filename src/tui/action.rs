@@ -47,6 +47,7 @@ pub enum Action {
     Confirm,
     Refresh,
     Verify,
+    Permissions,
 }
 
 /// What an action needs from the caller's token.
@@ -76,7 +77,7 @@ const BEFORE_VIEWS: [Action; 14] = [
 ];
 
 /// The actions listed after the views'.
-const AFTER_VIEWS: [Action; 23] = [
+const AFTER_VIEWS: [Action; 24] = [
     Action::Attach,
     Action::NewSession,
     Action::SendInput,
@@ -100,6 +101,7 @@ const AFTER_VIEWS: [Action; 23] = [
     Action::Confirm,
     Action::Refresh,
     Action::Verify,
+    Action::Permissions,
 ];
 
 impl Action {
@@ -168,6 +170,7 @@ impl Action {
             Action::Confirm => "confirm",
             Action::Refresh => "refresh",
             Action::Verify => "verify-receipts",
+            Action::Permissions => "permissions",
         }
     }
 
@@ -218,6 +221,9 @@ impl Action {
             Action::Confirm => "confirm",
             Action::Refresh => "reload from the server now",
             Action::Verify => "verify every receipt again now",
+            Action::Permissions => {
+                "answer what a session's tool asks permission for (allow / deny)"
+            }
         }
     }
 
@@ -233,7 +239,8 @@ impl Action {
             | Action::Resume
             | Action::Rename
             | Action::Archive
-            | Action::Approve => Needs::Write,
+            | Action::Approve
+            | Action::Permissions => Needs::Write,
             Action::Cleanup | Action::Delete => Needs::Admin,
             _ => Needs::Read,
         }
