@@ -125,9 +125,11 @@ pub enum CallTag {
         rows: u16,
         cols: u16,
     },
-    /// The run's permission requests, to ask the first open one.
+    /// The run's permission requests, to ask the first open one (`quiet`: after an answer,
+    /// saying nothing when none is left).
     Permissions {
         run: String,
+        quiet: bool,
     },
     /// A person's answer to a permission request.
     Permit {
@@ -725,7 +727,7 @@ impl App {
                 }
                 Err(e) => self.error(format!("resizing {run} to {cols}×{rows}: {e}")),
             },
-            CallTag::Permissions { run } => self.on_permissions(run, result),
+            CallTag::Permissions { run, quiet } => self.on_permissions(run, quiet, result),
             CallTag::Permit { run, id } => self.on_permit(run, id, result),
             CallTag::Action { action, run } => {
                 match result {

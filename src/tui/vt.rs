@@ -551,13 +551,14 @@ impl PipeLog {
                         format!("── {method} failed: {}", text::one_line(&message, 200)),
                     );
                 }
-                Event::PermissionRequested { method, .. } => {
+                Event::PermissionRequested { ask, .. } => {
                     self.flush_said();
                     self.push_text(
                         LineKind::Note,
                         format!(
-                            "── the tool asked for a permission ({}); the server refuses it",
-                            text::one_line(&method, 60)
+                            "── the tool asks permission: {} {} (w answers it)",
+                            text::one_line(&ask.tool_name, 40),
+                            text::one_line(&ask.what, 200)
                         ),
                     );
                 }

@@ -378,7 +378,10 @@ impl App {
             return;
         };
         self.push(Effect::Call(Call::to::<()>(
-            CallTag::Permissions { run: run.clone() },
+            CallTag::Permissions {
+                run: run.clone(),
+                quiet: false,
+            },
             Method::GET,
             wire::at(wire::PERMISSIONS, &run),
             None,
@@ -389,6 +392,7 @@ impl App {
     pub(super) fn on_permissions(
         &mut self,
         run: String,
+        quiet: bool,
         result: Result<serde_json::Value, String>,
     ) {
         let list = match result.map(serde_json::from_value::<PermissionList>) {
@@ -404,7 +408,9 @@ impl App {
             .filter(|p| p.state == PermissionState::Open && p.id.is_some())
             .collect();
         let Some(first) = open.first().cloned() else {
-            self.info(format!("{run} asks for nothing now"));
+            if !quiet {
+                self.info(format!("{run} asks for nothing now"));
+            }
             self.push(Effect::Refresh);
             return;
         };
@@ -446,7 +452,10 @@ impl App {
                 self.push(Effect::Refresh);
                 // The next open request of the same run, if there is one.
                 self.push(Effect::Call(Call::to::<()>(
-                    CallTag::Permissions { run: run.clone() },
+                    CallTag::Permissions {
+                        run: run.clone(),
+                        quiet: true,
+                    },
                     Method::GET,
                     wire::at(wire::PERMISSIONS, &run),
                     None,
