@@ -363,3 +363,53 @@ fn a_deny_all_profile_refuses_without_asking() {
     );
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
 }
+
+#[test]
+fn an_interrupt_closes_the_turns_requests_in_each_protocol() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    // claude and codex withdraw their request themselves (control_cancel_request,
+    // serverRequest/resolved); for ACP the server answers it `cancelled`, as the protocol asks.
+    for (tool, reason) in [
+        ("claude", "withdrawn by the tool"),
+        ("codex", "withdrawn by the tool"),
+        ("gemini", "cancelled with the turn"),
+    ] {
+        let run = start(
+            &s,
+            json!({"transport": "pipe", "tool": tool, "workspace": ws,
+                   "prompt": "!ask command sleep 1000"}),
+        );
+        let list = wait_open(&s, &run, 1);
+        let id = list["items"][0]["id"].as_str().unwrap().to_string();
+        s.expect(200, "POST", &s.run_path(&run, "/interrupt"), None);
+        let v = s.wait_run(&run, "the interrupted turn's end", |v| {
+            v["state"] == "idle" && v["permissions_open"] == 0
+        });
+        assert!(v["pid"].is_number(), "{tool}: the process stays: {v}");
+        let ev = events(&s, &run);
+        let expired = of_kind(&ev, "permission_expired");
+        assert_eq!(expired.len(), 1, "{tool}: {ev:?}");
+        assert_eq!(expired[0]["fields"]["id"], json!(id), "{tool}");
+        assert_eq!(expired[0]["fields"]["reason"], reason, "{tool}");
+        let list = s.expect(200, "GET", &s.run_path(&run, "/permissions"), None);
+        assert_eq!(list["items"][0]["state"], "expired", "{tool}: {list}");
+        // Too late to decide: 409, nothing sent.
+        let (code, v) = s.call(
+            "POST",
+            &s.run_path(&run, &format!("/permissions/{id}")),
+            Some(json!({"decision": "allow"})),
+        );
+        assert_eq!(code, 409, "{tool}: {v}");
+        // The process is not held up: a next turn runs.
+        s.expect(
+            202,
+            "POST",
+            &s.run_path(&run, "/input"),
+            Some(json!({"text": "after"})),
+        );
+        let text = output_until(&s, &run, "demo reply #2");
+        assert!(text.contains("demo reply #2"), "{tool}: {text}");
+        s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+    }
+}

@@ -125,6 +125,10 @@ pub enum Event {
         id: Value,
         ask: PermissionAsk,
     },
+    /// The tool gave up a permission request it had sent (claude
+    /// `control_cancel_request`, codex `serverRequest/resolved` for a request proctor did
+    /// not answer): no answer is expected any more.
+    PermissionWithdrawn { id: Value },
     /// A request proctor made was answered with an error.
     RequestFailed {
         method: &'static str,
@@ -488,6 +492,24 @@ impl StdioSession {
     /// The permission requests not answered yet: the tool's request ids.
     pub fn open_requests(&self) -> usize {
         self.asks.len()
+    }
+
+    /// Whether an interrupt leaves the open permission requests to be answered `cancelled`
+    /// by the client (ACP: "the Client MUST respond to all pending
+    /// `session/request_permission` requests with the `cancelled` outcome" once it sent
+    /// `session/cancel`); claude and codex withdraw theirs themselves.
+    pub fn interrupt_cancels_requests(&self) -> bool {
+        self.protocol == StdioProtocol::Acp
+    }
+
+    /// The tool withdrew its request `id`, if it was open.
+    fn withdrawn(&mut self, id: Option<&Value>, out: &mut Observed) {
+        if let Some(id) = id
+            && self.asks.remove(&id.to_string()).is_some()
+        {
+            out.events
+                .push(Event::PermissionWithdrawn { id: id.clone() });
+        }
     }
 
     /// The answer that gives the tool a person's `decision` on its request `id`
@@ -865,6 +887,7 @@ impl StdioSession {
                     message: str_at(v, "/response/error").unwrap_or("").to_string(),
                 });
             }
+            Some("control_cancel_request") => self.withdrawn(v.get("request_id"), out),
             Some("control_request") => {
                 if str_at(v, "/request/subtype") == Some("can_use_tool") {
                     self.claude_ask(v, out);
@@ -1067,6 +1090,9 @@ impl StdioSession {
                     self.codex_file_items
                         .insert(item.to_string(), paths.join(", "));
                 }
+            }
+            (StdioProtocol::CodexAppServer, "serverRequest/resolved") => {
+                self.withdrawn(v.pointer("/params/requestId"), out);
             }
             (StdioProtocol::CodexAppServer, "item/completed") => {
                 if let Some(item) = str_at(v, "/params/item/id") {
@@ -1392,6 +1418,14 @@ mod tests {
              \"message\":\"denied by a person through proctor\"},\"subtype\":\"success\"},\
              \"type\":\"control_response\"}\n"
         );
+        // A request the tool withdraws is closed; one already answered means nothing.
+        c.observe(br#"{"type":"control_request","request_id":"r-4","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"},"tool_use_id":"toolu_4"}}"#);
+        let o = c.observe(br#"{"type":"control_cancel_request","request_id":"r-4"}"#);
+        assert_eq!(o.events, [Event::PermissionWithdrawn { id: json!("r-4") }]);
+        assert_eq!(c.open_requests(), 0);
+        let o = c.observe(br#"{"type":"control_cancel_request","request_id":"r-3"}"#);
+        assert!(o.events.is_empty());
+        assert!(!c.interrupt_cancels_requests());
         // Another control request is refused at once, not surfaced.
         let o = c.observe(br#"{"type":"control_request","request_id":"h-1","request":{"subtype":"hook_callback","callback_id":"x"}}"#);
         assert!(o.events.is_empty());
@@ -1477,6 +1511,16 @@ mod tests {
             "{\"id\":12,\"result\":{\"decision\":\"abort\"}}\n"
         );
         assert_eq!(c.open_requests(), 0);
+        // codex resolves a request it gave up (an interrupted turn): closed.
+        c.observe(br#"{"id":14,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"c","startedAtMs":1,"command":"ls"}}"#);
+        let o = c.observe(
+            br#"{"method":"serverRequest/resolved","params":{"threadId":"t","requestId":14}}"#,
+        );
+        assert_eq!(o.events, [Event::PermissionWithdrawn { id: json!(14) }]);
+        let o = c.observe(
+            br#"{"method":"serverRequest/resolved","params":{"threadId":"t","requestId":5}}"#,
+        );
+        assert!(o.events.is_empty(), "answered already: nothing withdrawn");
         // Another server request is not a permission: method not found.
         let o = c.observe(br#"{"id":13,"method":"item/tool/requestUserInput","params":{}}"#);
         assert!(o.events.is_empty());
@@ -1526,6 +1570,7 @@ mod tests {
             "{\"id\":4,\"jsonrpc\":\"2.0\",\"result\":{\"outcome\":{\"optionId\":\"no\",\
              \"outcome\":\"selected\"}}}\n"
         );
+        assert!(c.interrupt_cancels_requests());
         c.observe(br#"{"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"tc3","title":"Fetch","kind":"fetch"},"options":[{"optionId":"ok","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}"#);
         assert_eq!(
             s(&c.answer_request(&json!(5), Decision::Allow).unwrap()),

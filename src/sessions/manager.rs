@@ -1475,6 +1475,15 @@ impl Sessions {
                         ));
                     }
                 }
+                Event::PermissionWithdrawn { id } => {
+                    if let Some(pid) = l.permissions.proctor_id(&id) {
+                        l.permissions.close(&pid);
+                        facts.push((
+                            kinds::PERMISSION_EXPIRED,
+                            json!({"generation": generation, "id": pid, "reason": "withdrawn by the tool"}),
+                        ));
+                    }
+                }
                 Event::RequestFailed { method, message } => facts.push((
                     "sessions.run.request_failed",
                     json!({"generation": generation, "method": method, "message": text::one_line(&message, 500)}),
@@ -1912,17 +1921,25 @@ impl Sessions {
                     state.as_str()
                 ))
             })?;
+        let mut withdrawn: Vec<String> = Vec::new();
         let method = match &live.stdio {
             Some(link) => {
-                let bytes = link
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
+                let bytes = l
                     .session
                     .interrupt()
                     .map_err(|e| SessionError::Conflict(e.to_string()))?;
                 live.run
                     .write_input(&bytes)
                     .map_err(|e| SessionError::Conflict(e.to_string()))?;
+                // ACP: the requests of the cancelled prompt are answered `cancelled`.
+                if l.session.interrupt_cancels_requests() {
+                    for (pid, tool_id) in l.permissions.drain_with_tool_ids() {
+                        let line = l.session.cancel_request(&tool_id);
+                        let _ = live.run.write_input(&line);
+                        withdrawn.push(pid);
+                    }
+                }
                 "protocol"
             }
             None => {
@@ -1939,6 +1956,14 @@ impl Sessions {
             kinds::INTERRUPTED,
             json!({"generation": generation, "method": method, "by": by}),
         )?;
+        for id in withdrawn {
+            self.record(
+                &mut inner,
+                run_ref,
+                kinds::PERMISSION_EXPIRED,
+                json!({"generation": generation, "id": id, "reason": "cancelled with the turn"}),
+            )?;
+        }
         self.view(&inner, run_ref, Some(by))
     }
 

@@ -53,6 +53,19 @@ impl Table {
         self.open.remove(id);
     }
 
+    /// proctor's id of the open request whose tool id is `tool_id`.
+    pub fn proctor_id(&self, tool_id: &Value) -> Option<String> {
+        self.open
+            .iter()
+            .find(|(_, t)| *t == tool_id)
+            .map(|(id, _)| id.clone())
+    }
+
+    /// Every open request (proctor's id, the tool's), forgotten.
+    pub fn drain_with_tool_ids(&mut self) -> Vec<(String, Value)> {
+        std::mem::take(&mut self.open).into_iter().collect()
+    }
+
     /// Every id still open, forgotten (the process ended).
     pub fn drain(&mut self) -> Vec<String> {
         std::mem::take(&mut self.open).into_keys().collect()
@@ -324,6 +337,8 @@ mod tests {
         assert_eq!(t.tool_id("4"), Some(&json!(7)));
         t.close("4");
         assert_eq!(t.tool_id("4"), None);
+        assert_eq!(t.proctor_id(&json!("x")).as_deref(), Some("5"));
+        assert_eq!(t.proctor_id(&json!(7)), None);
         assert_eq!(t.drain(), ["5"]);
         assert!(t.drain().is_empty());
     }

@@ -238,6 +238,14 @@ impl script::Asker for ClaudeAsker {
         };
         Some((word.to_string(), Vec::new()))
     }
+
+    fn abandoned(&self, id: &Value) -> Vec<u8> {
+        let mut line =
+            serde_json::to_vec(&json!({"type": "control_cancel_request", "request_id": id}))
+                .unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
 }
 
 impl Session {

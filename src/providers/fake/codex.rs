@@ -167,6 +167,11 @@ impl script::Asker for CodexAsker {
             "params": {"threadId": self.thread, "turnId": self.turn, "item": item}})]);
         Some((word.to_string(), after))
     }
+
+    fn abandoned(&self, id: &Value) -> Vec<u8> {
+        lines(&[json!({"method": "serverRequest/resolved",
+            "params": {"threadId": self.thread, "requestId": id}})])
+    }
 }
 
 impl Server {

@@ -59,6 +59,11 @@ pub trait Asker {
     /// If `line` answers the request `id`: what was decided, in words (`allowed`, `allowed
     /// for the session`, `denied`, `cancelled`…), and the lines the real tool sends then.
     fn answer(&self, line: &[u8], id: &serde_json::Value) -> Option<(String, Vec<u8>)>;
+    /// The lines the real tool sends when an interrupt makes it give up the request `id`
+    /// (none: the client answers it, as ACP asks).
+    fn abandoned(&self, _id: &serde_json::Value) -> Vec<u8> {
+        Vec::new()
+    }
 }
 
 /// The work log `!narrate` plays: what an agent's session looks like, at a human pace
@@ -275,6 +280,10 @@ impl Turn<'_> {
                         return Ok(Some(word));
                     }
                     if self.take(Inbound::Line(l))? {
+                        let gone = asker.abandoned(id);
+                        if !gone.is_empty() {
+                            (self.answer)(&gone)?;
+                        }
                         return Ok(None);
                     }
                 }
