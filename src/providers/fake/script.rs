@@ -361,7 +361,9 @@ impl Turn<'_> {
                 }
                 Step::Ask(kind, what) => {
                     let Some(asker) = self.ask else {
-                        notes.push("permission: not asked (this form has no protocol)".into());
+                        notes.push(
+                            "permission: not asked (this form has no permission prompt)".into(),
+                        );
                         continue;
                     };
                     let (request, id) = asker.request(*kind, what);
