@@ -58,6 +58,7 @@ impl World {
             tool,
             home,
             is_default: false,
+            permissions: Default::default(),
         }
     }
 

@@ -134,6 +134,12 @@ const CHANGES: &[Change] = &[
         None,
         Some("[]/.account_home"),
     ),
+    // Issue 13: a profile says what its runs do with permission requests (`ask`, `deny`).
+    (
+        &["proctor profile list --json"],
+        None,
+        Some(".items/[]/.permissions"),
+    ),
 ];
 
 /// Every answer that is one run view (issue 13's additions apply to each).
@@ -858,6 +864,59 @@ fn scenario() -> Shapes {
     s.cli(&["ledger", "tail", "--json"]);
     s.cli(&["profile", "list", "--json"]);
     s.cli(&["workspace", "list", "--json"]);
+    // (After the ledger's listing, which these events would change.)
+    // Issue 13: a permission request held open, listed, and answered by a person.
+    let asking = s.call(
+        201,
+        "/runs",
+        "POST",
+        RUNS,
+        Some(json!({
+            "tool": "codex",
+            "transport": "pipe",
+            "prompt": "!ask command cargo test",
+            "workspace": demo["runs"][2]["workspace"],
+        })),
+    );
+    let asking = asking["ref"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while call_as(
+        &s.home.socket(),
+        Some(&s.token),
+        "GET",
+        &format!("{RUNS}/{asking}"),
+        None,
+    )
+    .1["permissions_open"]
+        != 1
+    {
+        assert!(std::time::Instant::now() < deadline, "{asking} never asked");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    s.get(
+        "/runs/{run}/permissions (open)",
+        &format!("{RUNS}/{asking}/permissions"),
+    );
+    s.call(
+        200,
+        "/runs/{run}/permissions/{id}",
+        "POST",
+        &format!("{RUNS}/{asking}/permissions/1"),
+        Some(json!({"decision": "allow"})),
+    );
+    wait_idle(&s, &asking);
+    s.get(
+        "/runs/{run}/permissions (decided)",
+        &format!("{RUNS}/{asking}/permissions"),
+    );
+    s.cli(&["session", "permissions", &asking, "--json"]);
+    s.call(
+        200,
+        "/runs/{run}/stop",
+        "POST",
+        &format!("{RUNS}/{asking}/stop"),
+        None,
+    );
     s.shapes
 }
 

@@ -12,6 +12,9 @@ use utoipa::{IntoParams, ToSchema};
 pub use crate::providers::conversation::{PlanEntry, Said, ToolStatus, TurnOutcome};
 pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
+pub use crate::sessions::permissions::{
+    DecidedBy, PermissionList, PermissionState, PermissionView, PermitDecision, PermitRequest,
+};
 pub use crate::sessions::record::{Blocked, RunEvent, State, WaitSource, Waiting};
 pub use crate::sessions::view::{
     Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView, RunEvents,
@@ -46,11 +49,20 @@ pub const ARCHIVE: &str = "/v1/m/sessions/runs/{run}/archive";
 pub const CLEANUP: &str = "/v1/m/sessions/runs/{run}/cleanup";
 pub const DIFF: &str = "/v1/m/sessions/runs/{run}/diff";
 pub const DIFF_FILE: &str = "/v1/m/sessions/runs/{run}/diff/file";
+/// `GET`: the current generation's permission requests.
+pub const PERMISSIONS: &str = "/v1/m/sessions/runs/{run}/permissions";
+/// `POST`: a person's decision on one (write role and a person principal).
+pub const PERMISSION: &str = "/v1/m/sessions/runs/{run}/permissions/{id}";
 
 /// A route pattern with its run filled in: `at(STOP, "run-0001")`. The ref must already be
 /// a ref (`run-` and digits), which never needs escaping.
 pub fn at(pattern: &str, run: &str) -> String {
     pattern.replace("{run}", run)
+}
+
+/// `POST /runs/{ref}/permissions/{id}` (the id is proctor's, digits only).
+pub fn permission(run: &str, id: &str) -> String {
+    at(PERMISSION, run).replace("{id}", &percent_encode(id))
 }
 
 /// `GET /runs?limit=N[&state=S]`.
@@ -527,6 +539,38 @@ mod ops {
     )
     )]
     pub fn diff_file() {}
+    #[utoipa::path(
+        get,
+        path = PERMISSIONS,
+        tag = "runs",
+        description = "The permission requests of the run's current generation, oldest first, \
+            with their state (open, allowed, denied, expired, refused) and who decided (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = PermissionList),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn permissions() {}
+    #[utoipa::path(
+        post,
+        path = PERMISSION,
+        tag = "runs",
+        description = "A person's decision on an open permission request, sent to the tool in \
+            its own shape and recorded naming who decided (write, and a person: an agent \
+            identity gets 403 agent_refused). 404 unknown id; 409 already decided, expired, or \
+            the run is not live; 400 a decision the tool did not offer.",
+        params(
+            ("run" = String, Path, description = "the run's ref, run-0001"),
+            ("id" = String, Path, description = "proctor's id of the request, as listed"),
+        ),
+        request_body = PermitRequest,
+        responses(
+        (status = 200, description = "the answer", body = PermissionView),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn permit() {}
 }
 
 /// The OpenAPI operations of this area.
@@ -557,6 +601,8 @@ mod ops {
         ops::cleanup,
         ops::diff,
         ops::diff_file,
+        ops::permissions,
+        ops::permit,
     ),
     components(schemas(
         ErrorBody,
@@ -603,6 +649,12 @@ mod ops {
         PlanEntry,
         ToolStatus,
         TurnOutcome,
+        PermissionList,
+        PermissionView,
+        PermissionState,
+        DecidedBy,
+        PermitRequest,
+        PermitDecision,
     )),
     tags((name = "runs", description = "Agent sessions (runs): start, watch, steer, tidy"))
 )]

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{Ctx, UsageError, print_json, show_path};
 use crate::providers::Tool;
-use crate::providers::profile::{Profile, ProfileError, Store};
+use crate::providers::profile::{PermissionPolicy, Profile, ProfileError, Store};
 use crate::text;
 
 /// List or add provider profiles.
@@ -63,6 +63,12 @@ pub struct AddArgs {
     /// already selects proctor's own state home.)
     #[arg(long, value_name = "DIR")]
     pub account_home: PathBuf,
+    /// What its pipe runs do with the tool's permission requests: `ask` holds each one open
+    /// until a person answers it (`proctor session permissions`, `proctor session permit`,
+    /// or the cockpit's dialog); `deny` refuses every one without asking. Nothing allows a
+    /// request on its own.
+    #[arg(long, value_name = "POLICY", default_value = "ask", value_parser = ["ask", "deny"])]
+    pub permissions: String,
     /// Print the added profile as JSON.
     #[arg(long)]
     pub json: bool,
@@ -138,17 +144,22 @@ pub fn run(ctx: &Ctx, args: ProfileArgs) -> anyhow::Result<ExitCode> {
         ProfileCommand::Add(a) => {
             let tool = Tool::parse(&a.tool).map_err(|e| UsageError::new(e.to_string()))?;
             home.ensure()?;
+            let policy = match a.permissions.as_str() {
+                "deny" => PermissionPolicy::Deny,
+                _ => PermissionPolicy::Ask,
+            };
             let p = store
-                .add(&a.name, tool, &a.account_home)
+                .add_with(&a.name, tool, &a.account_home, policy)
                 .map_err(usage_or_fault)?;
             if a.json {
                 print_json(&row(&p))?;
             } else {
                 println!(
-                    "added profile {} ({}, home {})",
+                    "added profile {} ({}, home {}, permission requests: {})",
                     text::one_line(&p.name, 63),
                     p.tool.name(),
-                    show_path(&p.home)
+                    show_path(&p.home),
+                    p.permissions.as_str()
                 );
             }
             Ok(ExitCode::SUCCESS)

@@ -220,6 +220,7 @@ mod tests {
                 tool,
                 home: home(h),
                 is_default: false,
+                permissions: Default::default(),
             };
             let env = launch_env(&p, hostile_parent(), Transport::Pipe);
             assert_eq!(get(&env, var), Some(want), "{tool}");

@@ -250,11 +250,15 @@ pub struct Launch {
 ///
 /// | tool | pipe | pipe, resume | pty | pty, resume |
 /// |---|---|---|---|---|
-/// | claude | `-p --verbose --input-format stream-json --output-format stream-json` | same + `--resume=<id>` | (none) | `--resume <id>` |
+/// | claude | `-p --verbose --input-format stream-json --output-format stream-json --permission-prompt-tool stdio` | same + `--resume=<id>` | (none) | `--resume <id>` |
 /// | codex | `app-server` | same (resume is `thread/resume` in the handshake) | (none) | `resume <id>` |
 /// | gemini | `--acp` | same (resume is `session/load`) | (none) | `--resume <id>` |
 /// | grok | `agent stdio` | same (`session/load`) | (none) | `--resume <id>` |
 /// | opencode | `acp` | same (`session/load`) | (none) | `--session <id>` |
+///
+/// claude's permission prompts come over stdio (`--permission-prompt-tool stdio`, as the
+/// Claude Agent SDK launches it when a `can_use_tool` callback is set; accepted by the real
+/// claude 2.1.332), so a person answers them ([`protocol`]).
 ///
 /// claude's resume uses the `--resume=<id>` form, as the Claude Agent SDK does
 /// (`subprocess_cli.py`): `--resume` takes an optional value, so the one-token form cannot
@@ -277,6 +281,8 @@ pub fn launch(
                 "stream-json",
                 "--output-format",
                 "stream-json",
+                "--permission-prompt-tool",
+                "stdio",
             ]);
             if let Some(id) = r {
                 a.push(format!("--resume={id}"));
@@ -460,6 +466,14 @@ pub enum ProviderError {
          JSON text)"
     )]
     BadWorkspace { path: PathBuf },
+    #[error("{tool} has no open permission request with that id")]
+    NoSuchRequest { tool: Tool },
+    #[error("{tool} did not offer `{decision}` for this request; it offered: {offered}")]
+    DecisionNotOffered {
+        tool: Tool,
+        decision: &'static str,
+        offered: String,
+    },
 }
 
 #[cfg(test)]
@@ -489,6 +503,8 @@ mod tests {
                 "stream-json",
                 "--output-format",
                 "stream-json",
+                "--permission-prompt-tool",
+                "stdio",
                 "--resume=abc-1"
             ]
         );

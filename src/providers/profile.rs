@@ -25,6 +25,31 @@ pub const FORMAT: &str = "proctor-profiles/1";
 /// The longest profile name.
 pub const MAX_NAME: usize = 63;
 
+/// What a run of the profile does with the tool's permission requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionPolicy {
+    /// Hold each request open until a person answers it (the default).
+    #[default]
+    Ask,
+    /// Refuse every request without asking. Nothing ever allows a request on its own: there
+    /// is no "allow" policy.
+    Deny,
+}
+
+impl PermissionPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionPolicy::Ask => "ask",
+            PermissionPolicy::Deny => "deny",
+        }
+    }
+
+    fn is_ask(&self) -> bool {
+        *self == PermissionPolicy::Ask
+    }
+}
+
 /// A tool and the account home it runs with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Profile {
@@ -35,6 +60,8 @@ pub struct Profile {
     /// A default profile is implied, never stored; its tool resolves its own default home.
     #[serde(rename = "default")]
     pub is_default: bool,
+    /// What its runs do with permission requests (`ask` unless set).
+    pub permissions: PermissionPolicy,
 }
 
 impl Profile {
@@ -45,6 +72,7 @@ impl Profile {
             tool,
             home: user_home.join(tool.spec().default_home),
             is_default: true,
+            permissions: PermissionPolicy::Ask,
         }
     }
 }
@@ -123,6 +151,8 @@ struct StoredProfile {
     name: String,
     tool: Tool,
     home: PathBuf,
+    #[serde(default, skip_serializing_if = "PermissionPolicy::is_ask")]
+    permissions: PermissionPolicy,
 }
 
 /// The profile store of one state home.
@@ -187,6 +217,7 @@ impl Store {
                 tool: p.tool,
                 home: p.home,
                 is_default: false,
+                permissions: p.permissions,
             });
         }
         Ok(out)
@@ -215,6 +246,17 @@ impl Store {
     /// Adds a profile. The name must be valid and new (default names included); the home
     /// must be an existing folder, stored as its canonical absolute path.
     pub fn add(&self, name: &str, tool: Tool, home: &Path) -> Result<Profile, ProfileError> {
+        self.add_with(name, tool, home, PermissionPolicy::Ask)
+    }
+
+    /// [`Store::add`] with the profile's permission policy.
+    pub fn add_with(
+        &self,
+        name: &str,
+        tool: Tool,
+        home: &Path,
+        permissions: PermissionPolicy,
+    ) -> Result<Profile, ProfileError> {
         validate_name(name)?;
         if Tool::parse(name).is_ok() {
             return Err(ProfileError::Duplicate {
@@ -237,6 +279,7 @@ impl Store {
             tool,
             home,
             is_default: false,
+            permissions,
         };
         existing.push(profile.clone());
         let file = StoreFile {
@@ -247,6 +290,7 @@ impl Store {
                     name: p.name,
                     tool: p.tool,
                     home: p.home,
+                    permissions: p.permissions,
                 })
                 .collect(),
         };

@@ -39,9 +39,38 @@
 //!   notification makes the pending prompt answer `{"stopReason":"cancelled"}`.
 //!
 //! What the session does not decide: permission requests from the tool are surfaced as
-//! [`Event::PermissionRequested`] and left to the caller ([`StdioSession::cancel_request`]
-//! builds a refusal); any other request from the tool is answered "method not found",
-//! since proctor advertises no client capability (no file system, no terminal).
+//! [`Event::PermissionRequested`] (what is asked: [`PermissionAsk`]) and left to the caller,
+//! who answers with a person's decision ([`StdioSession::answer_request`]) or refuses it
+//! ([`StdioSession::cancel_request`]); nothing here ever allows a request on its own. Any
+//! other request from the tool is answered "method not found", since proctor advertises no
+//! client capability (no file system, no terminal).
+//!
+//! Permission requests, and where each shape was read:
+//!
+//! - **claude** (launched with `--permission-prompt-tool stdio`): `{"type":"control_request",
+//!   "request_id":ID,"request":{"subtype":"can_use_tool","tool_name":…,"input":{…},
+//!   "permission_suggestions":[…],"decision_reason":…,"blocked_path":…,"tool_use_id":…}}`,
+//!   answered `{"type":"control_response","response":{"subtype":"success","request_id":ID,
+//!   "response":{"behavior":"allow","updatedInput":INPUT}}}` (for the session: plus
+//!   `"updatedPermissions"`, the tool's own suggestions with `destination` `session`) or
+//!   `{"behavior":"deny","message":…}` (claude-agent-sdk-python `_internal/query.py`
+//!   `_handle_control_request`). Allow for the session is offered only when the tool sent
+//!   suggestions.
+//! - **codex** (the JSON schema codex 0.171 generates, `codex app-server
+//!   generate-json-schema`): `item/commandExecution/requestApproval {threadId, turnId, itemId,
+//!   command, cwd, reason}` and `item/fileChange/requestApproval {threadId, turnId, itemId,
+//!   reason, grantRoot}` (the paths are in the `fileChange` item's `changes`, sent by
+//!   `item/started` before), answered `{"decision":"accept"|"acceptForSession"|"decline"}`;
+//!   `item/permissions/requestApproval {permissions, reason}`, answered `{"permissions":
+//!   GRANTED, "scope":"turn"|"session"}` (denied: nothing granted); the legacy
+//!   `execCommandApproval {command:[…]}` and `applyPatchApproval {fileChanges:{PATH:…}}`,
+//!   answered `{"decision":"approved"|"approved_for_session"|{"denied":{"rejection":…}}}`.
+//! - **ACP** (`session/request_permission {sessionId, toolCall{toolCallId, title, kind,
+//!   rawInput, locations}, options:[{optionId, name, kind}]}`, kinds `allow_once`,
+//!   `allow_always`, `reject_once`, `reject_always`): answered `{"outcome":{"outcome":
+//!   "selected","optionId":…}}`: allow is the `allow_once` option, allow for the session the
+//!   `allow_always` one, deny the `reject_once` one; a decision whose option the tool did not
+//!   offer is refused.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -89,9 +118,17 @@ pub enum Event {
         /// `turn.status`, ACP `stopReason`) or an error message.
         detail: Option<String>,
     },
-    /// The tool asks the operator for a permission; answer it, or refuse it with
-    /// [`StdioSession::cancel_request`].
-    PermissionRequested { method: String, id: Value },
+    /// The tool asks the operator for a permission; answer it with
+    /// [`StdioSession::answer_request`], or refuse it with [`StdioSession::cancel_request`].
+    PermissionRequested {
+        method: String,
+        id: Value,
+        ask: PermissionAsk,
+    },
+    /// The tool gave up a permission request it had sent (claude
+    /// `control_cancel_request`, codex `serverRequest/resolved` for a request proctor did
+    /// not answer): no answer is expected any more.
+    PermissionWithdrawn { id: Value },
     /// A request proctor made was answered with an error.
     RequestFailed {
         method: &'static str,
@@ -119,6 +156,65 @@ pub struct Observed {
     /// Lines to write to the tool's stdin, in order.
     pub replies: Vec<Vec<u8>>,
     pub events: Vec<Event>,
+}
+
+/// A person's decision on a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Decision {
+    Allow,
+    AllowForSession,
+    Deny,
+}
+
+impl Decision {
+    /// The decision's name on the wire and in the ledger's `options`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::AllowForSession => "allow_for_session",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// The longest `what` of a permission request kept (characters, after sanitising).
+pub const MAX_ASK_WHAT: usize = 500;
+/// The longest `reason` of a permission request kept.
+pub const MAX_ASK_REASON: usize = 500;
+
+/// What a permission request asks, as the tool said it (sanitised with
+/// [`crate::text::one_line`] and bounded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionAsk {
+    /// The tool call's kind or name (`Bash`, `commandExecution`, `edit`…).
+    pub tool_name: String,
+    /// The command or the file(s) it concerns.
+    pub what: String,
+    /// The tool's own reason, when it gave one.
+    pub reason: Option<String>,
+    /// The decisions the tool offered, in [`Decision`] order.
+    pub options: Vec<Decision>,
+}
+
+/// What answering a request needs, kept until it is answered.
+#[derive(Debug, Clone)]
+enum AskContext {
+    Claude {
+        input: Value,
+        suggestions: Vec<Value>,
+    },
+    /// `item/*/requestApproval` (commandExecution, fileChange).
+    CodexItem,
+    /// `item/permissions/requestApproval`: what it asked for, granted as asked.
+    CodexPermissions { requested: Value },
+    /// `execCommandApproval`, `applyPatchApproval`.
+    CodexLegacy,
+    Acp {
+        /// The option ids offered for allow, allow for the session, deny.
+        allow: Option<String>,
+        allow_always: Option<String>,
+        reject: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,6 +272,10 @@ pub struct StdioSession {
     /// blocked already.
     codex_last_retry: Option<String>,
     codex_blocked: bool,
+    /// Permission requests not answered yet, by the tool's request id (as JSON text).
+    asks: BTreeMap<String, (Vec<Decision>, AskContext)>,
+    /// codex: the paths of the `fileChange` items started and not completed, by item id.
+    codex_file_items: BTreeMap<String, String>,
 }
 
 fn line(v: Value) -> Vec<u8> {
@@ -223,6 +323,8 @@ impl StdioSession {
             claude_api_error: None,
             codex_last_retry: None,
             codex_blocked: false,
+            asks: BTreeMap::new(),
+            codex_file_items: BTreeMap::new(),
         })
     }
 
@@ -384,10 +486,12 @@ impl StdioSession {
         }
     }
 
-    /// A refusal of a request the tool made ([`Event::PermissionRequested`]): claude gets a
-    /// `control_response` error, codex the approval decision `cancel`, ACP the permission
-    /// outcome `cancelled`.
-    pub fn cancel_request(&self, id: &Value) -> Vec<u8> {
+    /// A refusal of a request the tool made ([`Event::PermissionRequested`]), without a
+    /// person's decision: claude gets a `control_response` error, codex the approval
+    /// decision `cancel` (`abort` for the legacy requests, nothing granted for a permissions
+    /// request), ACP the permission outcome `cancelled`.
+    pub fn cancel_request(&mut self, id: &Value) -> Vec<u8> {
+        let ctx = self.asks.remove(&id.to_string()).map(|(_, c)| c);
         match self.protocol {
             StdioProtocol::ClaudeStreamJson => line(json!({
                 "type": "control_response",
@@ -397,15 +501,321 @@ impl StdioSession {
                     "error": "refused by proctor",
                 },
             })),
-            StdioProtocol::CodexAppServer => {
-                line(json!({"id": id, "result": {"decision": "cancel"}}))
-            }
+            StdioProtocol::CodexAppServer => match ctx {
+                Some(AskContext::CodexLegacy) => {
+                    line(json!({"id": id, "result": {"decision": "abort"}}))
+                }
+                Some(AskContext::CodexPermissions { .. }) => {
+                    line(json!({"id": id, "result": {"permissions": {}, "scope": "turn"}}))
+                }
+                _ => line(json!({"id": id, "result": {"decision": "cancel"}})),
+            },
             StdioProtocol::Acp => line(json!({
                 "jsonrpc": "2.0",
                 "id": id,
                 "result": {"outcome": {"outcome": "cancelled"}},
             })),
         }
+    }
+
+    /// The permission requests not answered yet: the tool's request ids.
+    pub fn open_requests(&self) -> usize {
+        self.asks.len()
+    }
+
+    /// Whether an interrupt leaves the open permission requests to be answered `cancelled`
+    /// by the client (ACP: "the Client MUST respond to all pending
+    /// `session/request_permission` requests with the `cancelled` outcome" once it sent
+    /// `session/cancel`); claude and codex withdraw theirs themselves.
+    pub fn interrupt_cancels_requests(&self) -> bool {
+        self.protocol == StdioProtocol::Acp
+    }
+
+    /// The tool withdrew its request `id`, if it was open.
+    fn withdrawn(&mut self, id: Option<&Value>, out: &mut Observed) {
+        if let Some(id) = id
+            && self.asks.remove(&id.to_string()).is_some()
+        {
+            out.events
+                .push(Event::PermissionWithdrawn { id: id.clone() });
+        }
+    }
+
+    /// The answer that gives the tool a person's `decision` on its request `id`
+    /// ([`Event::PermissionRequested`]), in the tool's own shape (see the module's docs).
+    /// Refused, writing nothing, for a request not open or a decision the tool did not offer.
+    pub fn answer_request(
+        &mut self,
+        id: &Value,
+        decision: Decision,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let key = id.to_string();
+        let Some((offered, ctx)) = self.asks.get(&key) else {
+            return Err(ProviderError::NoSuchRequest { tool: self.tool });
+        };
+        if !offered.contains(&decision) {
+            return Err(ProviderError::DecisionNotOffered {
+                tool: self.tool,
+                decision: decision.as_str(),
+                offered: offered
+                    .iter()
+                    .map(|d| d.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let bytes = match ctx {
+            AskContext::Claude { input, suggestions } => {
+                let response = match decision {
+                    Decision::Deny => json!({
+                        "behavior": "deny",
+                        "message": "denied by a person through proctor",
+                    }),
+                    Decision::Allow => json!({"behavior": "allow", "updatedInput": input}),
+                    Decision::AllowForSession => {
+                        let for_session: Vec<Value> = suggestions
+                            .iter()
+                            .map(|sug| {
+                                let mut sug = sug.clone();
+                                if let Some(o) = sug.as_object_mut() {
+                                    o.insert("destination".into(), json!("session"));
+                                }
+                                sug
+                            })
+                            .collect();
+                        json!({
+                            "behavior": "allow",
+                            "updatedInput": input,
+                            "updatedPermissions": for_session,
+                        })
+                    }
+                };
+                line(json!({
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": id, "response": response},
+                }))
+            }
+            AskContext::CodexItem => {
+                let d = match decision {
+                    Decision::Allow => "accept",
+                    Decision::AllowForSession => "acceptForSession",
+                    Decision::Deny => "decline",
+                };
+                line(json!({"id": id, "result": {"decision": d}}))
+            }
+            AskContext::CodexPermissions { requested } => {
+                let result = match decision {
+                    Decision::Allow => json!({"permissions": requested, "scope": "turn"}),
+                    Decision::AllowForSession => {
+                        json!({"permissions": requested, "scope": "session"})
+                    }
+                    Decision::Deny => json!({"permissions": {}, "scope": "turn"}),
+                };
+                line(json!({"id": id, "result": result}))
+            }
+            AskContext::CodexLegacy => {
+                let d = match decision {
+                    Decision::Allow => json!("approved"),
+                    Decision::AllowForSession => json!("approved_for_session"),
+                    Decision::Deny => {
+                        json!({"denied": {"rejection": "denied by a person through proctor"}})
+                    }
+                };
+                line(json!({"id": id, "result": {"decision": d}}))
+            }
+            AskContext::Acp {
+                allow,
+                allow_always,
+                reject,
+            } => {
+                let option = match decision {
+                    Decision::Allow => allow,
+                    Decision::AllowForSession => allow_always,
+                    Decision::Deny => reject,
+                };
+                line(json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "result": {"outcome": {"outcome": "selected", "optionId": option}},
+                }))
+            }
+        };
+        self.asks.remove(&key);
+        Ok(bytes)
+    }
+
+    /// Keeps a permission request open and says what it asks.
+    fn ask(
+        &mut self,
+        method: &str,
+        id: &Value,
+        ask: PermissionAsk,
+        ctx: AskContext,
+        out: &mut Observed,
+    ) {
+        self.asks.insert(id.to_string(), (ask.options.clone(), ctx));
+        out.events.push(Event::PermissionRequested {
+            method: method.to_string(),
+            id: id.clone(),
+            ask,
+        });
+    }
+
+    /// claude `can_use_tool`.
+    fn claude_ask(&mut self, v: &Value, out: &mut Observed) {
+        let id = v.get("request_id").cloned().unwrap_or(Value::Null);
+        let req = v.get("request").cloned().unwrap_or(Value::Null);
+        let input = req.get("input").cloned().unwrap_or_else(|| json!({}));
+        let suggestions: Vec<Value> = req
+            .get("permission_suggestions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut options = vec![Decision::Allow];
+        if !suggestions.is_empty() {
+            options.push(Decision::AllowForSession);
+        }
+        options.push(Decision::Deny);
+        let what = [
+            "/command",
+            "/file_path",
+            "/notebook_path",
+            "/path",
+            "/url",
+            "/pattern",
+        ]
+        .iter()
+        .find_map(|p| str_at(&input, p).map(str::to_string))
+        .unwrap_or_else(|| input.to_string());
+        let reason = str_at(&req, "/decision_reason")
+            .or_else(|| str_at(&req, "/blocked_path"))
+            .or_else(|| str_at(&input, "/description"))
+            .map(str::to_string);
+        let ask = permission_ask(
+            str_at(&req, "/tool_name").unwrap_or("unknown"),
+            &what,
+            reason.as_deref(),
+            options,
+        );
+        self.ask(
+            "can_use_tool",
+            &id,
+            ask,
+            AskContext::Claude { input, suggestions },
+            out,
+        );
+    }
+
+    /// codex `*requestApproval` and the legacy approvals; false for another method.
+    fn codex_ask(&mut self, m: &str, id: &Value, v: &Value, out: &mut Observed) -> bool {
+        let p = v.get("params").cloned().unwrap_or(Value::Null);
+        let reason = str_at(&p, "/reason");
+        let all = vec![Decision::Allow, Decision::AllowForSession, Decision::Deny];
+        let (tool_name, what, ctx) = match m {
+            "item/commandExecution/requestApproval" => {
+                let what = str_at(&p, "/command")
+                    .map(str::to_string)
+                    .unwrap_or_else(|| {
+                        format!("command of item {}", str_at(&p, "/itemId").unwrap_or("?"))
+                    });
+                ("commandExecution", what, AskContext::CodexItem)
+            }
+            "item/fileChange/requestApproval" => {
+                let item = str_at(&p, "/itemId").unwrap_or("?");
+                let what = self
+                    .codex_file_items
+                    .get(item)
+                    .cloned()
+                    .or_else(|| str_at(&p, "/grantRoot").map(str::to_string))
+                    .unwrap_or_else(|| format!("file change of item {item}"));
+                ("fileChange", what, AskContext::CodexItem)
+            }
+            "item/permissions/requestApproval" => {
+                let requested = p.get("permissions").cloned().unwrap_or_else(|| json!({}));
+                (
+                    "permissions",
+                    requested.to_string(),
+                    AskContext::CodexPermissions { requested },
+                )
+            }
+            "execCommandApproval" => {
+                let what = match p.get("command") {
+                    Some(Value::Array(a)) => a
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    _ => String::new(),
+                };
+                ("execCommand", what, AskContext::CodexLegacy)
+            }
+            "applyPatchApproval" => {
+                let what = match p.get("fileChanges") {
+                    Some(Value::Object(o)) => o.keys().cloned().collect::<Vec<_>>().join(", "),
+                    _ => String::new(),
+                };
+                ("applyPatch", what, AskContext::CodexLegacy)
+            }
+            _ => return false,
+        };
+        let ask = permission_ask(tool_name, &what, reason, all);
+        self.ask(m, id, ask, ctx, out);
+        true
+    }
+
+    /// ACP `session/request_permission`.
+    fn acp_ask(&mut self, id: &Value, v: &Value, out: &mut Observed) {
+        let p = v.get("params").cloned().unwrap_or(Value::Null);
+        let opt = |kind: &str| -> Option<String> {
+            p.get("options")
+                .and_then(Value::as_array)?
+                .iter()
+                .find(|o| str_at(o, "/kind") == Some(kind))
+                .and_then(|o| str_at(o, "/optionId"))
+                .map(str::to_string)
+        };
+        let (allow, allow_always, reject) =
+            (opt("allow_once"), opt("allow_always"), opt("reject_once"));
+        let mut options = Vec::new();
+        for (d, o) in [
+            (Decision::Allow, &allow),
+            (Decision::AllowForSession, &allow_always),
+            (Decision::Deny, &reject),
+        ] {
+            if o.is_some() {
+                options.push(d);
+            }
+        }
+        let call = p.get("toolCall").cloned().unwrap_or(Value::Null);
+        let title = str_at(&call, "/title");
+        let paths: Vec<&str> = call
+            .get("locations")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|l| str_at(l, "/path")).collect())
+            .unwrap_or_default();
+        let what = str_at(&call, "/rawInput/command")
+            .map(str::to_string)
+            .or_else(|| (!paths.is_empty()).then(|| paths.join(", ")))
+            .or_else(|| title.map(str::to_string))
+            .unwrap_or_default();
+        let reason = title.filter(|t| *t != what);
+        let ask = permission_ask(
+            str_at(&call, "/kind").unwrap_or("other"),
+            &what,
+            reason,
+            options,
+        );
+        self.ask(
+            "session/request_permission",
+            id,
+            ask,
+            AskContext::Acp {
+                allow,
+                allow_always,
+                reject,
+            },
+            out,
+        );
     }
 
     fn method_not_found(&self, id: &Value) -> Vec<u8> {
@@ -537,11 +947,22 @@ impl StdioSession {
                     message: str_at(v, "/response/error").unwrap_or("").to_string(),
                 });
             }
+            Some("control_cancel_request") => self.withdrawn(v.get("request_id"), out),
             Some("control_request") => {
-                out.events.push(Event::PermissionRequested {
-                    method: str_at(v, "/request/subtype").unwrap_or("").to_string(),
-                    id: v.get("request_id").cloned().unwrap_or(Value::Null),
-                });
+                if str_at(v, "/request/subtype") == Some("can_use_tool") {
+                    self.claude_ask(v, out);
+                } else {
+                    // hook callbacks, MCP messages…: proctor registered none.
+                    let id = v.get("request_id").cloned().unwrap_or(Value::Null);
+                    out.replies.push(line(json!({
+                        "type": "control_response",
+                        "response": {
+                            "subtype": "error",
+                            "request_id": id,
+                            "error": "not supported by proctor",
+                        },
+                    })));
+                }
             }
             _ => {}
         }
@@ -552,16 +973,15 @@ impl StdioSession {
         let id = v.get("id");
         match (method, id) {
             (Some(m), Some(id)) => {
-                let is_permission = match self.protocol {
-                    StdioProtocol::Acp => m == "session/request_permission",
-                    _ => m.ends_with("requestApproval"),
+                let asked = match self.protocol {
+                    StdioProtocol::Acp if m == "session/request_permission" => {
+                        self.acp_ask(id, v, out);
+                        true
+                    }
+                    StdioProtocol::CodexAppServer => self.codex_ask(m, id, v, out),
+                    _ => false,
                 };
-                if is_permission {
-                    out.events.push(Event::PermissionRequested {
-                        method: m.to_string(),
-                        id: id.clone(),
-                    });
-                } else {
+                if !asked {
                     out.replies.push(self.method_not_found(id));
                 }
             }
@@ -738,6 +1158,29 @@ impl StdioSession {
                 }
                 out.events.push(Event::TurnStarted { turn_id: turn });
             }
+            (StdioProtocol::CodexAppServer, "item/started")
+                if str_at(v, "/params/item/type") == Some("fileChange") =>
+            {
+                let paths: Vec<&str> = v
+                    .pointer("/params/item/changes")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|c| str_at(c, "/path")).collect())
+                    .unwrap_or_default();
+                if let Some(item) = str_at(v, "/params/item/id")
+                    && self.codex_file_items.len() < 64
+                {
+                    self.codex_file_items
+                        .insert(item.to_string(), paths.join(", "));
+                }
+            }
+            (StdioProtocol::CodexAppServer, "serverRequest/resolved") => {
+                self.withdrawn(v.pointer("/params/requestId"), out);
+            }
+            (StdioProtocol::CodexAppServer, "item/completed") => {
+                if let Some(item) = str_at(v, "/params/item/id") {
+                    self.codex_file_items.remove(item);
+                }
+            }
             (StdioProtocol::CodexAppServer, "item/agentMessage/delta") => {
                 if let Some(d) = str_at(v, "/params/delta") {
                     out.events.push(Event::AgentText(d.to_string()));
@@ -863,6 +1306,23 @@ pub fn blocked_in_stderr(tool: Tool, stderr: &str) -> Option<String> {
             .find(|l| l.contains("Not logged in") || l.contains("Invalid API key"))
             .map(|l| l.trim().to_string()),
         _ => None,
+    }
+}
+
+/// What is asked, sanitised and bounded.
+fn permission_ask(
+    tool_name: &str,
+    what: &str,
+    reason: Option<&str>,
+    options: Vec<Decision>,
+) -> PermissionAsk {
+    PermissionAsk {
+        tool_name: crate::text::one_line(tool_name, 80),
+        what: crate::text::one_line(what, MAX_ASK_WHAT),
+        reason: reason
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| crate::text::one_line(r, MAX_ASK_REASON)),
+        options,
     }
 }
 
@@ -1055,7 +1515,13 @@ mod tests {
             o.events,
             [Event::PermissionRequested {
                 method: "session/request_permission".into(),
-                id: json!("p1")
+                id: json!("p1"),
+                ask: PermissionAsk {
+                    tool_name: "other".into(),
+                    what: String::new(),
+                    reason: None,
+                    options: vec![],
+                },
             }]
         );
         assert_eq!(
@@ -1069,6 +1535,225 @@ mod tests {
                 outcome: TurnOutcome::Interrupted,
                 detail: Some("cancelled".into())
             }]
+        );
+    }
+
+    #[test]
+    fn claude_permission_answers_are_exact() {
+        let mut c = StdioSession::new(Tool::Claude, &cwd(), None).unwrap();
+        c.start();
+        let o = c.observe(
+            br#"{"type":"control_request","request_id":"r-1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm -rf \u001b[2J build","description":"Remove build"},"permission_suggestions":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"rm:*"}],"behavior":"allow","destination":"localSettings"}],"tool_use_id":"toolu_1"}}"#,
+        );
+        assert!(o.replies.is_empty(), "nothing is answered on its own");
+        assert_eq!(
+            o.events,
+            [Event::PermissionRequested {
+                method: "can_use_tool".into(),
+                id: json!("r-1"),
+                ask: PermissionAsk {
+                    tool_name: "Bash".into(),
+                    what: "rm -rf  build".into(),
+                    reason: Some("Remove build".into()),
+                    options: vec![Decision::Allow, Decision::AllowForSession, Decision::Deny],
+                },
+            }]
+        );
+        assert_eq!(c.open_requests(), 1);
+        assert_eq!(
+            s(&c.answer_request(&json!("r-1"), Decision::AllowForSession)
+                .unwrap()),
+            "{\"response\":{\"request_id\":\"r-1\",\"response\":{\"behavior\":\"allow\",\
+             \"updatedInput\":{\"command\":\"rm -rf \\u001b[2J build\",\"description\":\"Remove build\"},\
+             \"updatedPermissions\":[{\"behavior\":\"allow\",\"destination\":\"session\",\
+             \"rules\":[{\"ruleContent\":\"rm:*\",\"toolName\":\"Bash\"}],\"type\":\"addRules\"}]},\
+             \"subtype\":\"success\"},\"type\":\"control_response\"}\n"
+        );
+        assert!(
+            matches!(
+                c.answer_request(&json!("r-1"), Decision::Allow),
+                Err(ProviderError::NoSuchRequest { .. })
+            ),
+            "answered once"
+        );
+        // Without suggestions there is no "for the session"; allow and deny lines.
+        c.observe(br#"{"type":"control_request","request_id":"r-2","request":{"subtype":"can_use_tool","tool_name":"Write","input":{"file_path":"/w/a.txt","content":"x"},"tool_use_id":"toolu_2"}}"#);
+        let e = c
+            .answer_request(&json!("r-2"), Decision::AllowForSession)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("offered: allow, deny"), "{e}");
+        assert_eq!(
+            s(&c.answer_request(&json!("r-2"), Decision::Allow).unwrap()),
+            "{\"response\":{\"request_id\":\"r-2\",\"response\":{\"behavior\":\"allow\",\
+             \"updatedInput\":{\"content\":\"x\",\"file_path\":\"/w/a.txt\"}},\
+             \"subtype\":\"success\"},\"type\":\"control_response\"}\n"
+        );
+        c.observe(br#"{"type":"control_request","request_id":"r-3","request":{"subtype":"can_use_tool","tool_name":"Read","input":{"file_path":"/etc/shadow"},"tool_use_id":"toolu_3"}}"#);
+        assert_eq!(
+            s(&c.answer_request(&json!("r-3"), Decision::Deny).unwrap()),
+            "{\"response\":{\"request_id\":\"r-3\",\"response\":{\"behavior\":\"deny\",\
+             \"message\":\"denied by a person through proctor\"},\"subtype\":\"success\"},\
+             \"type\":\"control_response\"}\n"
+        );
+        // A request the tool withdraws is closed; one already answered means nothing.
+        c.observe(br#"{"type":"control_request","request_id":"r-4","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"},"tool_use_id":"toolu_4"}}"#);
+        let o = c.observe(br#"{"type":"control_cancel_request","request_id":"r-4"}"#);
+        assert_eq!(o.events, [Event::PermissionWithdrawn { id: json!("r-4") }]);
+        assert_eq!(c.open_requests(), 0);
+        let o = c.observe(br#"{"type":"control_cancel_request","request_id":"r-3"}"#);
+        assert!(o.events.is_empty());
+        assert!(!c.interrupt_cancels_requests());
+        // Another control request is refused at once, not surfaced.
+        let o = c.observe(br#"{"type":"control_request","request_id":"h-1","request":{"subtype":"hook_callback","callback_id":"x"}}"#);
+        assert!(o.events.is_empty());
+        assert_eq!(
+            s(&o.replies[0]),
+            "{\"response\":{\"error\":\"not supported by proctor\",\"request_id\":\"h-1\",\
+             \"subtype\":\"error\"},\"type\":\"control_response\"}\n"
+        );
+    }
+
+    #[test]
+    fn codex_approval_answers_are_exact() {
+        let mut c = StdioSession::new(Tool::Codex, &cwd(), None).unwrap();
+        c.start();
+        let o = c.observe(br#"{"id":5,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"call_1","startedAtMs":1,"command":"cargo test","cwd":"/w","reason":"run the tests"}}"#);
+        assert_eq!(
+            o.events,
+            [Event::PermissionRequested {
+                method: "item/commandExecution/requestApproval".into(),
+                id: json!(5),
+                ask: PermissionAsk {
+                    tool_name: "commandExecution".into(),
+                    what: "cargo test".into(),
+                    reason: Some("run the tests".into()),
+                    options: vec![Decision::Allow, Decision::AllowForSession, Decision::Deny],
+                },
+            }]
+        );
+        assert_eq!(
+            s(&c.answer_request(&json!(5), Decision::AllowForSession)
+                .unwrap()),
+            "{\"id\":5,\"result\":{\"decision\":\"acceptForSession\"}}\n"
+        );
+        // A file change: the paths come from the item that started it.
+        c.observe(br#"{"method":"item/started","params":{"threadId":"t","turnId":"u","item":{"type":"fileChange","id":"fc_1","status":"inProgress","changes":[{"path":"src/a.rs","kind":{"type":"update"},"diff":""},{"path":"src/b.rs","kind":{"type":"add"},"diff":""}]}}}"#);
+        let o = c.observe(br#"{"id":6,"method":"item/fileChange/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"fc_1","startedAtMs":1,"reason":null,"grantRoot":null}}"#);
+        let Event::PermissionRequested { ask, .. } = &o.events[0] else {
+            panic!("{o:?}")
+        };
+        assert_eq!(
+            (ask.tool_name.as_str(), ask.what.as_str(), &ask.reason),
+            ("fileChange", "src/a.rs, src/b.rs", &None)
+        );
+        assert_eq!(
+            s(&c.answer_request(&json!(6), Decision::Allow).unwrap()),
+            "{\"id\":6,\"result\":{\"decision\":\"accept\"}}\n"
+        );
+        c.observe(br#"{"id":7,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"call_2","startedAtMs":1,"command":"curl x"}}"#);
+        assert_eq!(
+            s(&c.answer_request(&json!(7), Decision::Deny).unwrap()),
+            "{\"id\":7,\"result\":{\"decision\":\"decline\"}}\n"
+        );
+        // Permissions: granted as asked, for the turn or the session; denied, nothing.
+        c.observe(br#"{"id":8,"method":"item/permissions/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"p","startedAtMs":1,"cwd":"/w","permissions":{"network":{"enabled":true}}}}"#);
+        assert_eq!(
+            s(&c.answer_request(&json!(8), Decision::Allow).unwrap()),
+            "{\"id\":8,\"result\":{\"permissions\":{\"network\":{\"enabled\":true}},\"scope\":\"turn\"}}\n"
+        );
+        c.observe(br#"{"id":9,"method":"item/permissions/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"p","startedAtMs":1,"cwd":"/w","permissions":{"network":{"enabled":true}}}}"#);
+        assert_eq!(
+            s(&c.answer_request(&json!(9), Decision::Deny).unwrap()),
+            "{\"id\":9,\"result\":{\"permissions\":{},\"scope\":\"turn\"}}\n"
+        );
+        // The legacy approvals and their ReviewDecision.
+        let o = c.observe(br#"{"id":10,"method":"execCommandApproval","params":{"conversationId":"t","callId":"c","command":["git","push"],"cwd":"/w","parsedCmd":[]}}"#);
+        let Event::PermissionRequested { ask, .. } = &o.events[0] else {
+            panic!("{o:?}")
+        };
+        assert_eq!(ask.what, "git push");
+        assert_eq!(
+            s(&c.answer_request(&json!(10), Decision::Deny).unwrap()),
+            "{\"id\":10,\"result\":{\"decision\":{\"denied\":{\"rejection\":\"denied by a person through proctor\"}}}}\n"
+        );
+        c.observe(br#"{"id":11,"method":"applyPatchApproval","params":{"conversationId":"t","callId":"c","fileChanges":{"/w/x.rs":{}}}}"#);
+        assert_eq!(
+            s(&c.answer_request(&json!(11), Decision::AllowForSession)
+                .unwrap()),
+            "{\"id\":11,\"result\":{\"decision\":\"approved_for_session\"}}\n"
+        );
+        c.observe(br#"{"id":12,"method":"execCommandApproval","params":{"conversationId":"t","callId":"c","command":["ls"],"cwd":"/w","parsedCmd":[]}}"#);
+        assert_eq!(
+            s(&c.cancel_request(&json!(12))),
+            "{\"id\":12,\"result\":{\"decision\":\"abort\"}}\n"
+        );
+        assert_eq!(c.open_requests(), 0);
+        // codex resolves a request it gave up (an interrupted turn): closed.
+        c.observe(br#"{"id":14,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"c","startedAtMs":1,"command":"ls"}}"#);
+        let o = c.observe(
+            br#"{"method":"serverRequest/resolved","params":{"threadId":"t","requestId":14}}"#,
+        );
+        assert_eq!(o.events, [Event::PermissionWithdrawn { id: json!(14) }]);
+        let o = c.observe(
+            br#"{"method":"serverRequest/resolved","params":{"threadId":"t","requestId":5}}"#,
+        );
+        assert!(o.events.is_empty(), "answered already: nothing withdrawn");
+        // Another server request is not a permission: method not found.
+        let o = c.observe(br#"{"id":13,"method":"item/tool/requestUserInput","params":{}}"#);
+        assert!(o.events.is_empty());
+        assert!(s(&o.replies[0]).contains("-32601"));
+    }
+
+    #[test]
+    fn acp_permission_answers_use_the_offered_options() {
+        let mut c = StdioSession::new(Tool::Opencode, &cwd(), None).unwrap();
+        c.start();
+        let o = c.observe(br#"{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"tc1","title":"Run cargo build","kind":"execute","rawInput":{"command":"cargo build"},"locations":[]},"options":[{"optionId":"yes","name":"Allow","kind":"allow_once"},{"optionId":"always","name":"Always","kind":"allow_always"},{"optionId":"no","name":"Reject","kind":"reject_once"},{"optionId":"never","name":"Never","kind":"reject_always"}]}}"#);
+        assert_eq!(
+            o.events,
+            [Event::PermissionRequested {
+                method: "session/request_permission".into(),
+                id: json!(3),
+                ask: PermissionAsk {
+                    tool_name: "execute".into(),
+                    what: "cargo build".into(),
+                    reason: Some("Run cargo build".into()),
+                    options: vec![Decision::Allow, Decision::AllowForSession, Decision::Deny],
+                },
+            }]
+        );
+        assert_eq!(
+            s(&c.answer_request(&json!(3), Decision::AllowForSession)
+                .unwrap()),
+            "{\"id\":3,\"jsonrpc\":\"2.0\",\"result\":{\"outcome\":{\"optionId\":\"always\",\
+             \"outcome\":\"selected\"}}}\n"
+        );
+        c.observe(br#"{"jsonrpc":"2.0","id":4,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"tc2","title":"Edit","kind":"edit","locations":[{"path":"/w/a.rs"}]},"options":[{"optionId":"ok","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}"#);
+        let e = c
+            .answer_request(&json!(4), Decision::AllowForSession)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("did not offer `allow_for_session`") && e.contains("offered: allow, deny"),
+            "{e}"
+        );
+        assert_eq!(
+            c.open_requests(),
+            1,
+            "a refused decision leaves the request open"
+        );
+        assert_eq!(
+            s(&c.answer_request(&json!(4), Decision::Deny).unwrap()),
+            "{\"id\":4,\"jsonrpc\":\"2.0\",\"result\":{\"outcome\":{\"optionId\":\"no\",\
+             \"outcome\":\"selected\"}}}\n"
+        );
+        assert!(c.interrupt_cancels_requests());
+        c.observe(br#"{"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"tc3","title":"Fetch","kind":"fetch"},"options":[{"optionId":"ok","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}"#);
+        assert_eq!(
+            s(&c.answer_request(&json!(5), Decision::Allow).unwrap()),
+            "{\"id\":5,\"jsonrpc\":\"2.0\",\"result\":{\"outcome\":{\"optionId\":\"ok\",\
+             \"outcome\":\"selected\"}}}\n"
         );
     }
 

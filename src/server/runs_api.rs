@@ -17,8 +17,8 @@ use super::Shared;
 use super::api::{ApiError, Caller, blocking};
 use crate::api::runs::{
     self as wire, Accepted, AttachQuery, CleanupBody, DiffFileQuery, EndEvent, InputRequest,
-    LagEvent, ListQuery, NoticeEvent, RenameBody, Resized, RunDiff, RunDiffFile, SizeBody,
-    SnoozeBody, StartRequest,
+    LagEvent, ListQuery, NoticeEvent, PermitRequest, RenameBody, Resized, RunDiff, RunDiffFile,
+    SizeBody, SnoozeBody, StartRequest,
 };
 use crate::runs::{self, Frame, ReadOutcome, TermSize};
 use crate::sessions::SessionError;
@@ -29,7 +29,9 @@ pub use crate::api::runs::BASE;
 impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
         let (status, code) = match &e {
-            SessionError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            SessionError::NotFound(_) | SessionError::Missing(_) => {
+                (StatusCode::NOT_FOUND, "not_found")
+            }
             SessionError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             SessionError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             SessionError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),
@@ -110,6 +112,32 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(r(wire::CLEANUP), post(cleanup))
         .route(r(wire::DIFF), get(diff))
         .route(r(wire::DIFF_FILE), get(diff_file))
+        .route(r(wire::PERMISSIONS), get(permissions))
+        .route(r(wire::PERMISSION), post(permit))
+}
+
+async fn permissions(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.permissions(&run)).await?)
+}
+
+/// A person's decision: never an agent's (403 `agent_refused` whatever its token's role).
+async fn permit(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path((run, id)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    super::api::person_only(
+        &c,
+        "decide a tool's permission request",
+        "a person decides it, with `proctor session permit` at their terminal or the \
+         cockpit's permission dialog",
+    )?;
+    let req: PermitRequest = json_body(&body, true)?;
+    let sessions = s.sessions.clone();
+    let by = c.actor();
+    ok(blocking(move || sessions.decide(&run, &id, &req, &by)).await?)
 }
 
 async fn list(

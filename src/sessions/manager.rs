@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::marks::{Mark, Marks, MarksError};
+use super::permissions::{self, PermissionList, PermissionView, PermitDecision, PermitRequest};
 use super::record::{Derived, RunEvent, RunRecord, State, kinds};
 use super::view::{
     Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView, RunEvents,
@@ -40,6 +41,9 @@ pub enum SessionError {
          and snoozed ones too)"
     )]
     NotFound(String),
+    /// 404 for a thing inside a run (a permission request); the message names the remedy.
+    #[error("{0}")]
+    Missing(String),
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
@@ -194,6 +198,10 @@ struct StdioLink {
     /// Set when the tool answered with something that forbids going on (resume refused
     /// or diverged): the run is stopped and recorded as failed with this reason.
     fatal: Option<String>,
+    /// The tool's permission requests held open for a person.
+    permissions: permissions::Table,
+    /// The profile refuses every permission request without asking.
+    deny_all: bool,
 }
 
 struct Inner {
@@ -1245,6 +1253,8 @@ impl Sessions {
         // The account home this generation runs with: a blocked run's remedy names it.
         started["account_home"] = json!(profile.home.to_string_lossy());
         self.record(inner, run_ref, kinds::STARTED, started)?;
+        let asked_before = permissions::requested_count(&inner.records[run_ref].events);
+        let deny_all = profile.permissions == providers::profile::PermissionPolicy::Deny;
         let link = stdio.map(|mut session| {
             let opening = session.start();
             for line in opening {
@@ -1254,6 +1264,8 @@ impl Sessions {
                 session,
                 queued: VecDeque::new(),
                 fatal: None,
+                permissions: permissions::Table::starting_after(asked_before),
+                deny_all,
             }))
         });
         inner.live.insert(
@@ -1297,6 +1309,16 @@ impl Sessions {
         let fatal = link
             .as_ref()
             .and_then(|l| l.lock().ok().and_then(|l| l.fatal.clone()));
+        // Requests still open: the tool never got an answer, and never will.
+        let expired = link
+            .as_ref()
+            .map(|l| {
+                l.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .permissions
+                    .drain()
+            })
+            .unwrap_or_default();
         let mut fields = json!({"generation": generation});
         if let Some(exit) = end.exit {
             if let Some(code) = exit.exit_code() {
@@ -1320,6 +1342,14 @@ impl Sessions {
             let mut inner = self.lock();
             let current = inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
             if current {
+                for id in expired {
+                    let _ = self.record(
+                        &mut inner,
+                        &run_ref,
+                        kinds::PERMISSION_EXPIRED,
+                        json!({"generation": generation, "id": id}),
+                    );
+                }
                 let _ = self.record(&mut inner, &run_ref, kinds::EXITED, fields);
             }
         }
@@ -1439,9 +1469,33 @@ impl Sessions {
                     ));
                     stop = true;
                 }
-                Event::PermissionRequested { method, id } => {
-                    let _ = run.write_input(&l.session.cancel_request(&id));
-                    facts.push(("sessions.run.permission_refused", json!({"generation": generation, "method": method})));
+                Event::PermissionRequested { method, id, ask } => {
+                    let options: Vec<&str> = ask.options.iter().map(|d| d.as_str()).collect();
+                    if l.deny_all {
+                        let _ = run.write_input(&l.session.cancel_request(&id));
+                        facts.push((
+                            kinds::PERMISSION_REFUSED,
+                            json!({"generation": generation, "method": method, "by": "profile",
+                                   "tool_name": ask.tool_name, "what": ask.what, "reason": ask.reason}),
+                        ));
+                    } else {
+                        let pid = l.permissions.open(id);
+                        facts.push((
+                            kinds::PERMISSION_REQUESTED,
+                            json!({"generation": generation, "id": pid, "method": method,
+                                   "tool_name": ask.tool_name, "what": ask.what,
+                                   "reason": ask.reason, "options": options}),
+                        ));
+                    }
+                }
+                Event::PermissionWithdrawn { id } => {
+                    if let Some(pid) = l.permissions.proctor_id(&id) {
+                        l.permissions.close(&pid);
+                        facts.push((
+                            kinds::PERMISSION_EXPIRED,
+                            json!({"generation": generation, "id": pid, "reason": "withdrawn by the tool"}),
+                        ));
+                    }
                 }
                 Event::RequestFailed { method, message } => facts.push((
                     "sessions.run.request_failed",
@@ -1667,6 +1721,117 @@ impl Sessions {
 
     /// The live handle of a run's current generation (also after it ended, while the
     /// server still holds its output).
+    /// The permission requests of the run's current generation, from its recorded events.
+    pub fn permissions(&self, run_ref: &str) -> Result<PermissionList, SessionError> {
+        let inner = self.lock();
+        let rec = self.get_record(&inner, run_ref)?;
+        let generation = rec.derive().generation;
+        Ok(PermissionList {
+            run_ref: rec.run_ref.clone(),
+            generation,
+            items: permissions::list(&rec.events, generation),
+        })
+    }
+
+    /// A person's decision on the open permission request `id`: written to the tool in its
+    /// own shape, then recorded (`permission_decided`, naming `by`). 404 for an id the run
+    /// never had, 409 for one already decided or expired (nothing is written to the tool),
+    /// or a run with no live process; 400 for a decision the tool did not offer.
+    pub fn decide(
+        &self,
+        run_ref: &str,
+        id: &str,
+        req: &PermitRequest,
+        by: &crate::auth::Actor,
+    ) -> Result<PermissionView, SessionError> {
+        let Some(decision) = req.decision else {
+            return Err(SessionError::BadRequest(
+                "the body needs \"decision\": \"allow\" or \"deny\" (and \"for_session\": true                  to allow for the rest of the session)"
+                    .into(),
+            ));
+        };
+        let for_session = req.for_session == Some(true);
+        if for_session && decision == PermitDecision::Deny {
+            return Err(SessionError::BadRequest(
+                "for_session goes with allow only: a denial is for this request".into(),
+            ));
+        }
+        let mut inner = self.lock();
+        let rec = self.get_record(&inner, run_ref)?;
+        let generation = rec.derive().generation;
+        let known = permissions::list(&rec.events, generation);
+        let Some(item) = known.iter().find(|p| p.id.as_deref() == Some(id)) else {
+            return Err(SessionError::Missing(format!(
+                "{run_ref} has no permission request {}. Remedy: `proctor session permissions \
+                 {run_ref}` lists them",
+                text::one_line(id, 20)
+            )));
+        };
+        if item.state != permissions::PermissionState::Open {
+            let by = item
+                .by
+                .as_ref()
+                .map(|b| format!(" by {} ({})", text::one_line(&b.name, 60), b.token_id))
+                .unwrap_or_default();
+            return Err(SessionError::Conflict(format!(
+                "permission request {id} of {run_ref} is already {}{by}; nothing was sent to \
+                 the tool. Remedy: `proctor session permissions {run_ref}` shows it",
+                item.state.as_str()
+            )));
+        }
+        let live = inner
+            .live
+            .get(run_ref)
+            .filter(|l| l.generation == generation && !l.run.reaped());
+        let Some((run, link)) = live.and_then(|l| Some((l.run.clone(), l.stdio.clone()?))) else {
+            return Err(SessionError::Conflict(format!(
+                "{run_ref} has no live process to answer; its request {id} expired with it. \
+                 Remedy: resume the run (`proctor session resume {run_ref}`); the tool asks again"
+            )));
+        };
+        let proto = match (decision, for_session) {
+            (PermitDecision::Allow, false) => providers::protocol::Decision::Allow,
+            (PermitDecision::Allow, true) => providers::protocol::Decision::AllowForSession,
+            (PermitDecision::Deny, _) => providers::protocol::Decision::Deny,
+        };
+        {
+            let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(tool_id) = l.permissions.tool_id(id).cloned() else {
+                return Err(SessionError::Conflict(format!(
+                    "permission request {id} of {run_ref} is no longer open. Remedy: \
+                     `proctor session permissions {run_ref}` shows it"
+                )));
+            };
+            let bytes = l
+                .session
+                .answer_request(&tool_id, proto)
+                .map_err(|e| SessionError::BadRequest(e.to_string()))?;
+            run.write_input(&bytes).map_err(|e| {
+                SessionError::Conflict(format!(
+                    "cannot write the answer to {run_ref}'s tool ({e}); the request stays open"
+                ))
+            })?;
+            l.permissions.close(id);
+        }
+        let by_json = serde_json::to_value(by).map_err(SessionError::internal)?;
+        let decision_str = match decision {
+            PermitDecision::Allow => "allow",
+            PermitDecision::Deny => "deny",
+        };
+        self.record(
+            &mut inner,
+            run_ref,
+            kinds::PERMISSION_DECIDED,
+            json!({"generation": generation, "id": id, "decision": decision_str,
+                   "for_session": for_session, "by": by_json}),
+        )?;
+        let rec = self.get_record(&inner, run_ref)?;
+        permissions::list(&rec.events, generation)
+            .into_iter()
+            .find(|p| p.id.as_deref() == Some(id))
+            .ok_or_else(|| SessionError::Internal("the decision was not recorded".into()))
+    }
+
     pub fn handle(&self, run_ref: &str) -> Result<(Option<Run>, State), SessionError> {
         let inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?;
@@ -1789,17 +1954,25 @@ impl Sessions {
                     state.as_str()
                 ))
             })?;
+        let mut withdrawn: Vec<String> = Vec::new();
         let method = match &live.stdio {
             Some(link) => {
-                let bytes = link
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
+                let bytes = l
                     .session
                     .interrupt()
                     .map_err(|e| SessionError::Conflict(e.to_string()))?;
                 live.run
                     .write_input(&bytes)
                     .map_err(|e| SessionError::Conflict(e.to_string()))?;
+                // ACP: the requests of the cancelled prompt are answered `cancelled`.
+                if l.session.interrupt_cancels_requests() {
+                    for (pid, tool_id) in l.permissions.drain_with_tool_ids() {
+                        let line = l.session.cancel_request(&tool_id);
+                        let _ = live.run.write_input(&line);
+                        withdrawn.push(pid);
+                    }
+                }
                 "protocol"
             }
             None => {
@@ -1816,6 +1989,14 @@ impl Sessions {
             kinds::INTERRUPTED,
             json!({"generation": generation, "method": method, "by": by}),
         )?;
+        for id in withdrawn {
+            self.record(
+                &mut inner,
+                run_ref,
+                kinds::PERMISSION_EXPIRED,
+                json!({"generation": generation, "id": id, "reason": "cancelled with the turn"}),
+            )?;
+        }
         self.view(&inner, run_ref, Some(by))
     }
 

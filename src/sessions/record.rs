@@ -299,6 +299,8 @@ impl RunRecord {
         let field = |f: &Map<String, Value>, k: &str| {
             f.get(k).and_then(Value::as_str).unwrap_or("").to_string()
         };
+        // Permission requests of the current generation still open (by proctor's id).
+        let mut open: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         for e in &self.events {
             let f = &e.fields;
             let block = |d: &mut Derived, home: Option<&str>, source: String, words: String| {
@@ -311,6 +313,24 @@ impl RunRecord {
                     remedy,
                 });
             };
+            let id = || f.get("id").and_then(Value::as_str).map(str::to_string);
+            let this_generation = || {
+                f.get("generation")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(d.generation)
+                    == d.generation
+            };
+            match e.kind.as_str() {
+                kinds::PERMISSION_REQUESTED if this_generation() => {
+                    open.extend(id());
+                }
+                kinds::PERMISSION_DECIDED | kinds::PERMISSION_EXPIRED => {
+                    if let Some(id) = id() {
+                        open.remove(&id);
+                    }
+                }
+                _ => {}
+            }
             match e.kind.as_str() {
                 kinds::CREATED => {
                     d.generation = 1;
@@ -327,6 +347,7 @@ impl RunRecord {
                     d.ended_at = None;
                     d.reason = None;
                     stop_requested = false;
+                    open.clear();
                 }
                 kinds::STARTED => {
                     account_home = f
@@ -411,6 +432,13 @@ impl RunRecord {
                 kinds::CLEANED => d.state = State::Cleaned,
                 _ => {}
             }
+            // No process, no open request (a server that crashed recorded no expiry).
+            if matches!(
+                e.kind.as_str(),
+                kinds::EXITED | kinds::LOST | kinds::LAUNCH_FAILED
+            ) {
+                open.clear();
+            }
         }
         if d.state != State::Blocked {
             d.blocked = None;
@@ -420,6 +448,7 @@ impl RunRecord {
         {
             d.reason = Some(format!("{} retries: {words}", self.tool));
         }
+        d.permissions_open = open.len() as u64;
         d
     }
 }
@@ -668,6 +697,46 @@ mod tests {
         ]);
         let d = r.derive();
         assert_eq!((d.state, d.blocked), (State::Stopped, None));
+    }
+
+    #[test]
+    fn permissions_open_counts_the_current_generations_unanswered_requests() {
+        let asked = |id: &str, g: u64| {
+            ev(
+                kinds::PERMISSION_REQUESTED,
+                json!({"generation": g, "id": id}),
+            )
+        };
+        let mut r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"generation": 1, "pid": 1})),
+            asked("1", 1),
+            asked("2", 1),
+        ]);
+        assert_eq!(r.derive().permissions_open, 2);
+        r.events.push(ev(
+            kinds::PERMISSION_DECIDED,
+            json!({"generation": 1, "id": "1", "decision": "allow"}),
+        ));
+        assert_eq!(r.derive().permissions_open, 1);
+        r.events.push(ev(
+            kinds::PERMISSION_EXPIRED,
+            json!({"generation": 1, "id": "2"}),
+        ));
+        assert_eq!(r.derive().permissions_open, 0);
+        r.events.push(asked("3", 1));
+        r.events
+            .push(ev(kinds::EXITED, json!({"generation": 1, "exit_code": 0})));
+        assert_eq!(r.derive().permissions_open, 0, "no process, nothing open");
+        r.events.push(ev(kinds::RESUMED, json!({"generation": 2})));
+        r.events.push(asked("4", 1));
+        assert_eq!(
+            r.derive().permissions_open,
+            0,
+            "another generation's request"
+        );
+        r.events.push(asked("5", 2));
+        assert_eq!(r.derive().permissions_open, 1);
     }
 
     #[test]

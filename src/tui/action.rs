@@ -48,6 +48,7 @@ pub enum Action {
     Refresh,
     Verify,
     ToggleToolOutput,
+    Permissions,
 }
 
 /// What an action needs from the caller's token.
@@ -77,7 +78,7 @@ const BEFORE_VIEWS: [Action; 14] = [
 ];
 
 /// The actions listed after the views'.
-const AFTER_VIEWS: [Action; 24] = [
+const AFTER_VIEWS: [Action; 25] = [
     Action::Attach,
     Action::NewSession,
     Action::SendInput,
@@ -102,6 +103,7 @@ const AFTER_VIEWS: [Action; 24] = [
     Action::Refresh,
     Action::Verify,
     Action::ToggleToolOutput,
+    Action::Permissions,
 ];
 
 impl Action {
@@ -171,6 +173,7 @@ impl Action {
             Action::Refresh => "refresh",
             Action::Verify => "verify-receipts",
             Action::ToggleToolOutput => "toggle-tool-output",
+            Action::Permissions => "permissions",
         }
     }
 
@@ -224,6 +227,9 @@ impl Action {
             Action::ToggleToolOutput => {
                 "show or hide each tool call's output under its line (pipe sessions)"
             }
+            Action::Permissions => {
+                "answer what a session's tool asks permission for (allow / deny)"
+            }
         }
     }
 
@@ -239,7 +245,8 @@ impl Action {
             | Action::Resume
             | Action::Rename
             | Action::Archive
-            | Action::Approve => Needs::Write,
+            | Action::Approve
+            | Action::Permissions => Needs::Write,
             Action::Cleanup | Action::Delete => Needs::Admin,
             _ => Needs::Read,
         }

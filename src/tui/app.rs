@@ -115,9 +115,27 @@ impl Mode {
 /// Why a request was made: where its answer goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallTag {
-    Action { action: Action, run: String },
+    Action {
+        action: Action,
+        run: String,
+    },
     Prompt(PromptFor),
-    Resize { run: String, rows: u16, cols: u16 },
+    Resize {
+        run: String,
+        rows: u16,
+        cols: u16,
+    },
+    /// The run's permission requests, to ask the first open one (`quiet`: after an answer,
+    /// saying nothing when none is left).
+    Permissions {
+        run: String,
+        quiet: bool,
+    },
+    /// A person's answer to a permission request.
+    Permit {
+        run: String,
+        id: String,
+    },
 }
 
 /// A request to the server: a contract path and a contract body, serialised once here so
@@ -709,6 +727,8 @@ impl App {
                 }
                 Err(e) => self.error(format!("resizing {run} to {cols}×{rows}: {e}")),
             },
+            CallTag::Permissions { run, quiet } => self.on_permissions(run, quiet, result),
+            CallTag::Permit { run, id } => self.on_permit(run, id, result),
             CallTag::Action { action, run } => {
                 match result {
                     Ok(v) => self.success(done_message(action, &run, v)),
@@ -1054,6 +1074,7 @@ impl App {
                 self.focus = order[j];
             }
             Action::View(tab) => super::views::show(self, tab),
+            Action::Permissions => self.ask_permissions(run.as_ref()),
             Action::Verify => {
                 let all = self.receipt_list().to_vec();
                 if all.is_empty() {

@@ -21,6 +21,7 @@ use crate::text;
 
 mod attach;
 mod output;
+pub(crate) mod permissions;
 mod tail;
 
 /// Start, watch, steer and tidy agent sessions (runs) held by the server.
@@ -94,6 +95,8 @@ pub enum SessionCommand {
     ///
     /// Exit 1 (409) when the run was not cleaned up first. The ledger keeps its history.
     Delete(RefArgs),
+    Permissions(permissions::PermissionsArgs),
+    Permit(permissions::PermitArgs),
 }
 
 /// Every state the server derives for a run, in its lifecycle order: what `list --state`
@@ -416,6 +419,8 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
                 c.request_blocking::<(), _>(Method::DELETE, &wire::at(wire::RUN, &run_ref), None)?;
             report(a.json, &v, || format!("{} deleted", t(&v.run_ref, 32)))
         }
+        SessionCommand::Permissions(a) => permissions::list(&c, a),
+        SessionCommand::Permit(a) => permissions::permit(&c, a),
     }
 }
 

@@ -172,6 +172,100 @@ fn classify(line: &[u8]) -> Option<Option<Vec<u8>>> {
     (v.get("method")?.as_str()? == "session/cancel").then_some(None)
 }
 
+/// `!ask` in ACP's shape: a `tool_call` update (pending), then `session/request_permission`
+/// with the four option kinds; once answered, a `tool_call_update`.
+struct AcpAsker {
+    session: String,
+    asked: std::cell::Cell<u64>,
+    call: std::cell::RefCell<String>,
+}
+
+fn rpc_lines(frames: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for f in frames {
+        out.extend(serde_json::to_vec(f).unwrap_or_default());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// The options the fake offers, one of each kind.
+const ASK_OPTIONS: [(&str, &str, &str); 4] = [
+    ("allow-once", "Allow", "allow_once"),
+    ("allow-always", "Always allow", "allow_always"),
+    ("reject-once", "Reject", "reject_once"),
+    ("reject-always", "Always reject", "reject_always"),
+];
+
+impl script::Asker for AcpAsker {
+    fn request(&self, kind: script::AskKind, what: &str) -> (Vec<u8>, Value) {
+        let n = self.asked.get() + 1;
+        self.asked.set(n);
+        let id = json!(1000 + n);
+        let call_id = format!("call_demo_{n}");
+        *self.call.borrow_mut() = call_id.clone();
+        let (title, kind, raw, locations) = match kind {
+            script::AskKind::Command => (
+                format!("demo: run `{what}`"),
+                "execute",
+                json!({"command": what}),
+                json!([]),
+            ),
+            script::AskKind::File => (
+                format!("demo: write {what}"),
+                "edit",
+                json!({"path": what}),
+                json!([{"path": what}]),
+            ),
+        };
+        let call = json!({"toolCallId": call_id, "title": title, "kind": kind,
+                          "rawInput": raw, "locations": locations});
+        let mut update = call.clone();
+        update["sessionUpdate"] = json!("tool_call");
+        update["status"] = json!("pending");
+        let options: Vec<Value> = ASK_OPTIONS
+            .iter()
+            .map(|(id, name, kind)| json!({"optionId": id, "name": name, "kind": kind}))
+            .collect();
+        let out = rpc_lines(&[
+            json!({"jsonrpc": "2.0", "method": "session/update",
+                   "params": {"sessionId": self.session, "update": update}}),
+            json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+                   "params": {"sessionId": self.session, "toolCall": call, "options": options}}),
+        ]);
+        (out, id)
+    }
+
+    fn answer(&self, line: &[u8], id: &Value) -> Option<(String, Vec<u8>)> {
+        let v: Value = serde_json::from_slice(line).ok()?;
+        if v.get("id")? != id || v.get("method").is_some() {
+            return None;
+        }
+        let word = match (
+            v.pointer("/result/outcome/outcome").and_then(Value::as_str),
+            v.pointer("/result/outcome/optionId")
+                .and_then(Value::as_str),
+        ) {
+            (Some("selected"), Some("allow-once")) => "allowed",
+            (Some("selected"), Some("allow-always")) => "allowed for the session",
+            (Some("selected"), Some("reject-once")) => "denied",
+            (Some("selected"), Some("reject-always")) => "denied always",
+            (Some("cancelled"), _) => "cancelled",
+            _ => "refused (error)",
+        };
+        let status = if word.starts_with("allowed") {
+            "completed"
+        } else {
+            "failed"
+        };
+        let after = rpc_lines(&[json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": self.session, "update": {
+                "sessionUpdate": "tool_call_update", "toolCallId": *self.call.borrow(),
+                "status": status}}})]);
+        Some((word.to_string(), after))
+    }
+}
+
 impl Agent {
     fn new(tool: Tool) -> Result<Agent, Failure> {
         let home = super::account_home(tool).map_err(|m| Failure::new(1, m))?;
@@ -351,12 +445,18 @@ impl Agent {
             .message(&session.id, &session.cwd, "user", &text)?;
         let steps = script::parse(&text);
         let answer = |b: &[u8]| super::write_out(b);
+        let asker = AcpAsker {
+            session: session.id.clone(),
+            asked: std::cell::Cell::new(n * 100),
+            call: std::cell::RefCell::new(String::new()),
+        };
         let mut turn = Turn {
             inbox,
             deferred,
             classify: &classify,
             sigint: None,
             answer: &answer,
+            ask: Some(&asker),
         };
         let failed = std::cell::RefCell::new(None::<String>);
         let mut calls = 0u32;

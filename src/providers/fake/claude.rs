@@ -29,6 +29,8 @@ struct Args {
     input_format: Option<String>,
     output_format: Option<String>,
     resume: Option<String>,
+    /// `--permission-prompt-tool stdio`: permission requests go to stdin/stdout.
+    permission_prompt_stdio: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, Failure> {
@@ -38,6 +40,7 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
         input_format: None,
         output_format: None,
         resume: None,
+        permission_prompt_stdio: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -52,6 +55,9 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
             "--input-format" => a.input_format = Some(value("--input-format <format>")?),
             "--output-format" => a.output_format = Some(value("--output-format <format>")?),
             "-r" | "--resume" => a.resume = Some(value("-r, --resume [value]")?),
+            "--permission-prompt-tool" => {
+                a.permission_prompt_stdio = value("--permission-prompt-tool <tool>")? == "stdio"
+            }
             s if s.starts_with("--resume=") => a.resume = Some(s["--resume=".len()..].to_string()),
             s if s.starts_with("--input-format=") => {
                 a.input_format = Some(s["--input-format=".len()..].to_string())
@@ -115,6 +121,7 @@ pub(super) fn main(args: &[String]) -> Result<i32, Failure> {
         transcript,
         init_sent: false,
         turns: 0,
+        permission_prompt_stdio: a.permission_prompt_stdio,
     }
     .serve()
 }
@@ -125,6 +132,8 @@ struct Session {
     transcript: Transcript,
     init_sent: bool,
     turns: u64,
+    /// Launched with `--permission-prompt-tool stdio`: `!ask` sends `can_use_tool`.
+    permission_prompt_stdio: bool,
 }
 
 fn uuid() -> String {
@@ -165,6 +174,78 @@ fn classify(line: &[u8]) -> Option<Option<Vec<u8>>> {
         return Some(Some(reply));
     }
     None
+}
+
+/// `!ask` in claude's shape: a `can_use_tool` control request (Bash for a command, Write
+/// for a file), with a suggestion to allow such calls from now on.
+struct ClaudeAsker {
+    asked: std::cell::Cell<u64>,
+}
+
+impl script::Asker for ClaudeAsker {
+    fn request(&self, kind: script::AskKind, what: &str) -> (Vec<u8>, Value) {
+        let n = self.asked.get() + 1;
+        self.asked.set(n);
+        let id = json!(format!("demo-perm-{n}"));
+        let (tool, input) = match kind {
+            script::AskKind::Command => (
+                "Bash",
+                json!({"command": what, "description": "demo: the script asked to run it"}),
+            ),
+            script::AskKind::File => ("Write", json!({"file_path": what, "content": "demo\n"})),
+        };
+        let frame = json!({
+            "type": "control_request",
+            "request_id": id,
+            "request": {
+                "subtype": "can_use_tool",
+                "tool_name": tool,
+                "input": input,
+                "permission_suggestions": [{
+                    "type": "addRules",
+                    "rules": [{"toolName": tool, "ruleContent": what}],
+                    "behavior": "allow",
+                    "destination": "localSettings",
+                }],
+                "tool_use_id": format!("toolu_demo_{n}"),
+            },
+        });
+        let mut line = serde_json::to_vec(&frame).unwrap_or_default();
+        line.push(b'\n');
+        (line, id)
+    }
+
+    fn answer(&self, line: &[u8], id: &Value) -> Option<(String, Vec<u8>)> {
+        let v: Value = serde_json::from_slice(line).ok()?;
+        if v.get("type")?.as_str()? != "control_response"
+            || v.pointer("/response/request_id")? != id
+        {
+            return None;
+        }
+        let word = match (
+            v.pointer("/response/subtype").and_then(Value::as_str),
+            v.pointer("/response/response/behavior")
+                .and_then(Value::as_str),
+        ) {
+            (Some("success"), Some("allow"))
+                if v.pointer("/response/response/updatedPermissions").is_some() =>
+            {
+                "allowed for the session"
+            }
+            (Some("success"), Some("allow")) => "allowed",
+            (Some("success"), Some("deny")) => "denied",
+            _ => "refused (error)",
+        };
+        Some((word.to_string(), Vec::new()))
+    }
+
+    fn abandoned(&self, id: &Value) -> Vec<u8> {
+        let mut line =
+            serde_json::to_vec(&json!({"type": "control_cancel_request", "request_id": id}))
+                .unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
 }
 
 impl Session {
@@ -362,12 +443,18 @@ impl Session {
             .message(&self.session_id, &self.cwd, "user", text)?;
         let steps = script::parse(text);
         let answer = |b: &[u8]| super::write_out(b);
+        let asker = ClaudeAsker {
+            asked: std::cell::Cell::new(n * 100),
+        };
         let mut turn = Turn {
             inbox,
             deferred,
             classify: &classify,
             sigint: None,
             answer: &answer,
+            ask: self
+                .permission_prompt_stdio
+                .then_some(&asker as &dyn script::Asker),
         };
         let session_id = self.session_id.clone();
         let me = &*self;

@@ -188,6 +188,91 @@ fn classify(line: &[u8]) -> Option<Option<Vec<u8>>> {
     None
 }
 
+/// `!ask` in codex's shape: an `item/started` (a `commandExecution` or `fileChange` item),
+/// then `item/commandExecution/requestApproval` or `item/fileChange/requestApproval`; once
+/// answered, the item's `item/completed`.
+struct CodexAsker {
+    thread: String,
+    turn: String,
+    cwd: String,
+    asked: std::cell::Cell<u64>,
+    /// The item asked about last, completed once answered.
+    item: std::cell::RefCell<Value>,
+}
+
+fn lines(frames: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for f in frames {
+        out.extend(serde_json::to_vec(f).unwrap_or_default());
+        out.push(b'\n');
+    }
+    out
+}
+
+impl script::Asker for CodexAsker {
+    fn request(&self, kind: script::AskKind, what: &str) -> (Vec<u8>, Value) {
+        let n = self.asked.get() + 1;
+        self.asked.set(n);
+        let id = json!(1000 + n);
+        let started = chrono::Utc::now().timestamp_millis();
+        let (item, method, params) = match kind {
+            script::AskKind::Command => {
+                let item_id = format!("call_demo_{n}");
+                (
+                    json!({"type": "commandExecution", "id": item_id, "command": what,
+                           "commandActions": [], "cwd": self.cwd, "status": "inProgress",
+                           "aggregatedOutput": null, "exitCode": null, "durationMs": null}),
+                    "item/commandExecution/requestApproval",
+                    json!({"threadId": self.thread, "turnId": self.turn, "itemId": item_id,
+                           "startedAtMs": started, "command": what, "cwd": self.cwd,
+                           "reason": "demo: the script asked to run it"}),
+                )
+            }
+            script::AskKind::File => {
+                let item_id = format!("patch_demo_{n}");
+                (
+                    json!({"type": "fileChange", "id": item_id, "status": "inProgress",
+                           "changes": [{"path": what, "kind": {"type": "add"}, "diff": "+demo\n"}]}),
+                    "item/fileChange/requestApproval",
+                    json!({"threadId": self.thread, "turnId": self.turn, "itemId": item_id,
+                           "startedAtMs": started, "reason": "demo: the script asked to write it",
+                           "grantRoot": null}),
+                )
+            }
+        };
+        *self.item.borrow_mut() = item.clone();
+        let out = lines(&[
+            json!({"method": "item/started", "params": {"threadId": self.thread, "turnId": self.turn, "item": item}}),
+            json!({"id": id, "method": method, "params": params}),
+        ]);
+        (out, id)
+    }
+
+    fn answer(&self, line: &[u8], id: &Value) -> Option<(String, Vec<u8>)> {
+        let v: Value = serde_json::from_slice(line).ok()?;
+        if v.get("id")? != id || v.get("method").is_some() {
+            return None;
+        }
+        let (word, status) = match v.pointer("/result/decision").and_then(Value::as_str) {
+            Some("accept") => ("allowed", "completed"),
+            Some("acceptForSession") => ("allowed for the session", "completed"),
+            Some("decline") => ("denied", "declined"),
+            Some("cancel") => ("cancelled", "declined"),
+            _ => ("refused (error)", "failed"),
+        };
+        let mut item = self.item.borrow().clone();
+        item["status"] = json!(status);
+        let after = lines(&[json!({"method": "item/completed",
+            "params": {"threadId": self.thread, "turnId": self.turn, "item": item}})]);
+        Some((word.to_string(), after))
+    }
+
+    fn abandoned(&self, id: &Value) -> Vec<u8> {
+        lines(&[json!({"method": "serverRequest/resolved",
+            "params": {"threadId": self.thread, "requestId": id}})])
+    }
+}
+
 impl Server {
     fn new() -> Result<Server, Failure> {
         let home = super::account_home(Tool::Codex).map_err(|m| Failure::new(1, m))?;
@@ -389,12 +474,20 @@ impl Server {
         )?;
         let steps = script::parse(&text);
         let answer = |b: &[u8]| super::write_out(b);
+        let asker = CodexAsker {
+            thread: tid.clone(),
+            turn: turn_id.clone(),
+            cwd: thread.cwd.to_string_lossy().into_owned(),
+            asked: std::cell::Cell::new(n * 100),
+            item: std::cell::RefCell::new(Value::Null),
+        };
         let mut turn = Turn {
             inbox,
             deferred,
             classify: &classify,
             sigint: None,
             answer: &answer,
+            ask: Some(&asker),
         };
         let mut full = String::new();
         let mut items = 0u32;

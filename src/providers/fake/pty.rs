@@ -123,6 +123,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
             classify: &classify,
             sigint: Some(&SIGINT),
             answer: &answer,
+            ask: None,
         };
         let mut emit = |e: script::Emit<'_>| super::write_out(e.as_text().as_bytes());
         match turn.run(&steps, &mut emit)? {

@@ -16,6 +16,7 @@
 //! | `!think TEXT` | a reasoning summary (claude `thinking` block, codex `reasoning` item, ACP `agent_thought_chunk`) |
 //! | `!plan A\|B\|C` | the plan or todo list, the first entry in progress (claude `TodoWrite`, codex `turn/plan/updated`, ACP `plan`) |
 //! | `!fail TEXT` | an error in the tool's shape: claude `system/api_retry`, codex `error` with `willRetry: true` (the turn goes on), ACP an error answer to the prompt (the turn fails) |
+//! | `!ask KIND WHAT` | asks for a permission in the tool's own shape (KIND `command` or `file`, WHAT the command or path), waits for the answer, and says in the reply what it got (`[permission: allowed]`, `… denied`, `… allowed for the session`); stdio forms only |
 //!
 //! A line that starts with `!` but is not one of these, or has a bad argument, is text.
 
@@ -51,6 +52,7 @@ pub enum Step {
     Think(String),
     Plan(Vec<String>),
     Fail(String),
+    Ask(AskKind, String),
 }
 
 /// What a step asks the tool-specific code to write, in its protocol's shape.
@@ -98,6 +100,30 @@ pub fn tool_output(kind: &str, arg: &str, exit: i32) -> String {
         format!("demo output of {kind} {arg}")
     } else {
         format!("demo output of {kind} {arg}: failed")
+    }
+}
+
+/// What `!ask` asks a permission for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskKind {
+    /// Running a command.
+    Command,
+    /// Changing a file.
+    File,
+}
+
+/// How a stdio fake asks for a permission in its tool's shape.
+pub trait Asker {
+    /// The lines that ask for `kind`/`what` (the frames the real tool sends before and the
+    /// request itself), and the id its answer carries.
+    fn request(&self, kind: AskKind, what: &str) -> (Vec<u8>, serde_json::Value);
+    /// If `line` answers the request `id`: what was decided, in words (`allowed`, `allowed
+    /// for the session`, `denied`, `cancelled`…), and the lines the real tool sends then.
+    fn answer(&self, line: &[u8], id: &serde_json::Value) -> Option<(String, Vec<u8>)>;
+    /// The lines the real tool sends when an interrupt makes it give up the request `id`
+    /// (none: the client answers it, as ACP asks).
+    fn abandoned(&self, _id: &serde_json::Value) -> Vec<u8> {
+        Vec::new()
     }
 }
 
@@ -157,6 +183,15 @@ fn parse_line(l: &str) -> Step {
         "env" if !arg.is_empty() && !arg.contains(' ') => Step::Env(arg.to_string()),
         "narrate" => match arg.parse::<u32>() {
             Ok(n) if (1..=1000).contains(&n) => Step::Narrate(n),
+            _ => text(),
+        },
+        "ask" => match arg.split_once(' ') {
+            Some(("command", w)) if !w.trim().is_empty() => {
+                Step::Ask(AskKind::Command, w.trim().to_string())
+            }
+            Some(("file", w)) if !w.trim().is_empty() => {
+                Step::Ask(AskKind::File, w.trim().to_string())
+            }
             _ => text(),
         },
         "say" => Step::Say(
@@ -250,6 +285,8 @@ pub struct Turn<'a> {
     pub sigint: Option<&'a AtomicBool>,
     /// Writes an interrupt's answer.
     pub answer: &'a dyn Fn(&[u8]) -> std::io::Result<()>,
+    /// How this form asks for a permission (`None`: it cannot, e.g. the PTY form).
+    pub ask: Option<&'a dyn Asker>,
 }
 
 impl Turn<'_> {
@@ -312,6 +349,38 @@ impl Turn<'_> {
                 Err(RecvTimeoutError::Timeout) => {}
                 // stdin is closed: only a signal can still interrupt.
                 Err(RecvTimeoutError::Disconnected) => std::thread::sleep(wait),
+            }
+        }
+    }
+
+    /// Waits for the answer to the request `id`: `Some(what was decided)`, or `None` when an
+    /// interrupt came first. Other lines are kept for after the turn.
+    fn wait_answer(
+        &mut self,
+        asker: &dyn Asker,
+        id: &serde_json::Value,
+    ) -> std::io::Result<Option<String>> {
+        loop {
+            match self.inbox.recv() {
+                Ok(Inbound::Line(l)) => {
+                    if let Some((word, after)) = asker.answer(&l, id) {
+                        if !after.is_empty() {
+                            (self.answer)(&after)?;
+                        }
+                        return Ok(Some(word));
+                    }
+                    if self.take(Inbound::Line(l))? {
+                        let gone = asker.abandoned(id);
+                        if !gone.is_empty() {
+                            (self.answer)(&gone)?;
+                        }
+                        return Ok(None);
+                    }
+                }
+                Ok(Inbound::Eof) | Err(_) => {
+                    self.deferred.push_back(Inbound::Eof);
+                    return Ok(Some("no answer (stdin closed)".into()));
+                }
             }
         }
     }
@@ -380,6 +449,20 @@ impl Turn<'_> {
                         }
                     }
                     notes.push(format!("narrated {n} time(s)"));
+                }
+                Step::Ask(kind, what) => {
+                    let Some(asker) = self.ask else {
+                        notes.push(
+                            "permission: not asked (this form has no permission prompt)".into(),
+                        );
+                        continue;
+                    };
+                    let (request, id) = asker.request(*kind, what);
+                    (self.answer)(&request)?;
+                    match self.wait_answer(asker, &id)? {
+                        Some(word) => notes.push(format!("permission: {word}")),
+                        None => return Ok(Ended::Interrupted),
+                    }
                 }
                 Step::Env(name) => notes.push(match std::env::var_os(name) {
                     Some(v) => format!("env {name}={}", v.to_string_lossy()),
@@ -492,6 +575,19 @@ mod tests {
                 Step::Text("!plan |".into()),
                 Step::Fail("overloaded".into()),
                 Step::Text("!fail".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn ask_parses_its_kind_and_what() {
+        assert_eq!(
+            parse("!ask command cargo test --all\n!ask file src/a.rs\n!ask disk x\n!ask command"),
+            [
+                Step::Ask(AskKind::Command, "cargo test --all".into()),
+                Step::Ask(AskKind::File, "src/a.rs".into()),
+                Step::Text("!ask disk x".into()),
+                Step::Text("!ask command".into()),
             ]
         );
     }

@@ -10,10 +10,14 @@ use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 
 use super::{App, Call, CallTag, Effect, Mode, action_call};
-use crate::api::runs::{self as wire, InputRequest, RenameBody, SnoozeBody, StartRequest};
+use crate::api::runs::{
+    self as wire, InputRequest, PermissionList, PermissionState, PermissionView, PermitDecision,
+    PermitRequest, RenameBody, SnoozeBody, StartRequest,
+};
 use crate::text;
 use crate::tui::action::Action;
 use crate::tui::approval::ApprovalEvent;
+use crate::tui::data::RunView;
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::approval::Approval;
@@ -22,6 +26,7 @@ use crate::tui::widgets::duration::SnoozePicker;
 use crate::tui::widgets::help::Help;
 use crate::tui::widgets::new_session::NewSessionForm;
 use crate::tui::widgets::palette::Palette;
+use crate::tui::widgets::permission::{Choice, PermissionDialog};
 use crate::tui::widgets::prompt::Prompt;
 use crate::tui::widgets::{Dialog, Outcome};
 
@@ -68,6 +73,8 @@ pub enum Modal {
     /// The publication approval: the flow's text, the typed revision, the masked
     /// passphrase, the outcome.
     Approval(Box<Approval>),
+    /// What a session's tool asks permission for, and the person's answer.
+    Permission(PermissionDialog),
 }
 
 impl Modal {
@@ -81,6 +88,7 @@ impl Modal {
             Modal::Prompt { dialog, .. } => dialog.render(frame, screen, theme, keymap),
             Modal::Confirm { dialog, .. } => dialog.render(frame, screen, theme, keymap),
             Modal::Approval(a) => a.render(frame, screen, theme, keymap),
+            Modal::Permission(p) => p.render(frame, screen, theme, keymap),
         }
     }
 
@@ -94,6 +102,7 @@ impl Modal {
             Modal::Prompt { dialog, .. } => dialog.lay_out(screen),
             Modal::Confirm { dialog, .. } => dialog.lay_out(screen),
             Modal::Approval(a) => a.lay_out(screen),
+            Modal::Permission(p) => p.lay_out(screen),
         }
     }
 
@@ -107,6 +116,7 @@ impl Modal {
             Modal::Prompt { dialog, .. } => dialog.handle_paste(text),
             Modal::Confirm { dialog, .. } => dialog.handle_paste(text),
             Modal::Approval(a) => a.handle_paste(text),
+            Modal::Permission(p) => p.handle_paste(text),
         }
     }
 
@@ -120,6 +130,7 @@ impl Modal {
             Modal::Prompt { dialog, .. } => dialog.contexts(),
             Modal::Confirm { dialog, .. } => dialog.contexts(),
             Modal::Approval(a) => a.contexts(),
+            Modal::Permission(p) => p.contexts(),
         }
     }
 }
@@ -143,6 +154,31 @@ impl App {
                     self.open(Modal::Help(h));
                 }
             }
+            Modal::Permission(mut p) => match p.handle_key(key, &self.keymap) {
+                Outcome::Continue => self.open(Modal::Permission(p)),
+                Outcome::Cancel => {}
+                Outcome::Submit(choice) => {
+                    let (decision, for_session) = match choice {
+                        Choice::Allow => (PermitDecision::Allow, false),
+                        Choice::AllowForSession => (PermitDecision::Allow, true),
+                        Choice::Deny => (PermitDecision::Deny, false),
+                    };
+                    self.push(Effect::Call(Call::to(
+                        CallTag::Permit {
+                            run: p.run().to_string(),
+                            id: p.id().to_string(),
+                        },
+                        Method::POST,
+                        wire::permission(p.run(), p.id()),
+                        Some(&PermitRequest {
+                            decision: Some(decision),
+                            for_session: Some(for_session),
+                        }),
+                    )));
+                    p.set_busy(true);
+                    self.open(Modal::Permission(p));
+                }
+            },
             Modal::Palette(mut p) => match p.handle_key(key, &self.keymap) {
                 Outcome::Continue => self.open(Modal::Palette(p)),
                 Outcome::Cancel => {}
@@ -326,6 +362,115 @@ impl App {
                     dialog,
                     busy: false,
                 });
+            }
+        }
+    }
+
+    /// The permission dialog's key: asks the server for the requests of the focused run if
+    /// it has open ones, else of the first run that has.
+    pub(super) fn ask_permissions(&mut self, focused: Option<&RunView>) {
+        let target = focused
+            .filter(|r| r.permissions_open > 0)
+            .or_else(|| self.sessions.runs.iter().find(|r| r.permissions_open > 0))
+            .map(|r| r.run_ref.clone());
+        let Some(run) = target else {
+            self.info("no session asks for a permission");
+            return;
+        };
+        self.push(Effect::Call(Call::to::<()>(
+            CallTag::Permissions {
+                run: run.clone(),
+                quiet: false,
+            },
+            Method::GET,
+            wire::at(wire::PERMISSIONS, &run),
+            None,
+        )));
+    }
+
+    /// The run's requests came: the dialog asks the oldest open one.
+    pub(super) fn on_permissions(
+        &mut self,
+        run: String,
+        quiet: bool,
+        result: Result<serde_json::Value, String>,
+    ) {
+        let list = match result.map(serde_json::from_value::<PermissionList>) {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => {
+                return self.error(format!("the permissions of {run}: {e}"));
+            }
+            Err(e) => return self.error(format!("the permissions of {run}: {e}")),
+        };
+        let open: Vec<PermissionView> = list
+            .items
+            .into_iter()
+            .filter(|p| p.state == PermissionState::Open && p.id.is_some())
+            .collect();
+        let Some(first) = open.first().cloned() else {
+            if !quiet {
+                self.info(format!("{run} asks for nothing now"));
+            }
+            self.push(Effect::Refresh);
+            return;
+        };
+        // A dialog already open (typed into) is not replaced.
+        if self.mode.is_modal() {
+            return;
+        }
+        self.open(Modal::Permission(PermissionDialog::new(
+            &run,
+            first,
+            open.len() - 1,
+        )));
+    }
+
+    /// The server's answer to a decision: the dialog closes (and asks the next open
+    /// request, if any), or shows the refusal.
+    pub(super) fn on_permit(
+        &mut self,
+        run: String,
+        id: String,
+        result: Result<serde_json::Value, String>,
+    ) {
+        let open = matches!(&self.mode, Mode::Modal(m)
+            if matches!(&**m, Modal::Permission(p) if p.run() == run && p.id() == id));
+        match result {
+            Ok(v) => {
+                if open {
+                    self.mode = Mode::Normal;
+                }
+                let word = match serde_json::from_value::<PermissionView>(v) {
+                    Ok(p) if p.state == PermissionState::Allowed && p.for_session => {
+                        "allowed for the session"
+                    }
+                    Ok(p) if p.state == PermissionState::Allowed => "allowed",
+                    Ok(_) => "denied",
+                    Err(_) => "answered",
+                };
+                self.success(format!("{run}: permission {id} {word}"));
+                self.push(Effect::Refresh);
+                // The next open request of the same run, if there is one.
+                self.push(Effect::Call(Call::to::<()>(
+                    CallTag::Permissions {
+                        run: run.clone(),
+                        quiet: true,
+                    },
+                    Method::GET,
+                    wire::at(wire::PERMISSIONS, &run),
+                    None,
+                )));
+            }
+            Err(e) => {
+                let e = text::one_line(&e, 400);
+                match &mut self.mode {
+                    Mode::Modal(m) if open => {
+                        if let Modal::Permission(p) = &mut **m {
+                            p.set_error(e);
+                        }
+                    }
+                    _ => self.error(e),
+                }
             }
         }
     }

@@ -58,6 +58,7 @@ fn short(a: Action) -> &'static str {
             .unwrap_or(tab.action_name()),
         Action::Approve => "approve",
         Action::Verify => "verify",
+        Action::Permissions => "permit",
         Action::PageDown => "page",
         other => other.name(),
     }

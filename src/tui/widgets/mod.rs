@@ -30,6 +30,7 @@ pub mod help;
 pub mod input;
 pub mod new_session;
 pub mod palette;
+pub mod permission;
 pub mod prompt;
 
 /// What a key did to a dialog.
