@@ -119,6 +119,9 @@ const CHANGES: &[Change] = &[
     // `blocked` and `waiting` are new too, `null` when absent: the null rule).
     (RUN_VIEWS, None, Some(".permissions_open")),
     (RUN_LISTS, None, Some(".items/[]/.permissions_open")),
+    // Issue 13 (waiting): whether the run's form can say that it waits at all.
+    (RUN_VIEWS, None, Some(".waiting_known")),
+    (RUN_LISTS, None, Some(".items/[]/.waiting_known")),
 ];
 
 /// Every answer that is one run view (issue 13's additions apply to each).

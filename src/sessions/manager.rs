@@ -1525,7 +1525,9 @@ impl Sessions {
             conversation_id: d.conversation_id,
             reason: d.reason,
             blocked: d.blocked,
-            waiting: d.waiting,
+            // A run left by an earlier server waits on its sweep, not on a person.
+            waiting: d.waiting.filter(|_| state != State::Recovering),
+            waiting_known: rec.waiting_known(),
             permissions_open: d.permissions_open,
             hold: hold_view(inner, rec),
             archived_at: rec.archived_at.clone(),
