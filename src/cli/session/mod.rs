@@ -20,6 +20,7 @@ use crate::client::{self, Client};
 use crate::text;
 
 mod attach;
+mod hook;
 mod output;
 mod tail;
 
@@ -94,6 +95,7 @@ pub enum SessionCommand {
     ///
     /// Exit 1 (409) when the run was not cleaned up first. The ledger keeps its history.
     Delete(RefArgs),
+    Hook(hook::HookArgs),
 }
 
 /// Every state the server derives for a run, in its lifecycle order: what `list --state`
@@ -355,11 +357,16 @@ pub struct RenameArgs {
 }
 
 pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
+    // claude runs it under the run's environment: no home, no token, no server start.
+    if let SessionCommand::Hook(a) = args.command {
+        return Ok(hook::run(a));
+    }
     let home = ctx.home()?;
     let client = Client::new(&home)?;
     client::block_on(client.ensure_server(&home))??;
     let c = client.with_token(&home)?;
     match args.command {
+        SessionCommand::Hook(a) => Ok(hook::run(a)),
         SessionCommand::Start(a) => start(&c, a),
         SessionCommand::List(a) => list(&c, a),
         SessionCommand::Show(a) => show(&c, a),

@@ -29,6 +29,7 @@ struct Args {
     input_format: Option<String>,
     output_format: Option<String>,
     resume: Option<String>,
+    settings: Option<String>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, Failure> {
@@ -38,6 +39,7 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
         input_format: None,
         output_format: None,
         resume: None,
+        settings: None,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -53,6 +55,10 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
             "--output-format" => a.output_format = Some(value("--output-format <format>")?),
             "-r" | "--resume" => a.resume = Some(value("-r, --resume [value]")?),
             s if s.starts_with("--resume=") => a.resume = Some(s["--resume=".len()..].to_string()),
+            "--settings" => a.settings = Some(value("--settings <file-or-json>")?),
+            s if s.starts_with("--settings=") => {
+                a.settings = Some(s["--settings=".len()..].to_string())
+            }
             s if s.starts_with("--input-format=") => {
                 a.input_format = Some(s["--input-format=".len()..].to_string())
             }
@@ -76,6 +82,9 @@ pub(super) fn main(args: &[String]) -> Result<i32, Failure> {
             || Transcript::existing(store::path_for(Tool::Claude, &home, &cwd, id)).is_none())
     {
         return Err(Failure::new(1, format!("{CLAUDE_NO_CONVERSATION} {id}")));
+    }
+    if let Some(settings) = &a.settings {
+        super::hooks::configure(settings).map_err(|m| Failure::new(1, m))?;
     }
     if !a.print {
         return super::pty::main(Tool::Claude, a.resume.as_deref());

@@ -12,6 +12,7 @@
 //! | `!env NAME` | reports whether NAME is in the environment, and its value |
 //! | `!say TEXT` | emits TEXT and a newline at once, as reply text (for narrated demos) |
 //! | `!narrate N` | emits a fixed, plausible work log N times, a line every second or so (`proctor demo`) |
+//! | `!hook EVENT MESSAGE` | runs the fake claude's own hook commands for EVENT (from `--settings`), with claude's JSON on stdin (`message` for a `Notification`), as the real claude does |
 //!
 //! A line that starts with `!` but is not one of these, or has a bad argument, is text.
 
@@ -38,6 +39,7 @@ pub enum Step {
     Say(String),
     Narrate(u32),
     Text(String),
+    Hook(String, String),
 }
 
 /// The work log `!narrate` plays: what an agent's session looks like, at a human pace
@@ -104,6 +106,14 @@ fn parse_line(l: &str) -> Step {
                 .unwrap_or("")
                 .to_string(),
         ),
+        "hook" => {
+            let (event, message) = arg.split_once(' ').unwrap_or((arg, ""));
+            if !event.is_empty() && event.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                Step::Hook(event.to_string(), message.trim().to_string())
+            } else {
+                text()
+            }
+        }
         _ => text(),
     }
 }
@@ -290,6 +300,20 @@ impl Turn<'_> {
                     }
                     notes.push(format!("narrated {n} time(s)"));
                 }
+                Step::Hook(event, message) => {
+                    let extra = if event == "Notification" {
+                        serde_json::json!({"message": message, "notification_type": "permission_prompt"})
+                    } else {
+                        serde_json::json!({})
+                    };
+                    notes.push(match super::hooks::fire(event, extra) {
+                        None => format!("hook {event}: no hooks (no --settings)"),
+                        Some((n, failed)) if failed.is_empty() => format!("hook {event}: ran {n}"),
+                        Some((n, failed)) => {
+                            format!("hook {event}: ran {n}, failed: {}", failed.join("; "))
+                        }
+                    });
+                }
                 Step::Env(name) => notes.push(match std::env::var_os(name) {
                     Some(v) => format!("env {name}={}", v.to_string_lossy()),
                     None => format!("env {name} unset"),
@@ -341,6 +365,19 @@ mod tests {
         assert_eq!(parse("!narrate 2"), vec![Step::Narrate(2)]);
         assert_eq!(parse("!narrate 0"), vec![Step::Text("!narrate 0".into())]);
         assert_eq!(parse("!narrate x"), vec![Step::Text("!narrate x".into())]);
+        assert_eq!(
+            parse("!hook Notification Claude needs your permission to use Bash"),
+            vec![Step::Hook(
+                "Notification".into(),
+                "Claude needs your permission to use Bash".into()
+            )]
+        );
+        assert_eq!(
+            parse("!hook Stop"),
+            vec![Step::Hook("Stop".into(), String::new())]
+        );
+        assert_eq!(parse("!hook"), vec![Step::Text("!hook".into())]);
+        assert_eq!(parse("!hook a;b x"), vec![Step::Text("!hook a;b x".into())]);
     }
 
     use super::*;
