@@ -140,10 +140,7 @@ const NOTIFY_COMMAND_LIMIT: Duration = Duration::from_secs(30);
 fn run_notify_command(argv: &[String], n: &super::app::Notice) -> Result<(), String> {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
-    let json = serde_json::json!({
-        "run": n.run, "name": n.name, "tool": n.tool, "source": n.source,
-        "reason": n.reason, "since": n.since,
-    });
+    let json = serde_json::to_string(n).map_err(|e| e.to_string())?;
     let program = crate::text::one_line(&argv[0], 80);
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
@@ -153,7 +150,7 @@ fn run_notify_command(argv: &[String], n: &super::app::Notice) -> Result<(), Str
         .spawn()
         .map_err(|e| format!("{program}: {e}"))?;
     if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(json.to_string().as_bytes());
+        let _ = stdin.write_all(json.as_bytes());
         let _ = stdin.write_all(b"\n");
     }
     let deadline = std::time::Instant::now() + NOTIFY_COMMAND_LIMIT;

@@ -14,7 +14,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use hyper::Method;
-use serde_json::Value;
 
 use crate::api::runs::{HOOK, HookRecorded, HookReport};
 use crate::client::{self, Client};
@@ -24,6 +23,15 @@ use crate::providers::CLAUDE_HOOK_EVENTS;
 const STDIN_MAX: u64 = 256 * 1024;
 /// The longest message sent (bytes; the server bounds it again when it records it).
 const MESSAGE_MAX: usize = 2000;
+
+/// What proctor reads of the JSON claude writes on a hook's stdin (it has more: `session_id`,
+/// `transcript_path`, `cwd`, `prompt`, …, none of which is sent).
+#[derive(Debug, serde::Deserialize)]
+struct ClaudeHookInput {
+    hook_event_name: String,
+    #[serde(default)]
+    message: Option<String>,
+}
 
 /// Report one of claude's own hooks to the server (claude runs this on a PTY run).
 ///
@@ -60,18 +68,16 @@ fn report(a: HookArgs) -> Result<(), String> {
             "the hook's JSON on stdin is over {STDIN_MAX} bytes"
         ));
     }
-    let v: Value = serde_json::from_slice(&raw)
-        .map_err(|e| format!("the hook's stdin is not JSON ({e}); claude writes a JSON object"))?;
-    let Some(event) = v.get("hook_event_name").and_then(Value::as_str) else {
-        return Err("the hook's JSON has no `hook_event_name`".into());
-    };
+    let input: ClaudeHookInput = serde_json::from_slice(&raw).map_err(|e| {
+        format!("the hook's stdin is not claude's hook JSON ({e}); claude writes an object with `hook_event_name`")
+    })?;
+    let event = input.hook_event_name.as_str();
     if !CLAUDE_HOOK_EVENTS.contains(&event) {
         // An event proctor did not ask for says nothing it needs.
         return Ok(());
     }
-    let message = v
-        .get("message")
-        .and_then(Value::as_str)
+    let message = input
+        .message
         .map(|m| m.chars().take(MESSAGE_MAX).collect::<String>());
     let body = HookReport {
         event: event.to_string(),
