@@ -113,6 +113,13 @@ fn claudes_pty_hooks_mark_their_own_run_waiting_and_no_other() {
         .unwrap()["at"]
         .clone();
     assert_eq!(v["waiting"]["since"], notified_at, "{v}");
+    let shown = s.home.ok(&["session", "show", &run]);
+    assert!(
+        shown.contains("waiting       for you since ")
+            && shown
+                .contains("(the tool's own hook): the turn ended; the tool waits for your input"),
+        "{shown}"
+    );
     // The other run's processes said nothing: nothing is recorded for it.
     assert!(
         hooks_of(&s, &other).is_empty(),
@@ -212,6 +219,11 @@ fn a_pty_form_without_hooks_says_its_waiting_state_is_unknown() {
     );
     let v = s.wait_run(&run, "running", |v| v["state"] == "running");
     assert_eq!(v["waiting_known"], false, "{v}");
+    let shown = s.home.ok(&["session", "show", &run]);
+    assert!(
+        shown.contains("waiting       unknown: this tool's PTY form has no way to say it waits"),
+        "{shown}"
+    );
     assert_eq!(v["waiting"], Value::Null, "{v}");
     assert!(
         !cmdline(v["pid"].as_u64().unwrap())

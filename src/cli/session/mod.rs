@@ -752,6 +752,29 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
                 .into(),
         );
     }
+    // Issue 13 §5: what the run waits on the person for, with where that is known from; or
+    // that its form cannot say (never guessed from the screen).
+    match &v.waiting {
+        Some(w) => line(
+            "waiting",
+            format!(
+                "for you since {} ({}): {}",
+                t(&w.since, 40),
+                match w.source {
+                    crate::api::runs::WaitSource::Protocol => "protocol",
+                    crate::api::runs::WaitSource::Hook => "the tool's own hook",
+                },
+                t(&w.reason, usize::MAX)
+            ),
+        ),
+        None if !v.waiting_known && v.state.is_live() => line(
+            "waiting",
+            "unknown: this tool's PTY form has no way to say it waits (it is never guessed \
+             from the screen)"
+                .into(),
+        ),
+        None => {}
+    }
     match &v.hold {
         Some(HoldView::Cgroup { path }) => {
             line("held by", format!("its own cgroup {}", o(path, usize::MAX)))
