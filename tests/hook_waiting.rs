@@ -48,7 +48,18 @@ fn cmdline(pid: u64) -> Vec<String> {
 
 #[test]
 fn claudes_pty_hooks_mark_their_own_run_waiting_and_no_other() {
-    let s = DemoServer::start(&[]);
+    hooks_scenario(&[], "cgroup");
+}
+
+/// The same, where the server holds runs as child subreaper (no cgroups): the kernel's ppid
+/// chain from the hook's process to the run's leader attributes it.
+#[test]
+fn under_the_subreaper_fallback_the_ppid_chain_attributes_the_hook() {
+    hooks_scenario(&["--no-cgroups"], "subreaper");
+}
+
+fn hooks_scenario(serve_args: &[&str], hold: &str) {
+    let s = DemoServer::start(serve_args);
     let ws = workspace(&s);
     let other = start(
         &s,
@@ -64,6 +75,14 @@ fn claudes_pty_hooks_mark_their_own_run_waiting_and_no_other() {
         v["waiting_known"], true,
         "claude's PTY form reports by its hooks: {v}"
     );
+    if v["hold"]["mechanism"] != hold {
+        // This machine has no writable cgroup: the subreaper variant covers it.
+        eprintln!("held by {} here, not {hold}: {v}", v["hold"]);
+        assert_eq!(
+            hold, "cgroup",
+            "the subreaper fallback is always there: {v}"
+        );
+    }
     // The tool was started with its hooks: `--settings` naming this server's proctor and socket.
     let argv = cmdline(v["pid"].as_u64().unwrap());
     let at = argv
