@@ -104,7 +104,7 @@ fn hooks_scenario(serve_args: &[&str], hold: &str) {
         202,
         "POST",
         &s.run_path(&run, "/input"),
-        Some(json!({"text": "!hook Notification Claude needs your permission to use Bash\r"})),
+        Some(json!({"text": "!hook Notification Claude needs your permission to use Bash \u{202e}txt.exe\r"})),
     );
     let v = s.wait_run(&run, "waiting from the Stop hook", |v| {
         v["waiting"]["reason"] == "the turn ended; the tool waits for your input"
@@ -119,7 +119,7 @@ fn hooks_scenario(serve_args: &[&str], hold: &str) {
         "{hooks:?}"
     );
     assert_eq!(
-        hooks[1]["message"], "Claude needs your permission to use Bash",
+        hooks[1]["message"], "Claude needs your permission to use Bash ⟨U+202E⟩txt.exe",
         "{hooks:?}"
     );
     // The Notification's time is when it began waiting.
