@@ -182,3 +182,43 @@ fn inside_tmux_the_notification_is_wrapped_and_notify_false_silences_it() {
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
     s.expect(200, "POST", &s.run_path(&run2, "/stop"), None);
 }
+
+#[test]
+fn a_notify_command_that_fails_is_said_in_the_status_line_and_the_cockpit_goes_on() {
+    let s = DemoServer::start(&[]);
+    let ws = s.home.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let config = s.home.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("cockpit.toml"),
+        "notify_command = [\"/nonexistent/notifier\", \"--flag\"]\n",
+    )
+    .unwrap();
+    let v = s.expect(
+        201,
+        "POST",
+        RUNS,
+        Some(json!({"tool": "claude", "transport": "pipe", "workspace": ws})),
+    );
+    let run = v["ref"].as_str().unwrap().to_string();
+    s.wait_run(&run, "running", |v| v["state"] == "running");
+    let t = cockpit(&s, 40, 120, &[]);
+    t.wait_screen("the run listed", |t| t.contains(&run));
+    s.expect(
+        202,
+        "POST",
+        &s.run_path(&run, "/input"),
+        Some(json!({"text": "hello"})),
+    );
+    let screen = t.wait_screen("the failure in the status line", |t| {
+        t.contains("the notify command failed: /nonexistent/notifier")
+    });
+    // Still drawing: the row says it waits, and the bell and escape were written anyway.
+    assert!(screen.contains("waiting for you · protocol"), "{screen}");
+    assert!(
+        t.text().contains("\x1b]777;notify;"),
+        "the escape was written"
+    );
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+}

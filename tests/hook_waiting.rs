@@ -205,6 +205,10 @@ fn a_process_outside_every_run_cannot_mark_a_run_waiting_with_or_without_a_token
     assert!(out.stdout.is_empty(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no live run holds this caller"), "{err}");
+    // A body over 16 KiB is refused before anything else.
+    let big = json!({"event": "Notification", "message": "x".repeat(20_000)});
+    let (status, v) = call_as(&socket, None, "POST", HOOK, Some(big));
+    assert_eq!(status, 413, "{v}");
     // A body cannot even name a run, and an event proctor does not take is refused.
     let (status, v) = call_as(
         &socket,
