@@ -135,6 +135,15 @@ impl Client {
         })
     }
 
+    /// A client of the server at `socket`, with no token (`proctor session hook`: the one
+    /// route the kernel authorises, for a process of a run, which holds no token).
+    pub fn for_socket(socket: PathBuf) -> Client {
+        Client {
+            socket,
+            token: None,
+        }
+    }
+
     /// Loads the token: `PROCTOR_TOKEN`, else the owner token file.
     pub fn with_token(mut self, home: &Home) -> Result<Client, ClientError> {
         if let Some(t) = std::env::var_os(TOKEN_ENV).filter(|v| !v.is_empty()) {

@@ -45,11 +45,18 @@
 //! sanitised text when it prints a PTY run's screen with colours (`session tail --color`);
 //! it writes them itself, from structured values, and never copies the child's sequences.
 //!
+//! [`notification`] is the fourth: the bell and desktop-notification escape (OSC 777 or
+//! OSC 9, wrapped for tmux) the cockpit writes when a run starts waiting for the person; its
+//! title and body pass the one-line sanitiser and cannot end the escape early.
+//!
 //! Run names are not displayed text but stored data; [`validate_run_name`] refuses the same
 //! invisible characters instead of marking them.
 
 pub mod attach;
+pub mod notify;
 pub mod style;
+
+pub use notify::{TermEnv, notification};
 
 use std::fmt;
 use std::iter::Peekable;

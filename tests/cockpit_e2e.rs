@@ -285,9 +285,10 @@ fn open_list_focus_zoom_and_resize() {
     );
     s.wait_run(&pipe, "the first turn", |v| v["state"] == "idle");
     let mut c = Cockpit::open(&s, 30, 100, "xterm-256color");
-    // Open and list: both runs, their states with a source, the demo label.
+    // Open and list: both runs, their states with a source (the idle pipe run waits for its
+    // next turn: issue 13 §5), the demo label.
     let t = c.wait("the list", |t| {
-        t.contains(&pty) && t.contains(&pipe) && t.contains("idle · protocol")
+        t.contains(&pty) && t.contains(&pipe) && t.contains("waiting for you · protocol")
     });
     assert!(t.contains("demo"), "{t}");
     assert!(t.contains("role admin") || t.contains("admin"), "{t}");

@@ -774,3 +774,55 @@ fn real_grok_is_not_on_npm() {
         );
     }
 }
+
+/// claude's PTY form, started by the server with its own hooks (`--settings` JSON naming
+/// `proctor session hook`, issue 13 §5): the real claude accepts them and draws its first
+/// screen (a `--settings` it could not read would be refused with "Settings file not found"
+/// or "Invalid settings"). No login, so no hook fires here; the route and the verb are tested
+/// with the fake (tests/hook_waiting.rs). Part D's one function in this battery.
+#[test]
+fn real_claude_accepts_its_hooks_on_the_pty_form() {
+    let Some(program) = real_tool("claude") else {
+        let required = std::env::var("PROCTOR_REAL_TOOLS").unwrap_or_default();
+        assert!(
+            !required.split(',').any(|r| r == "claude"),
+            "claude is required (PROCTOR_REAL_TOOLS={required}) but not on PATH"
+        );
+        eprintln!("real-tool battery: claude is not on PATH here; its PTY hooks are not checked");
+        return;
+    };
+    let s = DemoServer::start_with_env(&[("HOME", "fresh-home")]);
+    let ws = s.home.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let v = s.expect(
+        201,
+        "POST",
+        "/v1/m/sessions/runs",
+        Some(
+            json!({"transport": "pty", "tool": "claude", "workspace": ws, "rows": 30, "cols": 100}),
+        ),
+    );
+    assert_eq!(v["demo"], false, "claude at {}", program.display());
+    assert_eq!(v["waiting_known"], true, "{v}");
+    let run = v["ref"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let screen = loop {
+        let sc = s.expect(200, "GET", &s.run_path(&run, "/screen"), None);
+        let text = sc["text"].as_str().unwrap_or("").to_string();
+        if text.contains("Claude Code") || text.contains("Settings") {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "claude drew nothing: {text:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    eprintln!("real-tool battery: claude's PTY form with its hooks drew:\n{screen}");
+    assert!(
+        !screen.contains("Settings file not found") && !screen.contains("Invalid settings"),
+        "{screen}"
+    );
+    assert!(screen.contains("Claude Code"), "{screen}");
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+}

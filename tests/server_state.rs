@@ -15,6 +15,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "a fake tool's own signal flag (a separate process, not the server)",
     ),
     (
+        "providers/fake/hooks.rs",
+        "HOOKS",
+        "a fake tool's own hook settings (a separate process, not the server)",
+    ),
+    (
         "digest.rs",
         "BUFFER",
         "a per-thread scratch buffer for hashing; holds nothing between calls",

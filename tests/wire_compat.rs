@@ -140,6 +140,24 @@ const CHANGES: &[Change] = &[
         None,
         Some(".items/[]/.permissions"),
     ),
+    // Issue 13 (waiting): what a run waits on a person for (an idle pipe run of the scenario
+    // waits for input), and whether the run's form can say that it waits at all.
+    (RUN_VIEWS, None, Some(".waiting")),
+    (RUN_LISTS, None, Some(".items/[]/.waiting")),
+    (RUN_VIEWS, None, Some(".waiting_known")),
+    (RUN_LISTS, None, Some(".items/[]/.waiting_known")),
+    // A claude PTY run's events now include `sessions.run.hook` (its own hooks report):
+    // `event` is new, and `path` (of `started`) is absent from those.
+    (
+        &["GET /runs/{run}/events pty"],
+        None,
+        Some(".items/[]/.fields/.event"),
+    ),
+    (
+        &["GET /runs/{run}/events pty"],
+        None,
+        Some(".items/[]/.fields/.path"),
+    ),
 ];
 
 /// Every answer that is one run view (issue 13's additions apply to each).

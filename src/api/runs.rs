@@ -53,6 +53,10 @@ pub const DIFF_FILE: &str = "/v1/m/sessions/runs/{run}/diff/file";
 pub const PERMISSIONS: &str = "/v1/m/sessions/runs/{run}/permissions";
 /// `POST`: a person's decision on one (write role and a person principal).
 pub const PERMISSION: &str = "/v1/m/sessions/runs/{run}/permissions/{id}";
+/// `POST`: a tool's own hook reports (claude's on a PTY run, through `proctor session
+/// hook`). No token: the kernel's attribution of the caller's pid to a live run authorises
+/// it, and it is recorded for that run only.
+pub const HOOK: &str = "/v1/m/sessions/hook";
 
 /// A route pattern with its run filled in: `at(STOP, "run-0001")`. The ref must already be
 /// a ref (`run-` and digits), which never needs escaping.
@@ -238,6 +242,31 @@ pub enum NoticeEvent {
     CursorAhead { requested: u64, next: u64 },
 }
 
+/// The body of `POST /v1/m/sessions/hook`: what claude's hook said (`hook_event_name` and
+/// `message` of the JSON claude writes on the hook's stdin).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookReport {
+    /// `Notification`, `Stop` or `UserPromptSubmit`.
+    pub event: String,
+    /// The notification's words (`Notification` only; sanitised and bounded when recorded).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub message: Option<String>,
+}
+
+/// `POST /v1/m/sessions/hook`: the run the kernel attributed the caller to, and what was
+/// recorded for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct HookRecorded {
+    #[serde(rename = "ref")]
+    pub run_ref: String,
+    pub event: String,
+}
+
+/// The longest body `POST /v1/m/sessions/hook` reads (bytes).
+pub const HOOK_BODY_MAX: usize = 16 * 1024;
+
 /// The operations of this area, as the OpenAPI document declares them. They are declared
 /// here, in the contract, rather than on the server's handlers: the contract layer may not
 /// name the faces (`docs/architecture.md`, "Layers"). Each names the route constant and the
@@ -305,6 +334,19 @@ mod ops {
     )
     )]
     pub fn events() {}
+    #[utoipa::path(
+        post,
+        path = HOOK,
+        tag = "runs",
+        security(()),
+        description = "A tool's own hook reports (claude's Notification, Stop and UserPromptSubmit on a PTY run, sent by `proctor session hook`). No token: the caller is accepted only when the kernel places its pid in a live run (the run's cgroup, or its leader's descendants), and the hook is recorded for that run only (`sessions.run.hook`); any other caller gets 403.",
+        request_body = HookReport,
+        responses(
+        (status = 200, description = "the answer", body = HookRecorded),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn hook() {}
     #[utoipa::path(
         get,
         path = ATTACH,
@@ -603,6 +645,7 @@ mod ops {
         ops::diff_file,
         ops::permissions,
         ops::permit,
+        ops::hook,
     ),
     components(schemas(
         ErrorBody,
@@ -655,6 +698,8 @@ mod ops {
         DecidedBy,
         PermitRequest,
         PermitDecision,
+        HookReport,
+        HookRecorded,
     )),
     tags((name = "runs", description = "Agent sessions (runs): start, watch, steer, tidy"))
 )]

@@ -259,6 +259,11 @@ pub struct Launch {
 /// claude's permission prompts come over stdio (`--permission-prompt-tool stdio`, as the
 /// Claude Agent SDK launches it when a `can_use_tool` callback is set; accepted by the real
 /// claude 2.1.332), so a person answers them ([`protocol`]).
+/// claude's PTY form started by the server ([`launch_with_hooks`]) also carries
+/// `--settings <JSON>` first: its own `Notification`, `Stop` and `UserPromptSubmit` hooks,
+/// each running `proctor session hook --socket <the server's socket>` (the server's own
+/// executable, by absolute path, every word single-quoted): how a PTY run of claude says that
+/// it waits for the person. No other PTY form has such a mechanism.
 ///
 /// claude's resume uses the `--resume=<id>` form, as the Claude Agent SDK does
 /// (`subprocess_cli.py`): `--resume` takes an optional value, so the one-token form cannot
@@ -306,6 +311,61 @@ pub fn launch(
         program: tool.spec().program,
         args,
     })
+}
+
+/// Where a run's tool hooks report to: the server's own executable (absolute) and its
+/// socket. Only claude's PTY form has hooks proctor passes ([`launch_with_hooks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookTarget {
+    pub exe: String,
+    pub socket: String,
+}
+
+/// The claude hook events proctor asks to hear about on a PTY run: `Notification` (claude
+/// needs a permission, or waited idle for input), `Stop` (its turn ended),
+/// `UserPromptSubmit` (the person typed a prompt: it no longer waits).
+pub const CLAUDE_HOOK_EVENTS: [&str; 3] = ["Notification", "Stop", "UserPromptSubmit"];
+
+/// [`launch`], plus claude's own hooks on its PTY form when `hooks` is given.
+pub fn launch_with_hooks(
+    tool: Tool,
+    transport: Transport,
+    resume: Option<&str>,
+    hooks: Option<&HookTarget>,
+) -> Result<Launch, ProviderError> {
+    let mut l = launch(tool, transport, resume)?;
+    if let (Tool::Claude, Transport::Pty, Some(target)) = (tool, transport, hooks) {
+        let mut settings = vec!["--settings".to_string(), claude_hook_settings(target)];
+        settings.append(&mut l.args);
+        l.args = settings;
+    }
+    Ok(l)
+}
+
+/// One word for a POSIX shell: single-quoted, a `'` inside closed, escaped and reopened. The
+/// shell claude runs a command hook with sees exactly this word, no expansion of any kind.
+fn sh_word(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The `--settings` JSON of claude's PTY form: a command hook for each of
+/// [`CLAUDE_HOOK_EVENTS`] that runs `<exe> session hook --socket <socket>` (claude writes
+/// the hook's JSON on its stdin; the verb reports it to the server, which attributes it to
+/// the run by the kernel's word about the caller's pid).
+pub fn claude_hook_settings(target: &HookTarget) -> String {
+    let command = format!(
+        "{} session hook --socket {}",
+        sh_word(&target.exe),
+        sh_word(&target.socket)
+    );
+    let mut hooks = serde_json::Map::new();
+    for event in CLAUDE_HOOK_EVENTS {
+        hooks.insert(
+            event.to_string(),
+            serde_json::json!([{"hooks": [{"type": "command", "command": command, "timeout": 10}]}]),
+        );
+    }
+    serde_json::json!({ "hooks": hooks }).to_string()
 }
 
 /// The longest conversation id accepted.
@@ -526,6 +586,60 @@ mod tests {
             launch(Tool::Grok, Transport::Pty, None).unwrap().program,
             "grok"
         );
+    }
+
+    #[test]
+    fn claudes_pty_form_carries_its_hooks_reporting_to_the_server() {
+        let target = HookTarget {
+            exe: "/opt/my tools/it's/proctor".into(),
+            socket: "/run/x y/server.sock".into(),
+        };
+        for resume in [None, Some("c-1")] {
+            let l = launch_with_hooks(Tool::Claude, Transport::Pty, resume, Some(&target)).unwrap();
+            assert_eq!(l.args[0], "--settings", "{:?}", l.args);
+            let tail: Vec<&str> = l.args[2..].iter().map(String::as_str).collect();
+            match resume {
+                None => assert!(tail.is_empty(), "{tail:?}"),
+                Some(id) => assert_eq!(tail, ["--resume", id]),
+            }
+            let settings: serde_json::Value = serde_json::from_str(&l.args[1]).unwrap();
+            let hooks = settings["hooks"].as_object().unwrap();
+            assert_eq!(hooks.len(), 3, "{settings}");
+            for event in CLAUDE_HOOK_EVENTS {
+                let h = &hooks[event][0]["hooks"][0];
+                assert_eq!(h["type"], "command", "{settings}");
+                // claude runs a command hook through a shell: the real sh must split it into
+                // exactly proctor's argv, whatever the paths hold.
+                let cmd = h["command"].as_str().unwrap();
+                let out = std::process::Command::new("/bin/sh")
+                    .arg("-c")
+                    .arg(format!("set -- {cmd}; printf '%s\\n' \"$@\""))
+                    .output()
+                    .unwrap();
+                assert_eq!(
+                    String::from_utf8(out.stdout).unwrap(),
+                    "/opt/my tools/it's/proctor\nsession\nhook\n--socket\n/run/x y/server.sock\n",
+                    "{cmd}"
+                );
+            }
+        }
+        // Without a target, and for every other form, the argv is launch's.
+        assert_eq!(
+            launch_with_hooks(Tool::Claude, Transport::Pty, None, None).unwrap(),
+            launch(Tool::Claude, Transport::Pty, None).unwrap()
+        );
+        for t in Tool::ALL {
+            assert_eq!(
+                launch_with_hooks(t, Transport::Pipe, None, Some(&target)).unwrap(),
+                launch(t, Transport::Pipe, None).unwrap()
+            );
+            if t != Tool::Claude {
+                assert_eq!(
+                    launch_with_hooks(t, Transport::Pty, None, Some(&target)).unwrap(),
+                    launch(t, Transport::Pty, None).unwrap()
+                );
+            }
+        }
     }
 
     #[test]

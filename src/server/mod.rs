@@ -18,6 +18,7 @@ use crate::ledger::{Ledger, LedgerError};
 mod api;
 mod authority_api;
 mod evidence_api;
+mod hook_api;
 mod listen;
 mod publish_api;
 mod runs_api;

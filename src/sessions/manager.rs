@@ -451,6 +451,95 @@ impl Sessions {
         }
     }
 
+    /// Where claude's hooks on a PTY run report to: this server's own executable and its
+    /// socket (none when either path is not UTF-8: the run then has no hooks, and its waiting
+    /// state stays unknown rather than wrong).
+    fn hook_target(&self) -> Option<providers::HookTarget> {
+        let exe = std::env::current_exe().ok()?;
+        Some(providers::HookTarget {
+            exe: exe.to_str()?.to_string(),
+            socket: self.home.socket_path().to_str()?.to_string(),
+        })
+    }
+
+    /// The live run (and its generation) that holds the process `pid`, as the kernel says:
+    /// a member of the run's cgroup, or a process whose ppid chain reaches the run's leader,
+    /// or one the keeper attributed to the run (pid and start time). `start_time` is the
+    /// caller's as read at accept: a pid that now names another process holds nothing.
+    pub fn run_holding(&self, pid: u32, start_time: u64) -> Option<(String, u64)> {
+        if pid <= 1 || runs::process::proc_stat(pid).map(|s| s.start_time) != Some(start_time) {
+            return None;
+        }
+        let live: Vec<(String, u64, Run)> = {
+            let inner = self.lock();
+            inner
+                .live
+                .iter()
+                .map(|(r, l)| (r.clone(), l.generation, l.run.clone()))
+                .collect()
+        };
+        // The chain of ancestors of the caller, each (pid, start time), up to init.
+        let mut chain: Vec<(u32, u64)> = Vec::new();
+        let mut cur = pid;
+        for _ in 0..4096 {
+            let Some(st) = runs::process::proc_stat(cur) else {
+                break;
+            };
+            chain.push((cur, st.start_time));
+            let Ok(ppid) = u32::try_from(st.ppid) else {
+                break;
+            };
+            if ppid <= 1 || ppid == std::process::id() {
+                break;
+            }
+            cur = ppid;
+        }
+        let found = live.into_iter().find(|(_, _, run)| {
+            let in_cgroup = run
+                .hold()
+                .cgroup()
+                .is_some_and(|dir| runs::cgroup::members(dir).contains(&pid));
+            let leader = run.start_time().map(|t| (run.pid(), t));
+            let tracked = run.tracked().snapshot();
+            in_cgroup
+                || chain
+                    .iter()
+                    .any(|id| Some(*id) == leader || tracked.contains(id))
+        });
+        // The caller must still be the process it was: a pid reused meanwhile is refused.
+        if runs::process::proc_stat(pid).map(|s| s.start_time) != Some(start_time) {
+            return None;
+        }
+        found.map(|(r, g, _)| (r, g))
+    }
+
+    /// Records what a tool's own hook reported (`sessions.run.hook`) for the run that holds
+    /// the calling process `pid` (see [`Sessions::run_holding`]), and only that run. `None`
+    /// when no live run holds it: the caller is refused, whatever else it presents.
+    pub fn record_hook(
+        &self,
+        pid: u32,
+        start_time: u64,
+        event: &str,
+        message: Option<&str>,
+    ) -> Result<Option<String>, SessionError> {
+        let Some((run_ref, generation)) = self.run_holding(pid, start_time) else {
+            return Ok(None);
+        };
+        let mut inner = self.lock();
+        if inner.live.get(&run_ref).map(|l| l.generation) != Some(generation) {
+            return Ok(None);
+        }
+        let message = message.map(|m| text::one_line(m, 300));
+        self.record(
+            &mut inner,
+            &run_ref,
+            kinds::HOOK,
+            json!({"generation": generation, "event": event, "message": message, "pid": pid}),
+        )?;
+        Ok(Some(run_ref))
+    }
+
     /// How runs are held, for `GET /v1/server`.
     pub fn containment_view(&self) -> ContainmentView {
         let recovering = self.lock().recovering.len();
@@ -1182,7 +1271,8 @@ impl Sessions {
         program: &Path,
         (path_var, path_from): (Option<&std::ffi::OsStr>, PathFrom),
     ) -> Result<(), SessionError> {
-        let launch = providers::launch(profile.tool, transport, resume)
+        let hooks = self.hook_target();
+        let launch = providers::launch_with_hooks(profile.tool, transport, resume, hooks.as_ref())
             .map_err(|e| SessionError::BadRequest(e.to_string()))?;
         // The child's PATH is the one the tool was resolved on; the rest of the allowlist
         // comes from the server's own environment.
@@ -1604,7 +1694,9 @@ impl Sessions {
             conversation_id: d.conversation_id,
             reason: d.reason,
             blocked: d.blocked,
-            waiting: d.waiting,
+            // A run left by an earlier server waits on its sweep, not on a person.
+            waiting: d.waiting.filter(|_| state != State::Recovering),
+            waiting_known: rec.waiting_known(),
             permissions_open: d.permissions_open,
             hold: hold_view(inner, rec),
             archived_at: rec.archived_at.clone(),

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::text;
+
 /// The lifecycle states a run can be in, derived from its events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -276,7 +278,115 @@ fn blocked_reason(tool: &str, source: &str, words: &str, remedy: &str) -> String
     }
 }
 
+/// Why a run waits whose turn ended (a stdio turn's end, claude's `Stop` hook).
+const TURN_WAIT: &str = "the turn ended; the tool waits for your input";
+/// What a `Notification` hook without a message says.
+const HOOK_ATTENTION: &str = "the tool asks for your attention";
+/// The widest reason a waiting run shows (columns).
+const WAIT_REASON_WIDTH: usize = 200;
+
 impl RunRecord {
+    /// Whether this run's form can say that it waits on a person: every stdio form (its
+    /// protocol ends turns and asks for permissions), and claude's PTY form (its own hooks
+    /// report to the server). For any other PTY form `waiting` is null because it is
+    /// unknown, never guessed from the screen.
+    pub fn waiting_known(&self) -> bool {
+        match self.transport.as_str() {
+            "pipe" => true,
+            "pty" => self.tool == "claude",
+            _ => false,
+        }
+    }
+
+    /// What the run waits on a person for, from its events alone (issue 13, point 5): an
+    /// open permission request of the current generation (the earliest first), else what
+    /// claude's own hooks said on a PTY run (`Notification`, `Stop`; cleared by
+    /// `UserPromptSubmit` or a new turn), else a stdio turn that ended with the process
+    /// alive. Only a `running` or `idle` run waits: a blocked one waits on a login, an ended
+    /// one on nothing. Events of another generation say nothing about this one.
+    fn waiting(&self, state: State, generation: u64) -> Option<Waiting> {
+        if !self.waiting_known() || !matches!(state, State::Running | State::Idle) {
+            return None;
+        }
+        let pty = self.transport == "pty";
+        // (id, since, reason), in the order asked.
+        let mut open: Vec<(String, String, String)> = Vec::new();
+        let mut hook: Option<(String, String)> = None;
+        let mut turn_end: Option<String> = None;
+        for e in &self.events {
+            let f = &e.fields;
+            if f.get("generation")
+                .and_then(Value::as_u64)
+                .is_some_and(|g| g != generation)
+            {
+                continue;
+            }
+            let word = |k: &str| f.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+            match e.kind.as_str() {
+                kinds::RESUMED | kinds::STARTED => {
+                    open.clear();
+                    hook = None;
+                    turn_end = None;
+                }
+                kinds::TURN_STARTED => {
+                    hook = None;
+                    turn_end = None;
+                }
+                kinds::TURN_ENDED if !pty => turn_end = Some(e.at.clone()),
+                kinds::PERMISSION_REQUESTED => {
+                    let Some(id) = word("id") else { continue };
+                    let tool = word("tool_name").or(word("method")).unwrap_or("a tool");
+                    let reason = match word("what") {
+                        Some(what) => format!("permission: {tool} `{what}`"),
+                        None => format!("permission: {tool}"),
+                    };
+                    open.push((
+                        id.to_string(),
+                        e.at.clone(),
+                        text::one_line(&reason, WAIT_REASON_WIDTH),
+                    ));
+                }
+                kinds::PERMISSION_DECIDED | kinds::PERMISSION_EXPIRED => {
+                    if let Some(id) = word("id") {
+                        open.retain(|(o, _, _)| o != id);
+                    }
+                }
+                kinds::HOOK if pty => {
+                    let since = hook.as_ref().map_or_else(|| e.at.clone(), |h| h.0.clone());
+                    match word("event") {
+                        Some("Notification") => {
+                            let said = word("message").unwrap_or(HOOK_ATTENTION);
+                            hook = Some((since, text::one_line(said, WAIT_REASON_WIDTH)));
+                        }
+                        Some("Stop") => hook = Some((since, TURN_WAIT.to_string())),
+                        Some("UserPromptSubmit") => hook = None,
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some((_, since, reason)) = open.into_iter().next() {
+            return Some(Waiting {
+                source: WaitSource::Protocol,
+                reason,
+                since,
+            });
+        }
+        if let Some((since, reason)) = hook {
+            return Some(Waiting {
+                source: WaitSource::Hook,
+                reason,
+                since,
+            });
+        }
+        turn_end.map(|since| Waiting {
+            source: WaitSource::Protocol,
+            reason: TURN_WAIT.to_string(),
+            since,
+        })
+    }
+
     /// Folds the events into the observed view.
     pub fn derive(&self) -> Derived {
         let mut d = Derived {
@@ -449,6 +559,7 @@ impl RunRecord {
             d.reason = Some(format!("{} retries: {words}", self.tool));
         }
         d.permissions_open = open.len() as u64;
+        d.waiting = self.waiting(d.state, d.generation);
         d
     }
 }
@@ -792,6 +903,221 @@ mod tests {
             d.conversation_id.as_deref(),
             Some("c-1"),
             "the conversation carries over"
+        );
+    }
+    fn ev_at(kind: &str, at: &str, fields: Value) -> RunEvent {
+        RunEvent {
+            at: at.into(),
+            ..ev(kind, fields)
+        }
+    }
+
+    fn live_pipe() -> RunRecord {
+        rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"generation": 1, "pid": 42})),
+            ev(kinds::TURN_STARTED, json!({"generation": 1})),
+        ])
+    }
+
+    #[test]
+    fn an_open_permission_request_waits_until_it_is_decided_or_expires() {
+        let mut r = live_pipe();
+        assert_eq!(r.derive().waiting, None, "a working run waits on no one");
+        r.events.push(ev_at(
+            kinds::PERMISSION_REQUESTED,
+            "2026-11-30T00:00:05.000Z",
+            json!({"generation": 1, "id": "1", "method": "can_use_tool", "tool_name": "Bash",
+                   "what": "cargo test", "reason": null, "options": ["allow", "deny"]}),
+        ));
+        r.events.push(ev_at(
+            kinds::PERMISSION_REQUESTED,
+            "2026-11-30T00:00:06.000Z",
+            json!({"generation": 1, "id": "2", "method": "can_use_tool", "tool_name": "Edit",
+                   "what": "src/x.rs", "reason": "to fix it", "options": ["allow", "deny"]}),
+        ));
+        let w = r.derive().waiting.expect("an open request waits");
+        assert_eq!(w.source, WaitSource::Protocol);
+        assert_eq!(w.reason, "permission: Bash `cargo test`");
+        assert_eq!(w.since, "2026-11-30T00:00:05.000Z");
+        r.events.push(ev(
+            kinds::PERMISSION_DECIDED,
+            json!({"generation": 1, "id": "1", "decision": "allow", "for_session": false}),
+        ));
+        let w = r
+            .derive()
+            .waiting
+            .expect("the second request is still open");
+        assert_eq!(w.reason, "permission: Edit `src/x.rs`");
+        assert_eq!(w.since, "2026-11-30T00:00:06.000Z");
+        r.events.push(ev(
+            kinds::PERMISSION_EXPIRED,
+            json!({"generation": 1, "id": "2"}),
+        ));
+        assert_eq!(r.derive().waiting, None, "decided and expired close them");
+        // A request of an earlier generation is not this generation's.
+        r.events.push(ev(
+            kinds::PERMISSION_REQUESTED,
+            json!({"generation": 1, "id": "3", "tool_name": "Bash", "what": "ls"}),
+        ));
+        r.events
+            .push(ev(kinds::EXITED, json!({"generation": 1, "exit_code": 0})));
+        assert_eq!(r.derive().waiting, None, "an ended run waits on no one");
+        r.events.push(ev(kinds::RESUMED, json!({"generation": 2})));
+        r.events
+            .push(ev(kinds::STARTED, json!({"generation": 2, "pid": 43})));
+        assert_eq!(
+            r.derive().waiting,
+            None,
+            "the old generation's request is gone"
+        );
+    }
+
+    #[test]
+    fn a_pipe_turn_that_ended_waits_for_input_until_the_next_turn() {
+        let mut r = live_pipe();
+        r.events.push(ev_at(
+            kinds::TURN_ENDED,
+            "2026-11-30T00:00:09.000Z",
+            json!({"generation": 1, "outcome": "completed"}),
+        ));
+        let d = r.derive();
+        assert_eq!(d.state, State::Idle);
+        let w = d.waiting.expect("an idle pipe run waits for input");
+        assert_eq!(w.source, WaitSource::Protocol);
+        assert_eq!(w.reason, "the turn ended; the tool waits for your input");
+        assert_eq!(w.since, "2026-11-30T00:00:09.000Z");
+        assert!(r.waiting_known());
+        r.events
+            .push(ev(kinds::TURN_STARTED, json!({"generation": 1})));
+        assert_eq!(r.derive().waiting, None, "a new turn clears it");
+        r.events
+            .push(ev(kinds::TURN_ENDED, json!({"generation": 1})));
+        assert!(r.derive().waiting.is_some());
+        r.events.push(ev(kinds::STOP_REQUESTED, json!({})));
+        r.events.push(ev(
+            kinds::EXITED,
+            json!({"generation": 1, "signal": "SIGTERM"}),
+        ));
+        assert_eq!(r.derive().state, State::Stopped);
+        assert_eq!(r.derive().waiting, None, "a stopped run does not wait");
+    }
+
+    #[test]
+    fn a_blocked_or_failed_run_never_waits() {
+        let mut r = live_pipe();
+        r.events
+            .push(ev(kinds::TURN_ENDED, json!({"generation": 1})));
+        r.events.push(ev(
+            kinds::PERMISSION_REQUESTED,
+            json!({"generation": 1, "id": "1", "tool_name": "Bash", "what": "ls"}),
+        ));
+        assert!(r.derive().waiting.is_some());
+        r.events.push(ev(
+            kinds::REQUEST_FAILED,
+            json!({"generation": 1, "method": "session/new", "message": "Not logged in"}),
+        ));
+        let d = r.derive();
+        assert_eq!(d.state, State::Blocked);
+        assert_eq!(
+            d.waiting, None,
+            "a blocked run waits on a login, not on a turn"
+        );
+        let mut f = live_pipe();
+        f.events
+            .push(ev(kinds::TURN_ENDED, json!({"generation": 1})));
+        f.events
+            .push(ev(kinds::EXITED, json!({"generation": 1, "exit_code": 3})));
+        assert_eq!(f.derive().state, State::Failed);
+        assert_eq!(f.derive().waiting, None);
+    }
+
+    #[test]
+    fn claudes_hooks_on_a_pty_run_say_it_waits_and_a_prompt_clears_it() {
+        let mut r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"generation": 1, "pid": 42})),
+        ]);
+        r.transport = "pty".into();
+        assert!(
+            r.waiting_known(),
+            "claude's PTY form reports through its hooks"
+        );
+        assert_eq!(r.derive().waiting, None);
+        r.events.push(ev_at(
+            kinds::HOOK,
+            "2026-11-30T00:01:00.000Z",
+            json!({"generation": 1, "event": "Notification",
+                   "message": "Claude needs your permission to use Bash"}),
+        ));
+        let w = r.derive().waiting.expect("a Notification hook waits");
+        assert_eq!(w.source, WaitSource::Hook);
+        assert_eq!(w.reason, "Claude needs your permission to use Bash");
+        assert_eq!(w.since, "2026-11-30T00:01:00.000Z");
+        r.events.push(ev(
+            kinds::HOOK,
+            json!({"generation": 1, "event": "UserPromptSubmit", "message": null}),
+        ));
+        assert_eq!(
+            r.derive().waiting,
+            None,
+            "the person typed: it no longer waits"
+        );
+        r.events.push(ev_at(
+            kinds::HOOK,
+            "2026-11-30T00:02:00.000Z",
+            json!({"generation": 1, "event": "Stop", "message": null}),
+        ));
+        let w = r.derive().waiting.expect("a Stop hook waits for input");
+        assert_eq!(w.source, WaitSource::Hook);
+        assert_eq!(w.reason, "the turn ended; the tool waits for your input");
+        assert_eq!(w.since, "2026-11-30T00:02:00.000Z");
+        // A later Notification keeps the earlier since, with its own words.
+        r.events.push(ev(
+            kinds::HOOK,
+            json!({"generation": 1, "event": "Notification",
+                   "message": "Claude is waiting for your input"}),
+        ));
+        let w = r.derive().waiting.unwrap();
+        assert_eq!(w.reason, "Claude is waiting for your input");
+        assert_eq!(w.since, "2026-11-30T00:02:00.000Z");
+        // A hook of another generation says nothing about this one.
+        r.events
+            .push(ev(kinds::EXITED, json!({"generation": 1, "exit_code": 0})));
+        r.events.push(ev(kinds::RESUMED, json!({"generation": 2})));
+        r.events
+            .push(ev(kinds::STARTED, json!({"generation": 2, "pid": 43})));
+        assert_eq!(r.derive().waiting, None, "a new generation starts working");
+        r.events.push(ev(
+            kinds::HOOK,
+            json!({"generation": 1, "event": "Stop", "message": null}),
+        ));
+        assert_eq!(
+            r.derive().waiting,
+            None,
+            "a late hook of generation 1 is ignored"
+        );
+    }
+
+    #[test]
+    fn a_pty_form_without_hooks_has_an_unknown_waiting_state() {
+        let mut r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"generation": 1, "pid": 42})),
+        ]);
+        r.tool = "codex".into();
+        r.transport = "pty".into();
+        assert!(!r.waiting_known());
+        // Even a hook event (none can come from codex) is not taken as knowledge.
+        r.events.push(ev(
+            kinds::HOOK,
+            json!({"generation": 1, "event": "Stop", "message": null}),
+        ));
+        assert_eq!(r.derive().waiting, None, "never guessed");
+        r.transport = "pipe".into();
+        assert!(
+            r.waiting_known(),
+            "every stdio form says when its turn ends"
         );
     }
 }

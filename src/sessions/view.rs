@@ -71,6 +71,12 @@ pub struct RunView {
     #[serde(default)]
     #[schema(required = true)]
     pub waiting: Option<Waiting>,
+    /// Whether the run's form can say that it waits: true for every stdio form and for
+    /// claude's PTY form (its own hooks report); false for another PTY form, whose `waiting`
+    /// is then null because it is unknown, never guessed from the screen.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub waiting_known: bool,
     /// Permission requests of the current generation that wait for a person's answer.
     #[serde(default)]
     #[schema(required = true)]

@@ -200,6 +200,41 @@ pub enum Effect {
     Approve {
         intent: String,
     },
+    /// Tell the person a run started waiting for them: the bell and desktop-notification
+    /// escape, and the configured hook command.
+    Notify(Notice),
+}
+
+/// A run that started waiting for the person after the cockpit opened (what the
+/// notification says, and the JSON the configured command reads on its stdin).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Notice {
+    pub run: String,
+    /// The run's name, if it has one.
+    pub name: Option<String>,
+    pub tool: String,
+    /// `protocol` or `hook`.
+    pub source: String,
+    pub reason: String,
+    pub since: String,
+}
+
+/// The cockpit's notification settings (`notify`, `notify_command` in `cockpit.toml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifySettings {
+    /// Off: no bell, no escape, no command.
+    pub enabled: bool,
+    /// An argv run (no shell) with the notice's JSON on stdin.
+    pub command: Option<Vec<String>>,
+}
+
+impl Default for NotifySettings {
+    fn default() -> NotifySettings {
+        NotifySettings {
+            enabled: true,
+            command: None,
+        }
+    }
 }
 
 /// One event of a live stream.
@@ -239,6 +274,8 @@ pub enum Msg {
         result: Result<Value, String>,
     },
     TypeFailed(String),
+    /// The configured notify command failed (said in the status line).
+    NotifyFailed(String),
     /// Every bound candidate.
     Candidates(Result<Vec<CandidateView>, String>),
     /// One candidate's gate.
@@ -302,6 +339,12 @@ pub struct App {
     /// Tests only: a key that makes the cockpit panic (`proctor demo --test-panic-on-key`).
     pub test_panic_key: Option<char>,
 
+    /// Whether and how the cockpit tells the person a run waits for them.
+    pub notify: NotifySettings,
+    /// The runs seen waiting, each (ref, since); `None` before the first list, so runs
+    /// already waiting when the cockpit opens are not announced.
+    waiting_seen: Option<std::collections::BTreeSet<(String, String)>>,
+
     pub now: DateTime<Utc>,
     pub quit: bool,
     pub dirty: bool,
@@ -339,6 +382,8 @@ impl App {
             last_watch: None,
             ascii: false,
             test_panic_key: None,
+            notify: NotifySettings::default(),
+            waiting_seen: None,
             now: Utc::now(),
             quit: false,
             dirty: true,
@@ -347,6 +392,43 @@ impl App {
     }
 
     /// The effects queued since the last call.
+    /// Announces each run that started waiting since the last list (a new `since`): never
+    /// one already waiting when the cockpit opened, never the same wait twice.
+    fn note_waiting(&mut self, runs: &[RunView]) {
+        let now: std::collections::BTreeSet<(String, String)> = runs
+            .iter()
+            .filter_map(|r| {
+                r.waiting
+                    .as_ref()
+                    .map(|w| (r.run_ref.clone(), w.since.clone()))
+            })
+            .collect();
+        if let Some(seen) = &self.waiting_seen
+            && self.notify.enabled
+        {
+            for r in runs {
+                let Some(w) = &r.waiting else { continue };
+                if seen.contains(&(r.run_ref.clone(), w.since.clone())) {
+                    continue;
+                }
+                self.effects.push(Effect::Notify(Notice {
+                    run: r.run_ref.clone(),
+                    name: r.name.clone(),
+                    tool: r.tool.clone(),
+                    source: match w.source {
+                        crate::api::runs::WaitSource::Protocol => "protocol".into(),
+                        crate::api::runs::WaitSource::Hook => "hook".into(),
+                    },
+                    reason: w.reason.clone(),
+                    since: w.since.clone(),
+                }));
+            }
+        }
+        // A run no longer listed keeps its entry only while it is listed: the set is the
+        // list's.
+        self.waiting_seen = Some(now);
+    }
+
     pub fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.effects)
     }
@@ -661,6 +743,7 @@ impl App {
                 self.sessions.loaded = true;
                 self.sessions.total = page.total;
                 self.sessions.counts = page.counts;
+                self.note_waiting(&page.items);
                 self.replace_runs(page.items);
             }
             Msg::Runs(Err(e)) => {
@@ -679,6 +762,12 @@ impl App {
             Msg::CallDone { tag, result } => self.on_call_done(tag, result),
             Msg::TypeFailed(e) => {
                 self.error(format!("typing into the session failed: {e}"));
+            }
+            Msg::NotifyFailed(e) => {
+                self.error(format!(
+                    "the notify command failed: {}",
+                    text::one_line(&e, 200)
+                ));
             }
             Msg::Candidates(result) => {
                 let listed = result.is_ok();

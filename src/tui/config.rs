@@ -5,6 +5,8 @@
 //! theme = "default"   # a built-in theme or <config>/themes/<name>.toml
 //! fps = 30            # the most frames drawn per second, 1 to 120
 //! mouse = false       # mouse scrolling and clicks; off keeps the terminal's text selection
+//! notify = true       # a bell and a desktop notification when a run starts waiting for you
+//! notify_command = ["notify-send", "proctor"]  # also run this (argv, no shell; JSON on stdin)
 //!
 //! [attach]            # `proctor session attach` (docs/session-cli.md)
 //! clipboard = "drop"  # "allow" passes a PTY child's OSC 52 clipboard writes to the terminal
@@ -69,7 +71,17 @@ pub(crate) fn show_value(v: &toml::Value) -> String {
     }
 }
 
-const SETTINGS: [&str; 4] = ["theme", "fps", "mouse", "attach.clipboard"];
+const SETTINGS: [&str; 6] = [
+    "theme",
+    "fps",
+    "mouse",
+    "notify",
+    "notify_command",
+    "attach.clipboard",
+];
+
+/// The most words `notify_command` may have.
+pub const MAX_NOTIFY_ARGS: usize = 64;
 
 /// The cockpit's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +95,10 @@ pub struct CockpitConfig {
     /// `[attach] clipboard`: whether `proctor session attach` passes a PTY child's OSC 52
     /// clipboard writes to the operator's terminal (default: dropped).
     pub attach_clipboard: crate::text::attach::Clipboard,
+    /// `notify`: tell the person when a run starts waiting for them (default on).
+    pub notify: bool,
+    /// `notify_command`: an argv run (no shell) with the waiting run's JSON on stdin.
+    pub notify_command: Option<Vec<String>>,
 }
 
 impl Default for CockpitConfig {
@@ -92,6 +108,8 @@ impl Default for CockpitConfig {
             fps: DEFAULT_FPS,
             mouse: false,
             attach_clipboard: crate::text::attach::Clipboard::Drop,
+            notify: true,
+            notify_command: None,
         }
     }
 }
@@ -205,6 +223,37 @@ impl CockpitConfig {
                 }
                 ("mouse", toml::Value::Boolean(b)) => config.mouse = *b,
                 ("mouse", _) => return Err(invalid("must be true or false".to_owned())),
+                ("notify", toml::Value::Boolean(b)) => config.notify = *b,
+                ("notify", _) => return Err(invalid("must be true or false".to_owned())),
+                ("notify_command", toml::Value::Array(words)) => {
+                    let argv: Option<Vec<String>> = words
+                        .iter()
+                        .map(|w| w.as_str().map(str::to_owned))
+                        .collect();
+                    match argv {
+                        Some(argv)
+                            if !argv.is_empty()
+                                && argv.len() <= MAX_NOTIFY_ARGS
+                                && !argv[0].is_empty()
+                                && argv.iter().all(|w| !w.contains('\0')) =>
+                        {
+                            config.notify_command = Some(argv)
+                        }
+                        _ => {
+                            return Err(invalid(format!(
+                                "the notify command is an argv: 1 to {MAX_NOTIFY_ARGS} strings, \
+                                 the program first (no shell), e.g. [\"notify-send\", \"proctor\"]"
+                            )));
+                        }
+                    }
+                }
+                ("notify_command", _) => {
+                    return Err(invalid(
+                        "the notify command is an argv: an array of strings, the program first \
+                         (no shell), e.g. [\"notify-send\", \"proctor\"]"
+                            .to_owned(),
+                    ));
+                }
                 ("attach", toml::Value::Table(t)) => {
                     for (k, v) in t {
                         let name = format!("attach.{k}");
@@ -270,8 +319,38 @@ mod tests {
                 fps: 30,
                 mouse: false,
                 attach_clipboard: crate::text::attach::Clipboard::Drop,
+                notify: true,
+                notify_command: None,
             }
         );
+    }
+
+    #[test]
+    fn the_notify_settings() {
+        let c = CockpitConfig::parse(
+            "notify = false\nnotify_command = [\"/usr/bin/logger\", \"-t\", \"proctor\"]\n",
+            "f",
+        )
+        .unwrap();
+        assert!(!c.notify);
+        assert_eq!(
+            c.notify_command,
+            Some(vec![
+                "/usr/bin/logger".into(),
+                "-t".into(),
+                "proctor".into()
+            ])
+        );
+        for bad in [
+            "notify = \"yes\"\n",
+            "notify_command = \"notify-send proctor\"\n",
+            "notify_command = []\n",
+            "notify_command = [\"\"]\n",
+            "notify_command = [\"a\", 1]\n",
+        ] {
+            let e = CockpitConfig::parse(bad, "f").unwrap_err().to_string();
+            assert!(e.starts_with("f: notify"), "{bad}: {e}");
+        }
     }
 
     #[test]
@@ -296,7 +375,7 @@ mod tests {
                 "colour = \"red\"\n",
                 &[
                     "unknown setting `colour` (= \"red\")",
-                    "theme, fps, mouse, attach.clipboard",
+                    "theme, fps, mouse, notify, notify_command, attach.clipboard",
                 ],
             ),
             ("fps = 0\n", &["fps = 0", "1 to 120"]),

@@ -132,6 +132,8 @@ pub struct Counts {
     pub lost: usize,
     /// Live, but the tool said it cannot work.
     pub blocked: usize,
+    /// Listed runs that wait for the person (an open permission, a turn ended, a hook).
+    pub waiting: usize,
     pub total: usize,
 }
 
@@ -142,6 +144,9 @@ impl Counts {
             ..Counts::default()
         };
         for r in runs {
+            if r.waiting.is_some() {
+                c.waiting += 1;
+            }
             match r.state() {
                 RunState::Starting | RunState::Running | RunState::Recovering => c.live += 1,
                 RunState::Idle => c.idle += 1,
@@ -196,8 +201,11 @@ pub async fn fetch_runs(client: &Client) -> Result<RunsPage, ClientError> {
     let total = v.total;
     let listed = items.len().saturating_sub(v.pinned_outside_page);
     let counts = if total > listed {
+        // Waiting is no state the list can be asked for: counted over the listed runs (the
+        // newest, where a run that waits is).
         let mut c = Counts {
             total,
+            waiting: Counts::of(&items).waiting,
             ..Counts::default()
         };
         for (state, slot) in [

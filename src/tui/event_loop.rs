@@ -73,6 +73,10 @@ pub(crate) fn show(e: &ClientError) -> String {
 /// backend.
 pub trait Screen {
     fn frame(&mut self, app: &mut App) -> std::io::Result<()>;
+    /// Writes bytes that are not a frame (the notification escape of [`crate::text::notification`]).
+    fn notify(&mut self, _bytes: &[u8]) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl<B: Backend + std::io::Write> Screen for Terminal<B>
@@ -92,6 +96,81 @@ where
         let b = self.backend_mut();
         queue!(b, terminal::EndSynchronizedUpdate)?;
         std::io::Write::flush(b)
+    }
+
+    fn notify(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let b = self.backend_mut();
+        std::io::Write::write_all(b, bytes)?;
+        std::io::Write::flush(b)
+    }
+}
+
+/// Tells the person a run waits: the bell and the notification escape on the terminal
+/// (through [`crate::text::notification`], the one function that builds them), and the
+/// configured command on a thread of its own (never waited on by the draw loop; its
+/// failure comes back to the status line).
+fn tell(screen: &mut dyn Screen, app: &App, n: super::app::Notice, tx: &mpsc::Sender<Msg>) {
+    let title = match &n.name {
+        Some(name) => format!("proctor: {} ({name}) waits for you", n.run),
+        None => format!("proctor: {} waits for you", n.run),
+    };
+    let body = format!("{}: {}", n.tool, n.reason);
+    let bytes = crate::text::notification(&title, &body, &crate::text::TermEnv::current());
+    if let Err(e) = screen.notify(&bytes) {
+        let _ = tx.try_send(Msg::NotifyFailed(format!(
+            "cannot write to the terminal: {e}"
+        )));
+    }
+    let Some(argv) = app.notify.command.clone() else {
+        return;
+    };
+    let tx = tx.clone();
+    tokio::task::spawn_blocking(move || {
+        if let Err(e) = run_notify_command(&argv, &n) {
+            let _ = tx.blocking_send(Msg::NotifyFailed(e));
+        }
+    });
+}
+
+/// How long the notify command may run before it is killed.
+const NOTIFY_COMMAND_LIMIT: Duration = Duration::from_secs(30);
+
+/// Runs the notify command (argv, no shell) with the notice's JSON on stdin, its output
+/// discarded (the terminal belongs to the cockpit).
+fn run_notify_command(argv: &[String], n: &super::app::Notice) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let json = serde_json::to_string(n).map_err(|e| e.to_string())?;
+    let program = crate::text::one_line(&argv[0], 80);
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(json.as_bytes());
+        let _ = stdin.write_all(b"\n");
+    }
+    let deadline = std::time::Instant::now() + NOTIFY_COMMAND_LIMIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) if st.success() => return Ok(()),
+            Ok(Some(st)) => return Err(format!("{program} exited with {st}")),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{program} ran longer than {}s and was killed",
+                    NOTIFY_COMMAND_LIMIT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("{program}: {e}")),
+        }
     }
 }
 
@@ -252,6 +331,7 @@ pub async fn run(
                 Effect::Verify(items) => {
                     let _ = verify_tx.send(items);
                 }
+                Effect::Notify(n) => tell(screen, app, n, &tx),
                 Effect::Approve { intent } => {
                     let running = approving.as_ref().is_some_and(|h| !h.is_finished());
                     match (&app.key_path, running) {

@@ -123,6 +123,10 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
             Err(e) => return Err(e.into()),
         };
         let mut app = app::App::new(host_name(), home_label(home), keymap, theme);
+        app.notify = app::NotifySettings {
+            enabled: settings.notify,
+            command: settings.notify_command.clone(),
+        };
         app.who = who;
         app.test_panic_key = opts.test_panic_key;
         app.ascii = kind == term::TermKind::Ascii;

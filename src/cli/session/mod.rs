@@ -20,6 +20,7 @@ use crate::client::{self, Client};
 use crate::text;
 
 mod attach;
+mod hook;
 mod output;
 pub(crate) mod permissions;
 mod tail;
@@ -97,6 +98,7 @@ pub enum SessionCommand {
     Delete(RefArgs),
     Permissions(permissions::PermissionsArgs),
     Permit(permissions::PermitArgs),
+    Hook(hook::HookArgs),
 }
 
 /// Every state the server derives for a run, in its lifecycle order: what `list --state`
@@ -358,11 +360,16 @@ pub struct RenameArgs {
 }
 
 pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
+    // claude runs it under the run's environment: no home, no token, no server start.
+    if let SessionCommand::Hook(a) = args.command {
+        return Ok(hook::run(a));
+    }
     let home = ctx.home()?;
     let client = Client::new(&home)?;
     client::block_on(client.ensure_server(&home))??;
     let c = client.with_token(&home)?;
     match args.command {
+        SessionCommand::Hook(a) => Ok(hook::run(a)),
         SessionCommand::Start(a) => start(&c, a),
         SessionCommand::List(a) => list(&c, a),
         SessionCommand::Show(a) => show(&c, a),
@@ -749,6 +756,29 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
              records it lost"
                 .into(),
         );
+    }
+    // Issue 13 §5: what the run waits on the person for, with where that is known from; or
+    // that its form cannot say (never guessed from the screen).
+    match &v.waiting {
+        Some(w) => line(
+            "waiting",
+            format!(
+                "for you since {} ({}): {}",
+                t(&w.since, 40),
+                match w.source {
+                    crate::api::runs::WaitSource::Protocol => "protocol",
+                    crate::api::runs::WaitSource::Hook => "the tool's own hook",
+                },
+                t(&w.reason, usize::MAX)
+            ),
+        ),
+        None if !v.waiting_known && v.state.is_live() => line(
+            "waiting",
+            "unknown: this tool's PTY form has no way to say it waits (it is never guessed \
+             from the screen)"
+                .into(),
+        ),
+        None => {}
     }
     match &v.hold {
         Some(HoldView::Cgroup { path }) => {

@@ -31,6 +31,7 @@ struct Args {
     resume: Option<String>,
     /// `--permission-prompt-tool stdio`: permission requests go to stdin/stdout.
     permission_prompt_stdio: bool,
+    settings: Option<String>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, Failure> {
@@ -41,6 +42,7 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
         output_format: None,
         resume: None,
         permission_prompt_stdio: false,
+        settings: None,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -59,6 +61,10 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
                 a.permission_prompt_stdio = value("--permission-prompt-tool <tool>")? == "stdio"
             }
             s if s.starts_with("--resume=") => a.resume = Some(s["--resume=".len()..].to_string()),
+            "--settings" => a.settings = Some(value("--settings <file-or-json>")?),
+            s if s.starts_with("--settings=") => {
+                a.settings = Some(s["--settings=".len()..].to_string())
+            }
             s if s.starts_with("--input-format=") => {
                 a.input_format = Some(s["--input-format=".len()..].to_string())
             }
@@ -82,6 +88,9 @@ pub(super) fn main(args: &[String]) -> Result<i32, Failure> {
             || Transcript::existing(store::path_for(Tool::Claude, &home, &cwd, id)).is_none())
     {
         return Err(Failure::new(1, format!("{CLAUDE_NO_CONVERSATION} {id}")));
+    }
+    if let Some(settings) = &a.settings {
+        super::hooks::configure(settings).map_err(|m| Failure::new(1, m))?;
     }
     if !a.print {
         return super::pty::main(Tool::Claude, a.resume.as_deref());

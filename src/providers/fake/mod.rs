@@ -25,6 +25,7 @@ use super::{Tool, check_conversation_id};
 mod acp;
 mod claude;
 mod codex;
+mod hooks;
 mod pty;
 pub mod script;
 pub mod store;

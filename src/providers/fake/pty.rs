@@ -72,6 +72,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
             (id, t)
         }
     };
+    super::hooks::session(&id, &cwd, &transcript.path);
     install_sigint()?;
     let mut turns = 0u64;
     super::write_out(
@@ -114,6 +115,8 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
             .trim_end_matches('\r')
             .to_string();
         turns += 1;
+        // claude's own hooks (with `--settings`): the person submitted a prompt.
+        super::hooks::fire("UserPromptSubmit", serde_json::json!({"prompt": text}));
         transcript.message(&id, &cwd, "user", &text)?;
         super::write_out(b"(working)\n")?;
         let steps = script::parse(&text);
@@ -131,6 +134,8 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
                 let r = script::reply(turns, &text, &notes);
                 super::write_out(format!("{r}\n> ").as_bytes())?;
                 transcript.message(&id, &cwd, "assistant", &r)?;
+                // The turn ended: claude's Stop hook.
+                super::hooks::fire("Stop", serde_json::json!({"stop_hook_active": false}));
             }
             Ended::Interrupted => super::write_out(b"^C interrupted\n> ")?,
         }

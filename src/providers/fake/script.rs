@@ -17,6 +17,7 @@
 //! | `!plan A\|B\|C` | the plan or todo list, the first entry in progress (claude `TodoWrite`, codex `turn/plan/updated`, ACP `plan`) |
 //! | `!fail TEXT` | an error in the tool's shape: claude `system/api_retry`, codex `error` with `willRetry: true` (the turn goes on), ACP an error answer to the prompt (the turn fails) |
 //! | `!ask KIND WHAT` | asks for a permission in the tool's own shape (KIND `command` or `file`, WHAT the command or path), waits for the answer, and says in the reply what it got (`[permission: allowed]`, `… denied`, `… allowed for the session`); stdio forms only |
+//! | `!hook EVENT MESSAGE` | runs the fake claude's own hook commands for EVENT (from `--settings`), with claude's JSON on stdin (`message` for a `Notification`), as the real claude does |
 //!
 //! A line that starts with `!` but is not one of these, or has a bad argument, is text.
 
@@ -53,6 +54,7 @@ pub enum Step {
     Plan(Vec<String>),
     Fail(String),
     Ask(AskKind, String),
+    Hook(String, String),
 }
 
 /// What a step asks the tool-specific code to write, in its protocol's shape.
@@ -229,6 +231,14 @@ fn parse_line(l: &str) -> Step {
             }
         }
         "fail" if !arg.is_empty() => Step::Fail(arg.to_string()),
+        "hook" => {
+            let (event, message) = arg.split_once(' ').unwrap_or((arg, ""));
+            if !event.is_empty() && event.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                Step::Hook(event.to_string(), message.trim().to_string())
+            } else {
+                text()
+            }
+        }
         _ => text(),
     }
 }
@@ -464,6 +474,20 @@ impl Turn<'_> {
                         None => return Ok(Ended::Interrupted),
                     }
                 }
+                Step::Hook(event, message) => {
+                    let extra = if event == "Notification" {
+                        serde_json::json!({"message": message, "notification_type": "permission_prompt"})
+                    } else {
+                        serde_json::json!({})
+                    };
+                    notes.push(match super::hooks::fire(event, extra) {
+                        None => format!("hook {event}: no hooks (no --settings)"),
+                        Some((n, failed)) if failed.is_empty() => format!("hook {event}: ran {n}"),
+                        Some((n, failed)) => {
+                            format!("hook {event}: ran {n}, failed: {}", failed.join("; "))
+                        }
+                    });
+                }
                 Step::Env(name) => notes.push(match std::env::var_os(name) {
                     Some(v) => format!("env {name}={}", v.to_string_lossy()),
                     None => format!("env {name} unset"),
@@ -524,6 +548,19 @@ mod tests {
         assert_eq!(parse("!narrate 2"), vec![Step::Narrate(2)]);
         assert_eq!(parse("!narrate 0"), vec![Step::Text("!narrate 0".into())]);
         assert_eq!(parse("!narrate x"), vec![Step::Text("!narrate x".into())]);
+        assert_eq!(
+            parse("!hook Notification Claude needs your permission to use Bash"),
+            vec![Step::Hook(
+                "Notification".into(),
+                "Claude needs your permission to use Bash".into()
+            )]
+        );
+        assert_eq!(
+            parse("!hook Stop"),
+            vec![Step::Hook("Stop".into(), String::new())]
+        );
+        assert_eq!(parse("!hook"), vec![Step::Text("!hook".into())]);
+        assert_eq!(parse("!hook a;b x"), vec![Step::Text("!hook a;b x".into())]);
     }
 
     use super::*;

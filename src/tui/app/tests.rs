@@ -433,3 +433,79 @@ fn a_sessions_first_prompt_and_path_go_with_the_start_for_the_server() {
     assert_eq!(body["transport"], "pipe", "{body}");
     assert_eq!(body["prompt"], "one turn", "{body}");
 }
+
+fn notices(app: &mut App) -> Vec<Notice> {
+    app.take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Notify(n) => Some(n),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_that_starts_waiting_after_the_cockpit_opened_is_notified_once() {
+    let waiting = |since: &str| {
+        json!({"state": "idle", "transport": "pipe", "waiting_known": true,
+               "waiting": {"source": "protocol", "since": since,
+                           "reason": "the turn ended; the tool waits for your input"}})
+    };
+    // run-0001 already waits when the cockpit opens: no notice for it.
+    let mut app = app_with(vec![
+        run("run-0001", 1, waiting("2026-11-30T11:01:30.000Z")),
+        run("run-0002", 2, json!({})),
+    ]);
+    assert_eq!(
+        notices(&mut app),
+        vec![],
+        "runs waiting at start are not announced"
+    );
+    // run-0002 starts waiting: one notice, with what the hook command gets.
+    app.on_msg(page(vec![
+        run("run-0001", 1, waiting("2026-11-30T11:01:30.000Z")),
+        run("run-0002", 2, waiting("2026-11-30T11:59:00.000Z")),
+    ]));
+    let n = notices(&mut app);
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert_eq!(n[0].run, "run-0002");
+    assert_eq!(n[0].tool, "claude");
+    assert_eq!(n[0].source, "protocol");
+    assert_eq!(n[0].since, "2026-11-30T11:59:00.000Z");
+    assert_eq!(n[0].reason, "the turn ended; the tool waits for your input");
+    // The next poll says the same: nothing new.
+    app.on_msg(page(vec![
+        run("run-0001", 1, waiting("2026-11-30T11:01:30.000Z")),
+        run("run-0002", 2, waiting("2026-11-30T11:59:00.000Z")),
+    ]));
+    assert_eq!(notices(&mut app), vec![]);
+    // It worked, then waits again (another since): a new notice.
+    app.on_msg(page(vec![run("run-0002", 2, json!({}))]));
+    app.on_msg(page(vec![run(
+        "run-0002",
+        2,
+        waiting("2026-11-30T11:59:40.000Z"),
+    )]));
+    assert_eq!(notices(&mut app).len(), 1);
+    // Off with the setting.
+    app.notify.enabled = false;
+    app.on_msg(page(vec![run(
+        "run-0003",
+        3,
+        waiting("2026-11-30T11:59:50.000Z"),
+    )]));
+    assert_eq!(notices(&mut app), vec![]);
+}
+
+#[test]
+fn the_header_counts_waiting_runs() {
+    let runs = vec![
+        run(
+            "run-0001",
+            1,
+            json!({"waiting": {"source": "hook", "since": "2026-11-30T11:01:30.000Z", "reason": "x"}}),
+        ),
+        run("run-0002", 2, json!({})),
+    ];
+    assert_eq!(Counts::of(&runs).waiting, 1);
+}

@@ -1,4 +1,5 @@
-//! The header: where we are (host, home), what runs (counts by state), `agents unconfined`
+//! The header: where we are (host, home), what runs (counts by state, and `waiting N` while
+//! runs wait for the person), `agents unconfined`
 //! while any run is live (none is behind a rig), how many publication intents await a
 //! person's authority, who we are (role).
 
@@ -149,9 +150,11 @@ fn build(app: &App, fit: Fit) -> (Line<'static>, usize) {
         ("failed", "fail", c.failed, Role::StateFailed),
         ("lost", "lost", c.lost, Role::StateLost),
         ("blocked", "block", c.blocked, Role::StateFailed),
+        // Runs that wait for the person (not a state: an idle or running run may wait).
+        ("waiting", "wait", c.waiting, Role::GateAwaitingHuman),
     ] {
         // A state most homes never see is shown only when a run is in it.
-        if n == 0 && (!fit.zeros || label == "blocked") {
+        if n == 0 && (!fit.zeros || label == "blocked" || label == "waiting") {
             continue;
         }
         let label = if fit.long_labels { label } else { short };

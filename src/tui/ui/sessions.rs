@@ -1,5 +1,6 @@
 //! The sessions list: ref, marks, name (and a worktree run's branch), tool/profile, state
-//! with its source, the gate of the run's latest candidate, age, demo.
+//! with its source (`waiting for you · hook` while a run waits for the person, `waiting`
+//! where only the word fits), the gate of the run's latest candidate, age, demo.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -206,7 +207,12 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         } else {
             &c.state_word
         };
-        cell(&mut spans, state, plan.state_w, state_role(r.state()));
+        let role = if r.waiting.is_some() {
+            Role::GateAwaitingHuman
+        } else {
+            state_role(r.state())
+        };
+        cell(&mut spans, state, plan.state_w, role);
         let (gate, gate_role) = match &c.gate {
             Some(g) if plan.long_gate => (g.long.as_str(), g.role),
             Some(g) => (g.short.as_str(), g.role),
@@ -256,8 +262,23 @@ struct GateCell {
 fn cells(app: &App, r: &RunView) -> Cells {
     let now = app.now;
     let (state, source) = r.state_source(now);
+    // A run that waits for the person says so, with where that is known from (its protocol,
+    // or the tool's own hook); the compact form is the word alone. A run whose form cannot
+    // say (a PTY form without hooks) shows its state: nothing is guessed.
+    let (state, source) = match &r.waiting {
+        Some(w) => (
+            "waiting".to_string(),
+            match w.source {
+                crate::api::runs::WaitSource::Protocol => "for you · protocol".to_string(),
+                crate::api::runs::WaitSource::Hook => "for you · hook".to_string(),
+            },
+        ),
+        None => (state, source),
+    };
     let state_full = if source.is_empty() {
         state.clone()
+    } else if r.waiting.is_some() {
+        format!("{state} {source}")
     } else {
         format!("{state} · {source}")
     };

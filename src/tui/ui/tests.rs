@@ -1710,3 +1710,61 @@ fn a_pane_larger_than_a_run_may_be_asks_for_the_limits_once() {
     // Sent once: the pane being larger than the PTY is not a reason to ask again.
     assert_eq!(app.desired_resize(), None);
 }
+
+#[test]
+fn waiting_runs_show_it_on_their_row_and_in_the_header() {
+    for (w, h) in SIZES {
+        let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+        let mut runs = fixture_runs();
+        runs.push(run_at(
+            "run-0101",
+            "11:50",
+            json!({"name": "hooked", "waiting_known": true,
+                   "waiting": {"source": "hook", "since": "2026-11-30T11:58:00.000Z",
+                               "reason": "Claude needs your permission to use Bash"}}),
+        ));
+        runs.push(run_at(
+            "run-0102",
+            "11:51",
+            json!({"name": "turn over", "transport": "pipe", "state": "idle",
+                   "waiting_known": true,
+                   "waiting": {"source": "protocol", "since": "2026-11-30T11:59:00.000Z",
+                               "reason": "the turn ended; the tool waits for your input"}}),
+        ));
+        let counts = Counts::of(&runs);
+        app.on_msg(Msg::Runs(Ok(RunsPage {
+            total: runs.len(),
+            items: runs,
+            counts,
+        })));
+        let t = draw(&mut app, w, h);
+        crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+        let s = text(&t);
+        let head = s.lines().next().unwrap();
+        assert!(head.contains("waiting 2") || head.contains("wait 2"), "{s}");
+        let rows = s
+            .lines()
+            .skip(1)
+            .filter(|l| l.contains(" waiting "))
+            .count();
+        assert_eq!(rows, 2, "both rows say they wait: {s}");
+        insta::assert_snapshot!(format!("cockpit_waiting_{w}x{h}"), s);
+        // Where the list has the room, the row says it in full, with the source.
+        let only: Vec<RunView> = app
+            .sessions
+            .runs
+            .iter()
+            .filter(|r| r.waiting.is_some())
+            .cloned()
+            .collect();
+        let counts = Counts::of(&only);
+        app.on_msg(Msg::Runs(Ok(RunsPage {
+            total: only.len(),
+            items: only,
+            counts,
+        })));
+        let s = text(&draw(&mut app, w, h));
+        assert!(s.contains("waiting for you · hook"), "{s}");
+        assert!(s.contains("waiting for you · protocol"), "{s}");
+    }
+}
