@@ -146,6 +146,13 @@ const CHANGES: &[Change] = &[
     (RUN_LISTS, None, Some(".items/[]/.waiting")),
     (RUN_VIEWS, None, Some(".waiting_known")),
     (RUN_LISTS, None, Some(".items/[]/.waiting_known")),
+    // The demo's pipe sessions now show a retried error (`!fail`): their events include
+    // `sessions.run.retrying` `{generation, words}`.
+    (
+        &["GET /runs/{run}/events pipe idle"],
+        None,
+        Some(".items/[]/.fields/.words"),
+    ),
     // A claude PTY run's events now include `sessions.run.hook` (its own hooks report):
     // `event` is new, and `path` (of `started`) is absent from those.
     (
