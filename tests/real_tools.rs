@@ -643,23 +643,36 @@ fn pty_form(s: &DemoServer, tool: &str, ws: &std::path::Path) {
         ),
     );
     assert_eq!(v["state"], "running", "{v}");
-    // Interrupt: SIGINT to the terminal's foreground group. These TUIs read Ctrl-C as a key
-    // in raw mode; a SIGINT sent to them ends them (seen with codex 0.171, gemini 0.61,
-    // opencode 1.18.33): the route answers, and what the process did is printed.
+    // Interrupt: these TUIs hold their terminal in raw mode and read Ctrl-C as a key, so the
+    // interrupt types it (`ctrl-c key`), as a person would; a SIGINT past the raw mode ended
+    // them (seen with codex 0.171, gemini 0.61, opencode 1.18.33 before). What the tool then
+    // does with the key is its own choice, printed: the route answers, and the method is
+    // the key whenever the tool's terminal is raw.
     let (code, r) = s.call("POST", &s.run_path(&run, "/interrupt"), None);
     assert_eq!(code, 200, "{r}");
     std::thread::sleep(Duration::from_millis(1500));
     let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    let evs = s.expect(200, "GET", &s.run_path(&run, "/events"), None);
+    let method = evs["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["kind"] == "sessions.run.interrupted")
+        .map(|e| e["fields"]["method"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default();
     say(
         tool,
         f,
-        "interrupt (SIGINT)",
+        "interrupt",
         format!(
-            "HTTP {code}; process {}, state {}",
+            "HTTP {code}; delivered as {method}; process {}, state {}",
             if alive(pid) { "stays" } else { "ended" },
             v["state"]
         ),
     );
+    if tool != "claude" {
+        assert_eq!(method, "ctrl-c key", "{tool}'s TUI is in raw mode: {evs}");
+    }
     let v = s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
     say(
         tool,

@@ -496,8 +496,12 @@ fn interrupt_signals_the_foreground_group_and_the_process_stays() {
         pty(),
     ));
     let (_, cursor) = read_until(&run, 1, "ready", 1);
-    let fg = run.interrupt().unwrap();
-    assert_eq!(fg, run.pid());
+    // A cooked terminal (ISIG on): SIGINT to its foreground group, as the line discipline
+    // would send for ^C.
+    match run.interrupt().unwrap() {
+        proctor::runs::Interrupt::Signal { group } => assert_eq!(group, run.pid()),
+        other => panic!("a cooked terminal gets SIGINT: {other:?}"),
+    }
     let (_, _) = read_until(&run, cursor, "got-int", 1);
     assert_eq!(run.liveness(), Liveness::Running);
     assert!(process_exists(run.pid()));
@@ -508,6 +512,29 @@ fn interrupt_signals_the_foreground_group_and_the_process_stays() {
     assert!(matches!(pipe.interrupt(), Err(RunError::NotAPty { .. })));
     assert!(matches!(pipe.screen(), Err(RunError::NotAPty { .. })));
     pipe.stop(Duration::from_secs(30)).unwrap();
+}
+
+/// A full-screen tool puts its terminal in raw mode (no ISIG): a person's Ctrl-C reaches it
+/// as a key, and it decides (codex, gemini and opencode interrupt or ask "again to quit").
+/// A SIGINT sent past the line discipline would end such a tool; the interrupt types the
+/// terminal's interrupt character instead, as the person's key would.
+#[test]
+fn interrupt_types_ctrl_c_to_a_raw_mode_terminal_and_the_tool_reads_it() {
+    let run = spawn(sh(
+        "stty raw -isig -echo; echo ready; head -c1 | od -An -tx1; echo read-done; sleep 30",
+        pty(),
+    ));
+    let (_, cursor) = read_until(&run, 1, "ready", 1);
+    // stty has run before `ready`: the terminal is raw now.
+    match run.interrupt().unwrap() {
+        proctor::runs::Interrupt::Key { byte } => assert_eq!(byte, 0x03),
+        other => panic!("a raw-mode terminal gets the key, not a signal: {other:?}"),
+    }
+    let (got, _) = read_until(&run, cursor, "read-done", 1);
+    let text = String::from_utf8_lossy(&got).to_string();
+    assert!(text.contains("03"), "the tool read the ^C byte: {text}");
+    assert_eq!(run.liveness(), Liveness::Running, "the tool lives on");
+    run.stop(Duration::from_secs(30)).unwrap();
 }
 
 #[test]

@@ -782,9 +782,14 @@ impl Run {
         self.inner.pty.as_ref().ok_or(RunError::NotAPty { op })
     }
 
-    /// Sends SIGINT to the foreground process group of a PTY run's terminal (what ^C
-    /// does), and returns that group. The process stays.
-    pub fn interrupt(&self) -> Result<u32, RunError> {
+    /// Interrupts a PTY run as a person's Ctrl-C would, and says how. A terminal whose line
+    /// discipline makes signals of keys (ISIG on, a cooked terminal) gets SIGINT sent to its
+    /// foreground process group, what the line discipline sends for ^C. A terminal in raw
+    /// mode (ISIG off: a full-screen tool that reads Ctrl-C as a key, as codex, gemini and
+    /// opencode do) gets its interrupt character typed instead (`VINTR`, ^C by default): the
+    /// tool decides, as it does for the person's key; a SIGINT past its raw mode would end it.
+    /// The process stays either way unless the tool itself chooses to exit.
+    pub fn interrupt(&self) -> Result<Interrupt, RunError> {
         let pty = self.pty_parts("interrupt")?;
         let life = self.inner.life();
         if life.reaped {
@@ -794,6 +799,12 @@ impl Run {
         let m = master
             .as_ref()
             .ok_or(RunError::NotLive { op: "interrupt" })?;
+        if let Some(byte) = m.as_raw_fd().and_then(raw_mode_interrupt_char) {
+            drop(master);
+            drop(life);
+            self.write_input(&[byte])?;
+            return Ok(Interrupt::Key { byte });
+        }
         let fg = m
             .process_group_leader()
             .and_then(|p| u32::try_from(p).ok())
@@ -806,7 +817,7 @@ impl Run {
             err,
         })?;
         drop(life);
-        Ok(fg)
+        Ok(Interrupt::Signal { group: fg })
     }
 
     /// Stops the run: SIGTERM to its process group; if the child is not reaped and the
@@ -1088,4 +1099,34 @@ fn wait_and_end(
         *g = None;
     }
     inner.ring.end(exit);
+}
+
+/// How a PTY run's interrupt was delivered ([`Run::interrupt`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupt {
+    /// SIGINT to the terminal's foreground process group (a cooked terminal).
+    Signal { group: u32 },
+    /// The terminal's interrupt character typed as input (a raw-mode terminal).
+    Key { byte: u8 },
+}
+
+/// The interrupt character to type when the terminal behind `master` is in raw mode (ISIG
+/// off); `None` when its line discipline turns ^C into SIGINT itself, or when its modes
+/// cannot be read (then a signal is sent, as before).
+fn raw_mode_interrupt_char(master: std::os::fd::RawFd) -> Option<u8> {
+    // SAFETY: a zeroed termios is a valid out-parameter; tcgetattr fills it or fails.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: `master` is the open master descriptor of this run's PTY (held under its lock
+    // by the caller); on Linux tcgetattr on a master reports the terminal's modes.
+    if unsafe { libc::tcgetattr(master, &mut t) } != 0 {
+        return None;
+    }
+    if t.c_lflag & libc::ISIG != 0 {
+        return None;
+    }
+    // _POSIX_VDISABLE (0 on Linux) means no interrupt character: ^C, what the key sends.
+    Some(match t.c_cc[libc::VINTR] {
+        0 => 0x03,
+        b => b,
+    })
 }

@@ -2068,10 +2068,15 @@ impl Sessions {
                 "protocol"
             }
             None => {
-                live.run
+                match live
+                    .run
                     .interrupt()
-                    .map_err(|e| SessionError::Conflict(e.to_string()))?;
-                "SIGINT"
+                    .map_err(|e| SessionError::Conflict(e.to_string()))?
+                {
+                    runs::Interrupt::Signal { .. } => "SIGINT",
+                    // A raw-mode TUI reads Ctrl-C as a key: it was typed, as a person would.
+                    runs::Interrupt::Key { .. } => "ctrl-c key",
+                }
             }
         };
         let generation = live.generation;

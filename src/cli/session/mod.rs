@@ -62,8 +62,9 @@ pub enum SessionCommand {
     /// Interrupt the run's current turn; the process stays.
     ///
     /// Uses the tool's own protocol on pipe runs (claude control_request, codex
-    /// turn/interrupt, ACP session/cancel) and SIGINT to the terminal's foreground group on
-    /// PTY runs. Exit 1 (409) when the run is not live.
+    /// turn/interrupt, ACP session/cancel); on PTY runs what a person's Ctrl-C does: SIGINT
+    /// to the terminal's foreground group when the terminal is cooked, the ^C key typed when
+    /// the tool holds it in raw mode (a full-screen TUI). Exit 1 (409) when the run is not live.
     Interrupt(RefArgs),
     /// Stop the run: SIGTERM to its process group, SIGKILL after the grace period.
     ///
