@@ -107,6 +107,36 @@ fn wait_screen(s: &DemoServer, run: &str, what: &str, secs: u64, needle: &str) -
     }
 }
 
+/// Whether the screen shows `needle` within `secs` seconds.
+fn screen_within(s: &DemoServer, run: &str, secs: u64, needle: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if screen(s, run).contains(needle) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+/// Waits (at most 10 s) until the run has written nothing for a second.
+fn settle(s: &DemoServer, run: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let next = || {
+        let v = s.expect(200, "GET", &s.run_path(run, ""), None);
+        v["output"]["next_seq"].as_u64().unwrap_or(0)
+    };
+    let mut last = next();
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = next();
+        if now == last {
+            return;
+        }
+        last = now;
+    }
+}
+
 fn kinds(s: &DemoServer, run: &str) -> Vec<Value> {
     let v = s.expect(200, "GET", &s.run_path(run, "/events"), None);
     v["items"].as_array().cloned().unwrap_or_default()
@@ -604,15 +634,35 @@ fn pty_form(s: &DemoServer, tool: &str, ws: &std::path::Path) {
     let t = wait_screen(s, &run, "the first screen", 90, first_words);
     say(tool, f, "first screen", first_words);
     let _ = t;
+    // A TUI that draws its first screen may switch its terminal to raw mode just after,
+    // and that switch (TCSAFLUSH) discards input typed before it: wait for the screen to
+    // settle, and type the key again if it was discarded (seen once with codex in CI).
+    settle(s, &run);
     let first = s.attach(&run, 0, |e| !output_of(e).is_empty());
-    s.expect(
-        202,
-        "POST",
-        &s.run_path(&run, "/input"),
-        Some(json!({"text": key})),
-    );
-    let t = wait_screen(s, &run, "the key's effect", 30, after);
-    let _ = t;
+    let mut typed = 0;
+    loop {
+        s.expect(
+            202,
+            "POST",
+            &s.run_path(&run, "/input"),
+            Some(json!({"text": key})),
+        );
+        typed += 1;
+        if screen_within(s, &run, 15, after) {
+            break;
+        }
+        assert!(
+            typed < 3,
+            "the key's effect never showed: {}",
+            screen(s, &run)
+        );
+        say(
+            tool,
+            f,
+            "input",
+            "the key's effect did not show; typed again",
+        );
+    }
     say(
         tool,
         f,
