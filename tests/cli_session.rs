@@ -7,44 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::TestHome;
 use common::tmux::Tmux;
+use common::{ShimEnv as Env, TestHome};
 use serde_json::Value;
 
 /// How long a wait for the server or a fake may take before the test gives up (a hang, not
 /// a speed requirement).
 const HANG: Duration = Duration::from_secs(60);
 
-/// A test home plus a folder of demo shims first on PATH, and a workspace.
-struct Env {
-    h: TestHome,
-    _shims: tempfile::TempDir,
-    path_var: String,
-    ws: tempfile::TempDir,
-}
-
 impl Env {
-    fn new() -> Env {
-        let h = TestHome::new();
-        let shims = tempfile::tempdir().unwrap();
-        proctor::providers::fake::install_shims(
-            shims.path(),
-            Path::new(env!("CARGO_BIN_EXE_proctor")),
-        )
-        .unwrap();
-        let path_var = format!(
-            "{}:{}",
-            shims.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        Env {
-            h,
-            _shims: shims,
-            path_var,
-            ws: tempfile::tempdir().unwrap(),
-        }
-    }
-
     fn cmd(&self) -> Command {
         let mut c = self.h.cmd();
         c.env("PATH", &self.path_var).current_dir(self.ws.path());

@@ -7,45 +7,16 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::TestHome;
+use common::ShimEnv as Env;
 use serde_json::Value;
 
 /// How long a wait may take before the test gives up (a hang, not a speed requirement).
 const HANG: Duration = Duration::from_secs(60);
 
-struct Env {
-    h: TestHome,
-    _shims: tempfile::TempDir,
-    path_var: String,
-    ws: tempfile::TempDir,
-}
-
 impl Env {
-    fn new() -> Env {
-        let h = TestHome::new();
-        let shims = tempfile::tempdir().unwrap();
-        proctor::providers::fake::install_shims(
-            shims.path(),
-            Path::new(env!("CARGO_BIN_EXE_proctor")),
-        )
-        .unwrap();
-        let path_var = format!(
-            "{}:{}",
-            shims.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        Env {
-            h,
-            _shims: shims,
-            path_var,
-            ws: tempfile::tempdir().unwrap(),
-        }
-    }
-
     fn run(&self, args: &[&str]) -> Output {
         let mut c = self.h.cmd();
         c.env("PATH", &self.path_var).current_dir(self.ws.path());

@@ -8,6 +8,38 @@ pub mod tmux;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A test home plus a folder of demo shims first on PATH, and a workspace (the CLI tests'
+/// environment: a test file adds its own methods in an `impl ShimEnv` block).
+pub struct ShimEnv {
+    pub h: TestHome,
+    pub _shims: tempfile::TempDir,
+    pub path_var: String,
+    pub ws: tempfile::TempDir,
+}
+
+impl ShimEnv {
+    pub fn new() -> ShimEnv {
+        let h = TestHome::new();
+        let shims = tempfile::tempdir().unwrap();
+        proctor::providers::fake::install_shims(
+            shims.path(),
+            Path::new(env!("CARGO_BIN_EXE_proctor")),
+        )
+        .unwrap();
+        let path_var = format!(
+            "{}:{}",
+            shims.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        ShimEnv {
+            h,
+            _shims: shims,
+            path_var,
+            ws: tempfile::tempdir().unwrap(),
+        }
+    }
+}
+
 /// A temporary home; the server started in it is stopped (SIGKILL if needed) on drop.
 pub struct TestHome {
     pub dir: tempfile::TempDir,
