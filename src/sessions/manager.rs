@@ -1811,8 +1811,6 @@ impl Sessions {
         })
     }
 
-    /// The live handle of a run's current generation (also after it ended, while the
-    /// server still holds its output).
     /// The permission requests of the run's current generation, from its recorded events.
     pub fn permissions(&self, run_ref: &str) -> Result<PermissionList, SessionError> {
         let inner = self.lock();
@@ -1838,7 +1836,8 @@ impl Sessions {
     ) -> Result<PermissionView, SessionError> {
         let Some(decision) = req.decision else {
             return Err(SessionError::BadRequest(
-                "the body needs \"decision\": \"allow\" or \"deny\" (and \"for_session\": true                  to allow for the rest of the session)"
+                "the body needs \"decision\": \"allow\" or \"deny\" (and \"for_session\": true \
+                 to allow for the rest of the session)"
                     .into(),
             ));
         };
@@ -1924,6 +1923,8 @@ impl Sessions {
             .ok_or_else(|| SessionError::Internal("the decision was not recorded".into()))
     }
 
+    /// The live handle of a run's current generation (also after it ended, while the
+    /// server still holds its output).
     pub fn handle(&self, run_ref: &str) -> Result<(Option<Run>, State), SessionError> {
         let inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?;

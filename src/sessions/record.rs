@@ -285,6 +285,17 @@ const HOOK_ATTENTION: &str = "the tool asks for your attention";
 /// The widest reason a waiting run shows (columns).
 const WAIT_REASON_WIDTH: usize = 200;
 
+/// The permission requests of `generation` still open, in the order asked.
+fn open_permissions(
+    events: &[RunEvent],
+    generation: u64,
+) -> Vec<super::permissions::PermissionView> {
+    super::permissions::list(events, generation)
+        .into_iter()
+        .filter(|p| p.state == super::permissions::PermissionState::Open)
+        .collect()
+}
+
 impl RunRecord {
     /// Whether this run's form can say that it waits on a person: every stdio form (its
     /// protocol ends turns and asks for permissions), and claude's PTY form (its own hooks
@@ -309,8 +320,6 @@ impl RunRecord {
             return None;
         }
         let pty = self.transport == "pty";
-        // (id, since, reason), in the order asked.
-        let mut open: Vec<(String, String, String)> = Vec::new();
         let mut hook: Option<(String, String)> = None;
         let mut turn_end: Option<String> = None;
         for e in &self.events {
@@ -324,7 +333,6 @@ impl RunRecord {
             let word = |k: &str| f.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
             match e.kind.as_str() {
                 kinds::RESUMED | kinds::STARTED => {
-                    open.clear();
                     hook = None;
                     turn_end = None;
                 }
@@ -333,24 +341,6 @@ impl RunRecord {
                     turn_end = None;
                 }
                 kinds::TURN_ENDED if !pty => turn_end = Some(e.at.clone()),
-                kinds::PERMISSION_REQUESTED => {
-                    let Some(id) = word("id") else { continue };
-                    let tool = word("tool_name").or(word("method")).unwrap_or("a tool");
-                    let reason = match word("what") {
-                        Some(what) => format!("permission: {tool} `{what}`"),
-                        None => format!("permission: {tool}"),
-                    };
-                    open.push((
-                        id.to_string(),
-                        e.at.clone(),
-                        text::one_line(&reason, WAIT_REASON_WIDTH),
-                    ));
-                }
-                kinds::PERMISSION_DECIDED | kinds::PERMISSION_EXPIRED => {
-                    if let Some(id) = word("id") {
-                        open.retain(|(o, _, _)| o != id);
-                    }
-                }
                 kinds::HOOK if pty => {
                     let since = hook.as_ref().map_or_else(|| e.at.clone(), |h| h.0.clone());
                     match word("event") {
@@ -366,7 +356,22 @@ impl RunRecord {
                 _ => {}
             }
         }
-        if let Some((_, since, reason)) = open.into_iter().next() {
+        // The earliest request still open (one fold of the permission events:
+        // `permissions::list`, which the permissions route answers from too).
+        if let Some(p) = open_permissions(&self.events, generation)
+            .into_iter()
+            .next()
+        {
+            let some = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
+            let tool = some(&p.tool_name)
+                .or(Some(p.method.clone()).filter(|m| !m.is_empty()))
+                .unwrap_or_else(|| "a tool".into());
+            let reason = match some(&p.what) {
+                Some(what) => format!("permission: {tool} `{what}`"),
+                None => format!("permission: {tool}"),
+            };
+            let since = p.since;
+            let reason = text::one_line(&reason, WAIT_REASON_WIDTH);
             return Some(Waiting {
                 source: WaitSource::Protocol,
                 reason,
@@ -409,8 +414,6 @@ impl RunRecord {
         let field = |f: &Map<String, Value>, k: &str| {
             f.get(k).and_then(Value::as_str).unwrap_or("").to_string()
         };
-        // Permission requests of the current generation still open (by proctor's id).
-        let mut open: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         for e in &self.events {
             let f = &e.fields;
             let block = |d: &mut Derived, home: Option<&str>, source: String, words: String| {
@@ -423,24 +426,6 @@ impl RunRecord {
                     remedy,
                 });
             };
-            let id = || f.get("id").and_then(Value::as_str).map(str::to_string);
-            let this_generation = || {
-                f.get("generation")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(d.generation)
-                    == d.generation
-            };
-            match e.kind.as_str() {
-                kinds::PERMISSION_REQUESTED if this_generation() => {
-                    open.extend(id());
-                }
-                kinds::PERMISSION_DECIDED | kinds::PERMISSION_EXPIRED => {
-                    if let Some(id) = id() {
-                        open.remove(&id);
-                    }
-                }
-                _ => {}
-            }
             match e.kind.as_str() {
                 kinds::CREATED => {
                     d.generation = 1;
@@ -457,7 +442,6 @@ impl RunRecord {
                     d.ended_at = None;
                     d.reason = None;
                     stop_requested = false;
-                    open.clear();
                 }
                 kinds::STARTED => {
                     account_home = f
@@ -542,13 +526,6 @@ impl RunRecord {
                 kinds::CLEANED => d.state = State::Cleaned,
                 _ => {}
             }
-            // No process, no open request (a server that crashed recorded no expiry).
-            if matches!(
-                e.kind.as_str(),
-                kinds::EXITED | kinds::LOST | kinds::LAUNCH_FAILED
-            ) {
-                open.clear();
-            }
         }
         if d.state != State::Blocked {
             d.blocked = None;
@@ -558,7 +535,12 @@ impl RunRecord {
         {
             d.reason = Some(format!("{} retries: {words}", self.tool));
         }
-        d.permissions_open = open.len() as u64;
+        // No process, no open request (a server that crashed recorded no expiry).
+        d.permissions_open = if d.state.is_live() {
+            open_permissions(&self.events, d.generation).len() as u64
+        } else {
+            0
+        };
         d.waiting = self.waiting(d.state, d.generation);
         d
     }
