@@ -854,6 +854,230 @@ fn log_tail(path: &Path) -> String {
     crate::text::multi_line(&lines[start..].join("\n"))
 }
 
+/// The tribunal's calls (`/v1/m/tribunal`), typed by the contract (`api::tribunal`).
+impl Client {
+    /// The registry and each rung's probe (`probe = false`: nothing is probed).
+    pub async fn tribunal_seats(
+        &self,
+        probe: bool,
+    ) -> Result<crate::api::tribunal::SeatsReport, ClientError> {
+        self.get(&crate::api::tribunal::seats(probe)).await
+    }
+
+    /// Convenes a round; the answer comes when every seat decided.
+    pub async fn tribunal_convene(
+        &self,
+        req: &crate::api::tribunal::ConveneRequest,
+    ) -> Result<crate::api::tribunal::Round, ClientError> {
+        self.request(Method::POST, crate::api::tribunal::ROUNDS, Some(req))
+            .await
+    }
+
+    /// The rounds, oldest first, of a candidate and/or a run (one in progress included).
+    pub async fn tribunal_rounds(
+        &self,
+        candidate: Option<&str>,
+        run: Option<&str>,
+    ) -> Result<Vec<crate::api::tribunal::Round>, ClientError> {
+        self.get::<crate::api::tribunal::RoundList>(&crate::api::tribunal::rounds(candidate, run))
+            .await
+            .map(|l| l.items)
+    }
+
+    /// One round.
+    pub async fn tribunal_round(
+        &self,
+        id: &str,
+    ) -> Result<crate::api::tribunal::Round, ClientError> {
+        use crate::api::tribunal as t;
+        self.get(&t::path(t::ROUND, id)).await
+    }
+
+    /// The envelope a round judged.
+    pub async fn tribunal_envelope(
+        &self,
+        id: &str,
+    ) -> Result<crate::api::tribunal::EnvelopeView, ClientError> {
+        use crate::api::tribunal as t;
+        self.get(&t::path(t::ROUND_ENVELOPE, id)).await
+    }
+
+    /// Records a workspace's red-first commit.
+    pub async fn tribunal_record_red(
+        &self,
+        req: &crate::api::tribunal::RedRequest,
+    ) -> Result<crate::api::tribunal::RedRecord, ClientError> {
+        self.request(Method::POST, crate::api::tribunal::RED, Some(req))
+            .await
+    }
+
+    /// The red-first commits, oldest first (of one workspace).
+    pub async fn tribunal_reds(
+        &self,
+        workspace: Option<&str>,
+    ) -> Result<Vec<crate::api::tribunal::RedRecord>, ClientError> {
+        self.get::<crate::api::tribunal::RedList>(&crate::api::tribunal::red(workspace))
+            .await
+            .map(|l| l.items)
+    }
+}
+
+/// The rigs' calls (`/v1/m/rigs`, [`crate::api::rigs`]).
+impl Client {
+    /// Every rig (open ones first) and the engines' availability.
+    pub async fn rigs(&self) -> Result<crate::api::rigs::ListItems, ClientError> {
+        self.get(crate::api::rigs::RIGS).await
+    }
+
+    /// Opens a rig; the answer is the booting view.
+    pub async fn rig_open(
+        &self,
+        req: &crate::api::rigs::OpenRequest,
+    ) -> Result<crate::api::rigs::RigView, ClientError> {
+        self.request(Method::POST, crate::api::rigs::RIGS, Some(req))
+            .await
+    }
+
+    /// One rig.
+    pub async fn rig(&self, id: &str) -> Result<crate::api::rigs::RigView, ClientError> {
+        use crate::api::rigs as r;
+        self.get(&r::path(r::RIG, id)).await
+    }
+
+    /// A bodiless `POST` (or `DELETE`) on one of a rig's routes (close, lock, unlock,
+    /// suspend, resume), answered by the rig after it.
+    pub async fn rig_verb(
+        &self,
+        method: Method,
+        template: &str,
+        id: &str,
+    ) -> Result<crate::api::rigs::RigView, ClientError> {
+        use crate::api::rigs as r;
+        self.request::<(), _>(method, &r::path(template, id), None)
+            .await
+    }
+
+    pub async fn rig_exec(
+        &self,
+        id: &str,
+        req: &crate::api::rigs::ExecRequest,
+    ) -> Result<crate::api::rigs::ExecResult, ClientError> {
+        use crate::api::rigs as r;
+        self.request(Method::POST, &r::path(r::EXEC, id), Some(req))
+            .await
+    }
+
+    pub async fn rig_type(
+        &self,
+        id: &str,
+        req: &crate::api::rigs::TypeRequest,
+    ) -> Result<crate::api::rigs::RigView, ClientError> {
+        use crate::api::rigs as r;
+        self.request(Method::POST, &r::path(r::INPUT, id), Some(req))
+            .await
+    }
+
+    pub async fn rig_resize(
+        &self,
+        id: &str,
+        rows: u16,
+        cols: u16,
+    ) -> Result<crate::api::rigs::RigView, ClientError> {
+        use crate::api::rigs as r;
+        self.request(
+            Method::POST,
+            &r::path(r::RESIZE, id),
+            Some(&r::SizeBody { rows, cols }),
+        )
+        .await
+    }
+
+    pub async fn rig_screen(&self, id: &str) -> Result<crate::runs::ScreenSnapshot, ClientError> {
+        use crate::api::rigs as r;
+        self.get(&r::path(r::SCREEN, id)).await
+    }
+
+    pub async fn rig_audit(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<crate::api::rigs::AuditPage, ClientError> {
+        self.get(&crate::api::rigs::audit(id, after, limit)).await
+    }
+
+    pub async fn rig_fetch(&self, id: &str) -> Result<crate::api::rigs::FetchReport, ClientError> {
+        use crate::api::rigs as r;
+        self.request::<(), _>(Method::POST, &r::path(r::FETCH, id), None)
+            .await
+    }
+
+    /// A file of the guest's, as raw bytes (at most `model::FILE_MAX`).
+    pub async fn rig_get_file(&self, id: &str, path: &str) -> Result<Vec<u8>, ClientError> {
+        self.raw(Method::GET, &crate::api::rigs::files(id, path, None), None)
+            .await
+    }
+
+    /// Copies bytes into the guest at `path` with `mode`.
+    pub async fn rig_put_file(
+        &self,
+        id: &str,
+        path: &str,
+        mode: u32,
+        bytes: Vec<u8>,
+    ) -> Result<(), ClientError> {
+        self.raw(
+            Method::PUT,
+            &crate::api::rigs::files(id, path, Some(mode)),
+            Some(bytes),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// One request with a raw body (`application/octet-stream`) whose answer is read as raw
+    /// bytes; a non-2xx answer becomes [`ClientError::Api`].
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, ClientError> {
+        let http = |e: &dyn std::fmt::Display| ClientError::Http(e.to_string());
+        let stream = self.connect().await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| http(&e))?;
+        tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, "proctor");
+        if let Some(t) = &self.token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        if body.is_some() {
+            req = req.header(header::CONTENT_TYPE, "application/octet-stream");
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| http(&e))?;
+        let resp = sender.send_request(req).await.map_err(|e| http(&e))?;
+        let status = resp.status();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| http(&e))?
+            .to_bytes();
+        if !status.is_success() {
+            let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            return Err(api_error(status, &value));
+        }
+        Ok(bytes.to_vec())
+    }
+}
+
 /// Runs an async client action on a small runtime (the CLI is synchronous).
 pub fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, ClientError> {
     let rt = tokio::runtime::Builder::new_current_thread()

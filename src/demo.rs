@@ -18,6 +18,9 @@
 
 pub use crate::publish::demo_forge as forge;
 
+pub mod rigs;
+pub mod tribunal;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -217,7 +220,7 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<RunView>, DemoError> {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    out.push(finish_worktree_scene(&client, &worktree_run)?);
+    out.push(finish_worktree_scene(&client, home, &worktree_run)?);
     Ok(out)
 }
 
@@ -335,8 +338,9 @@ fn start_worktree_scene(client: &Client, repo: &Path) -> Result<String, DemoErro
 }
 
 /// Once the agent's turn is over: binds the candidate, runs the policy's check, proposes the
-/// publication. Returns the run as the server shows it.
-fn finish_worktree_scene(client: &Client, run: &str) -> Result<RunView, DemoError> {
+/// publication, and writes the tribunal's round in progress on the candidate. Returns the
+/// run as the server shows it.
+fn finish_worktree_scene(client: &Client, home: &Home, run: &str) -> Result<RunView, DemoError> {
     let path = wire::at(wire::RUN, run);
     let started = Instant::now();
     loop {
@@ -377,7 +381,75 @@ fn finish_worktree_scene(client: &Client, run: &str) -> Result<RunView, DemoErro
             body: "An escaped quote no longer ends a string.\n\nProposed by `proctor demo`.".into(),
         }),
     )?;
+    convene_demo_round(home, &cand.candidate.id)?;
     Ok(client.get_blocking(&path)?)
+}
+
+/// The tribunal's round on the demo candidate, convened for real on the server's fake fleet
+/// (labelled demo): the request is sent from a thread that is not waited for (two seats ask a
+/// slow juror for an hour, so the round stays in progress while the cockpit is open; the
+/// server goes on with the round whatever becomes of the request). Returns once the round is
+/// recorded with every other seat decided (or, on a loaded machine, after two minutes).
+fn convene_demo_round(home: &Home, cand: &str) -> Result<(), DemoError> {
+    use crate::api::tribunal as tapi;
+    let body = tapi::ConveneRequest {
+        candidate: cand.to_string(),
+        builder: "claude-sonnet-4-5".into(),
+        intent: "an escaped quote no longer ends a string".into(),
+        criteria: "- a backslash escapes the next character inside a string\n\
+                   - the lexer's existing cases still pass\n"
+            .into(),
+        out: None,
+        solo: None,
+    };
+    let sender = Client::new(home)?.with_token(home)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let answer = sender.request_blocking::<_, crate::tribunal::Round>(
+            Method::POST,
+            tapi::ROUNDS,
+            Some(&body),
+        );
+        let _ = tx.send(answer);
+    });
+    let client = Client::new(home)?.with_token(home)?;
+    let started = Instant::now();
+    loop {
+        if let Ok(Err(e)) = rx.try_recv() {
+            return Err(e.into());
+        }
+        let list: tapi::RoundList = client.get_blocking(&tapi::rounds(Some(cand), None))?;
+        let pending = list.items.first().map(|r| {
+            r.seats
+                .iter()
+                .filter(|s| s.state == crate::tribunal::SeatState::Pending)
+                .count()
+        });
+        match list.items.first() {
+            Some(r) if r.state != crate::tribunal::RoundState::InProgress => {
+                return Err(DemoError::Stuck {
+                    name: "the tribunal's round",
+                    want: "in_progress",
+                    got: format!("{} ({})", r.state.as_str(), r.causes.join("; ")),
+                });
+            }
+            Some(_) if pending == Some(2) => return Ok(()),
+            _ => {}
+        }
+        // A loaded machine seats slowly: after two minutes the cockpit opens anyway, with the
+        // round in progress (the server goes on with it).
+        if started.elapsed() > Duration::from_secs(120) && pending.is_some() {
+            return Ok(());
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            return Err(DemoError::Stuck {
+                name: "the tribunal's round",
+                want: "recorded",
+                got: "no round".into(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Stops the demo's server (its sessions end with it) and removes the throwaway folder.

@@ -79,6 +79,26 @@ fn demo_sets_up_every_state_and_labels_every_run() {
         "{intents}"
     );
     assert_eq!(intents["items"][0]["run"], r);
+    // The candidate has a tribunal round in progress: some seats decided, two still asking
+    // a slow and a silent juror; the builder's family refused before any send.
+    let rounds = h.json(&["tribunal", "rounds", &cand, "--json"]);
+    let round = &rounds["items"][0];
+    assert_eq!(round["state"], "in_progress", "{rounds}");
+    assert_eq!(
+        round["identity"]["digest"],
+        cands["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == cand.as_str())
+            .unwrap()["identity"]["digest"]
+    );
+    let seats = round["seats"].as_array().unwrap();
+    assert_eq!(seats.len(), 8);
+    assert_eq!(seats.iter().filter(|s| s["state"] == "pending").count(), 2);
+    assert!(seats.iter().any(|s| s["state"] == "pass"));
+    let show = h.ok(&["tribunal", "show", round["id"].as_str().unwrap()]);
+    assert!(show.contains("builder_family"), "{show}");
     // A second demo in the same home is refused: it is for fresh homes only.
     let again = h.run(&["demo", "--no-cockpit"]);
     assert_eq!(again.status.code(), Some(1));

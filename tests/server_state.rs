@@ -10,6 +10,16 @@ use std::path::Path;
 /// (file under `src/`, the static's name, why it is not server state).
 const ALLOWED: &[(&str, &str, &str)] = &[
     (
+        "tribunal/envelope.rs",
+        "EMAIL",
+        "a compiled, constant regular expression (an email address): no state",
+    ),
+    (
+        "tribunal/envelope.rs",
+        "TRAILER",
+        "a compiled, constant regular expression (an author trailer): no state",
+    ),
+    (
         "providers/fake/pty.rs",
         "SIGINT",
         "a fake tool's own signal flag (a separate process, not the server)",
@@ -33,6 +43,12 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "tui/term.rs",
         "MOUSE",
         "the cockpit's terminal mode (the client process's one terminal)",
+    ),
+    (
+        "tui/term.rs",
+        "MOUSE_WANTED",
+        "whether the cockpit asked for mouse capture, to take its one terminal back after a \
+         child (rig attach) had it",
     ),
     (
         "tui/term.rs",

@@ -165,6 +165,21 @@ const CHANGES: &[Change] = &[
         None,
         Some(".items/[]/.fields/.path"),
     ),
+    // Issue 15: the demo opens a rig, and the ledger's `rigs.*` events name it (`rig`).
+    (&["proctor ledger tail --json"], None, Some("[]/.rig")),
+    // Issue 15 §4: a run view names the boundary its provider process runs behind,
+    // `{kind, rig, detail}` (the host's, or a rig's with `session start --rig`).
+    (RUN_VIEWS, None, Some(".boundary")),
+    (RUN_LISTS, None, Some(".items/[]/.boundary")),
+    // Issue 15 §4: candidate and evidence receipts' facts name the run's boundary.
+    (
+        &[
+            "GET /receipts/{id} candidate.bound",
+            "GET /receipts/{id} evidence.attempt",
+        ],
+        None,
+        Some(".receipt/.facts/.boundary"),
+    ),
 ];
 
 /// Every answer that is one run view (issue 13's additions apply to each).
@@ -809,6 +824,22 @@ fn scenario() -> Shapes {
             s.get("/evidence/{id}", &format!("{EV}/evidence/{ev}"));
         }
     }
+
+    // The tribunal: the demo candidate's round in progress, one round, its envelope.
+    const TR: &str = "/v1/m/tribunal";
+    let rounds = s.get(
+        "/tribunal/rounds?candidate",
+        &format!("{TR}/rounds?candidate={cand}"),
+    );
+    let rnd = rounds["items"][0]["id"]
+        .as_str()
+        .expect("the demo's round")
+        .to_string();
+    s.get("/tribunal/rounds/{id}", &format!("{TR}/rounds/{rnd}"));
+    s.get(
+        "/tribunal/rounds/{id}/envelope",
+        &format!("{TR}/rounds/{rnd}/envelope"),
+    );
 
     // Publication and authority (what a script may read; every approval step needs a
     // person at a terminal, and is refused here).

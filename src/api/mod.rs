@@ -19,8 +19,10 @@ use utoipa::ToSchema;
 pub mod authority;
 pub mod evidence;
 pub mod publish;
+pub mod rigs;
 pub mod runs;
 pub mod server;
+pub mod tribunal;
 pub mod workspaces;
 
 /// The body of every non-2xx answer: `{"error": {"code", "message"}}`.
@@ -68,6 +70,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(evidence::Doc::openapi());
     doc.merge(publish::Doc::openapi());
     doc.merge(authority::Doc::openapi());
+    doc.merge(tribunal::Doc::openapi());
+    doc.merge(rigs::Doc::openapi());
     doc.info.title = "proctor".to_string();
     doc.info.version = crate::version::VERSION.to_string();
     doc.info.description = Some(
@@ -106,6 +110,8 @@ mod tests {
             ("evidence", evidence::Doc::openapi()),
             ("publish", publish::Doc::openapi()),
             ("authority", authority::Doc::openapi()),
+            ("tribunal", tribunal::Doc::openapi()),
+            ("rigs", rigs::Doc::openapi()),
             ("all", openapi()),
         ];
         for (area, doc) in areas {

@@ -17,8 +17,8 @@ pub use crate::sessions::permissions::{
 };
 pub use crate::sessions::record::{Blocked, RunEvent, State, WaitSource, Waiting};
 pub use crate::sessions::view::{
-    Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView, RunEvents,
-    RunPage, RunView, StopSignals, Stopped, TranscriptView, WorktreeView,
+    BoundaryKind, Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView,
+    RunBoundary, RunEvents, RunPage, RunView, StopSignals, Stopped, TranscriptView, WorktreeView,
 };
 pub use crate::worktrees::{Diff, DiffEntry, DiffFile};
 
@@ -658,6 +658,8 @@ mod ops {
         WorktreeView,
         OutputView,
         TranscriptView,
+        RunBoundary,
+        BoundaryKind,
         RunPage,
         RunEvents,
         RunEvent,

@@ -144,6 +144,17 @@ pub fn run(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<ExitCode> {
             return Err(e.into());
         }
     };
+    // One namespace rig for the Rigs view; a rig that cannot open is a notice, not the end.
+    match crate::demo::rigs::open(&home) {
+        Ok(v) => eprintln!(
+            "proctor demo: opened {} (namespace rig, demo)",
+            text::one_line(&v.record.id, 20)
+        ),
+        Err(e) => eprintln!(
+            "proctor demo: notice: no demo rig: {}",
+            text::one_line(&e, 200)
+        ),
+    }
     let root = home.root.clone().unwrap_or_else(|| home.data.clone());
     if args.no_cockpit {
         if args.json {

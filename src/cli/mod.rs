@@ -21,9 +21,13 @@ mod key;
 mod ledger;
 mod profile;
 mod publish;
+mod rig;
+mod rig_image;
+mod rig_internal;
 mod server;
 mod session;
 mod token;
+mod tribunal;
 mod workspace;
 
 /// Operator's terminal cockpit for autonomous coding agents.
@@ -61,6 +65,8 @@ pub enum Command {
     Check(evidence::CheckArgs),
     Gate(evidence::GateArgs),
     Receipt(evidence::ReceiptArgs),
+    Tribunal(tribunal::TribunalArgs),
+    Rig(rig::RigArgs),
     Serve(server::ServeArgs),
     Server(server::ServerArgs),
     Token(token::TokenArgs),
@@ -154,6 +160,8 @@ pub fn main() -> ExitCode {
             Command::Check(args) => evidence::check(&ctx, args),
             Command::Gate(args) => evidence::gate(&ctx, args),
             Command::Receipt(args) => evidence::receipt(&ctx, args),
+            Command::Tribunal(args) => tribunal::run(&ctx, args),
+            Command::Rig(args) => rig::run(&ctx, args),
         },
     };
     match result {

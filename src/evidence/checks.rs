@@ -450,7 +450,10 @@ fn bound_secs(checks: &[Check]) -> u64 {
 /// LOGNAME, LANG, TZ and the locale categories, from the server's own environment), a
 /// private TMPDIR, and GIT_CEILING_DIRECTORIES so that git run inside the copy does not
 /// find a repository around it.
-fn check_env(co_root: &Path, tmpdir: &Path) -> std::collections::BTreeMap<OsString, OsString> {
+pub(crate) fn check_env(
+    co_root: &Path,
+    tmpdir: &Path,
+) -> std::collections::BTreeMap<OsString, OsString> {
     use crate::providers::env::{INHERITED, LOCALE_CATEGORIES};
     let mut env = std::collections::BTreeMap::new();
     for (k, v) in std::env::vars_os() {
@@ -471,7 +474,7 @@ fn check_env(co_root: &Path, tmpdir: &Path) -> std::collections::BTreeMap<OsStri
 /// Copies every entry of `src` except its root `.git` into `dst` (which must not exist):
 /// folders 0700, files 0600 (0700 when the owner could execute the original), symbolic
 /// links as links with the same target. Never follows a link.
-fn copy_tree(src: &str, dst: &Path) -> Result<(), FilesError> {
+pub(crate) fn copy_tree(src: &str, dst: &Path) -> Result<(), FilesError> {
     let src = Path::new(src);
     std::fs::create_dir(dst).map_err(|e| FilesError::io("create the folder", dst, e))?;
     files::ensure_private_dir(dst)?;
@@ -522,7 +525,7 @@ fn copy_dir(src: &Path, dst: &Path, root: bool) -> Result<(), FilesError> {
 
 /// Removes a tree a check may have made read-only: folders are made 0700 first (links are
 /// never followed), then everything is removed. Absent is fine.
-fn remove_tree(path: &Path) -> io::Result<()> {
+pub(crate) fn remove_tree(path: &Path) -> io::Result<()> {
     fn open_up(p: &Path) {
         let Ok(meta) = std::fs::symlink_metadata(p) else {
             return;
@@ -644,7 +647,7 @@ fn drain(src: &mut impl Read, sink: &mut Sink, buf: &mut [u8]) -> Result<bool, F
 }
 
 /// Runs one check in `cwd` and observes it.
-fn run_check(
+pub(crate) fn run_check(
     check: &Check,
     cwd: &Path,
     env: &std::collections::BTreeMap<OsString, OsString>,

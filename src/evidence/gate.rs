@@ -11,6 +11,12 @@
 //! evidence entry) → the human decision (satisfied only by a person's publication
 //! authorisation spent for this exact identity, read from the ledger). Passing checks is
 //! never approval: with every check green the state is `awaiting_human`.
+//!
+//! When the approved policy says `require = ["tribunal"]`, a `tribunal` node sits between the
+//! expected evidence and the human decision: satisfied only by a ledger event
+//! `tribunal.round.recorded` with `unanimous: true` whose `identity` is the current identity
+//! digest. A unanimous round on other bytes is listed as stale; with the evidence passed and
+//! no such round the state is `awaiting_tribunal`, and the decision stays blocked.
 
 use std::io::{BufRead, BufReader};
 
@@ -28,6 +34,11 @@ use crate::home::Home;
 /// its field `identity` holds the identity digest it authorised.
 pub const AUTHORISATION_SPENT_KIND: &str = "publish.authorisation.spent";
 
+/// The ledger kind (issue 14) that records a tribunal round's outcome: `{round, candidate,
+/// run, identity, identity_recipe, envelope, state, mode, unanimous, new_findings,
+/// round_sha256, by}`; `unanimous` is `Round::counts_for_gate()`.
+pub const TRIBUNAL_ROUND_KIND: &str = "tribunal.round.recorded";
+
 /// The overall state of a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -41,6 +52,9 @@ pub enum GateState {
     EvidenceStale,
     /// Every expected evidence passed, fresh; a person has not decided. Never acceptance.
     AwaitingHuman,
+    /// Every expected evidence passed, fresh, but the policy requires a unanimous tribunal
+    /// round on these exact bytes and none is recorded.
+    AwaitingTribunal,
     /// Evidence passed and a person's publication authorisation for this identity was spent.
     Passed,
 }
@@ -52,6 +66,7 @@ impl GateState {
             GateState::CheckFailed => "check_failed",
             GateState::EvidenceStale => "evidence_stale",
             GateState::AwaitingHuman => "awaiting_human",
+            GateState::AwaitingTribunal => "awaiting_tribunal",
             GateState::Passed => "passed",
         }
     }
@@ -63,6 +78,7 @@ impl GateState {
             GateState::CheckFailed => "check failed",
             GateState::EvidenceStale => "evidence stale",
             GateState::AwaitingHuman => "awaiting human",
+            GateState::AwaitingTribunal => "awaiting tribunal",
             GateState::Passed => "passed",
         }
     }
@@ -74,6 +90,7 @@ impl GateState {
             GateState::CheckFailed => "failed",
             GateState::EvidenceStale => "stale",
             GateState::AwaitingHuman => "awaiting",
+            GateState::AwaitingTribunal => "tribunal",
             GateState::Passed => "passed",
         }
     }
@@ -105,13 +122,14 @@ impl GateError {
 #[schema(as = GateNode)]
 pub struct Node {
     pub id: String,
-    /// `prerequisites`, `prerequisite`, `task`, `expected_evidence`, `evidence`,
-    /// `human_decision`.
+    /// `prerequisites`, `prerequisite`, `task`, `expected_evidence`, `evidence`, `tribunal`,
+    /// `tribunal_round`, `human_decision`.
     pub kind: String,
     pub label: String,
     /// prerequisite: satisfied | unmet; task: not_started | running | done | blocked;
-    /// evidence: not_started | passed | failed | stale; human decision: blocked | awaiting |
-    /// satisfied; the groups summarise their children.
+    /// evidence: not_started | passed | failed | stale; tribunal: satisfied | awaiting |
+    /// stale; tribunal_round: satisfied | stale | not_unanimous; human decision: blocked |
+    /// awaiting | satisfied; the groups summarise their children.
     pub state: String,
     pub cause: Option<String>,
     /// The evidence entry the state comes from.
@@ -238,6 +256,155 @@ pub fn authorisation_spent(home: &Home, identity: &str) -> Result<Option<u64>, G
         }
     }
     Ok(found)
+}
+
+/// One `tribunal.round.recorded` event, as the gate reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundEvent {
+    pub seq: u64,
+    pub round: String,
+    pub candidate: String,
+    pub run: String,
+    pub identity: String,
+    pub state: String,
+    pub unanimous: bool,
+}
+
+/// Every `tribunal.round.recorded` event of the ledger, oldest first.
+pub fn tribunal_rounds(home: &Home) -> Result<Vec<RoundEvent>, GateError> {
+    let path = home.ledger_path();
+    let f = match files::open_private_read(&path) {
+        Ok(f) => f,
+        Err(FilesError::Io { err, .. }) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for line in BufReader::new(f).split(b'\n') {
+        let line = line.map_err(|e| FilesError::io("read", &path, e))?;
+        if !line
+            .windows(TRIBUNAL_ROUND_KIND.len())
+            .any(|w| w == TRIBUNAL_ROUND_KIND.as_bytes())
+        {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        if v.get("kind").and_then(Value::as_str) != Some(TRIBUNAL_ROUND_KIND) {
+            continue;
+        }
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        out.push(RoundEvent {
+            seq: v.get("seq").and_then(Value::as_u64).unwrap_or(0),
+            round: s("round"),
+            candidate: s("candidate"),
+            run: s("run"),
+            identity: s("identity"),
+            state: s("state"),
+            // Only a literal `true` counts: a missing or malformed field is not unanimity.
+            unanimous: v.get("unanimous") == Some(&Value::Bool(true)),
+        });
+    }
+    Ok(out)
+}
+
+/// The gate's tribunal node: satisfied only by a unanimous round on the current identity.
+fn tribunal_node(
+    home: &Home,
+    cand: &Candidate,
+    current: bool,
+    causes: &mut Vec<String>,
+) -> Result<(Node, bool), GateError> {
+    let digest = cand.identity.digest.as_str();
+    let mut children = Vec::new();
+    let mut satisfied_by: Option<String> = None;
+    let mut stale: Option<String> = None;
+    for r in tribunal_rounds(home)? {
+        if r.run != cand.run_ref && r.identity != digest {
+            continue;
+        }
+        let node = Node::new(
+            format!("round:{}", r.round),
+            "tribunal_round",
+            format!("{} on {}", r.round, r.candidate),
+        );
+        let node = Node {
+            evidence: Some(r.round.clone()),
+            ..if r.identity != digest {
+                if !r.unanimous {
+                    continue;
+                }
+                let c = format!(
+                    "stale: {} was unanimous on identity {}, not these bytes ({}); it stays in \
+                     history and is never reused",
+                    r.round,
+                    short(&r.identity),
+                    short(digest)
+                );
+                stale.get_or_insert(c.clone());
+                node.state("stale", Some(c))
+            } else if !current {
+                let c = format!(
+                    "stale: {} judged the bytes bound as {}, which the worktree no longer holds",
+                    r.round, cand.id
+                );
+                stale.get_or_insert(c.clone());
+                node.state("stale", Some(c))
+            } else if r.unanimous {
+                satisfied_by = Some(format!("{} (ledger seq {})", r.round, r.seq));
+                node.state(
+                    "satisfied",
+                    Some(format!(
+                        "unanimous on these exact bytes (ledger seq {})",
+                        r.seq
+                    )),
+                )
+            } else {
+                node.state(
+                    "not_unanimous",
+                    Some(format!(
+                        "{} on these bytes ended {}: not a unanimous cross-family pass",
+                        r.round,
+                        if r.state.is_empty() {
+                            "without a state"
+                        } else {
+                            &r.state
+                        }
+                    )),
+                )
+            }
+        };
+        children.push(node);
+    }
+    let node = Node::new(
+        "tribunal",
+        "tribunal",
+        "a unanimous cross-family tribunal round on these exact bytes (the policy requires it)",
+    );
+    let ok = satisfied_by.is_some();
+    let node = match (satisfied_by, stale) {
+        (Some(by), _) => node.state("satisfied", Some(format!("satisfied by {by}"))),
+        (None, Some(c)) => {
+            causes.push(format!(
+                "the tribunal is not satisfied: {c}. Remedy: `proctor tribunal convene \
+                 --candidate {}` on the current bytes",
+                cand.id
+            ));
+            node.state("stale", Some(c))
+        }
+        (None, None) => {
+            let c = format!(
+                "no unanimous tribunal round on these bytes. Remedy: `proctor tribunal convene \
+                 --candidate {} --builder B --intent T --criteria F`",
+                cand.id
+            );
+            causes.push(c.clone());
+            node.state("awaiting", Some(c))
+        }
+    };
+    Ok((Node { children, ..node }, ok))
 }
 
 /// Evaluates the gate of `candidate_id` now: recomputes the candidate's identity and reads
@@ -582,6 +749,15 @@ fn judge(
         )
     };
 
+    // The tribunal, when the policy requires it.
+    let requires_tribunal = parsed.as_ref().is_some_and(Policy::requires_tribunal);
+    let tribunal = if requires_tribunal {
+        Some(tribunal_node(home, cand, current, &mut causes)?)
+    } else {
+        None
+    };
+    let tribunal_ok = tribunal.as_ref().is_none_or(|(_, ok)| *ok);
+
     // Human decision.
     let spent = if evidence_ok {
         authorisation_spent(home, digest)?
@@ -594,6 +770,10 @@ fn judge(
         "a person authorises publication of these exact bytes",
     );
     let decision = match (evidence_ok, spent) {
+        (true, _) if !tribunal_ok => decision.state(
+            "blocked",
+            Some("waits for a unanimous tribunal round on the current bytes".into()),
+        ),
         (true, Some(seq)) => decision.state(
             "satisfied",
             Some(format!(
@@ -621,6 +801,8 @@ fn judge(
         GateState::EvidenceStale
     } else if !evidence_ok {
         GateState::NotStarted
+    } else if !tribunal_ok {
+        GateState::AwaitingTribunal
     } else if spent.is_some() {
         GateState::Passed
     } else {
@@ -649,7 +831,12 @@ fn judge(
             workspace: ws,
             digest: format!("{POLICY_DIGEST_RECIPE} {sha}"),
         }),
-        nodes: vec![prereqs, task, ev_group, decision],
+        nodes: {
+            let mut nodes = vec![prereqs, task, ev_group];
+            nodes.extend(tribunal.map(|(n, _)| n));
+            nodes.push(decision);
+            nodes
+        },
         causes,
         history,
         evaluated_at: crate::ledger::now_at(),

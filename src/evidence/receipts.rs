@@ -268,6 +268,7 @@ pub fn write_candidate_receipt(
         ledger: point(ledger, seq, candidate::BOUND_KIND)?,
         facts: serde_json::json!({
             "run": cand.run_ref,
+            "boundary": run_boundary(home, &cand.run_ref),
             "worktree": cand.worktree,
             "branch": cand.branch,
             "inventory": cand.identity.inventory,
@@ -276,6 +277,28 @@ pub fn write_candidate_receipt(
     };
     write_reserved(path, &receipt)?;
     Ok(receipt)
+}
+
+/// What a run on the host ran behind (the sessions' `RunBoundary` default says it with these
+/// words).
+pub const HOST_BOUNDARY: &str = "host user: not confined (the provider runs as the server's \
+     user, with its files, network and credentials)";
+
+/// The boundary the run's provider process ran behind, as its record names it
+/// (`data/runs/<ref>/run.json`'s `boundary`, the sessions' `RunBoundary`; read as JSON, since
+/// the sessions use the evidence through the workspaces). A record without one is a run on
+/// the host: not confined.
+fn run_boundary(home: &Home, run_ref: &str) -> Value {
+    let host = serde_json::json!({"kind": "host", "rig": null, "detail": HOST_BOUNDARY});
+    if !files::valid_id(run_ref, "run-") {
+        return host;
+    }
+    std::fs::read(home.data.join("runs").join(run_ref).join("run.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v.get("boundary").cloned())
+        .filter(Value::is_object)
+        .unwrap_or(host)
 }
 
 /// Writes the receipt of an evidence attempt into its reserved file.
@@ -345,6 +368,7 @@ pub fn write_evidence_receipt(
         facts: serde_json::json!({
             "candidate": cand.id,
             "run": cand.run_ref,
+            "boundary": run_boundary(home, &cand.run_ref),
             "attempt": entry.attempt,
             "result": entry.result,
             "checker": entry.checker,

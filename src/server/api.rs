@@ -117,6 +117,12 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
     if let Some(role) = super::evidence_api::evidence_role(m, route) {
         return Some(role);
     }
+    if let Some(role) = super::tribunal_api::tribunal_role(m, route) {
+        return Some(role);
+    }
+    if let Some(role) = super::rigs_api::rigs_role(m, route) {
+        return Some(role);
+    }
     Some(match (m, route) {
         ("GET", wire::SERVER) => Read,
         ("GET", wire::WHOAMI) => Read,
@@ -190,6 +196,8 @@ pub fn router(state: Arc<Shared>) -> Router {
         .nest(super::publish_api::BASE, super::publish_api::routes())
         .merge(super::workspaces_api::routes())
         .merge(super::evidence_api::routes())
+        .merge(super::tribunal_api::routes())
+        .merge(super::rigs_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route(wire::VERSION, get(version))

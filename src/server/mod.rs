@@ -21,10 +21,12 @@ mod evidence_api;
 mod hook_api;
 mod listen;
 mod publish_api;
+mod rigs_api;
 mod runs_api;
 pub mod start_check;
 #[cfg(test)]
 mod testkit;
+mod tribunal_api;
 mod workspaces_api;
 
 pub use authority_api::AuthoritySettings;
@@ -102,6 +104,12 @@ pub struct Shared {
     pub checks: crate::evidence::checks::InProgress,
     /// This home's workspace registry: its mutation lock and the events it could not write.
     pub workspaces: crate::workspaces::Store,
+    /// The tribunal's rounds in progress and the holds of the server's probes.
+    pub tribunal: tribunal_api::TribunalState,
+    /// The rigs of this server (`crate::rigs`): their manager.
+    pub rigs: Arc<crate::rigs::Rigs>,
+    /// The rig engines' availability, probed once.
+    pub rig_engines: rigs_api::EnginesCache,
     shutdown: tokio::sync::Notify,
 }
 
@@ -218,10 +226,21 @@ pub fn run_foreground(
         )),
         Err(e) => log(&format!("workspaces: cannot replay the ledger: {e}")),
     }
+    // Tribunal rounds a stopped server left in progress: invalid, their decided seats kept.
+    match crate::tribunal::round::recover(&home, &ledger) {
+        Ok(m) if m.is_empty() => {}
+        Ok(m) => log(&format!(
+            "tribunal: {} round(s) left in progress by a stopped server marked invalid: {}",
+            m.len(),
+            m.join(", ")
+        )),
+        Err(e) => log(&format!("tribunal: cannot read the rounds: {e}")),
+    }
     let pid = std::process::id();
     let ledger = Arc::new(ledger);
     let sessions = crate::sessions::Sessions::open(&home, ledger.clone(), settings)
         .map_err(|e| ServerError::Sessions(e.to_string()))?;
+    let ledger_for_rigs = ledger.clone();
     let shared = Arc::new(Shared {
         home: home.clone(),
         pid,
@@ -234,6 +253,9 @@ pub fn run_foreground(
         publish: publish_api::PublishState::default(),
         checks: Default::default(),
         workspaces,
+        tribunal: Default::default(),
+        rigs: crate::rigs::Rigs::new(home.clone(), ledger_for_rigs, proctor_exe()),
+        rig_engines: Default::default(),
         shutdown: tokio::sync::Notify::new(),
     });
     shared.record(
@@ -250,6 +272,8 @@ pub fn run_foreground(
     let result = runtime.block_on(serve(shared.clone(), &socket, limits));
     let _ = std::fs::remove_file(&socket);
     // Every run ends with the server that owns it: stopped and recorded, never orphaned.
+    // The rigs first: a rig's engine is ended before the sessions that may drive it.
+    shared.rigs.close_all(crate::rigs::CloseReason::ServerStop);
     shared.sessions.stop_all("server");
     shared.sessions.release_cgroups();
     let reason = match &result {
@@ -277,6 +301,32 @@ async fn serve(shared: Arc<Shared>, socket: &Path, limits: Limits) -> Result<Str
         .name("sweep".into())
         .spawn(move || sessions.recover())
         .map_err(io_err("start the sweep for", socket))?;
+    // What a dead server left of the rigs is ended and recorded, then the TTL and the idle
+    // ladder are enforced every second.
+    let rigs = shared.rigs.clone();
+    std::thread::Builder::new()
+        .name("rigs-sweep".into())
+        .spawn(move || {
+            let swept = rigs.sweep_orphans();
+            if !swept.is_empty() {
+                log(&format!(
+                    "rigs: {} orphan rig(s) a stopped server left swept: {}",
+                    swept.len(),
+                    swept.join(", ")
+                ));
+            }
+        })
+        .map_err(io_err("start the rigs' sweep for", socket))?;
+    let rigs = shared.rigs.clone();
+    let rig_ticker = tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let rigs = rigs.clone();
+            let _ = tokio::task::spawn_blocking(move || rigs.tick()).await;
+        }
+    });
     let reason = Arc::new(Mutex::new(String::from("stopped")));
     let reason2 = reason.clone();
     let waiter = shared.clone();
@@ -308,13 +358,48 @@ async fn serve(shared: Arc<Shared>, socket: &Path, limits: Limits) -> Result<Str
             None
         }
     };
+    // The demo's fake fleet of jurors (labelled demo), and the registry that points at it.
+    let demo_fleet = if crate::publish::demo_forge::is_demo_home(&shared.home) {
+        match crate::tribunal::fleet::Fleet::start(crate::tribunal::fleet::FleetScript::new()) {
+            Ok(fleet) => {
+                let text =
+                    crate::tribunal::fleet::demo_registry(&fleet.openai_url(), &fleet.ollama_url());
+                let path = crate::tribunal::config::path(&shared.home);
+                match crate::files::write_atomic(&path, text.as_bytes()) {
+                    Ok(()) => log(&format!(
+                        "demo jurors listening on {} and {}",
+                        fleet.openai_url(),
+                        fleet.ollama_url()
+                    )),
+                    Err(e) => log(&format!(
+                        "demo jurors: cannot write {}: {e}",
+                        path.display()
+                    )),
+                }
+                Some(fleet)
+            }
+            Err(e) => {
+                log(&format!("demo jurors not started: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let sessions = shared.sessions.clone();
     let in_a_run: listen::InARun = Arc::new(move |pid| sessions.holds_process(pid));
     let served = listen::serve(listener, api::router(shared), limits, in_a_run, shutdown).await;
+    rig_ticker.abort();
     if let Some(task) = demo_forge {
         task.abort();
     }
+    drop(demo_fleet);
     served.map_err(io_err("serve on", socket))?;
     let why = reason.lock().map(|r| r.clone()).unwrap_or_default();
     Ok(why)
+}
+
+/// The proctor binary the rigs' guest agents and relays run as.
+fn proctor_exe() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("proctor"))
 }

@@ -69,7 +69,7 @@ fn r(pattern: &'static str) -> &'static str {
         .expect("every run route is under the runs base")
 }
 
-fn json_body<T: serde::de::DeserializeOwned + Default>(
+pub(super) fn json_body<T: serde::de::DeserializeOwned + Default>(
     body: &axum::body::Bytes,
     required: bool,
 ) -> Result<T, ApiError> {
@@ -214,13 +214,61 @@ fn zero_size(what: &str) -> ApiError {
     )
 }
 
-async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResult {
+async fn start(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    body: axum::body::Bytes,
+) -> ApiResult {
     check_raw_size(&body)?;
     let req: StartRequest = json_body(&body, true)?;
     check_size(req.rows, req.cols)?;
     let sessions = s.sessions.clone();
-    let v = blocking(move || sessions.start(req)).await?;
+    let rigs = s.rigs.clone();
+    let by = c.actor();
+    let v = blocking(move || -> Result<_, ApiError> {
+        let enclosure = match &req.rig {
+            None => None,
+            Some(rig) => Some(enclosure_of(&rigs, &by, rig)?),
+        };
+        Ok(sessions.start_in(req, enclosure)?)
+    })
+    .await?;
     Ok((StatusCode::CREATED, axum::Json(v)).into_response())
+}
+
+/// `session start --rig RIG`: the rig's way in, through the rigs' chokepoint rules (a
+/// person's lock refuses an agent, 423; a closed rig 409; an unknown one 404; a VM rig 503
+/// naming why), as the sessions domain takes it.
+fn enclosure_of(
+    rigs: &crate::rigs::Rigs,
+    by: &crate::auth::Actor,
+    rig: &str,
+) -> Result<crate::sessions::manager::Enclosure, ApiError> {
+    use crate::api::runs::{BoundaryKind, RunBoundary};
+    if !crate::files::valid_id(rig, "rig-") {
+        return Err(ApiError::bad_request(format!(
+            "{} is not a rig id: give one `proctor rig list` shows, for example rig-0001",
+            crate::text::one_line(rig, 60)
+        )));
+    }
+    let e = rigs.enter(by, rig)?;
+    let kind = match e.boundary.backend {
+        crate::rigs::BackendKind::Namespace => BoundaryKind::Namespace,
+        crate::rigs::BackendKind::Vm => BoundaryKind::Vm,
+    };
+    Ok(crate::sessions::manager::Enclosure {
+        boundary: RunBoundary {
+            kind,
+            rig: Some(rig.to_string()),
+            detail: e.boundary.summary.clone(),
+        },
+        prefix: e.prefix,
+        root: e.root,
+        proctor: e.proctor,
+        path: e.path,
+        cwd: e.cwd,
+        hold: Some(e.hold),
+    })
 }
 
 async fn show(
@@ -244,20 +292,10 @@ async fn attach(
     headers: HeaderMap,
 ) -> ApiResult {
     let (handle, state) = s.sessions.handle(&run)?;
-    let from = q
-        .from
-        .or_else(|| {
-            headers
-                .get("last-event-id")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                .map(|id| id + 1)
-        })
-        .unwrap_or(1)
-        .max(1);
+    let from = attach_from(q.from, &headers);
     let stream = futures_util::stream::unfold(
         (handle, from, false, state),
-        |(handle, mut cursor, done, state)| async move {
+        |(handle, cursor, done, state)| async move {
             if done {
                 return None;
             }
@@ -273,67 +311,89 @@ async fn attach(
                     .unwrap_or_default();
                 return Some((Ok::<_, Infallible>(ev), (None, cursor, true, state)));
             };
-            loop {
-                match run.ring().read_from(cursor, 64 * 1024) {
-                    ReadOutcome::Frames(frames) => {
-                        let last = frames[frames.len() - 1].seq;
-                        let data = output_data(&frames);
-                        let ev = SseEvent::default()
-                            .event(wire::sse::OUTPUT)
-                            .id(last.to_string())
-                            .data(data);
-                        cursor = last + 1;
-                        return Some((Ok(ev), (Some(run), cursor, false, state)));
-                    }
-                    ReadOutcome::Lag { first_available } => {
-                        let ev = SseEvent::default()
-                            .event(wire::sse::LAG)
-                            .json_data(LagEvent {
-                                requested: cursor,
-                                first_available,
-                            })
-                            .unwrap_or_default();
-                        return Some((Ok(ev), (Some(run), first_available, false, state)));
-                    }
-                    ReadOutcome::End(end) => {
-                        let v = match end.exit {
-                            Some(exit) => EndEvent {
-                                last_seq: end.last_seq,
-                                exit_code: exit.exit_code(),
-                                signal: exit.signal().map(crate::runs::signal_name),
-                                unobserved: false,
-                            },
-                            None => EndEvent {
-                                last_seq: end.last_seq,
-                                exit_code: None,
-                                signal: None,
-                                unobserved: true,
-                            },
-                        };
-                        let ev = SseEvent::default()
-                            .event(wire::sse::END)
-                            .json_data(v)
-                            .unwrap_or_default();
-                        return Some((Ok(ev), (Some(run), cursor, true, state)));
-                    }
-                    ReadOutcome::Pending { .. } => run.ring().readable(cursor).await,
-                    ReadOutcome::Ahead { next } => {
-                        let ev = SseEvent::default()
-                            .event(wire::sse::NOTICE)
-                            .json_data(NoticeEvent::CursorAhead {
-                                requested: cursor,
-                                next,
-                            })
-                            .unwrap_or_default();
-                        return Some((Ok(ev), (Some(run), next, false, state)));
-                    }
-                }
-            }
+            let (ev, next, done) = next_event(&run, cursor).await;
+            Some((Ok(ev), (Some(run), next, done, state)))
         },
     );
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+/// The next event of a console's ring from `cursor`, the one stream of the runs' attach and
+/// the rigs' attach (`server::rigs_api`): an `output` batch, a `lag` when the ring evicted
+/// what the cursor asks for, a `notice` when the cursor is ahead, or the `end` (then `done`).
+/// Returns the event, the next cursor, and whether the stream ends after it.
+pub(super) async fn next_event(run: &runs::Run, mut cursor: u64) -> (SseEvent, u64, bool) {
+    loop {
+        match run.ring().read_from(cursor, 64 * 1024) {
+            ReadOutcome::Frames(frames) => {
+                let last = frames[frames.len() - 1].seq;
+                let data = output_data(&frames);
+                let ev = SseEvent::default()
+                    .event(wire::sse::OUTPUT)
+                    .id(last.to_string())
+                    .data(data);
+                cursor = last + 1;
+                return (ev, cursor, false);
+            }
+            ReadOutcome::Lag { first_available } => {
+                let ev = SseEvent::default()
+                    .event(wire::sse::LAG)
+                    .json_data(LagEvent {
+                        requested: cursor,
+                        first_available,
+                    })
+                    .unwrap_or_default();
+                return (ev, first_available, false);
+            }
+            ReadOutcome::End(end) => {
+                let v = match end.exit {
+                    Some(exit) => EndEvent {
+                        last_seq: end.last_seq,
+                        exit_code: exit.exit_code(),
+                        signal: exit.signal().map(crate::runs::signal_name),
+                        unobserved: false,
+                    },
+                    None => EndEvent {
+                        last_seq: end.last_seq,
+                        exit_code: None,
+                        signal: None,
+                        unobserved: true,
+                    },
+                };
+                let ev = SseEvent::default()
+                    .event(wire::sse::END)
+                    .json_data(v)
+                    .unwrap_or_default();
+                return (ev, cursor, true);
+            }
+            ReadOutcome::Pending { .. } => run.ring().readable(cursor).await,
+            ReadOutcome::Ahead { next } => {
+                let ev = SseEvent::default()
+                    .event(wire::sse::NOTICE)
+                    .json_data(NoticeEvent::CursorAhead {
+                        requested: cursor,
+                        next,
+                    })
+                    .unwrap_or_default();
+                return (ev, next, false);
+            }
+        }
+    }
+}
+
+/// The cursor an attach starts from: `?from=`, else the `Last-Event-ID` header's next, else 1.
+pub(super) fn attach_from(from: Option<u64>, headers: &HeaderMap) -> u64 {
+    from.or_else(|| {
+        headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|id| id + 1)
+    })
+    .unwrap_or(1)
+    .max(1)
 }
 
 /// The data of an `output` event ([`wire::OutputEvent`]):

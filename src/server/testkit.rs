@@ -48,6 +48,11 @@ impl TestServer {
         };
         let sessions = crate::sessions::Sessions::open(&home, ledger.clone(), settings).unwrap();
         let workspaces = crate::workspaces::Store::new(&home);
+        let rigs = crate::rigs::Rigs::new(
+            home.clone(),
+            ledger.clone(),
+            std::path::PathBuf::from("proctor"),
+        );
         let state = Arc::new(Shared {
             home,
             pid: std::process::id(),
@@ -60,6 +65,9 @@ impl TestServer {
             publish: super::publish_api::PublishState::default(),
             checks: Default::default(),
             workspaces,
+            tribunal: Default::default(),
+            rigs,
+            rig_engines: Default::default(),
             shutdown: tokio::sync::Notify::new(),
         });
         TestServer { dir, state }

@@ -15,8 +15,8 @@ use super::marks::{Mark, Marks, MarksError};
 use super::permissions::{self, PermissionList, PermissionView, PermitDecision, PermitRequest};
 use super::record::{Derived, RunEvent, RunRecord, State, kinds};
 use super::view::{
-    Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView, RunEvents,
-    RunPage, RunView, StopSignals, Stopped, TranscriptView, WorktreeView,
+    BoundaryKind, Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView,
+    RunBoundary, RunEvents, RunPage, RunView, StopSignals, Stopped, TranscriptView, WorktreeView,
 };
 use crate::files;
 use crate::home::Home;
@@ -160,6 +160,47 @@ pub struct StartRequest {
     /// The client's PATH: the tool is resolved on it and the child runs with it (absent:
     /// the server's). Bounded by [`check_client_path`].
     pub path: Option<String>,
+    /// The rig the provider process runs in (`session start --rig RIG`): a namespace
+    /// rig's namespaces, its `/work` (or `/root`) as the working folder; the run's boundary
+    /// is the rig's. Absent: on the host, not confined.
+    pub rig: Option<String>,
+}
+
+/// How a run's provider process enters a rig, resolved by the server face from the rigs
+/// (the sessions domain does not know rigs): [`Sessions::start_in`].
+#[derive(Debug, Clone)]
+pub struct Enclosure {
+    /// The boundary the run's record, view and receipts name.
+    pub boundary: RunBoundary,
+    /// The host argv that enters the guest; the provider's argv is appended.
+    pub prefix: Vec<String>,
+    /// The guest's root as the host sees it: a program runs in the rig only if the same
+    /// file is there at the same path.
+    pub root: PathBuf,
+    /// The proctor binary inside the guest (a demo shim's `demo-agent` runs as it).
+    pub proctor: String,
+    /// The guest's PATH.
+    pub path: String,
+    /// The guest folder the provider works in.
+    pub cwd: String,
+    /// Held while the provider process lives (the rig counts it as use), dropped at its end.
+    pub hold: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+/// Whether `program` (a host path) is the same file inside the guest whose root the host
+/// sees at `root` (same device and inode: a read-only bind of the host's `/usr` is).
+fn visible_in(root: &Path, program: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rel) = program.strip_prefix("/") else {
+        return false;
+    };
+    match (
+        std::fs::metadata(program),
+        std::fs::metadata(root.join(rel)),
+    ) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// What `POST /runs/{ref}/input` carries: exactly one of `text`, `line`, `message`.
@@ -261,6 +302,10 @@ pub enum Containment {
     Subreaper { reason: String },
 }
 
+/// How long a stop waits, after the process is gone and its output drained, for the watcher
+/// to record the exit. Generous: on a loaded machine the follower may still be reading.
+const STOP_RECORD_WAIT: Duration = Duration::from_secs(15);
+
 /// How often the keeper scans each run's processes (attribution, adopted zombies).
 const KEEP_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -292,6 +337,21 @@ fn runs_dir(home: &Home) -> PathBuf {
 
 fn record_path(home: &Home, run_ref: &str) -> PathBuf {
     runs_dir(home).join(run_ref).join("run.json")
+}
+
+/// A run's stored record (`data/runs/<ref>/run.json`), read from the file; `None` when there
+/// is no such run.
+pub fn stored_record(home: &Home, run_ref: &str) -> std::io::Result<Option<RunRecord>> {
+    if parse_ref_number(run_ref).is_none() {
+        return Ok(None);
+    }
+    match std::fs::read(record_path(home, run_ref)) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn parse_ref_number(r: &str) -> Option<u64> {
@@ -969,6 +1029,31 @@ impl Sessions {
 
     /// Starts a run.
     pub fn start(self: &Arc<Self>, req: StartRequest) -> Result<RunView, SessionError> {
+        if let Some(r) = &req.rig {
+            return Err(SessionError::BadRequest(format!(
+                "rig {}: a session in a rig is started through the server (`proctor session \
+                 start --rig`), which resolves the rig",
+                text::one_line(r, 60)
+            )));
+        }
+        self.start_in(req, None)
+    }
+
+    /// [`Sessions::start`], with the provider process in a rig when `enclosure` is given
+    /// (the server resolved `req.rig` into it). A run in a rig has no host worktree.
+    pub fn start_in(
+        self: &Arc<Self>,
+        req: StartRequest,
+        enclosure: Option<Enclosure>,
+    ) -> Result<RunView, SessionError> {
+        if enclosure.is_some() && req.worktree.unwrap_or(false) {
+            return Err(SessionError::Unprocessable(
+                "a run in a rig works in the rig's own /work (the copy `rig open --workspace` \
+                 made), not in a host worktree the rig cannot see: leave --worktree out; the \
+                 rig's commits come back with `proctor rig fetch RIG`"
+                    .into(),
+            ));
+        }
         let store = Store::new(&self.home.config);
         let user_home = self.user_home();
         let profile = match (&req.profile, &req.tool) {
@@ -1123,6 +1208,9 @@ impl Sessions {
             created["worktree_branch"] = json!(w.branch);
             created["worktree_base"] = json!(w.base);
         }
+        if let Some(enc) = &enclosure {
+            created["boundary"] = json!(enc.boundary);
+        }
 
         let mut inner = self.lock();
         let rec = RunRecord {
@@ -1140,6 +1228,7 @@ impl Sessions {
             archived_at: None,
             worktree: info,
             path: recorded_path,
+            boundary: enclosure.as_ref().map(|e| e.boundary.clone()),
             events: Vec::new(),
         };
         inner.records.insert(run_ref.clone(), rec);
@@ -1154,6 +1243,7 @@ impl Sessions {
             None,
             &program,
             (path_var.as_deref(), path_from),
+            enclosure.as_ref(),
         );
         if let Err(e) = launch {
             self.record(
@@ -1270,8 +1360,13 @@ impl Sessions {
         resume: Option<&str>,
         program: &Path,
         (path_var, path_from): (Option<&std::ffi::OsStr>, PathFrom),
+        enclosure: Option<&Enclosure>,
     ) -> Result<(), SessionError> {
-        let hooks = self.hook_target();
+        // In a rig the server's socket is not reachable: no hooks.
+        let hooks = match enclosure {
+            None => self.hook_target(),
+            Some(_) => None,
+        };
         let launch = providers::launch_with_hooks(profile.tool, transport, resume, hooks.as_ref())
             .map_err(|e| SessionError::BadRequest(e.to_string()))?;
         // The child's PATH is the one the tool was resolved on; the rest of the allowlist
@@ -1286,7 +1381,35 @@ impl Sessions {
         let tag = format!("{}{run_ref}:{generation}", self.tag_prefix);
         env.insert(OsString::from(TAG_VAR), OsString::from(&tag));
         let workspace = PathBuf::from(&inner.records[run_ref].workspace);
-        let mut argv: Vec<OsString> = vec![program.as_os_str().to_owned()];
+        let mut argv: Vec<OsString> = Vec::new();
+        match enclosure {
+            None => argv.push(program.as_os_str().to_owned()),
+            Some(enc) => {
+                argv.extend(enc.prefix.iter().map(OsString::from));
+                if is_demo_shim(program) {
+                    // The shim execs `proctor demo-agent TOOL`: the guest's own proctor.
+                    argv.push(OsString::from(&enc.proctor));
+                    argv.push("demo-agent".into());
+                    argv.push(profile.tool.name().into());
+                } else if visible_in(&enc.root, program) {
+                    argv.push(program.as_os_str().to_owned());
+                } else {
+                    return Err(SessionError::Unprocessable(format!(
+                        "{} resolved {} on the host, and the rig {} does not see that file \
+                         at that path (a namespace rig sees the host's /usr read-only, or its \
+                         image's root, plus /work and its writable /root, /opt, …): install \
+                         the tool under /usr on the host (a rig without an image sees it), \
+                         or start the session on the host without --rig",
+                        profile.tool.name(),
+                        text::one_line(&program.to_string_lossy(), 200),
+                        enc.boundary.rig.as_deref().unwrap_or("?")
+                    )));
+                }
+                // The guest's PATH and home, not the host's.
+                env.insert(OsString::from("PATH"), OsString::from(&enc.path));
+                env.insert(OsString::from("HOME"), OsString::from("/root"));
+            }
+        }
         argv.extend(launch.args.iter().map(OsString::from));
         let mut spec = RunSpec::new(
             argv,
@@ -1307,8 +1430,12 @@ impl Sessions {
         spec.transcript = Some(tspec);
         let stdio = match transport {
             Transport::Pipe => Some(
-                StdioSession::new(profile.tool, &workspace, resume)
-                    .map_err(|e| SessionError::BadRequest(e.to_string()))?,
+                StdioSession::new(
+                    profile.tool,
+                    enclosure.map_or(workspace.as_path(), |e| Path::new(&e.cwd)),
+                    resume,
+                )
+                .map_err(|e| SessionError::BadRequest(e.to_string()))?,
             ),
             Transport::Pty => None,
         };
@@ -1370,9 +1497,13 @@ impl Sessions {
         );
         let me = Arc::clone(self);
         let run_ref = run_ref.to_string();
+        let hold = enclosure.and_then(|e| e.hold.clone());
         std::thread::Builder::new()
             .name(format!("watch-{run_ref}"))
-            .spawn(move || me.watch(run_ref, generation, run, link))
+            .spawn(move || {
+                let _hold = hold;
+                me.watch(run_ref, generation, run, link)
+            })
             .map_err(SessionError::internal)?;
         Ok(())
     }
@@ -1713,6 +1844,7 @@ impl Sessions {
             pinned_at: m.pinned_at,
             snoozed_until: m.snoozed_until,
             done: m.done,
+            boundary: rec.boundary.clone().unwrap_or_default(),
         })
     }
 
@@ -2147,8 +2279,14 @@ impl Sessions {
         let report = run
             .stop(self.settings.stop_grace)
             .map_err(|e| SessionError::Internal(e.to_string()))?;
-        // The watcher records the exit; wait for it so the answer carries the exit code.
-        for _ in 0..400 {
+        // The watcher records the exit once the output has drained (at most the drain
+        // period after the reap) and the follower has read the rest; wait for it so the
+        // answer carries the exit code. On a loaded machine that can take seconds.
+        let _ = run
+            .ring()
+            .wait_end(runs::DEFAULT_DRAIN_AFTER_EXIT + STOP_RECORD_WAIT);
+        let deadline = std::time::Instant::now() + STOP_RECORD_WAIT;
+        loop {
             let inner = self.lock();
             if !self.get_record(&inner, run_ref)?.derive().state.is_live() {
                 return Ok(Stopped {
@@ -2161,11 +2299,15 @@ impl Sessions {
                 });
             }
             drop(inner);
+            if std::time::Instant::now() >= deadline {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Err(SessionError::Internal(
-            "the process was reaped but its exit was not recorded within 4 s".into(),
-        ))
+        Err(SessionError::Internal(format!(
+            "the process was reaped but its exit was not recorded within {} s",
+            STOP_RECORD_WAIT.as_secs()
+        )))
     }
 
     /// Stops every live run (server shutdown), in parallel, and returns when all are done.
@@ -2199,6 +2341,16 @@ impl Sessions {
         let mut inner = self.lock();
         let rec = self.get_record(&inner, run_ref)?.clone();
         let d = rec.derive();
+        if let Some(b) = &rec.boundary
+            && b.kind != BoundaryKind::Host
+        {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} ran in rig {}: a run in a rig is not resumed (resuming it on \
+                 the host would leave its boundary); start a new one with `proctor session \
+                 start --rig RIG`",
+                b.rig.as_deref().unwrap_or("?")
+            )));
+        }
         if d.state.is_live() {
             return Err(SessionError::Conflict(format!(
                 "run {run_ref} is live (state={}); stop it before resuming",
@@ -2275,6 +2427,7 @@ impl Sessions {
             Some(&conversation),
             &program,
             (path_var.as_deref(), path_from),
+            None,
         ) {
             self.record(
                 &mut inner,
@@ -2700,6 +2853,9 @@ fn rebuild_record(run_ref: &str, events: &[RunEvent]) -> Option<RunRecord> {
         archived_at,
         worktree: None,
         path: text("path"),
+        boundary: f
+            .get("boundary")
+            .and_then(|b| serde_json::from_value(b.clone()).ok()),
         events: events.to_vec(),
     })
 }

@@ -102,6 +102,10 @@ pub struct RunRecord {
     /// server's); a resume uses it. Absent for runs recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The boundary the provider process runs behind; absent: the host user (not
+    /// confined), as every run before `session start --rig`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boundary: Option<super::view::RunBoundary>,
     #[serde(default)]
     pub events: Vec<RunEvent>,
 }
@@ -573,6 +577,7 @@ mod tests {
             archived_at: None,
             worktree: None,
             path: None,
+            boundary: None,
             events,
         }
     }

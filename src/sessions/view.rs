@@ -116,6 +116,67 @@ pub struct RunView {
     #[serde(default)]
     #[schema(required = true)]
     pub done: bool,
+    /// The boundary the run's provider process runs behind: the host user (not confined),
+    /// or a rig's (`session start --rig`).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub boundary: RunBoundary,
+}
+
+/// What a run's provider process runs behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundaryKind {
+    /// The host user: not confined.
+    #[default]
+    Host,
+    /// A namespace rig: the host's kernel, the rig's namespaces (weaker than a VM).
+    Namespace,
+    /// A VM rig: its own kernel.
+    Vm,
+}
+
+/// The boundary of a run, as its record, its view and its receipts name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RunBoundary {
+    pub kind: BoundaryKind,
+    /// The rig the provider process runs in; `null` on the host.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub rig: Option<String>,
+    /// One line a person reads: [`HOST_DETAIL`], or the rig's boundary summary.
+    pub detail: String,
+}
+
+/// What a run on the host runs behind.
+pub const HOST_DETAIL: &str = crate::evidence::receipts::HOST_BOUNDARY;
+
+impl Default for RunBoundary {
+    fn default() -> Self {
+        RunBoundary {
+            kind: BoundaryKind::Host,
+            rig: None,
+            detail: HOST_DETAIL.into(),
+        }
+    }
+}
+
+impl RunBoundary {
+    /// The line a receipt's "not proven" list carries about the worker.
+    pub fn not_proven_line(&self) -> String {
+        match self.kind {
+            BoundaryKind::Host => "the worker ran as the host user: it was not confined, and \
+                 nothing here attests what it did outside its worktree (network, secrets, other \
+                 files)"
+                .into(),
+            _ => format!(
+                "the worker ran in rig {} behind a {}: it did not run as the host user, and \
+                 nothing here attests what it did inside the rig",
+                self.rig.as_deref().unwrap_or("?"),
+                self.detail
+            ),
+        }
+    }
 }
 
 /// How a run's processes are held.

@@ -49,6 +49,15 @@ pub enum Action {
     Verify,
     ToggleToolOutput,
     Permissions,
+    /// Open the selected tribunal seat: its routing and its findings.
+    OpenSeat,
+    /// The Rigs view's actions on the selected rig.
+    RigLock,
+    RigUnlock,
+    RigAttach,
+    RigSuspend,
+    RigResume,
+    RigClose,
 }
 
 /// What an action needs from the caller's token.
@@ -78,7 +87,7 @@ const BEFORE_VIEWS: [Action; 14] = [
 ];
 
 /// The actions listed after the views'.
-const AFTER_VIEWS: [Action; 25] = [
+const AFTER_VIEWS: [Action; 32] = [
     Action::Attach,
     Action::NewSession,
     Action::SendInput,
@@ -104,6 +113,13 @@ const AFTER_VIEWS: [Action; 25] = [
     Action::Verify,
     Action::ToggleToolOutput,
     Action::Permissions,
+    Action::OpenSeat,
+    Action::RigLock,
+    Action::RigUnlock,
+    Action::RigAttach,
+    Action::RigSuspend,
+    Action::RigResume,
+    Action::RigClose,
 ];
 
 impl Action {
@@ -174,6 +190,13 @@ impl Action {
             Action::Verify => "verify-receipts",
             Action::ToggleToolOutput => "toggle-tool-output",
             Action::Permissions => "permissions",
+            Action::OpenSeat => "open-seat",
+            Action::RigLock => "rig-lock",
+            Action::RigUnlock => "rig-unlock",
+            Action::RigAttach => "rig-attach",
+            Action::RigSuspend => "rig-suspend",
+            Action::RigResume => "rig-resume",
+            Action::RigClose => "rig-close",
         }
     }
 
@@ -230,6 +253,21 @@ impl Action {
             Action::Permissions => {
                 "answer what a session's tool asks permission for (allow / deny)"
             }
+            Action::OpenSeat => {
+                "open the selected seat: the rungs tried, the one that sat, its findings"
+            }
+            Action::RigLock => {
+                "take the selected rig's control lock: agents' actions on it are refused (a person's)"
+            }
+            Action::RigUnlock => "release the selected rig's control lock",
+            Action::RigAttach => {
+                "attach to the selected rig's terminal (`proctor rig attach`; the cockpit comes back)"
+            }
+            Action::RigSuspend => "suspend the selected rig (a VM keeps its memory)",
+            Action::RigResume => "resume the selected suspended rig",
+            Action::RigClose => {
+                "close the selected rig: its engine ends, its disk changes are dropped"
+            }
         }
     }
 
@@ -246,7 +284,13 @@ impl Action {
             | Action::Rename
             | Action::Archive
             | Action::Approve
-            | Action::Permissions => Needs::Write,
+            | Action::Permissions
+            | Action::RigLock
+            | Action::RigUnlock
+            | Action::RigAttach
+            | Action::RigSuspend
+            | Action::RigResume
+            | Action::RigClose => Needs::Write,
             Action::Cleanup | Action::Delete => Needs::Admin,
             _ => Needs::Read,
         }

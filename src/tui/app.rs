@@ -45,7 +45,9 @@ mod layout;
 mod listing;
 mod live;
 mod receipts;
+mod rigs;
 mod sessions;
+mod tribunal;
 
 pub use super::views::{Body, Pane, Tab};
 pub use dialogs::{Modal, PromptFor};
@@ -55,7 +57,9 @@ pub use intents::IntentsPane;
 pub use listing::{Keyed, Listing};
 pub use live::{AttachFrom, CACHED_TERMS, Followed, LiveBuf, LivePane, LiveSlot, LiveState, Want};
 pub use receipts::ReceiptsPane;
+pub use rigs::{AUDIT_TAIL, RigsPane};
 pub use sessions::SessionList;
+pub use tribunal::TribunalPane;
 
 /// What the evidence task should fetch besides what it always fetches: the feeds of the view
 /// shown that are fetched only while it is shown ([`super::views::Pace::WhileShown`]), and the
@@ -136,6 +140,10 @@ pub enum CallTag {
         run: String,
         id: String,
     },
+    /// The audit tail of a rig (the Rigs view's selected one).
+    RigAudit {
+        rig: String,
+    },
 }
 
 /// A request to the server: a contract path and a contract body, serialised once here so
@@ -203,6 +211,10 @@ pub enum Effect {
     /// Tell the person a run started waiting for them: the bell and desktop-notification
     /// escape, and the configured hook command.
     Notify(Notice),
+    /// Hand the terminal to `proctor rig attach RIG` until it exits, then take it back.
+    RigAttach {
+        rig: String,
+    },
 }
 
 /// A run that started waiting for the person after the cockpit opened (what the
@@ -310,6 +322,8 @@ pub struct App {
     pub gate: GatePane,
     pub intents: IntentsPane,
     pub receipts: ReceiptsPane,
+    pub tribunal: TribunalPane,
+    pub rigs: RigsPane,
 
     pub tab: Tab,
     pub focus: Pane,
@@ -341,6 +355,9 @@ pub struct App {
 
     /// Whether and how the cockpit tells the person a run waits for them.
     pub notify: NotifySettings,
+    /// This proctor and its home flag (`[exe, "--home", DIR]`): what a rig attach runs
+    /// (then `rig attach RIG`); empty: `proctor` from PATH.
+    pub proctor_argv: Vec<String>,
     /// The runs seen waiting, each (ref, since); `None` before the first list, so runs
     /// already waiting when the cockpit opens are not announced.
     waiting_seen: Option<std::collections::BTreeSet<(String, String)>>,
@@ -365,6 +382,8 @@ impl App {
             gate: GatePane::default(),
             intents: IntentsPane::default(),
             receipts: ReceiptsPane::default(),
+            tribunal: TribunalPane::default(),
+            rigs: RigsPane::default(),
             tab: Tab::Sessions,
             focus: Pane::Sessions,
             zoomed: false,
@@ -383,6 +402,7 @@ impl App {
             ascii: false,
             test_panic_key: None,
             notify: NotifySettings::default(),
+            proctor_argv: Vec::new(),
             waiting_seen: None,
             now: Utc::now(),
             quit: false,
@@ -818,9 +838,15 @@ impl App {
             },
             CallTag::Permissions { run, quiet } => self.on_permissions(run, quiet, result),
             CallTag::Permit { run, id } => self.on_permit(run, id, result),
+            CallTag::RigAudit { rig } => self.on_rig_audit(rig, result),
             CallTag::Action { action, run } => {
                 match result {
-                    Ok(v) => self.success(done_message(action, &run, v)),
+                    Ok(v) => {
+                        if rigs::rig_route(action).is_some() {
+                            self.rigs.on_rig(&v);
+                        }
+                        self.success(done_message(action, &run, v))
+                    }
                     Err(e) => self.error(format!("{} {run}: {e}", action.name())),
                 }
                 self.push(Effect::Refresh);
@@ -1112,6 +1138,11 @@ impl App {
                         p.set_unavailable(a, "no session selected");
                     }
                 }
+                if self.selected_rig().is_none() {
+                    for a in RIG_ACTIONS {
+                        p.set_unavailable(a, "no rig selected (6 lists the rigs)");
+                    }
+                }
                 if let Some(why) = self.refusal(Action::Approve) {
                     p.set_unavailable(Action::Approve, why);
                 } else if let Err(why) = self.approve_target() {
@@ -1144,8 +1175,8 @@ impl App {
                 if self.zoomed {
                     return;
                 }
-                // The Gate view of a narrow screen has no events pane.
-                let narrow_gate = self.tab == Tab::Gate && self.areas.events.is_empty();
+                // The Gate and Tribunal views of a narrow screen have no events pane.
+                let narrow_gate = self.tab.body() != Body::Whole && self.areas.events.is_empty();
                 let order: Vec<Pane> = self
                     .tab
                     .panes()
@@ -1164,6 +1195,13 @@ impl App {
             }
             Action::View(tab) => super::views::show(self, tab),
             Action::Permissions => self.ask_permissions(run.as_ref()),
+            Action::OpenSeat => self.open_seat(),
+            Action::RigLock
+            | Action::RigUnlock
+            | Action::RigAttach
+            | Action::RigSuspend
+            | Action::RigResume
+            | Action::RigClose => self.rig_action(action),
             Action::Verify => {
                 let all = self.receipt_list().to_vec();
                 if all.is_empty() {
@@ -1419,6 +1457,16 @@ const RUN_ACTIONS: [Action; 14] = [
     Action::ScrollUp,
 ];
 
+/// The actions that act on the selected rig (unavailable in the palette without one).
+const RIG_ACTIONS: [Action; 6] = [
+    Action::RigLock,
+    Action::RigUnlock,
+    Action::RigAttach,
+    Action::RigSuspend,
+    Action::RigResume,
+    Action::RigClose,
+];
+
 /// Whether resume can work for `r`, as far as the list tells: the server resumes only a
 /// conversation the tool reported (`conversation_id`), and never a cleaned run.
 fn resumable(r: &RunView) -> bool {
@@ -1476,6 +1524,17 @@ fn action_call(
     run: &str,
     ctx: Option<(&RunView, Option<(u16, u16)>)>,
 ) -> Option<Call> {
+    if let Some((method, template)) = rigs::rig_route(action) {
+        return Some(Call::to::<()>(
+            CallTag::Action {
+                action,
+                run: run.to_string(),
+            },
+            method,
+            crate::api::rigs::path(template, run),
+            None,
+        ));
+    }
     let path = |pattern: &str| wire::at(pattern, run);
     let r = ctx.map(|c| c.0);
     let (method, path, body) = match action {
@@ -1528,6 +1587,9 @@ fn action_call(
 }
 
 fn done_message(action: Action, run: &str, v: Value) -> String {
+    if let Some(m) = rigs::rig_done(action, run, &v) {
+        return m;
+    }
     let marks = || answer::<MarksView>(v.clone());
     let view = || answer::<RunView>(v.clone());
     match action {

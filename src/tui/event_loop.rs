@@ -77,6 +77,15 @@ pub trait Screen {
     fn notify(&mut self, _bytes: &[u8]) -> std::io::Result<()> {
         Ok(())
     }
+    /// Gives the terminal to a child process ([`super::term::hand_over`]); a test backend
+    /// has none to give.
+    fn hand_over(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// Takes it back: the next frame is drawn in full.
+    fn take_back(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl<B: Backend + std::io::Write> Screen for Terminal<B>
@@ -103,6 +112,79 @@ where
         std::io::Write::write_all(b, bytes)?;
         std::io::Write::flush(b)
     }
+
+    fn hand_over(&mut self) -> std::io::Result<()> {
+        std::io::Write::flush(self.backend_mut())?;
+        super::term::hand_over();
+        Ok(())
+    }
+
+    fn take_back(&mut self) -> std::io::Result<()> {
+        super::term::take_back()?;
+        // The screen was cleared: both buffers empty, so the next frame draws every cell.
+        self.swap_buffers();
+        self.swap_buffers();
+        Ok(())
+    }
+}
+
+/// Runs `argv` (`proctor rig attach RIG`) with the terminal handed over, and takes the
+/// terminal back when it exits; what it said is the status line's. Its stderr passes
+/// through to the terminal as it comes, and its last line is kept: a verb that refuses says
+/// why in the status line too, after the cockpit has redrawn over it.
+async fn hand_over_to(screen: &mut dyn Screen, argv: &[String]) -> std::io::Result<String> {
+    use tokio::io::AsyncReadExt;
+    screen.hand_over()?;
+    let spawned = tokio::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let mut said: Vec<u8> = Vec::new();
+    let status = match spawned {
+        Ok(mut child) => {
+            if let Some(mut err) = child.stderr.take() {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = err.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), &chunk[..n]);
+                    said.extend_from_slice(&chunk[..n]);
+                    if said.len() > 8192 {
+                        said.drain(..said.len() - 4096);
+                    }
+                }
+            }
+            child.wait().await
+        }
+        Err(e) => Err(e),
+    };
+    screen.take_back()?;
+    let last = String::from_utf8_lossy(&said)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| crate::text::one_line(l, 300))
+        .unwrap_or_default();
+    Ok(match status {
+        Ok(st) if st.success() => String::new(),
+        Ok(st) if last.is_empty() => format!("`{}` ended with {st}", shown_argv(argv)),
+        Ok(st) => format!("`{}` ended with {st}: {last}", shown_argv(argv)),
+        Err(e) => format!("`{}` did not start: {e}", shown_argv(argv)),
+    })
+}
+
+/// The command as the status line names it (the program's file name, then its arguments).
+fn shown_argv(argv: &[String]) -> String {
+    let program = std::path::Path::new(&argv[0])
+        .file_name()
+        .map_or_else(|| argv[0].clone(), |f| f.to_string_lossy().into_owned());
+    std::iter::once(program)
+        .chain(argv[1..].iter().cloned())
+        .map(|a| crate::text::one_line(&a, 80))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Tells the person a run waits: the bell and the notification escape on the terminal
@@ -216,6 +298,11 @@ pub async fn run(
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
+    // While a child holds the terminal in cooked mode (a rig attach), ctrl-c and ctrl-\ send
+    // their signals to the whole foreground group: the cockpit takes them and does nothing
+    // (in raw mode they never come). The child gets the default dispositions back at exec.
+    let _sigint = signal(SignalKind::interrupt())?;
+    let _sigquit = signal(SignalKind::quit())?;
     let mut input = EventStream::new();
 
     let frame_gap = Duration::from_secs(1) / fps.clamp(1, 240);
@@ -332,6 +419,13 @@ pub async fn run(
                     let _ = verify_tx.send(items);
                 }
                 Effect::Notify(n) => tell(screen, app, n, &tx),
+                Effect::RigAttach { rig } => {
+                    // Nothing reads the terminal while the child has it.
+                    input = EventStream::new();
+                    let argv = app.rig_attach_argv(&rig);
+                    let said = hand_over_to(screen, &argv).await?;
+                    app.rig_attached(&rig, said);
+                }
                 Effect::Approve { intent } => {
                     let running = approving.as_ref().is_some_and(|h| !h.is_finished());
                     match (&app.key_path, running) {
@@ -737,4 +831,55 @@ async fn live_task(
 
 fn backoff(failures: u32) -> Duration {
     Duration::from_millis(250 * u64::from(failures.min(8)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A screen that records the hand-over and its return.
+    #[derive(Default)]
+    struct Recorder(Vec<&'static str>);
+
+    impl Screen for Recorder {
+        fn frame(&mut self, _app: &mut App) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn hand_over(&mut self) -> std::io::Result<()> {
+            self.0.push("hand_over");
+            Ok(())
+        }
+        fn take_back(&mut self) -> std::io::Result<()> {
+            self.0.push("take_back");
+            Ok(())
+        }
+    }
+
+    /// The attach verb runs as a real child between the hand-over and the return; a refusal
+    /// comes back with its exit status and its last stderr line, a success with nothing, a
+    /// program that cannot start with why.
+    #[tokio::test]
+    async fn a_child_gets_the_terminal_and_its_refusal_comes_back() {
+        let mut screen = Recorder::default();
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "echo first >&2; echo 'rig attach is not built: use rig screen' >&2; exit 3",
+        ]
+        .map(String::from)
+        .to_vec();
+        let said = hand_over_to(&mut screen, &argv).await.unwrap();
+        assert_eq!(screen.0, ["hand_over", "take_back"]);
+        assert!(said.contains("exit status: 3"), "{said}");
+        assert!(
+            said.ends_with("rig attach is not built: use rig screen"),
+            "{said}"
+        );
+        let ok: Vec<String> = ["sh", "-c", "exit 0"].map(String::from).to_vec();
+        assert_eq!(hand_over_to(&mut screen, &ok).await.unwrap(), "");
+        let missing = vec!["/nonexistent/proctor".to_string()];
+        let said = hand_over_to(&mut screen, &missing).await.unwrap();
+        assert!(said.contains("did not start"), "{said}");
+        assert_eq!(screen.0.len(), 6, "every hand-over is taken back");
+    }
 }

@@ -143,6 +143,14 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
             app.workspace = cwd.to_string_lossy().into_owned();
         }
         app.client_path = std::env::var("PATH").ok();
+        // A rig attach runs this same binary on this same home.
+        if let Ok(exe) = std::env::current_exe() {
+            app.proctor_argv = vec![exe.to_string_lossy().into_owned()];
+            if let Some(root) = &home.root {
+                app.proctor_argv.push("--home".into());
+                app.proctor_argv.push(root.to_string_lossy().into_owned());
+            }
+        }
         let guard = term::TerminalGuard::enter(settings.mouse)?;
         let backend = ansi::Backend::new(std::io::BufWriter::with_capacity(
             1 << 16,

@@ -29,23 +29,44 @@ impl TerminalGuard {
     /// terminal's own selection keeps working for copying text).
     pub fn enter(mouse: bool) -> std::io::Result<TerminalGuard> {
         install_panic_hook();
-        terminal::enable_raw_mode()?;
-        ACTIVE.store(true, Ordering::SeqCst);
+        MOUSE_WANTED.store(mouse, Ordering::SeqCst);
         let guard = TerminalGuard { _private: () };
-        let mut out = std::io::stdout();
-        execute!(
-            out,
-            terminal::EnterAlternateScreen,
-            event::EnableBracketedPaste,
-            cursor::Hide,
-            terminal::Clear(terminal::ClearType::All)
-        )?;
-        if mouse {
-            MOUSE.store(1, Ordering::SeqCst);
-            execute!(out, event::EnableMouseCapture)?;
-        }
+        take(mouse)?;
         Ok(guard)
     }
+}
+
+/// Whether the cockpit asked for mouse capture (kept for [`take_back`]).
+static MOUSE_WANTED: AtomicBool = AtomicBool::new(false);
+
+fn take(mouse: bool) -> std::io::Result<()> {
+    terminal::enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    let mut out = std::io::stdout();
+    execute!(
+        out,
+        terminal::EnterAlternateScreen,
+        event::EnableBracketedPaste,
+        cursor::Hide,
+        terminal::Clear(terminal::ClearType::All)
+    )?;
+    if mouse {
+        MOUSE.store(1, Ordering::SeqCst);
+        execute!(out, event::EnableMouseCapture)?;
+    }
+    Ok(())
+}
+
+/// Gives the terminal to another program for a while (`proctor rig attach`): the normal
+/// screen, cooked mode, the cursor shown, as [`restore`] leaves it.
+pub fn hand_over() {
+    restore();
+}
+
+/// Takes the terminal back after [`hand_over`] (raw mode, the alternate screen cleared, the
+/// mouse as it was); the next frame must be drawn in full.
+pub fn take_back() -> std::io::Result<()> {
+    take(MOUSE_WANTED.load(Ordering::SeqCst))
 }
 
 impl Drop for TerminalGuard {

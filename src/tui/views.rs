@@ -25,8 +25,7 @@ use crate::tui::app::{App, Msg};
 use crate::tui::keymap::Context;
 use crate::tui::ui::{self, Areas};
 
-/// The top-level views. Only the ones that exist are shown as tabs (tribunal seats and rig
-/// locks come with the issues that build them).
+/// The top-level views, each a tab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Tab {
     /// The sessions list, the live terminal, the events.
@@ -37,6 +36,11 @@ pub enum Tab {
     Intents,
     /// The receipts and whether they verify.
     Receipts,
+    /// The sessions list, the tribunal's seats of the focused run's candidate, the events.
+    Tribunal,
+    /// The rigs: their boundary, state, control lock, TTL, idle time and memory, and the
+    /// selected rig's audit tail.
+    Rigs,
 }
 
 /// The panes that can hold the focus.
@@ -50,6 +54,10 @@ pub enum Pane {
     Gate,
     Intents,
     Receipts,
+    /// The tribunal's seats of the focused run's latest candidate.
+    Tribunal,
+    /// The rigs and the selected rig's audit tail.
+    Rigs,
 }
 
 /// How a view's body is laid out.
@@ -63,7 +71,14 @@ pub enum Body {
 
 impl Tab {
     /// Every view, in the tab bar's order.
-    pub const ALL: [Tab; 4] = [Tab::Sessions, Tab::Gate, Tab::Intents, Tab::Receipts];
+    pub const ALL: [Tab; 6] = [
+        Tab::Sessions,
+        Tab::Gate,
+        Tab::Intents,
+        Tab::Receipts,
+        Tab::Tribunal,
+        Tab::Rigs,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -71,6 +86,8 @@ impl Tab {
             Tab::Gate => "Gate",
             Tab::Intents => "Intents",
             Tab::Receipts => "Receipts",
+            Tab::Tribunal => "Tribunal",
+            Tab::Rigs => "Rigs",
         }
     }
 
@@ -87,6 +104,8 @@ impl Tab {
             Tab::Gate => "view-gate",
             Tab::Intents => "view-intents",
             Tab::Receipts => "view-receipts",
+            Tab::Tribunal => "view-tribunal",
+            Tab::Rigs => "view-rigs",
         }
     }
 
@@ -97,6 +116,12 @@ impl Tab {
             Tab::Gate => "show the gate of the focused run's candidate: what blocks it, and why",
             Tab::Intents => "show the publication intents",
             Tab::Receipts => "show the receipts and whether they verify",
+            Tab::Tribunal => {
+                "show the tribunal's seats on the focused run's candidate: who sits, their verdicts"
+            }
+            Tab::Rigs => {
+                "show the rigs: boundary, state, who holds the control lock, TTL, memory, audit"
+            }
         }
     }
 
@@ -107,6 +132,8 @@ impl Tab {
             Tab::Gate => &[Pane::Gate, Pane::Sessions, Pane::Events],
             Tab::Intents => &[Pane::Intents],
             Tab::Receipts => &[Pane::Receipts],
+            Tab::Tribunal => &[Pane::Tribunal, Pane::Sessions, Pane::Events],
+            Tab::Rigs => &[Pane::Rigs],
         }
     }
 
@@ -115,20 +142,23 @@ impl Tab {
         match self {
             Tab::Sessions => Body::Sessions(Pane::Live),
             Tab::Gate => Body::Sessions(Pane::Gate),
-            Tab::Intents | Tab::Receipts => Body::Whole,
+            Tab::Tribunal => Body::Sessions(Pane::Tribunal),
+            Tab::Intents | Tab::Receipts | Tab::Rigs => Body::Whole,
         }
     }
 }
 
 impl Pane {
     /// Every pane, in the order of their keymap contexts (after `[global]`).
-    pub const ALL: [Pane; 6] = [
+    pub const ALL: [Pane; 8] = [
         Pane::Sessions,
         Pane::Live,
         Pane::Events,
         Pane::Gate,
         Pane::Intents,
         Pane::Receipts,
+        Pane::Tribunal,
+        Pane::Rigs,
     ];
 
     /// The keymap context of its keys (looked up before `[global]`).
@@ -145,6 +175,8 @@ impl Pane {
             Pane::Gate => "gate",
             Pane::Intents => "intents",
             Pane::Receipts => "receipts",
+            Pane::Tribunal => "tribunal",
+            Pane::Rigs => "rigs",
         }
     }
 
@@ -157,6 +189,8 @@ impl Pane {
             Pane::Gate => "Gate",
             Pane::Intents => "Publication intents",
             Pane::Receipts => "Receipts",
+            Pane::Tribunal => "Tribunal seats",
+            Pane::Rigs => "Rigs",
         }
     }
 
@@ -228,6 +262,27 @@ impl Pane {
                 Action::Help,
                 Action::Quit,
             ],
+            Pane::Tribunal => &[
+                Action::Down,
+                Action::OpenSeat,
+                Action::FocusNext,
+                Action::View(Tab::Gate),
+                Action::View(Tab::Sessions),
+                Action::Refresh,
+                Action::Help,
+                Action::Quit,
+            ],
+            Pane::Rigs => &[
+                Action::Down,
+                Action::RigLock,
+                Action::RigUnlock,
+                Action::RigAttach,
+                Action::RigSuspend,
+                Action::RigResume,
+                Action::RigClose,
+                Action::Help,
+                Action::Quit,
+            ],
         }
     }
 }
@@ -266,6 +321,14 @@ pub fn navigate(app: &mut App, pane: Pane, action: Action) {
         Pane::Gate => app.gate.navigate(action),
         Pane::Intents => app.intents.navigate(action),
         Pane::Receipts => app.receipts.listing.navigate(action),
+        Pane::Tribunal => {
+            let seats = app.tribunal_round().map_or(0, |r| r.seats.len());
+            app.tribunal.navigate(action, seats);
+        }
+        Pane::Rigs => {
+            app.rigs.navigate(action);
+            app.ask_rig_audit();
+        }
     }
 }
 
@@ -277,6 +340,11 @@ pub fn lay_out(app: &mut App, areas: Areas) {
         Tab::Gate => app.follow_gate(ui::inner(areas.live)),
         Tab::Intents => app.intents.lay_out(areas.main),
         Tab::Receipts => app.receipts.lay_out(areas.main),
+        Tab::Tribunal => {
+            let seats = app.tribunal_round().map_or(0, |r| r.seats.len());
+            app.tribunal.lay_out(ui::inner(areas.live), seats);
+        }
+        Tab::Rigs => app.rigs.lay_out(areas.main),
     }
 }
 
@@ -295,6 +363,10 @@ pub fn draw(app: &App, areas: &Areas, buf: &mut Buffer) -> Option<(u16, u16)> {
                     ui::gate::draw(app, areas.live, buf);
                     None
                 }
+                Pane::Tribunal => {
+                    ui::tribunal::draw(app, areas.live, buf);
+                    None
+                }
                 _ => ui::live::draw(app, areas.live, areas.zoomed, buf),
             }
         }
@@ -302,7 +374,8 @@ pub fn draw(app: &App, areas: &Areas, buf: &mut Buffer) -> Option<(u16, u16)> {
             match app.tab {
                 Tab::Intents => ui::intents::draw(app, areas.main, buf),
                 Tab::Receipts => ui::receipts::draw(app, areas.main, buf),
-                Tab::Sessions | Tab::Gate => {}
+                Tab::Rigs => ui::rigs::draw(app, areas.main, buf),
+                Tab::Sessions | Tab::Gate | Tab::Tribunal => {}
             }
             None
         }
@@ -410,6 +483,8 @@ pub fn feed(pane: Pane) -> Option<FeedEntry> {
     match pane {
         Pane::Intents => Some(FeedEntry::of::<crate::tui::app::IntentsPane>()),
         Pane::Receipts => Some(FeedEntry::of::<crate::tui::app::ReceiptsPane>()),
+        Pane::Tribunal => Some(FeedEntry::of::<crate::tui::app::TribunalPane>()),
+        Pane::Rigs => Some(FeedEntry::of::<crate::tui::app::RigsPane>()),
         Pane::Sessions | Pane::Live | Pane::Events | Pane::Gate => None,
     }
 }
@@ -486,6 +561,8 @@ mod tests {
             }
         }
         assert_eq!(shown_feeds(Tab::Receipts), vec![Pane::Receipts]);
+        assert_eq!(shown_feeds(Tab::Tribunal), vec![Pane::Tribunal]);
+        assert_eq!(shown_feeds(Tab::Rigs), vec![Pane::Rigs]);
         for tab in [Tab::Sessions, Tab::Gate, Tab::Intents] {
             assert_eq!(shown_feeds(tab), Vec::<Pane>::new(), "{tab:?}");
         }

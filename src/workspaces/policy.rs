@@ -12,6 +12,23 @@
 //! max_output_bytes = 1048576         # per stream, 1 KiB ..= 64 MiB, default 1 MiB
 //! artifacts = ["target/report.xml"]  # relative paths that must exist afterwards
 //! ```
+//!
+//! The tribunal (issue 14, `docs/tribunal.md`) adds two optional parts:
+//!
+//! ```toml
+//! require = ["tribunal"]             # top level: the gate also needs a unanimous round
+//!
+//! [tribunal]                         # the checks the tribunal's engine runs itself
+//! tests = ["tests/", "*_test.rs"]    # path patterns naming test files (default below)
+//! new_tests = ["sh", "tests/new.sh"] # argv: runs the red-first tests
+//! regression = ["cargo", "test"]     # argv: the whole suite
+//! deadline_secs = 600                # per step, 1 ..= 86400, default 600
+//! ```
+//!
+//! A test pattern ending in `/` names a folder at any depth (`tests/` holds `tests/a.rs` and
+//! `crates/x/tests/a.rs`); a pattern without `/` is matched against the file's name
+//! (`*_test.rs`); any other pattern is matched against the whole path from the root. `*`
+//! matches any run of characters except `/`, `**` any run including `/`, `?` one character.
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -26,6 +43,28 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 pub const MIN_OUTPUT_BYTES: u64 = 1024;
 pub const MAX_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_CHECKS: usize = 64;
+/// The names `require` accepts.
+pub const KNOWN_REQUIREMENTS: &[&str] = &["tribunal"];
+/// The test patterns of a `[tribunal]` table that names none.
+pub const DEFAULT_TEST_PATTERNS: &[&str] = &[
+    "tests/",
+    "test/",
+    "__tests__/",
+    "spec/",
+    "tests.*",
+    "test.*",
+    "test_*",
+    "*_test.*",
+    "*_tests.*",
+    "*-test.*",
+    "*.test.*",
+    "*.spec.*",
+    "*_spec.*",
+    "*Test.*",
+    "*Tests.*",
+];
+/// The most test patterns a `[tribunal]` table may name.
+pub const MAX_TEST_PATTERNS: usize = 64;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PolicyError {
@@ -41,6 +80,10 @@ pub enum PolicyError {
     TooMany(usize),
     #[error("check {index}: {problem}")]
     Check { index: usize, problem: String },
+    #[error("require: {0}")]
+    Require(String),
+    #[error("[tribunal]: {0}")]
+    Tribunal(String),
 }
 
 /// One named check.
@@ -57,13 +100,188 @@ pub struct Check {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     pub checks: Vec<Check>,
+    /// What the gate requires beyond the checks and a person's decision ([`KNOWN_REQUIREMENTS`]).
+    pub require: Vec<String>,
+    /// The checks the tribunal's engine runs itself (`None`: the engine does not check).
+    pub tribunal: Option<TribunalPolicy>,
+}
+
+impl Policy {
+    /// Whether the gate requires a unanimous tribunal round on the current bytes.
+    pub fn requires_tribunal(&self) -> bool {
+        self.require.iter().any(|r| r == "tribunal")
+    }
+}
+
+/// The `[tribunal]` table: what the engine runs (without a shell, in private copies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TribunalPolicy {
+    /// Path patterns naming test files ([`DEFAULT_TEST_PATTERNS`] when the table names none).
+    pub tests: Vec<String>,
+    /// Runs the red-first tests: must fail on the red commit, pass on the candidate.
+    pub new_tests: Vec<String>,
+    /// The whole suite: must pass on the red commit's parent and on the candidate.
+    pub regression: Vec<String>,
+    /// The deadline of each step.
+    pub deadline_secs: u64,
+}
+
+impl TribunalPolicy {
+    /// Whether `path` (relative, `/`-separated) names a test file by these patterns.
+    pub fn is_test(&self, path: &str) -> bool {
+        is_test_path(&self.tests, path)
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
     #[serde(default)]
+    require: Vec<String>,
+    #[serde(default)]
     check: Vec<RawCheck>,
+    tribunal: Option<RawTribunal>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTribunal {
+    tests: Option<Vec<String>>,
+    new_tests: Option<Vec<String>>,
+    regression: Option<Vec<String>>,
+    deadline_secs: Option<u64>,
+}
+
+/// Whether `path` (relative, `/`-separated) matches one of `patterns` (see the module's doc).
+pub fn is_test_path<S: AsRef<str>>(patterns: &[S], path: &str) -> bool {
+    patterns.iter().any(|p| pattern_matches(p.as_ref(), path))
+}
+
+fn pattern_matches(pattern: &str, path: &str) -> bool {
+    if let Some(folder) = pattern.strip_suffix('/') {
+        // A folder at any depth: some run of the path's folders is this one.
+        let segs: Vec<&str> = path.split('/').collect();
+        let want: Vec<&str> = folder.split('/').collect();
+        let dirs = &segs[..segs.len() - 1];
+        if want.len() > dirs.len() {
+            return false;
+        }
+        return (0..=dirs.len() - want.len()).any(|i| {
+            dirs[i..i + want.len()]
+                .iter()
+                .zip(&want)
+                .all(|(s, w)| glob(w.as_bytes(), s.as_bytes()))
+        });
+    }
+    if !pattern.contains('/') {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        return glob(pattern.as_bytes(), name.as_bytes());
+    }
+    glob(pattern.as_bytes(), path.as_bytes())
+}
+
+/// `*` any run without `/`, `**` any run (`**/` also no folder at all), `?` one byte other
+/// than `/`; every other byte literally.
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    match p {
+        [] => s.is_empty(),
+        [b'*', b'*', rest @ ..] => {
+            if let [b'/', after @ ..] = rest
+                && glob(after, s)
+            {
+                return true;
+            }
+            (0..=s.len()).any(|i| glob(rest, &s[i..]))
+        }
+        [b'*', rest @ ..] => {
+            let mut i = 0;
+            loop {
+                if glob(rest, &s[i..]) {
+                    return true;
+                }
+                if i == s.len() || s[i] == b'/' {
+                    return false;
+                }
+                i += 1;
+            }
+        }
+        [b'?', rest @ ..] => !s.is_empty() && s[0] != b'/' && glob(rest, &s[1..]),
+        [c, rest @ ..] => s.first() == Some(c) && glob(rest, &s[1..]),
+    }
+}
+
+/// A test pattern proctor accepts: relative, no `.`/`..` segment, no empty segment.
+pub fn valid_pattern(p: &str) -> bool {
+    !p.is_empty()
+        && p.len() <= 256
+        && !p.starts_with('/')
+        && !p.contains('\0')
+        && !p.contains("//")
+        && p.split('/').all(|seg| seg != "." && seg != "..")
+}
+
+fn argv_problem(what: &str, argv: &Option<Vec<String>>) -> Option<String> {
+    match argv.as_deref() {
+        None => Some(format!(
+            "{what} is missing; name the argv that runs it (no shell), e.g. {what} = [\"sh\", \"tests/run.sh\"]"
+        )),
+        Some([]) => Some(format!("{what} is empty; name the program to run")),
+        Some([first, ..]) if first.is_empty() => Some(format!("{what}[0] is empty")),
+        Some(a) if a.iter().any(|x| x.contains('\0')) => {
+            Some(format!("{what} contains a NUL byte"))
+        }
+        Some(_) => None,
+    }
+}
+
+fn parse_tribunal(t: RawTribunal) -> Result<TribunalPolicy, PolicyError> {
+    let bad = |m: String| PolicyError::Tribunal(m);
+    if let Some(p) = argv_problem("new_tests", &t.new_tests) {
+        return Err(bad(p));
+    }
+    if let Some(p) = argv_problem("regression", &t.regression) {
+        return Err(bad(p));
+    }
+    let tests = match t.tests {
+        None => DEFAULT_TEST_PATTERNS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        Some(v) if v.is_empty() => {
+            return Err(bad(
+                "tests is empty; name the path patterns of the test files (e.g. \"tests/\"), \
+                 or leave the key out for the defaults"
+                    .into(),
+            ));
+        }
+        Some(v) => v,
+    };
+    if tests.len() > MAX_TEST_PATTERNS {
+        return Err(bad(format!(
+            "tests names {} patterns; at most {MAX_TEST_PATTERNS} are accepted",
+            tests.len()
+        )));
+    }
+    for (i, p) in tests.iter().enumerate() {
+        if !valid_pattern(p) {
+            return Err(bad(format!(
+                "tests[{i}] {p:?} must be a relative path pattern (no leading '/', no '.' or \
+                 '..' segment, no empty segment, at most 256 bytes)"
+            )));
+        }
+    }
+    let deadline_secs = t.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS);
+    if !(1..=MAX_DEADLINE_SECS).contains(&deadline_secs) {
+        return Err(bad(format!(
+            "deadline_secs {deadline_secs} is outside 1..={MAX_DEADLINE_SECS}"
+        )));
+    }
+    Ok(TribunalPolicy {
+        tests,
+        new_tests: t.new_tests.unwrap_or_default(),
+        regression: t.regression.unwrap_or_default(),
+        deadline_secs,
+    })
 }
 
 #[derive(Deserialize)]
@@ -167,7 +385,33 @@ impl Policy {
                 artifacts: c.artifacts,
             });
         }
-        Ok(Policy { checks })
+        let mut require: Vec<String> = Vec::with_capacity(raw.require.len());
+        for r in raw.require {
+            if !KNOWN_REQUIREMENTS.contains(&r.as_str()) {
+                return Err(PolicyError::Require(format!(
+                    "unknown name {r:?}; the known names are: {}",
+                    KNOWN_REQUIREMENTS.join(", ")
+                )));
+            }
+            if require.contains(&r) {
+                return Err(PolicyError::Require(format!("{r:?} is named twice")));
+            }
+            require.push(r);
+        }
+        let tribunal = raw.tribunal.map(parse_tribunal).transpose()?;
+        if require.iter().any(|r| r == "tribunal") && tribunal.is_none() {
+            return Err(PolicyError::Require(
+                "\"tribunal\" needs a [tribunal] table: a unanimous round stands on the \
+                 engine's own checks (new_tests, regression); add [tribunal] with new_tests \
+                 and regression"
+                    .into(),
+            ));
+        }
+        Ok(Policy {
+            checks,
+            require,
+            tribunal,
+        })
     }
 }
 
@@ -233,6 +477,129 @@ mod tests {
                 .contains("deadline_secs")
         );
         assert!(matches!(Policy::parse("a\0"), Err(PolicyError::Nul)));
+    }
+
+    const CHECK: &str = "[[check]]\nname = \"a\"\nargv = [\"true\"]\n";
+
+    #[test]
+    fn parses_require_and_a_tribunal_table() {
+        let text = format!(
+            "require = [\"tribunal\"]\n{CHECK}\n[tribunal]\ntests = [\"tests/\", \"*_test.rs\"]\nnew_tests = [\"sh\", \"tests/new.sh\"]\nregression = [\"sh\", \"tests/all.sh\"]\ndeadline_secs = 30\n"
+        );
+        let p = Policy::parse(&text).unwrap();
+        assert_eq!(p.require, vec!["tribunal".to_string()]);
+        assert!(p.requires_tribunal());
+        let t = p.tribunal.unwrap();
+        assert_eq!(t.tests, vec!["tests/".to_string(), "*_test.rs".to_string()]);
+        assert_eq!(
+            t.new_tests,
+            vec!["sh".to_string(), "tests/new.sh".to_string()]
+        );
+        assert_eq!(t.regression[1], "tests/all.sh");
+        assert_eq!(t.deadline_secs, 30);
+
+        // Defaults: the test patterns and the deadline; no require.
+        let p = Policy::parse(&format!(
+            "{CHECK}[tribunal]\nnew_tests = [\"x\"]\nregression = [\"y\"]\n"
+        ))
+        .unwrap();
+        assert!(!p.requires_tribunal());
+        let t = p.tribunal.unwrap();
+        assert_eq!(t.deadline_secs, DEFAULT_DEADLINE_SECS);
+        assert_eq!(t.tests.len(), DEFAULT_TEST_PATTERNS.len());
+        // A policy without either is what it was.
+        let p = Policy::parse(CHECK).unwrap();
+        assert!(p.require.is_empty() && p.tribunal.is_none());
+    }
+
+    #[test]
+    fn refuses_bad_require_and_tribunal_tables_by_name() {
+        let tribunal = "[tribunal]\nnew_tests = [\"x\"]\nregression = [\"y\"]\n";
+        let cases: Vec<(String, &str)> = vec![
+            (
+                format!("require = [\"tribunall\"]\n{CHECK}{tribunal}"),
+                "require: unknown name \"tribunall\"; the known names are: tribunal",
+            ),
+            (
+                format!("require = [\"tribunal\", \"tribunal\"]\n{CHECK}{tribunal}"),
+                "named twice",
+            ),
+            (
+                format!("require = [\"tribunal\"]\n{CHECK}"),
+                "\"tribunal\" needs a [tribunal] table",
+            ),
+            (
+                format!("{CHECK}[tribunal]\nregression = [\"y\"]\n"),
+                "[tribunal]: new_tests is missing",
+            ),
+            (
+                format!("{CHECK}[tribunal]\nnew_tests = []\nregression = [\"y\"]\n"),
+                "[tribunal]: new_tests is empty",
+            ),
+            (
+                format!("{CHECK}[tribunal]\nnew_tests = [\"x\"]\n"),
+                "[tribunal]: regression is missing",
+            ),
+            (
+                format!("{CHECK}[tribunal]\nnew_tests = [\"x\"]\nregression = [\"\"]\n"),
+                "[tribunal]: regression[0] is empty",
+            ),
+            (
+                format!("{CHECK}{tribunal}deadline_secs = 0\n"),
+                "[tribunal]: deadline_secs 0 is outside 1..=86400",
+            ),
+            (
+                format!("{CHECK}{tribunal}tests = []\n"),
+                "[tribunal]: tests is empty",
+            ),
+            (
+                format!("{CHECK}{tribunal}tests = [\"../x/\"]\n"),
+                "[tribunal]: tests[0] \"../x/\" must be a relative path pattern",
+            ),
+            (
+                format!("{CHECK}{tribunal}tests = [\"/abs\"]\n"),
+                "must be a relative path pattern",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = Policy::parse(&text).unwrap_err().to_string();
+            assert!(got.contains(want), "{text:?}: {got}");
+        }
+        // Unknown keys in the table are refused by the parser, naming the key.
+        let got = Policy::parse(&format!("{CHECK}{tribunal}shell = true\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(got.contains("shell"), "{got}");
+    }
+
+    #[test]
+    fn test_patterns_match_folders_names_and_paths() {
+        let pats = ["tests/", "*_test.rs", "src/**/fixtures/*.json", "spec?.rb"];
+        for yes in [
+            "tests/a.rs",
+            "tests/deep/b.rs",
+            "crates/x/tests/a.rs",
+            "src/lib_test.rs",
+            "lib_test.rs",
+            "src/fixtures/a.json",
+            "src/a/b/fixtures/c.json",
+            "spec1.rb",
+        ] {
+            assert!(is_test_path(&pats, yes), "{yes}");
+        }
+        for no in [
+            "tests",
+            "src/tests.rs",
+            "mytests/a.rs",
+            "src/lib.rs",
+            "src/lib_test.rs.orig",
+            "src/fixtures/a/b.json",
+            "spec12.rb",
+        ] {
+            assert!(!is_test_path(&pats, no), "{no}");
+        }
+        assert!(is_test_path(&["a/b/"], "x/a/b/c.rs"));
+        assert!(!is_test_path(&["a/b/"], "a/c/b/d.rs"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod keys;
 pub mod pty;
+pub mod rigs;
 pub mod tmux;
 
 use std::path::{Path, PathBuf};

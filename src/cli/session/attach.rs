@@ -153,28 +153,29 @@ enum Outcome {
 }
 
 impl Outcome {
-    fn report(&self, run_ref: &str) -> ExitCode {
+    fn report(&self, target: &Target) -> ExitCode {
+        let label = &target.label;
         match self {
             Outcome::Detached => {
-                eprintln!("[detached from {run_ref}; it keeps running]");
+                eprintln!("[detached from {label}; it keeps running]");
                 ExitCode::SUCCESS
             }
             Outcome::Signal(sig) => {
-                eprintln!("[detached from {run_ref} ({sig}); it keeps running]");
+                eprintln!("[detached from {label} ({sig}); it keeps running]");
                 ExitCode::SUCCESS
             }
             Outcome::Ended(exit) => {
-                eprintln!("[{run_ref} exited: {}]", exit.describe());
+                eprintln!("[{label} exited: {}]", exit.describe());
                 ExitCode::SUCCESS
             }
             Outcome::NotLive(msg) => {
-                eprintln!("[{run_ref}: {msg}]");
+                eprintln!("[{label}: {msg}]");
                 ExitCode::from(1)
             }
             Outcome::Closed(next) => {
                 eprintln!(
-                    "[{run_ref}: the server closed the stream; `proctor session tail --from {next} \
-                     {run_ref}` shows what followed]"
+                    "[{label}: the server closed the stream; {}]",
+                    target.after_close(*next)
                 );
                 ExitCode::from(1)
             }
@@ -195,6 +196,124 @@ fn typed(t: String) -> InputRequest {
     InputRequest {
         text: Some(t),
         ..Default::default()
+    }
+}
+
+/// What a terminal attach drives: a PTY run's routes, or a rig's console's (`rig attach`).
+/// The loop, the raw mode, the detach key, the filter and the reconnection are the same;
+/// only the paths, the two bodies and the hints differ.
+pub(crate) struct Target {
+    /// What the lines printed name: `run-0001`, `rig-0001`.
+    label: String,
+    kind: TargetKind,
+}
+
+#[derive(Clone, Copy)]
+enum TargetKind {
+    Run,
+    Rig,
+}
+
+/// One key batch's body: the runs' `InputRequest` or the rigs' `TypeRequest`.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Typed {
+    Run(InputRequest),
+    Rig(crate::api::rigs::TypeRequest),
+}
+
+impl Target {
+    fn run(run_ref: &str) -> Target {
+        Target {
+            label: run_ref.to_string(),
+            kind: TargetKind::Run,
+        }
+    }
+
+    /// A rig's console (the id checked by the caller).
+    pub(crate) fn rig(id: &str) -> Target {
+        Target {
+            label: id.to_string(),
+            kind: TargetKind::Rig,
+        }
+    }
+
+    fn path(&self, run: &str, rig: &str) -> String {
+        match self.kind {
+            TargetKind::Run => wire::at(run, &self.label),
+            TargetKind::Rig => crate::api::rigs::path(rig, &self.label),
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.path(wire::SCREEN, crate::api::rigs::SCREEN)
+    }
+
+    fn input(&self) -> String {
+        self.path(wire::INPUT, crate::api::rigs::INPUT)
+    }
+
+    fn attach(&self, from: u64) -> String {
+        format!(
+            "{}?from={from}",
+            self.path(wire::ATTACH, crate::api::rigs::ATTACH)
+        )
+    }
+
+    fn typed(&self, t: String) -> Typed {
+        match self.kind {
+            TargetKind::Run => Typed::Run(typed(t)),
+            TargetKind::Rig => Typed::Rig(crate::api::rigs::TypeRequest {
+                text: Some(t),
+                data_b64: None,
+                paste: false,
+            }),
+        }
+    }
+
+    /// Sends this terminal's size (within the limits); a refusal (a run that ended: 409)
+    /// changes nothing.
+    async fn resize(&self, c: &Client) {
+        let Some((rows, cols)) = super::terminal_size() else {
+            return;
+        };
+        let path = self.path(wire::RESIZE, crate::api::rigs::RESIZE);
+        let _ = match self.kind {
+            TargetKind::Run => {
+                let size = SizeBody {
+                    rows: Some(rows),
+                    cols: Some(cols),
+                };
+                c.request::<_, IgnoredAny>(Method::POST, &path, Some(&size))
+                    .await
+            }
+            TargetKind::Rig => {
+                let size = crate::api::rigs::SizeBody { rows, cols };
+                c.request::<_, IgnoredAny>(Method::POST, &path, Some(&size))
+                    .await
+            }
+        };
+    }
+
+    /// What to run to see what followed a stream the server closed.
+    fn after_close(&self, next: u64) -> String {
+        match self.kind {
+            TargetKind::Run => format!(
+                "`proctor session tail --from {next} {}` shows what followed",
+                self.label
+            ),
+            TargetKind::Rig => format!(
+                "`proctor rig screen {}` shows what its terminal shows now",
+                self.label
+            ),
+        }
+    }
+
+    fn help(&self) -> &'static str {
+        match self.kind {
+            TargetKind::Run => "proctor session attach --help",
+            TargetKind::Rig => "proctor rig attach --help",
+        }
     }
 }
 
@@ -387,14 +506,15 @@ impl KeyText {
 /// that ended while keys were in flight: its `end` event follows).
 fn spawn_key_sender(
     c: Client,
-    path: String,
+    target: Arc<Target>,
     mut rx: mpsc::UnboundedReceiver<String>,
     errors: mpsc::UnboundedSender<ClientError>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let path = target.input();
         while let Some(t) = rx.recv().await {
             match c
-                .request::<_, IgnoredAny>(Method::POST, &path, Some(&typed(t)))
+                .request::<_, IgnoredAny>(Method::POST, &path, Some(&target.typed(t)))
                 .await
             {
                 Ok(_) => {}
@@ -412,24 +532,14 @@ fn spawn_key_sender(
 // PTY runs
 // ---------------------------------------------------------------------------------------------
 
-async fn resize(c: &Client, run_ref: &str) {
-    // Within the limits: a terminal larger than a run may be shows it in its top-left part.
-    if let Some((rows, cols)) = super::terminal_size() {
-        // A run that ended cannot be resized (409); nothing to do then.
-        let size = SizeBody {
-            rows: Some(rows),
-            cols: Some(cols),
-        };
-        let _ = c
-            .request::<_, IgnoredAny>(Method::POST, &wire::at(wire::RESIZE, run_ref), Some(&size))
-            .await;
-    }
-}
-
 /// Draws the run's screen (through the filter, like everything else from the child);
 /// returns the seq to stream from.
-async fn draw_screen(c: &Client, run_ref: &str, filter: &mut AttachFilter) -> anyhow::Result<u64> {
-    let screen: ScreenSnapshot = c.get(&wire::at(wire::SCREEN, run_ref)).await?;
+async fn draw_screen(
+    c: &Client,
+    target: &Target,
+    filter: &mut AttachFilter,
+) -> anyhow::Result<u64> {
+    let screen: ScreenSnapshot = c.get(&target.screen()).await?;
     let mut out = filter.filter(screen.formatted.as_bytes());
     // The redraw is whole: nothing of it is held for what follows.
     filter.finish(&mut out);
@@ -438,7 +548,7 @@ async fn draw_screen(c: &Client, run_ref: &str, filter: &mut AttachFilter) -> an
 }
 
 /// What the filter dropped, for the line printed on detach.
-fn dropped_note(d: &Dropped) -> Option<String> {
+fn dropped_note(d: &Dropped, help: &str) -> Option<String> {
     if d.total() == 0 {
         return None;
     }
@@ -456,13 +566,13 @@ fn dropped_note(d: &Dropped) -> Option<String> {
         }
     }
     Some(format!(
-        "[attach dropped what would act outside the pane: {}; see `proctor session attach --help`]",
+        "[attach dropped what would act outside the pane: {}; see `{help}`]",
         parts.join(", ")
     ))
 }
 
-async fn open_stream(c: &Client, run_ref: &str, from: u64) -> Result<EventStream, ClientError> {
-    c.stream(&wire::attach(run_ref, from)).await
+async fn open_stream(c: &Client, target: &Target, from: u64) -> Result<EventStream, ClientError> {
+    c.stream(&target.attach(from)).await
 }
 
 async fn attach_pty(
@@ -472,19 +582,51 @@ async fn attach_pty(
     key: DetachKey,
     clipboard: Clipboard,
 ) -> anyhow::Result<ExitCode> {
-    resize(c, run_ref).await;
-    // Check that there is a screen before taking the terminal over.
-    c.get::<IgnoredAny>(&wire::at(wire::SCREEN, run_ref))
-        .await?;
-    eprintln!(
-        "[attaching to {run_ref}: {}, pty{}; detach with {}]",
+    let banner = format!(
+        "{}, pty{}",
         tool_label(view),
         view.name
             .as_deref()
             .map(|n| format!(", {}", text::one_line(n, 60)))
-            .unwrap_or_default(),
+            .unwrap_or_default()
+    );
+    attach_terminal(c, Target::run(run_ref), &banner, key, clipboard).await
+}
+
+/// `proctor rig attach`: this terminal on a rig's console, the same loop as a PTY run's.
+/// `banner` (already one clean line) follows the rig's id in the first line printed.
+pub(crate) fn attach_rig(
+    c: &Client,
+    home: &Home,
+    id: &str,
+    banner: &str,
+    detach_key: &str,
+) -> anyhow::Result<ExitCode> {
+    let key = DetachKey::parse(detach_key).map_err(UsageError::new)?;
+    let clipboard = CockpitConfig::load(&home.config)?.attach_clipboard;
+    // The caller checked that stdin and stdout are terminals.
+    client::block_on(attach_terminal(c, Target::rig(id), banner, key, clipboard))?
+}
+
+/// A terminal attach (a PTY run or a rig's console): raw mode and the alternate screen,
+/// the screen drawn, then the stream from the next seq, keys sent as typed, resizes
+/// forwarded, the terminal restored on every way out.
+async fn attach_terminal(
+    c: &Client,
+    target: Target,
+    banner: &str,
+    key: DetachKey,
+    clipboard: Clipboard,
+) -> anyhow::Result<ExitCode> {
+    target.resize(c).await;
+    // Check that there is a screen before taking the terminal over.
+    c.get::<IgnoredAny>(&target.screen()).await?;
+    eprintln!(
+        "[attaching to {}: {banner}; detach with {}]",
+        target.label,
         key.label()
     );
+    let target = Arc::new(target);
     let mut winch = signal(SignalKind::window_change())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut hup = signal(SignalKind::hangup())?;
@@ -492,7 +634,7 @@ async fn attach_pty(
     let mut filter = AttachFilter::new(clipboard);
     let result = pty_loop(
         c,
-        run_ref,
+        &target,
         key,
         &mut filter,
         &mut winch,
@@ -509,7 +651,7 @@ async fn attach_pty(
     }
     write_fd(1, &tail);
     drop(guard);
-    if let Some(note) = dropped_note(&filter.dropped()) {
+    if let Some(note) = dropped_note(&filter.dropped(), target.help()) {
         eprintln!("{note}");
     }
     let (outcome, sender) = result?;
@@ -517,26 +659,26 @@ async fn attach_pty(
         // Keys typed before the detach key still reach the run.
         let _ = tokio::time::timeout(Duration::from_secs(5), sender).await;
     }
-    Ok(outcome.report(run_ref))
+    Ok(outcome.report(&target))
 }
 
 async fn pty_loop(
     c: &Client,
-    run_ref: &str,
+    target: &Arc<Target>,
     key: DetachKey,
     filter: &mut AttachFilter,
     winch: &mut tokio::signal::unix::Signal,
     term: &mut tokio::signal::unix::Signal,
     hup: &mut tokio::signal::unix::Signal,
 ) -> anyhow::Result<(Outcome, Option<tokio::task::JoinHandle<()>>)> {
-    let mut from = draw_screen(c, run_ref, filter).await?;
-    let mut stream = open_stream(c, run_ref, from).await?;
+    let mut from = draw_screen(c, target, filter).await?;
+    let mut stream = open_stream(c, target, from).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let (key_tx, mut keys) = mpsc::unbounded_channel();
     spawn_key_reader(key.byte, stop.clone(), key_tx);
     let (text_tx, text_rx) = mpsc::unbounded_channel::<String>();
     let (err_tx, mut errors) = mpsc::unbounded_channel();
-    let sender = spawn_key_sender(c.clone(), wire::at(wire::INPUT, run_ref), text_rx, err_tx);
+    let sender = spawn_key_sender(c.clone(), Arc::clone(target), text_rx, err_tx);
     let mut text_tx = Some(text_tx);
     let mut utf8 = KeyText::default();
     let outcome = loop {
@@ -561,8 +703,8 @@ async fn pty_loop(
                         let mut cut = Vec::new();
                         filter.finish(&mut cut);
                         write_fd(1, &cut);
-                        from = draw_screen(c, run_ref, filter).await?;
-                        stream = open_stream(c, run_ref, from).await?;
+                        from = draw_screen(c, target, filter).await?;
+                        stream = open_stream(c, target, from).await?;
                     }
                     wire::sse::END => {
                         let end: EndEvent = serde_json::from_str(&ev.data).unwrap_or_default();
@@ -590,10 +732,10 @@ async fn pty_loop(
             e = errors.recv() => {
                 if let Some(e) = e {
                     stop.store(true, Ordering::SeqCst);
-                    return Err(anyhow::Error::new(e).context("typing into the run"));
+                    return Err(anyhow::Error::new(e).context(format!("typing into {}", target.label)));
                 }
             }
-            _ = winch.recv() => resize(c, run_ref).await,
+            _ = winch.recv() => target.resize(c).await,
             _ = term.recv() => break Outcome::Signal("SIGTERM"),
             _ = hup.recv() => break Outcome::Signal("SIGHUP"),
         }
@@ -712,7 +854,8 @@ async fn attach_pipe(
     view: &RunView,
     key: DetachKey,
 ) -> anyhow::Result<ExitCode> {
-    let mut stream = open_stream(c, run_ref, 1).await?;
+    let target = Target::run(run_ref);
+    let mut stream = open_stream(c, &target, 1).await?;
     eprintln!(
         "[attached to {run_ref}: {}, pipe{}. A line you type is sent as a turn; Ctrl-C \
          interrupts the turn; {} or Ctrl-D detaches. Output is sanitised; the tool's stderr \
@@ -789,7 +932,7 @@ async fn attach_pipe(
     };
     shown.finish()?;
     drop(guard);
-    Ok(outcome.report(run_ref))
+    Ok(outcome.report(&target))
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::api::runs::{
 use crate::client::{self, Client};
 use crate::text;
 
-mod attach;
+pub(crate) mod attach;
 mod hook;
 mod output;
 pub(crate) mod permissions;
@@ -166,6 +166,16 @@ pub struct RefArgs {
 /// branch or a full commit id instead of the workspace's current commit; nothing else
 /// moves. See docs/worktrees.md.
 ///
+/// With --rig RIG the provider process runs inside a namespace rig (`proctor rig open
+/// --backend namespace`): in the rig's user, mount, pid and network namespaces, working in
+/// the rig's /work (or /root), with only `lo` and the rig's allowed services; the run's
+/// record, its view and its receipts name that boundary ("namespace boundary: weaker than a
+/// VM") instead of "not confined". The tool must be visible inside the rig at the path it
+/// resolves to here (a rig without an image sees the host's /usr read-only; a demo shim
+/// runs as the rig's proctor). A person's lock on the rig refuses an agent (423); a VM rig
+/// is refused (its image has no provider CLI); --worktree is refused (the rig works in its
+/// own copy: `proctor rig fetch` brings commits back). Closing the rig ends the session.
+///
 /// Prints the run's ref and state; exit 1 when the server refused (422 for an unfit
 /// repository or --from value, 409 for an unapproved setup command or project config, 503
 /// when the home cannot hold worktrees) or the tool failed to launch (with the reason).
@@ -200,6 +210,9 @@ pub struct StartArgs {
     /// A name for the run (at most 200 characters; no control or invisible characters).
     #[arg(long)]
     pub name: Option<String>,
+    /// Run the provider inside this namespace rig (rig-0001): its boundary, not the host's.
+    #[arg(long, value_name = "RIG", conflicts_with = "worktree")]
+    pub rig: Option<String>,
     /// Print the server's JSON answer.
     #[arg(long)]
     pub json: bool,
@@ -556,6 +569,7 @@ fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
         worktree_from: a.worktree.then(|| a.from.clone()).flatten(),
         no_setup: (a.worktree && a.no_setup).then_some(true),
         path: client_path()?,
+        rig: a.rig.clone(),
     };
     let v: RunView = c.request_blocking(Method::POST, wire::RUNS, Some(&body))?;
     let failed = v.state == State::Failed;
@@ -570,6 +584,7 @@ fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
             t(&v.workspace, usize::MAX),
             v.state.as_str()
         );
+        println!("boundary: {}", t(&v.boundary.detail, 300));
         if let Some(w) = &v.worktree {
             println!(
                 "worktree: branch {} at {} (of {})",
@@ -733,6 +748,13 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
     line("profile", t(&v.profile, usize::MAX));
     line("transport", t(&v.transport, 8));
     line("workspace", t(&v.workspace, usize::MAX));
+    line(
+        "boundary",
+        match &v.boundary.rig {
+            Some(r) => format!("{} (in {})", t(&v.boundary.detail, 300), t(r, 32)),
+            None => t(&v.boundary.detail, 300),
+        },
+    );
     if let Some(w) = &v.worktree {
         line(
             "worktree",

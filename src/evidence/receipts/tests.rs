@@ -195,3 +195,43 @@ fn envelopes_are_dispatched_and_bad_files_refused() {
     assert!(data_path(&f.home, "../etc/passwd").is_none());
     assert!(data_path(&f.home, "/etc/passwd").is_none());
 }
+
+#[test]
+fn a_receipt_names_the_boundary_its_run_ran_behind() {
+    // No run record (or one without a boundary): the host user, not confined.
+    let f = Fixture::new();
+    write(&f.wt.join("src/lib.txt"), b"ok\n");
+    let c = f.bind().unwrap();
+    let r: Value = serde_json::from_slice(
+        &std::fs::read(receipt_path(&f, c.receipt.as_ref().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r["facts"]["boundary"]["kind"], "host", "{r}");
+    assert!(r["facts"]["boundary"]["rig"].is_null());
+    assert!(
+        r["facts"]["boundary"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("host user: not confined")
+    );
+    assert_eq!(r["facts"]["boundary"]["detail"], HOST_BOUNDARY);
+
+    // A run whose record names a namespace rig: its receipts say so.
+    let g = Fixture::new();
+    write(&g.wt.join("src/lib.txt"), b"ok\n");
+    let dir = g.home.data.join("runs/run-0001");
+    std::fs::create_dir_all(&dir).unwrap();
+    let boundary = serde_json::json!({"kind": "namespace", "rig": "rig-0003",
+        "detail": "namespace boundary: weaker than a VM (shares the host kernel)"});
+    std::fs::write(
+        dir.join("run.json"),
+        serde_json::to_vec(&serde_json::json!({"ref": "run-0001", "boundary": boundary})).unwrap(),
+    )
+    .unwrap();
+    let c = g.bind().unwrap();
+    let r: Value = serde_json::from_slice(
+        &std::fs::read(receipt_path(&g, c.receipt.as_ref().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r["facts"]["boundary"], boundary, "{r}");
+}

@@ -49,7 +49,20 @@ fn pty_resume(tool: Tool, args: &[String]) -> Option<&str> {
     }
 }
 
-pub(super) fn main(tool: Tool, args: &[String]) -> Result<i32, Failure> {
+pub(super) fn main(
+    tool: Tool,
+    args: &[String],
+    answer: super::headless::Answerer,
+) -> Result<i32, Failure> {
+    if tool == Tool::Gemini {
+        if matches!(args, [v] if v == "--version" || v == "-v") {
+            super::write_out(format!("{}\n", super::headless::version_line("gemini")).as_bytes())?;
+            return Ok(0);
+        }
+        if args.iter().any(|a| a == "-p" || a == "--prompt") {
+            return super::headless::gemini(answer, args);
+        }
+    }
     match is_stdio_form(tool, args) {
         Some(true) => Agent::new(tool)?.serve(),
         Some(false) => super::pty::main(tool, None),

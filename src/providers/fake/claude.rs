@@ -32,6 +32,9 @@ struct Args {
     /// `--permission-prompt-tool stdio`: permission requests go to stdin/stdout.
     permission_prompt_stdio: bool,
     settings: Option<String>,
+    /// `--model`: the headless form's scripted model.
+    model: Option<String>,
+    version: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, Failure> {
@@ -43,6 +46,8 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
         resume: None,
         permission_prompt_stdio: false,
         settings: None,
+        model: None,
+        version: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -62,6 +67,39 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
             }
             s if s.starts_with("--resume=") => a.resume = Some(s["--resume=".len()..].to_string()),
             "--settings" => a.settings = Some(value("--settings <file-or-json>")?),
+            "-v" | "--version" => a.version = true,
+            "--model" => a.model = Some(value("--model <model>")?),
+            // The headless juror's flags (read-only tools, no persistence): accepted as the
+            // real tool accepts them; the fake has no tools to restrict.
+            "--tools" => drop(value("--tools <tools...>")?),
+            "--allowed-tools" | "--allowedTools" => {
+                drop(value("--allowedTools, --allowed-tools <tools...>")?)
+            }
+            "--disallowed-tools" | "--disallowedTools" => {
+                drop(value("--disallowedTools, --disallowed-tools <tools...>")?)
+            }
+            "--permission-mode" => {
+                let m = value("--permission-mode <mode>")?;
+                let ok = [
+                    "acceptEdits",
+                    "auto",
+                    "bypassPermissions",
+                    "manual",
+                    "dontAsk",
+                    "plan",
+                    "default",
+                ];
+                if !ok.contains(&m.as_str()) {
+                    return Err(Failure::new(
+                        1,
+                        format!(
+                            "error: option '--permission-mode <mode>' argument '{m}' is invalid. Allowed choices are {}.",
+                            ok.join(", ")
+                        ),
+                    ));
+                }
+            }
+            "--no-session-persistence" | "--strict-mcp-config" | "--disable-slash-commands" => {}
             s if s.starts_with("--settings=") => {
                 a.settings = Some(s["--settings=".len()..].to_string())
             }
@@ -79,8 +117,16 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
     Ok(a)
 }
 
-pub(super) fn main(args: &[String]) -> Result<i32, Failure> {
+pub(super) fn main(args: &[String], answer: super::headless::Answerer) -> Result<i32, Failure> {
     let a = parse_args(args)?;
+    if a.version {
+        super::write_out(format!("{}\n", super::headless::version_line("claude")).as_bytes())?;
+        return Ok(0);
+    }
+    // The headless form: one prompt on stdin, one result object (`--output-format json`).
+    if a.print && a.output_format.as_deref() == Some("json") && a.input_format.is_none() {
+        return super::headless::claude(answer, a.model.as_deref());
+    }
     let home = super::account_home(Tool::Claude).map_err(|m| Failure::new(1, m))?;
     let cwd = super::current_dir().map_err(|m| Failure::new(1, m))?;
     if let Some(id) = &a.resume

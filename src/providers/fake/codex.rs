@@ -17,8 +17,13 @@ use super::store::{self, Transcript};
 use super::{DEMO_MODEL, DEMO_NAME, Failure, Inbound};
 use crate::providers::Tool;
 
-pub(super) fn main(args: &[String]) -> Result<i32, Failure> {
+pub(super) fn main(args: &[String], answer: super::headless::Answerer) -> Result<i32, Failure> {
     match args.first().map(String::as_str) {
+        Some("exec") => super::headless::codex_exec(answer, &args[1..]),
+        Some("--version" | "-V") => {
+            super::write_out(format!("{}\n", super::headless::version_line("codex")).as_bytes())?;
+            Ok(0)
+        }
         Some("app-server") => {
             let rest = &args[1..];
             let ok = rest.is_empty() || rest == ["--listen", "stdio://"];

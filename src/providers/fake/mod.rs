@@ -25,6 +25,7 @@ use super::{Tool, check_conversation_id};
 mod acp;
 mod claude;
 mod codex;
+pub mod headless;
 mod hooks;
 mod pty;
 pub mod script;
@@ -146,11 +147,13 @@ fn current_dir() -> Result<PathBuf, String> {
 }
 
 /// Runs the fake of `tool` with the tool's own argv `args`; returns the exit status.
-pub fn run(tool: Tool, args: &[String]) -> i32 {
+/// `answer` scripts the headless forms (`claude -p --output-format json`, `codex exec`,
+/// `gemini --prompt`; see [`headless`]).
+pub fn run(tool: Tool, args: &[String], answer: headless::Answerer) -> i32 {
     let result = match tool {
-        Tool::Claude => claude::main(args),
-        Tool::Codex => codex::main(args),
-        Tool::Gemini | Tool::Grok | Tool::Opencode => acp::main(tool, args),
+        Tool::Claude => claude::main(args, answer),
+        Tool::Codex => codex::main(args, answer),
+        Tool::Gemini | Tool::Grok | Tool::Opencode => acp::main(tool, args, answer),
     };
     match result {
         Ok(code) => code,

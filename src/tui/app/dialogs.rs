@@ -75,6 +75,8 @@ pub enum Modal {
     Approval(Box<Approval>),
     /// What a session's tool asks permission for, and the person's answer.
     Permission(PermissionDialog),
+    /// A tribunal seat: its routing and its findings (read only).
+    Seat(Box<crate::tui::widgets::seat::SeatDialog>),
 }
 
 impl Modal {
@@ -89,6 +91,7 @@ impl Modal {
             Modal::Confirm { dialog, .. } => dialog.render(frame, screen, theme, keymap),
             Modal::Approval(a) => a.render(frame, screen, theme, keymap),
             Modal::Permission(p) => p.render(frame, screen, theme, keymap),
+            Modal::Seat(s) => s.render(frame, screen, theme, keymap),
         }
     }
 
@@ -103,6 +106,7 @@ impl Modal {
             Modal::Confirm { dialog, .. } => dialog.lay_out(screen),
             Modal::Approval(a) => a.lay_out(screen),
             Modal::Permission(p) => p.lay_out(screen),
+            Modal::Seat(s) => s.lay_out(screen),
         }
     }
 
@@ -117,6 +121,7 @@ impl Modal {
             Modal::Confirm { dialog, .. } => dialog.handle_paste(text),
             Modal::Approval(a) => a.handle_paste(text),
             Modal::Permission(p) => p.handle_paste(text),
+            Modal::Seat(s) => s.handle_paste(text),
         }
     }
 
@@ -131,6 +136,7 @@ impl Modal {
             Modal::Confirm { dialog, .. } => dialog.contexts(),
             Modal::Approval(a) => a.contexts(),
             Modal::Permission(p) => p.contexts(),
+            Modal::Seat(s) => s.contexts(),
         }
     }
 }
@@ -152,6 +158,11 @@ impl App {
             Modal::Help(mut h) => {
                 if h.handle_key(key, &self.keymap) == Outcome::Continue {
                     self.open(Modal::Help(h));
+                }
+            }
+            Modal::Seat(mut s) => {
+                if s.handle_key(key, &self.keymap) == Outcome::Continue {
+                    self.open(Modal::Seat(s));
                 }
             }
             Modal::Permission(mut p) => match p.handle_key(key, &self.keymap) {

@@ -18,7 +18,11 @@ use crate::tui::role::Role;
 /// The role of a node's state word.
 pub fn node_role(state: &str) -> Role {
     match state {
-        "passed" | "satisfied" | "done" => Role::GatePassed,
+        // The tribunal node's states too (`unanimous` on these bytes, `refused`, `held`,
+        // `in_progress`, `invalid`).
+        "passed" | "satisfied" | "done" | "unanimous" | "unanimous_pass" => Role::GatePassed,
+        "refused" | "invalid" => Role::GateCheckFailed,
+        "held" | "in_progress" => Role::Warning,
         "awaiting" => Role::GateAwaitingHuman,
         "failed" => Role::GateCheckFailed,
         "stale" => Role::GateStale,
@@ -39,6 +43,10 @@ pub fn meaning(s: GateState) -> &'static str {
         }
         GateState::AwaitingHuman => {
             "every expected evidence passed; a person has not decided. This is not acceptance"
+        }
+        GateState::AwaitingTribunal => {
+            "every expected evidence passed; the policy requires a unanimous tribunal round on \
+             these exact bytes, and none is recorded. This is not acceptance"
         }
         GateState::Passed => "a person's publication authorisation for these bytes was spent",
     }

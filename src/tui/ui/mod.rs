@@ -13,10 +13,16 @@ mod layout_tests;
 pub(crate) mod live;
 mod modal;
 pub(crate) mod receipts;
+pub(crate) mod rigs;
+#[cfg(test)]
+mod rigs_tests;
 pub(crate) mod sessions;
 mod status;
 #[cfg(test)]
 pub(crate) mod tests;
+pub(crate) mod tribunal;
+#[cfg(test)]
+mod tribunal_tests;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -92,8 +98,8 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
         let [s, e] =
             Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(left);
         (s, right, e)
-    } else if tab.body() == Body::Sessions(Pane::Gate) {
-        // The gate needs the room: a short list above it, no events.
+    } else if matches!(tab.body(), Body::Sessions(Pane::Gate | Pane::Tribunal)) {
+        // The gate and the seats need the room: a short list above them, no events.
         let list_h = (main.height / 4).max(7).min(main.height.saturating_sub(3));
         let [s, g] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(main);
         (s, g, Rect::default())

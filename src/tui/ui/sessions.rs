@@ -20,7 +20,7 @@ pub fn gate_role(s: GateState) -> Role {
         GateState::NotStarted => Role::GateNotStarted,
         GateState::CheckFailed => Role::GateCheckFailed,
         GateState::EvidenceStale => Role::GateStale,
-        GateState::AwaitingHuman => Role::GateAwaitingHuman,
+        GateState::AwaitingHuman | GateState::AwaitingTribunal => Role::GateAwaitingHuman,
         GateState::Passed => Role::GatePassed,
     }
 }

@@ -19,7 +19,7 @@ use crate::tui::evidence::{
 use crate::tui::keymap::Keymap;
 use crate::tui::theme::Theme;
 
-const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+pub(crate) const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
 
 /// A name that tries everything: an escape sequence, a bidi override, an OSC 52 clipboard
 /// write, a zero-width joiner, a C1 control.
@@ -183,7 +183,7 @@ pub fn fixture_app(role: TokenRole, theme: Theme) -> App {
 const DIGEST: &str = "3f2a9c0d1e4b5a6978877665544332211000ffeeddccbbaa9988776655443322";
 const REVISION: &str = "9d4c2b1a0f9e8d7c6b5a49382716a5b4c3d2e1f0";
 
-fn node(id: &str, kind: &str, label: &str, state: &str, cause: Option<&str>) -> Value {
+pub(crate) fn node(id: &str, kind: &str, label: &str, state: &str, cause: Option<&str>) -> Value {
     json!({"id": id, "kind": kind, "label": label, "state": state, "cause": cause,
         "evidence": null, "children": []})
 }
@@ -529,7 +529,7 @@ pub fn fixture_evidence(app: &mut App) {
     }
 }
 
-fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
+pub(crate) fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| {
         super::draw(f, app);
@@ -539,7 +539,7 @@ fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
 }
 
 /// The screen as text, with clock times (local, machine-dependent) replaced by `[time]`.
-fn text(t: &Terminal<TestBackend>) -> String {
+pub(crate) fn text(t: &Terminal<TestBackend>) -> String {
     let s = format!("{}", t.backend());
     filter_times(&s)
 }
@@ -1038,7 +1038,11 @@ use crate::tui::app::{Modal, Mode, Tab};
 use crate::tui::approval::ApprovalEvent;
 use crate::tui::widgets::approval::{Answer, Field, Reply, Stage};
 
-fn find_in(buf: &Buffer, area: ratatui::layout::Rect, needle: &str) -> Option<(u16, u16)> {
+pub(crate) fn find_in(
+    buf: &Buffer,
+    area: ratatui::layout::Rect,
+    needle: &str,
+) -> Option<(u16, u16)> {
     for y in area.y..area.bottom() {
         let mut text = String::new();
         let mut xs = Vec::new();
