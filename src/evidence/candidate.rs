@@ -590,6 +590,53 @@ fn scratch() -> Result<tempfile::TempDir, CandidateError> {
     Ok(t)
 }
 
+/// Observes a linked worktree that a person made (`git worktree add`), as a worktree run's
+/// starting point: its HEAD, the tree of its index (read from a copy: the real index is not
+/// written) and whether `git status --porcelain --ignored` is empty. A main working copy,
+/// a submodule's main copy and a folder that is not a worktree's top are refused by the same
+/// checks as a bind. The factory starts from this.
+pub fn observe(path: &Path) -> Result<WorktreeInfo, CandidateError> {
+    let root = std::fs::canonicalize(path).map_err(|e| CandidateError::WorktreeMissing {
+        path: show(path),
+        detail: e.to_string(),
+    })?;
+    let git = Git::new(&root);
+    let base = git
+        .text(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+        .map_err(|e| CandidateError::WorktreeMissing {
+            path: show(&root),
+            detail: format!("not a git checkout with a commit: {e}"),
+        })?;
+    let tmp = scratch()?;
+    let index =
+        PathBuf::from(git.text(&["rev-parse", "--path-format=absolute", "--git-path", "index"])?);
+    let copy = tmp.path().join("index-copy");
+    std::fs::copy(&index, &copy).map_err(|e| FilesError::io("copy the index", &index, e))?;
+    let index_tree = git
+        .clone()
+        .with_env("GIT_INDEX_FILE", &copy)
+        .text(&["write-tree"])?;
+    let status = git.run(&["status", "--porcelain", "--ignored", "-z"])?;
+    let branch = git
+        .text(&["symbolic-ref", "--quiet", "--short", "HEAD"])
+        .unwrap_or_else(|_| "(detached)".into());
+    let info = WorktreeInfo {
+        path: root.to_string_lossy().into_owned(),
+        branch,
+        repo: root.to_string_lossy().into_owned(),
+        base,
+        index_tree,
+        clean_at_start: true,
+        workspace_ref: None,
+    };
+    // The refusals of a bind (main copy, submodule's copy, not the top), judged now.
+    precheck(&info, tmp.path())?;
+    Ok(WorktreeInfo {
+        clean_at_start: status.is_empty(),
+        ..info
+    })
+}
+
 /// Recomputes the identity of the run's worktree now (nothing is kept).
 pub fn derive(info: &WorktreeInfo) -> Result<Identity, CandidateError> {
     compute(info, None)

@@ -1,0 +1,957 @@
+//! The agent factory (seed 000, "La véritable usine à agents"): one worker in a clean linked
+//! worktree, its candidate bound before review, one read-only reviewer of another vendor,
+//! at most one bounded repair that must change the candidate, and never a loop.
+//!
+//! The core owns the worktree's isolation, the candidate identity, the reviewer's
+//! non-modification, the one repair and the receipt; the closed provider adapters
+//! ([`super::invoke`]) own each tool's exact invocation. The engine calls them through
+//! [`Invoker`], so every refusal here is tested with stand-ins in the real tools' shapes.
+//!
+//! The cycle, each box a refusal as much as a step:
+//! 1. the input is observed ([`candidate::observe`]): a main working copy, a submodule's main
+//!    copy or a dirty tree is refused; the evidence folder and the report must not be inside
+//!    the candidate by filesystem identity ([`inside`]);
+//! 2. the worker runs; its HEAD and index must equal the start (`worker_committed`,
+//!    `index_changed`), and it must have changed something (`empty_candidate`);
+//! 3. the candidate identity is bound (base, index tree, status bytes, binary patch, size and
+//!    SHA-256 per changed file, and the whole tree, ignored files and `node_modules`
+//!    included);
+//! 4. the reviewer runs; the identity is derived again after it, and any difference (a file
+//!    in `node_modules` included) refuses the review (`reviewer_modified`);
+//! 5. `APPROVE` completes (no publication authority); `REQUEST_CHANGES` gets exactly one
+//!    repair, which must leave HEAD and the index alone and give a different, non-empty
+//!    identity (`repair_unchanged`, `repair_empty`); a fresh reviewer judges it, and a second
+//!    `REQUEST_CHANGES` rejects the run (exit code 3). No path leads to a second repair.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::prompt::{self, Role, Verdict};
+use crate::evidence::candidate::{self, CandidateError, Identity};
+use crate::files;
+use crate::home::Home;
+use crate::ledger::Ledger;
+use crate::providers::Tool;
+use crate::providers::profile::Profile;
+use crate::worktrees::WorktreeInfo;
+
+/// The format of a factory run's record (`data/factory/fac-NNNN/run.json`).
+pub const RUN_FORMAT: &str = "proctor-factory-run/1";
+/// The format of the receipt (the report `factory run` prints and writes).
+pub const RECEIPT_FORMAT: &str = "proctor-factory-receipt/1";
+/// What the receipt says of publication, always.
+pub const NO_AUTHORITY: &str = "none: an APPROVE grants no publication authority; publication \
+                                is `proctor publish` by a person at a terminal";
+/// The most provider invocations a run can make: worker, review, repair, review.
+pub const MAX_INVOCATIONS: u32 = 4;
+/// The longest task accepted (bytes).
+pub const MAX_TASK: usize = 64 * 1024;
+
+/// The folder of every factory run's evidence.
+pub fn factory_dir(home: &Home) -> PathBuf {
+    home.data.join("factory")
+}
+
+/// The folder of one run (`fac-0001`).
+pub fn run_dir(home: &Home, id: &str) -> PathBuf {
+    factory_dir(home).join(id)
+}
+
+/// A tool, its account profile and its model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AgentRef {
+    pub tool: String,
+    pub profile: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// What the engine needs of a provider: one bounded headless invocation.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub tool: Tool,
+    pub profile: Profile,
+    pub model: Option<String>,
+}
+
+impl Agent {
+    pub fn view(&self) -> AgentRef {
+        AgentRef {
+            tool: self.tool.name().to_string(),
+            profile: self.profile.name.clone(),
+            model: self.model.clone(),
+        }
+    }
+}
+
+/// The vendor behind a tool: a reviewer must not be the worker's.
+pub fn vendor(tool: Tool) -> &'static str {
+    match tool {
+        Tool::Claude => "anthropic",
+        Tool::Codex => "openai",
+        Tool::Gemini => "google",
+        Tool::Grok => "xai",
+        Tool::Opencode => "opencode",
+    }
+}
+
+/// What one invocation gave back. Every file it left (prompt, stdout, stderr, last message)
+/// is raw model output: local sensitive evidence, bound by path, size and SHA-256.
+#[derive(Debug, Clone)]
+pub struct Invoked {
+    /// The tool's final message, or why there is none.
+    pub answer: Result<String, String>,
+    pub exit: Option<i32>,
+    pub timed_out: bool,
+    pub files: Vec<PathBuf>,
+}
+
+/// One bounded headless invocation of a provider in `worktree`, its files in `scratch`.
+pub trait Invoker: Send + Sync {
+    fn invoke(
+        &self,
+        agent: &Agent,
+        role: Role,
+        worktree: &Path,
+        scratch: &Path,
+        prompt: String,
+        deadline: Duration,
+    ) -> Invoked;
+}
+
+/// A factory run's request, checked.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub workspace: PathBuf,
+    pub task: String,
+    pub worker: Agent,
+    pub reviewer: Agent,
+    pub timeout: Duration,
+    /// Where the caller will write the report (checked against the candidate).
+    pub out: Option<PathBuf>,
+}
+
+/// A run's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    /// Approved: grants no publication authority.
+    Completed,
+    /// A second REQUEST_CHANGES: exit code 3.
+    Rejected,
+    /// A refusal or a failure, with its typed error.
+    Failed,
+}
+
+impl RunStatus {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            RunStatus::Completed => 0,
+            RunStatus::Rejected => 3,
+            RunStatus::Running | RunStatus::Failed => 1,
+        }
+    }
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Validating,
+    Worker,
+    Binding,
+    Review,
+    Repair,
+    Receipt,
+    Done,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Validating => "validating",
+            Phase::Worker => "worker",
+            Phase::Binding => "binding",
+            Phase::Review => "review",
+            Phase::Repair => "repair",
+            Phase::Receipt => "receipt",
+            Phase::Done => "done",
+        }
+    }
+}
+
+/// One provider invocation of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct StepView {
+    /// `worker`, `review-1`, `repair` or `review-2`.
+    pub role: String,
+    pub tool: String,
+    /// `running`, `done`, `failed` or `timed_out`.
+    pub state: String,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    /// A review's verdict (`APPROVE`, `REQUEST_CHANGES`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+}
+
+/// A typed failure of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunError {
+    pub code: String,
+    pub message: String,
+}
+
+/// A run as the server holds and serves it (`GET /v1/m/factory/runs/{id}`). Never holds the
+/// task's text, a provider's output or a secret: only their identities.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct FactoryRun {
+    pub format: String,
+    pub id: String,
+    pub status: RunStatus,
+    pub phase: Phase,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    pub workspace: String,
+    pub task_sha256: String,
+    pub worker: AgentRef,
+    pub reviewer: AgentRef,
+    pub timeout_ms: u64,
+    pub steps: Vec<StepView>,
+    /// Provider invocations still reachable after the current one.
+    pub reachable_after: u32,
+    /// An upper bound of provider time left, in ms (timeout × invocations still
+    /// reachable, less what the current one has used): never an estimate.
+    #[serde(default)]
+    pub provider_bound_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The receipt's path, size and SHA-256 once written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Bound>,
+}
+
+/// A file bound by path, size and SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Bound {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// Why a run could not even start (the request is refused before a number is taken).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Refused(String, &'static str),
+    #[error(transparent)]
+    Candidate(#[from] CandidateError),
+    #[error(transparent)]
+    Files(#[from] files::FilesError),
+}
+
+impl StartError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            StartError::Refused(_, c) => c,
+            StartError::Candidate(e) => e.code(),
+            StartError::Files(_) => "internal",
+        }
+    }
+}
+
+/// True when `path` (or, for a path that does not exist yet, its nearest existing
+/// ancestor) is `root` or lies under it, judged by filesystem identity (device and inode of
+/// every ancestor), so that a symbolic link, a bind mount or `..` cannot alias it.
+pub fn inside(path: &Path, root: &Path) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let r = std::fs::metadata(root)?;
+    let id = (r.dev(), r.ino());
+    let mut p = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    // The nearest existing ancestor, resolved.
+    let mut existing = loop {
+        match std::fs::canonicalize(&p) {
+            Ok(c) => break c,
+            Err(_) => match p.parent() {
+                Some(up) => p = up.to_path_buf(),
+                None => return Ok(false),
+            },
+        }
+    };
+    loop {
+        if let Ok(m) = std::fs::metadata(&existing)
+            && (m.dev(), m.ino()) == id
+        {
+            return Ok(true);
+        }
+        if !existing.pop() {
+            return Ok(false);
+        }
+    }
+}
+
+/// Checks a request before anything runs: the input is a clean linked worktree, the
+/// reviewer is of another vendor, the task is bounded, and neither the evidence folder nor
+/// the report would land inside the candidate. Returns the observed starting point.
+pub fn validate(home: &Home, spec: &Spec) -> Result<WorktreeInfo, StartError> {
+    if spec.task.trim().is_empty() {
+        return Err(StartError::Refused(
+            "the task is empty: say what the worker should do (--task TEXT)".into(),
+            "bad_request",
+        ));
+    }
+    if spec.task.len() > MAX_TASK {
+        return Err(StartError::Refused(
+            format!(
+                "the task is {} bytes; at most {MAX_TASK} are accepted. Remedy: shorten it",
+                spec.task.len()
+            ),
+            "bad_request",
+        ));
+    }
+    if vendor(spec.worker.tool) == vendor(spec.reviewer.tool) {
+        return Err(StartError::Refused(
+            format!(
+                "the reviewer ({}) is of the worker's vendor ({}): a vendor never reviews its own \
+                 work. Remedy: --reviewer codex for a claude worker, --reviewer claude for a codex one",
+                spec.reviewer.tool.name(),
+                vendor(spec.worker.tool)
+            ),
+            "same_vendor",
+        ));
+    }
+    let info = candidate::observe(&spec.workspace)?;
+    if !info.clean_at_start {
+        return Err(StartError::Refused(
+            format!(
+                "{} is not clean (git status shows changes, untracked or ignored files): what a \
+                 worker changed would have no exact answer. Remedy: give a fresh linked worktree \
+                 (`git worktree add ../NAME`)",
+                crate::digest::escape_path(&spec.workspace)
+            ),
+            "dirty_input",
+        ));
+    }
+    let root = Path::new(&info.path);
+    for (what, p) in [
+        ("the evidence folder", Some(factory_dir(home))),
+        ("the report", spec.out.clone()),
+    ] {
+        let Some(p) = p else { continue };
+        if inside(&p, root).unwrap_or(true) {
+            return Err(StartError::Refused(
+                format!(
+                    "{what} ({}) would be inside the candidate {}: evidence never lives in the \
+                     tree it judges. Remedy: put it elsewhere (a home outside the worktree, \
+                     --out outside it)",
+                    crate::digest::escape_path(&p),
+                    crate::digest::escape_path(root)
+                ),
+                "evidence_inside_candidate",
+            ));
+        }
+    }
+    Ok(info)
+}
+
+/// What a run reports to whoever watches it (the server's state).
+pub trait Watch: Send + Sync {
+    fn update(&self, run: &FactoryRun);
+}
+
+/// The surroundings of one run.
+pub struct Ctx<'a> {
+    pub home: &'a Home,
+    pub ledger: &'a Ledger,
+    pub invoker: &'a dyn Invoker,
+    pub watch: &'a dyn Watch,
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(b))
+}
+
+/// A failure inside a run: its code and message become the receipt's `error`.
+struct Fail {
+    code: &'static str,
+    message: String,
+}
+
+fn fail(code: &'static str, message: impl Into<String>) -> Fail {
+    Fail {
+        code,
+        message: message.into(),
+    }
+}
+
+fn cand_fail(e: CandidateError) -> Fail {
+    Fail {
+        code: e.code(),
+        message: e.to_string(),
+    }
+}
+
+/// A review's record in the receipt.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewRecord {
+    review: u32,
+    reviewer: AgentRef,
+    /// The identity the reviewer was given.
+    identity: String,
+    verdict: String,
+    /// SHA-256 of the reviewer's exact final message (its bytes are local evidence).
+    answer_sha256: String,
+}
+
+/// The run in progress: its public record, and what the receipt gathers.
+struct Running<'a> {
+    ctx: &'a Ctx<'a>,
+    spec: &'a Spec,
+    info: WorktreeInfo,
+    dir: PathBuf,
+    run: Mutex<FactoryRun>,
+    invocation_started: Mutex<Option<Instant>>,
+    evidence: Vec<Value>,
+    reviews: Vec<ReviewRecord>,
+    identities: Vec<Identity>,
+}
+
+impl Running<'_> {
+    fn publish(&self) {
+        let mut run = self.run.lock().unwrap_or_else(|p| p.into_inner());
+        run.provider_bound_ms = self.bound_ms(&run);
+        let _ = files::write_atomic(
+            &self.dir.join("run.json"),
+            &serde_json::to_vec_pretty(&*run).unwrap_or_default(),
+        );
+        self.ctx.watch.update(&run);
+    }
+
+    fn bound_ms(&self, run: &FactoryRun) -> u64 {
+        let current = self
+            .invocation_started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map(|t| {
+                run.timeout_ms
+                    .saturating_sub(t.elapsed().as_millis() as u64)
+            })
+            .unwrap_or(0);
+        current + u64::from(run.reachable_after) * run.timeout_ms
+    }
+
+    fn set_phase(&self, phase: Phase, reachable_after: u32) {
+        {
+            let mut run = self.run.lock().unwrap_or_else(|p| p.into_inner());
+            run.phase = phase;
+            run.reachable_after = reachable_after;
+        }
+        self.publish();
+    }
+
+    fn record(&self, kind: &str, fields: Value) {
+        if let Value::Object(m) = fields {
+            let _ = self.ctx.ledger.append(kind, &m);
+        }
+    }
+
+    /// Runs one invocation; its files are bound as evidence (path, size, SHA-256).
+    fn invoke(&mut self, role: Role, agent: &Agent, prompt: String) -> Result<Invoked, Fail> {
+        let name = role_name(role);
+        let scratch = self.dir.join(&name);
+        files::ensure_private_dir(&scratch).map_err(|e| fail("internal", e.to_string()))?;
+        let started = Instant::now();
+        *self
+            .invocation_started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(started);
+        {
+            let mut run = self.run.lock().unwrap_or_else(|p| p.into_inner());
+            run.steps.push(StepView {
+                role: name.clone(),
+                tool: agent.tool.name().to_string(),
+                state: "running".into(),
+                started_at: now(),
+                elapsed_ms: None,
+                exit: None,
+                verdict: None,
+            });
+        }
+        self.publish();
+        let id = self.run.lock().map(|r| r.id.clone()).unwrap_or_default();
+        self.record(
+            "factory.step.started",
+            json!({"run": id, "role": name, "tool": agent.tool.name()}),
+        );
+        let out = self.ctx.invoker.invoke(
+            agent,
+            role,
+            Path::new(&self.info.path),
+            &scratch,
+            prompt,
+            self.spec.timeout,
+        );
+        *self
+            .invocation_started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
+        let state = if out.timed_out {
+            "timed_out"
+        } else if out.answer.is_err() {
+            "failed"
+        } else {
+            "done"
+        };
+        {
+            let mut run = self.run.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = run.steps.last_mut() {
+                s.state = state.into();
+                s.elapsed_ms = Some(started.elapsed().as_millis() as u64);
+                s.exit = out.exit;
+            }
+        }
+        for f in &out.files {
+            if let Ok(Some((bytes, sha))) = files::hash_file(f) {
+                self.evidence.push(json!({
+                    "role": name,
+                    "file": f.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    "path": f.to_string_lossy(),
+                    "bytes": bytes,
+                    "sha256": sha,
+                }));
+            }
+        }
+        self.record(
+            "factory.step.finished",
+            json!({"run": id, "role": name, "state": state, "exit": out.exit}),
+        );
+        self.publish();
+        Ok(out)
+    }
+
+    fn set_verdict(&self, verdict: &str) {
+        let mut run = self.run.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = run.steps.last_mut() {
+            s.verdict = Some(verdict.to_string());
+        }
+    }
+
+    /// The identity now, or the typed refusal that a moved HEAD or index gives.
+    fn identity(&self) -> Result<Identity, CandidateError> {
+        candidate::derive(&self.info)
+    }
+
+    /// A worker's (or the repair's) turn: it must answer, leave HEAD and the index alone,
+    /// and leave a non-empty candidate.
+    fn work(&mut self, role: Role, prompt: String) -> Result<Identity, Fail> {
+        let agent = self.spec.worker.clone();
+        let out = self.invoke(role, &agent, prompt)?;
+        let who = role_name(role);
+        if out.timed_out {
+            return Err(fail(
+                "provider_timed_out",
+                format!(
+                    "the {who} did not finish within {} s; its whole process tree was stopped",
+                    self.spec.timeout.as_secs()
+                ),
+            ));
+        }
+        if let Err(why) = &out.answer {
+            return Err(fail(
+                "provider_failed",
+                format!(
+                    "the {who} ({}) gave no answer: {}",
+                    agent.tool.name(),
+                    crate::text::one_line(why, 300)
+                ),
+            ));
+        }
+        self.set_phase(
+            Phase::Binding,
+            self.run.lock().map(|r| r.reachable_after).unwrap_or(0),
+        );
+        let id = self.identity().map_err(cand_fail)?;
+        if id.files.is_empty() {
+            return Err(fail(
+                if role == Role::Repair {
+                    "repair_empty"
+                } else {
+                    "empty_candidate"
+                },
+                format!("the {who} changed nothing: there is no candidate to review"),
+            ));
+        }
+        Ok(id)
+    }
+
+    /// One review of `identity` by a fresh reviewer: the tree, HEAD, the index and the
+    /// identity must be the same after it.
+    fn review(&mut self, n: u32, identity: &Identity) -> Result<(Verdict, String), Fail> {
+        let agent = self.spec.reviewer.clone();
+        let doc = serde_json::to_string_pretty(identity).unwrap_or_default();
+        let out = self.invoke(
+            Role::Reviewer { review: n },
+            &agent,
+            prompt::reviewer_prompt(&self.spec.task, &doc, n),
+        )?;
+        // Judge the tree first: a reviewer that wrote and then failed wrote all the same.
+        match self.identity() {
+            Err(e) => {
+                return Err(fail(
+                    "reviewer_modified",
+                    format!("review {n}: the reviewer moved HEAD or the index ({e})"),
+                ));
+            }
+            Ok(after) if after.digest != identity.digest => {
+                let what = if after.inventory.digest != identity.inventory.digest {
+                    "the tree's bytes (ignored files and node_modules included)"
+                } else {
+                    "the candidate identity"
+                };
+                return Err(fail(
+                    "reviewer_modified",
+                    format!(
+                        "review {n}: {what} changed during the review; a review of a tree that no \
+                         longer exists is refused"
+                    ),
+                ));
+            }
+            Ok(_) => {}
+        }
+        if out.timed_out {
+            return Err(fail(
+                "provider_timed_out",
+                format!(
+                    "review {n} did not finish within {} s; its whole process tree was stopped",
+                    self.spec.timeout.as_secs()
+                ),
+            ));
+        }
+        let answer = out.answer.map_err(|why| {
+            fail(
+                "provider_failed",
+                format!(
+                    "review {n} ({}) gave no answer: {}",
+                    agent.tool.name(),
+                    crate::text::one_line(&why, 300)
+                ),
+            )
+        })?;
+        let (verdict, _) = prompt::parse_verdict(&answer).map_err(|e| {
+            fail(
+                "verdict_unreadable",
+                format!("review {n}: {e}; an unreadable verdict is never an approval"),
+            )
+        })?;
+        let word = match verdict {
+            Verdict::Approve => "APPROVE",
+            Verdict::RequestChanges => "REQUEST_CHANGES",
+        };
+        self.set_verdict(word);
+        self.reviews.push(ReviewRecord {
+            review: n,
+            reviewer: agent.view(),
+            identity: identity.digest.clone(),
+            verdict: word.into(),
+            answer_sha256: sha256_hex(answer.as_bytes()),
+        });
+        Ok((verdict, answer))
+    }
+
+    /// The whole cycle. `Ok(status)` for completed or rejected.
+    fn cycle(&mut self) -> Result<RunStatus, Fail> {
+        self.set_phase(Phase::Worker, MAX_INVOCATIONS - 1);
+        let first = self.work(Role::Worker, prompt::worker_prompt(&self.spec.task))?;
+        self.identities.push(first.clone());
+        {
+            let mut run = self.run.lock().unwrap_or_else(|p| p.into_inner());
+            run.candidate = Some(first.digest.clone());
+        }
+        self.set_phase(Phase::Review, 2);
+        let (verdict, review_output) = self.review(1, &first)?;
+        if verdict == Verdict::Approve {
+            return Ok(RunStatus::Completed);
+        }
+        self.set_phase(Phase::Repair, 1);
+        let doc = serde_json::to_string_pretty(&first).unwrap_or_default();
+        let repaired = self.work(
+            Role::Repair,
+            prompt::repair_prompt(&self.spec.task, &doc, &review_output),
+        )?;
+        if repaired.digest == first.digest {
+            return Err(fail(
+                "repair_unchanged",
+                "the repair left the candidate as it was: a repair that changes nothing is not \
+                 reviewed again",
+            ));
+        }
+        self.identities.push(repaired.clone());
+        {
+            let mut run = self.run.lock().unwrap_or_else(|p| p.into_inner());
+            run.candidate = Some(repaired.digest.clone());
+        }
+        self.set_phase(Phase::Review, 0);
+        let (verdict, _) = self.review(2, &repaired)?;
+        Ok(match verdict {
+            Verdict::Approve => RunStatus::Completed,
+            // A second reject ends the run: no path leads to another repair.
+            Verdict::RequestChanges => RunStatus::Rejected,
+        })
+    }
+
+    fn receipt(&self, status: RunStatus, error: Option<&RunError>) -> Value {
+        let run = self.run.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let boundary = json!({
+            "requested": "host-user",
+            "observed": "host-user: the worker and the reviewer ran as the host user, in their own \
+                         process groups; not confined",
+        });
+        json!({
+            "format": RECEIPT_FORMAT,
+            "ok": status == RunStatus::Completed,
+            "status": status,
+            "command": "factory-run",
+            "run": run.id,
+            "execution": "agent-factory; provider CLIs ran headless as the host user",
+            "publicationAuthority": NO_AUTHORITY,
+            "workspace": {
+                "path": self.info.path,
+                "branch": self.info.branch,
+                "base": self.info.base,
+                "indexTree": self.info.index_tree,
+            },
+            "task": {"bytes": self.spec.task.len(), "sha256": sha256_hex(self.spec.task.as_bytes())},
+            "worker": self.spec.worker.view(),
+            "reviewer": self.spec.reviewer.view(),
+            "timeoutMs": run.timeout_ms,
+            "candidate": self.identities.first(),
+            "repairedCandidate": self.identities.get(1),
+            "repairs": self.identities.len().saturating_sub(1),
+            "reviews": self.reviews,
+            "steps": run.steps,
+            "evidence": self.evidence,
+            "boundary": boundary,
+            "notProven": [
+                "the worker ran as the host user: not confined; a prompt and an observation of \
+                 the worktree afterwards cannot prove it avoided the network, secrets, installs \
+                 or writes elsewhere",
+                "a transient git action that restored the observed HEAD and index before the \
+                 worker returned is not seen",
+                "an APPROVE binds a reviewer's word to exact bytes; it does not prove the change \
+                 correct",
+            ],
+            "error": error,
+            "exitCode": status.exit_code(),
+        })
+    }
+}
+
+fn role_name(role: Role) -> String {
+    match role {
+        Role::Worker => "worker".into(),
+        Role::Repair => "repair".into(),
+        Role::Reviewer { review } => format!("review-{review}"),
+    }
+}
+
+/// Reserves a run's number and folder and returns its first record (status running).
+pub fn reserve(home: &Home, spec: &Spec) -> Result<FactoryRun, StartError> {
+    let (id, _dir) = files::reserve_numbered(&factory_dir(home), "fac-", "")?;
+    Ok(FactoryRun {
+        format: RUN_FORMAT.into(),
+        id,
+        status: RunStatus::Running,
+        phase: Phase::Validating,
+        started_at: now(),
+        finished_at: None,
+        workspace: spec.workspace.to_string_lossy().into_owned(),
+        task_sha256: sha256_hex(spec.task.as_bytes()),
+        worker: spec.worker.view(),
+        reviewer: spec.reviewer.view(),
+        timeout_ms: spec.timeout.as_millis() as u64,
+        steps: Vec::new(),
+        reachable_after: MAX_INVOCATIONS,
+        provider_bound_ms: spec.timeout.as_millis() as u64 * u64::from(MAX_INVOCATIONS),
+        candidate: None,
+        error: None,
+        exit_code: None,
+        receipt: None,
+    })
+}
+
+/// Runs a reserved run to its end (blocking): the cycle, then the receipt, persisted and
+/// replayed (every evidence file hashed again after it is written). Returns the final
+/// record and the receipt.
+pub fn execute(
+    ctx: &Ctx<'_>,
+    spec: &Spec,
+    info: WorktreeInfo,
+    run: FactoryRun,
+) -> (FactoryRun, Value) {
+    let dir = run_dir(ctx.home, &run.id);
+    let id = run.id.clone();
+    let mut r = Running {
+        ctx,
+        spec,
+        info,
+        dir: dir.clone(),
+        run: Mutex::new(run),
+        invocation_started: Mutex::new(None),
+        evidence: Vec::new(),
+        reviews: Vec::new(),
+        identities: Vec::new(),
+    };
+    r.record(
+        "factory.run.started",
+        json!({"run": id, "worker": spec.worker.tool.name(), "reviewer": spec.reviewer.tool.name()}),
+    );
+    r.publish();
+    let (status, error) = match r.cycle() {
+        Ok(s) => (s, None),
+        Err(f) => (
+            RunStatus::Failed,
+            Some(RunError {
+                code: f.code.into(),
+                message: f.message,
+            }),
+        ),
+    };
+    r.set_phase(Phase::Receipt, 0);
+    // The evidence is replayed after persistence: a file that changed is named.
+    let mut error = error;
+    let mut status = status;
+    for e in &r.evidence {
+        let path = e["path"].as_str().unwrap_or_default();
+        let again = files::hash_file(Path::new(path)).ok().flatten();
+        if again.as_ref().map(|(_, s)| s.as_str()) != e["sha256"].as_str() {
+            status = RunStatus::Failed;
+            error = Some(RunError {
+                code: "evidence_changed".into(),
+                message: format!("the evidence file {path} changed after it was bound"),
+            });
+            break;
+        }
+    }
+    let receipt = r.receipt(status, error.as_ref());
+    let bytes = serde_json::to_vec_pretty(&receipt).unwrap_or_default();
+    let receipt_path = dir.join("receipt.json");
+    let bound = match files::write_atomic(&receipt_path, &bytes) {
+        Ok(()) => Some(Bound {
+            path: receipt_path.to_string_lossy().into_owned(),
+            bytes: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+        }),
+        Err(_) => None,
+    };
+    {
+        let mut run = r.run.lock().unwrap_or_else(|p| p.into_inner());
+        run.status = status;
+        run.phase = Phase::Done;
+        run.reachable_after = 0;
+        run.finished_at = Some(now());
+        run.error = error.clone();
+        run.exit_code = Some(status.exit_code());
+        run.receipt = bound.clone();
+    }
+    r.record(
+        "factory.run.finished",
+        json!({
+            "run": id,
+            "status": status,
+            "error": error.as_ref().map(|e| e.code.clone()),
+            "receipt_sha256": bound.as_ref().map(|b| b.sha256.clone()),
+            "receipt_bytes": bound.as_ref().map(|b| b.bytes),
+        }),
+    );
+    r.publish();
+    let final_run = r.run.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    (final_run, receipt)
+}
+
+/// Marks every run a stopped server left running as failed (`server_stopped`).
+pub fn recover(home: &Home) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(list) = files::numbered(&factory_dir(home), "fac-", "") else {
+        return out;
+    };
+    for (_, id) in list {
+        let p = run_dir(home, &id).join("run.json");
+        let Ok(bytes) = std::fs::read(&p) else {
+            continue;
+        };
+        let Ok(mut run) = serde_json::from_slice::<FactoryRun>(&bytes) else {
+            continue;
+        };
+        if run.status == RunStatus::Running {
+            run.status = RunStatus::Failed;
+            run.phase = Phase::Done;
+            run.reachable_after = 0;
+            run.provider_bound_ms = 0;
+            run.exit_code = Some(1);
+            run.error = Some(RunError {
+                code: "server_stopped".into(),
+                message: "the server stopped while this run was in progress; its providers were \
+                          stopped with it and no receipt was written"
+                    .into(),
+            });
+            if files::write_atomic(&p, &serde_json::to_vec_pretty(&run).unwrap_or_default()).is_ok()
+            {
+                out.push(id);
+            }
+        }
+    }
+    out
+}
+
+/// Every run on record, oldest first.
+pub fn list(home: &Home) -> Vec<FactoryRun> {
+    files::numbered(&factory_dir(home), "fac-", "")
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(_, id)| load(home, &id))
+        .collect()
+}
+
+/// One run's record.
+pub fn load(home: &Home, id: &str) -> Option<FactoryRun> {
+    if !files::valid_id(id, "fac-") {
+        return None;
+    }
+    let bytes = std::fs::read(run_dir(home, id).join("run.json")).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// One run's receipt, as written.
+pub fn receipt(home: &Home, id: &str) -> Option<Value> {
+    if !files::valid_id(id, "fac-") {
+        return None;
+    }
+    let bytes = std::fs::read(run_dir(home, id).join("receipt.json")).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+#[cfg(test)]
+mod tests;

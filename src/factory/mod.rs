@@ -1,0 +1,3 @@
+//! The factory (seed 000): the coordination tracer and the agent factory.
+pub mod engine;
+pub mod prompt;
