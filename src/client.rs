@@ -873,6 +873,40 @@ impl Client {
             .await
     }
 
+    /// Starts an agent-factory run (answered at once; the server runs it to its end).
+    pub async fn factory_start(
+        &self,
+        req: &crate::api::factory::StartRequest,
+    ) -> Result<crate::api::factory::FactoryRun, ClientError> {
+        self.request(Method::POST, crate::api::factory::RUNS, Some(req))
+            .await
+    }
+
+    /// Every factory run, oldest first.
+    pub async fn factory_runs(&self) -> Result<Vec<crate::api::factory::FactoryRun>, ClientError> {
+        self.get::<crate::api::factory::RunList>(crate::api::factory::RUNS)
+            .await
+            .map(|l| l.items)
+    }
+
+    /// One factory run.
+    pub async fn factory_run(
+        &self,
+        id: &str,
+    ) -> Result<crate::api::factory::FactoryRun, ClientError> {
+        use crate::api::factory as f;
+        self.get(&f::path(f::RUN, id)).await
+    }
+
+    /// A finished factory run's receipt.
+    pub async fn factory_receipt(
+        &self,
+        id: &str,
+    ) -> Result<crate::api::factory::ReceiptView, ClientError> {
+        use crate::api::factory as f;
+        self.get(&f::path(f::RUN_RECEIPT, id)).await
+    }
+
     /// The rounds, oldest first, of a candidate and/or a run (one in progress included).
     pub async fn tribunal_rounds(
         &self,

@@ -18,6 +18,7 @@ use utoipa::ToSchema;
 
 pub mod authority;
 pub mod evidence;
+pub mod factory;
 pub mod publish;
 pub mod rigs;
 pub mod runs;
@@ -72,6 +73,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(authority::Doc::openapi());
     doc.merge(tribunal::Doc::openapi());
     doc.merge(rigs::Doc::openapi());
+    doc.merge(factory::Doc::openapi());
     doc.info.title = "proctor".to_string();
     doc.info.version = crate::version::VERSION.to_string();
     doc.info.description = Some(
@@ -112,6 +114,7 @@ mod tests {
             ("authority", authority::Doc::openapi()),
             ("tribunal", tribunal::Doc::openapi()),
             ("rigs", rigs::Doc::openapi()),
+            ("factory", factory::Doc::openapi()),
             ("all", openapi()),
         ];
         for (area, doc) in areas {

@@ -66,7 +66,7 @@ pub fn run_dir(home: &Home, id: &str) -> PathBuf {
 pub struct AgentRef {
     pub tool: String,
     pub profile: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub model: Option<String>,
 }
 
@@ -194,12 +194,12 @@ pub struct StepView {
     /// `running`, `done`, `failed` or `timed_out`.
     pub state: String,
     pub started_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub elapsed_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub exit: Option<i32>,
     /// A review's verdict (`APPROVE`, `REQUEST_CHANGES`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub verdict: Option<String>,
 }
 
@@ -219,7 +219,7 @@ pub struct FactoryRun {
     pub status: RunStatus,
     pub phase: Phase,
     pub started_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub finished_at: Option<String>,
     pub workspace: String,
     pub task_sha256: String,
@@ -233,14 +233,14 @@ pub struct FactoryRun {
     /// reachable, less what the current one has used): never an estimate.
     #[serde(default)]
     pub provider_bound_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub candidate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub error: Option<RunError>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub exit_code: Option<i32>,
     /// The receipt's path, size and SHA-256 once written.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub receipt: Option<Bound>,
 }
 

@@ -1,3 +1,5 @@
 //! The factory (seed 000): the coordination tracer and the agent factory.
 pub mod engine;
+pub mod invoke;
 pub mod prompt;
+pub mod provider;

@@ -123,6 +123,9 @@ pub fn required_role(method: &Method, route: &str) -> Option<Role> {
     if let Some(role) = super::rigs_api::rigs_role(m, route) {
         return Some(role);
     }
+    if let Some(role) = super::factory_api::factory_role(m, route) {
+        return Some(role);
+    }
     Some(match (m, route) {
         ("GET", wire::SERVER) => Read,
         ("GET", wire::WHOAMI) => Read,
@@ -198,6 +201,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .merge(super::evidence_api::routes())
         .merge(super::tribunal_api::routes())
         .merge(super::rigs_api::routes())
+        .merge(super::factory_api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route(wire::VERSION, get(version))

@@ -18,6 +18,7 @@ use crate::ledger::{Ledger, LedgerError};
 mod api;
 mod authority_api;
 mod evidence_api;
+mod factory_api;
 mod hook_api;
 mod listen;
 mod publish_api;
@@ -106,6 +107,8 @@ pub struct Shared {
     pub workspaces: crate::workspaces::Store,
     /// The tribunal's rounds in progress and the holds of the server's probes.
     pub tribunal: tribunal_api::TribunalState,
+    /// The factory runs in progress (their latest records).
+    pub factory: factory_api::FactoryState,
     /// The rigs of this server (`crate::rigs`): their manager.
     pub rigs: Arc<crate::rigs::Rigs>,
     /// The rig engines' availability, probed once.
@@ -227,6 +230,14 @@ pub fn run_foreground(
         Err(e) => log(&format!("workspaces: cannot replay the ledger: {e}")),
     }
     // Tribunal rounds a stopped server left in progress: invalid, their decided seats kept.
+    let stopped = crate::factory::engine::recover(&home);
+    if !stopped.is_empty() {
+        log(&format!(
+            "factory: {} run(s) left in progress by a stopped server marked failed: {}",
+            stopped.len(),
+            stopped.join(", ")
+        ));
+    }
     match crate::tribunal::round::recover(&home, &ledger) {
         Ok(m) if m.is_empty() => {}
         Ok(m) => log(&format!(
@@ -254,6 +265,7 @@ pub fn run_foreground(
         checks: Default::default(),
         workspaces,
         tribunal: Default::default(),
+        factory: Default::default(),
         rigs: crate::rigs::Rigs::new(home.clone(), ledger_for_rigs, proctor_exe()),
         rig_engines: Default::default(),
         shutdown: tokio::sync::Notify::new(),

@@ -1,0 +1,264 @@
+//! Routes under `/v1/m/factory` (the contract: [`crate::api::factory`]): start an
+//! agent-factory run (`write`), list and show runs and read a receipt (`read`). A run is
+//! checked and numbered on the request's thread, then runs to its end on a thread of its
+//! own, so it outlives the client that started it; its record is kept in memory while it
+//! runs and on disk (`data/factory/fac-NNNN/run.json`) at every phase.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::Shared;
+use super::api::{ApiError, blocking};
+use crate::api::Items;
+use crate::api::factory::{self as wire, FactoryRun, ReceiptView, StartRequest};
+use crate::factory::engine::{self, Agent, Spec, StartError, Watch};
+use crate::providers::Tool;
+use crate::providers::profile::Store;
+
+/// The default deadline of one provider invocation.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
+/// The longest deadline accepted.
+pub const MAX_TIMEOUT_SECS: u64 = 24 * 3600;
+
+/// The runs in progress, by id (the latest record of each).
+#[derive(Debug, Default, Clone)]
+pub struct FactoryState {
+    live: Arc<Mutex<HashMap<String, FactoryRun>>>,
+}
+
+impl Watch for FactoryState {
+    fn update(&self, run: &FactoryRun) {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if run.status == engine::RunStatus::Running {
+            live.insert(run.id.clone(), run.clone());
+        } else {
+            live.remove(&run.id);
+        }
+    }
+}
+
+impl FactoryState {
+    fn get(&self, id: &str) -> Option<FactoryRun> {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
+}
+
+/// The role each factory route needs (`route` is the full matched path).
+pub fn factory_role(method: &str, route: &str) -> Option<crate::auth::Role> {
+    use crate::auth::Role::*;
+    use wire::*;
+    Some(match (method, route) {
+        ("POST", RUNS) => Write,
+        ("GET", RUNS | RUN | RUN_RECEIPT) => Read,
+        _ => return None,
+    })
+}
+
+/// The routes, with their full paths.
+pub fn routes() -> Router<Arc<Shared>> {
+    use wire::*;
+    Router::new()
+        .route(RUNS, get(list).post(start))
+        .route(RUN, get(show))
+        .route(RUN_RECEIPT, get(receipt))
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+impl From<StartError> for ApiError {
+    fn from(e: StartError) -> Self {
+        let code = e.code();
+        let status = match code {
+            "bad_request" => StatusCode::BAD_REQUEST,
+            "internal" => StatusCode::INTERNAL_SERVER_ERROR,
+            "worktree_missing" => StatusCode::NOT_FOUND,
+            _ => StatusCode::UNPROCESSABLE_ENTITY,
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+/// The closed profiles: a worker or reviewer is claude or codex, by a profile of that tool.
+fn agent(s: &Shared, role: &str, profile: &str, model: Option<String>) -> Result<Agent, ApiError> {
+    let user_home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/"));
+    let p = Store::new(&s.home.config)
+        .find(profile, &user_home)
+        .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unknown_profile", e.to_string()))?;
+    if !matches!(p.tool, Tool::Claude | Tool::Codex) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsupported_tool",
+            format!(
+                "the {role} profile `{profile}` runs {}; the factory's closed profiles are claude \
+                 and codex (a {role} of another tool is not offered). Remedy: --{role} claude or \
+                 --{role} codex",
+                p.tool.name()
+            ),
+        ));
+    }
+    if let Some(m) = &model
+        && (m.is_empty()
+            || m.len() > 128
+            || !m
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._:/@[]".contains(&b)))
+    {
+        return Err(ApiError::bad_request(format!(
+            "the {role} model {} is not a model name (letters, digits and -._:/@[], at most 128)",
+            crate::text::one_line(m, 60)
+        )));
+    }
+    Ok(Agent {
+        tool: p.tool,
+        profile: p,
+        model,
+    })
+}
+
+async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResult {
+    let b: StartRequest = crate::api::parse_body(&body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "this route needs a JSON body {{\"workspace\": \"/abs/worktree\", \"task\": \"text\"}}: {e}"
+        ))
+    })?;
+    let timeout = b.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    if timeout == 0 || timeout > MAX_TIMEOUT_SECS {
+        return Err(ApiError::bad_request(format!(
+            "timeout_secs is {timeout}: give 1 to {MAX_TIMEOUT_SECS} seconds per provider invocation"
+        )));
+    }
+    let workspace = std::path::PathBuf::from(&b.workspace);
+    if !workspace.is_absolute() {
+        return Err(ApiError::bad_request(
+            "workspace must be an absolute path (the CLI resolves it)",
+        ));
+    }
+    let worker = agent(
+        &s,
+        "worker",
+        b.worker.as_deref().unwrap_or("claude"),
+        b.worker_model,
+    )?;
+    let reviewer = agent(
+        &s,
+        "reviewer",
+        b.reviewer.as_deref().unwrap_or("codex"),
+        b.reviewer_model,
+    )?;
+    let spec = Spec {
+        workspace,
+        task: b.task,
+        worker,
+        reviewer,
+        timeout: Duration::from_secs(timeout),
+        out: b.out.map(std::path::PathBuf::from),
+    };
+    let s2 = s.clone();
+    let (spec, info, run) = blocking(move || -> Result<_, StartError> {
+        let info = engine::validate(&s2.home, &spec)?;
+        let run = engine::reserve(&s2.home, &spec)?;
+        Ok((spec, info, run))
+    })
+    .await?;
+    s.factory.update(&run);
+    let first = run.clone();
+    let s3 = s.clone();
+    std::thread::Builder::new()
+        .name(format!("factory-{}", run.id))
+        .spawn(move || {
+            let invoker = crate::factory::provider::Provider::from_env();
+            let ctx = engine::Ctx {
+                home: &s3.home,
+                ledger: &s3.ledger,
+                invoker: &invoker,
+                watch: &s3.factory,
+            };
+            engine::execute(&ctx, &spec, info, run);
+        })
+        .map_err(ApiError::internal)?;
+    Ok((StatusCode::ACCEPTED, axum::Json(first)).into_response())
+}
+
+fn check_id(id: &str) -> Result<(), ApiError> {
+    if crate::files::valid_id(id, "fac-") {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "{} is not a factory run id: give fac-0001",
+            crate::text::one_line(id, 60)
+        )))
+    }
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no factory run {id}. Remedy: `proctor factory list` shows them"),
+    )
+}
+
+async fn list(State(s): State<Arc<Shared>>) -> Result<axum::Json<Items<FactoryRun>>, ApiError> {
+    let s2 = s.clone();
+    let mut runs = blocking(move || Ok::<_, ApiError>(engine::list(&s2.home))).await?;
+    for r in &mut runs {
+        if let Some(live) = s.factory.get(&r.id) {
+            *r = live;
+        }
+    }
+    Ok(axum::Json(Items::new(runs)))
+}
+
+async fn show(
+    State(s): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<FactoryRun>, ApiError> {
+    check_id(&id)?;
+    if let Some(live) = s.factory.get(&id) {
+        return Ok(axum::Json(live));
+    }
+    let s2 = s.clone();
+    let id2 = id.clone();
+    blocking(move || engine::load(&s2.home, &id2).ok_or_else(|| not_found(&id2)))
+        .await
+        .map(axum::Json)
+}
+
+async fn receipt(
+    State(s): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<ReceiptView>, ApiError> {
+    check_id(&id)?;
+    let s2 = s.clone();
+    blocking(move || {
+        let run = engine::load(&s2.home, &id).ok_or_else(|| not_found(&id))?;
+        let bound = run.receipt.ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_finished",
+                format!("{id} has no receipt yet: it is {}", run.phase.as_str()),
+            )
+        })?;
+        let receipt = engine::receipt(&s2.home, &id).ok_or_else(|| not_found(&id))?;
+        Ok::<_, ApiError>(ReceiptView {
+            run: id,
+            bound,
+            receipt,
+        })
+    })
+    .await
+    .map(axum::Json)
+}
