@@ -55,6 +55,11 @@ pub struct StartRequest {
     /// Where the client will write the report: refused if it is inside the candidate.
     #[serde(default)]
     pub out: Option<String>,
+    /// An OpenTelemetry collector (OTLP/HTTP) on a loopback IP literal,
+    /// `http://127.0.0.1:4318`; the finished run's trace goes there. Its failures never change
+    /// the outcome. `null`: no export.
+    #[serde(default)]
+    pub otel: Option<String>,
 }
 
 /// The runs listing, oldest first.

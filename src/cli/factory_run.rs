@@ -82,6 +82,10 @@ pub struct RunArgs {
     /// The reviewer's model.
     #[arg(long, value_name = "MODEL")]
     pub reviewer_model: Option<String>,
+    /// Export the finished run's trace to this OpenTelemetry collector (OTLP/HTTP JSON),
+    /// a loopback IP literal only: http://127.0.0.1:4318. Its failures change nothing.
+    #[arg(long, value_name = "URL")]
+    pub otel: Option<String>,
     /// The deadline of each provider invocation: 90, 90s, 15m or 1h.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub timeout: String,
@@ -216,6 +220,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> anyhow::Result<ExitCode> {
         reviewer_model: a.reviewer_model,
         timeout_secs: Some(timeout),
         out: Some(out.to_string_lossy().into_owned()),
+        otel: a.otel,
     };
     let started = Instant::now();
     let first = client::block_on(c.factory_start(&req))??;

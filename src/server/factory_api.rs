@@ -140,6 +140,12 @@ async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResu
             "timeout_secs is {timeout}: give 1 to {MAX_TIMEOUT_SECS} seconds per provider invocation"
         )));
     }
+    let otel = match &b.otel {
+        Some(raw) => Some(crate::factory::otel::check_endpoint(raw).map_err(|e| {
+            ApiError::new(StatusCode::BAD_REQUEST, "otel_not_loopback", e.to_string())
+        })?),
+        None => None,
+    };
     let workspace = std::path::PathBuf::from(&b.workspace);
     if !workspace.is_absolute() {
         return Err(ApiError::bad_request(
@@ -186,7 +192,16 @@ async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResu
                 invoker: &invoker,
                 watch: &s3.factory,
             };
-            engine::execute(&ctx, &spec, info, run);
+            let (done, _) = engine::execute(&ctx, &spec, info, run);
+            if let Some(url) = otel
+                && let Err(e) = crate::factory::otel::export(&url, &done)
+            {
+                // Swallowed: observation never changes the outcome.
+                crate::log::log(&format!(
+                    "factory {}: the OpenTelemetry export failed: {e}",
+                    done.id
+                ));
+            }
         })
         .map_err(ApiError::internal)?;
     Ok((StatusCode::ACCEPTED, axum::Json(first)).into_response())
