@@ -73,7 +73,8 @@ pub struct RunArgs {
     /// The worker's provider profile (claude or codex; `proctor profile list`).
     #[arg(long, value_name = "PROFILE", default_value = "claude")]
     pub worker: String,
-    /// The reviewer's provider profile, of another vendor than the worker's.
+    /// The reviewer: a provider profile of another vendor than the worker's, or `tribunal`
+    /// (a round of the blind tribunal: a unanimous pass approves, a refusal asks for changes).
     #[arg(long, value_name = "PROFILE", default_value = "codex")]
     pub reviewer: String,
     /// The worker's model (the tool's --model); default: the tool's own.

@@ -123,13 +123,57 @@ pub trait Invoker: Send + Sync {
     ) -> Invoked;
 }
 
+/// Who judges the candidate: one reviewer CLI, or the tribunal's seats.
+#[derive(Debug, Clone)]
+pub enum Reviewer {
+    Agent(Agent),
+    /// `--reviewer tribunal`: a round of the blind tribunal on the candidate's bytes; a
+    /// unanimous pass is APPROVE, a refusal REQUEST_CHANGES, anything else no verdict.
+    Tribunal,
+}
+
+impl Reviewer {
+    pub fn view(&self) -> AgentRef {
+        match self {
+            Reviewer::Agent(a) => a.view(),
+            Reviewer::Tribunal => AgentRef {
+                tool: "tribunal".into(),
+                profile: "tribunal".into(),
+                model: None,
+            },
+        }
+    }
+
+    fn tool_name(&self) -> &'static str {
+        match self {
+            Reviewer::Agent(a) => a.tool.name(),
+            Reviewer::Tribunal => "tribunal",
+        }
+    }
+}
+
+/// The tribunal as a reviewer: seats a round on the worktree's current bytes and answers in
+/// a reviewer's shape (first line `APPROVE` or `REQUEST_CHANGES`, then the findings), or
+/// why it gave no verdict. Its files (the round's record) go in `scratch`.
+pub trait Panel: Send + Sync {
+    fn convene(
+        &self,
+        run: &str,
+        info: &WorktreeInfo,
+        task: &str,
+        builder_vendor: &str,
+        review: u32,
+        scratch: &Path,
+    ) -> Invoked;
+}
+
 /// A factory run's request, checked.
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub workspace: PathBuf,
     pub task: String,
     pub worker: Agent,
-    pub reviewer: Agent,
+    pub reviewer: Reviewer,
     pub timeout: Duration,
     /// Where the caller will write the report (checked against the candidate).
     pub out: Option<PathBuf>,
@@ -326,12 +370,14 @@ pub fn validate(home: &Home, spec: &Spec) -> Result<WorktreeInfo, StartError> {
             "bad_request",
         ));
     }
-    if vendor(spec.worker.tool) == vendor(spec.reviewer.tool) {
+    if let Reviewer::Agent(reviewer) = &spec.reviewer
+        && vendor(spec.worker.tool) == vendor(reviewer.tool)
+    {
         return Err(StartError::Refused(
             format!(
                 "the reviewer ({}) is of the worker's vendor ({}): a vendor never reviews its own \
                  work. Remedy: --reviewer codex for a claude worker, --reviewer claude for a codex one",
-                spec.reviewer.tool.name(),
+                reviewer.tool.name(),
                 vendor(spec.worker.tool)
             ),
             "same_vendor",
@@ -381,6 +427,8 @@ pub struct Ctx<'a> {
     pub home: &'a Home,
     pub ledger: &'a Ledger,
     pub invoker: &'a dyn Invoker,
+    /// The tribunal, for `--reviewer tribunal` (none: such a run fails `no_tribunal`).
+    pub panel: Option<&'a dyn Panel>,
     pub watch: &'a dyn Watch,
 }
 
@@ -480,6 +528,20 @@ impl Running<'_> {
 
     /// Runs one invocation; its files are bound as evidence (path, size, SHA-256).
     fn invoke(&mut self, role: Role, agent: &Agent, prompt: String) -> Result<Invoked, Fail> {
+        let invoker = self.ctx.invoker;
+        let (worktree, timeout) = (PathBuf::from(&self.info.path), self.spec.timeout);
+        self.step(role, agent.tool.name(), |scratch| {
+            invoker.invoke(agent, role, &worktree, scratch, prompt, timeout)
+        })
+    }
+
+    /// Records one step around `call` (given its private folder), and binds its files.
+    fn step(
+        &mut self,
+        role: Role,
+        tool: &str,
+        call: impl FnOnce(&Path) -> Invoked,
+    ) -> Result<Invoked, Fail> {
         let name = role_name(role);
         let scratch = self.dir.join(&name);
         files::ensure_private_dir(&scratch).map_err(|e| fail("internal", e.to_string()))?;
@@ -492,7 +554,7 @@ impl Running<'_> {
             let mut run = self.run.lock().unwrap_or_else(|p| p.into_inner());
             run.steps.push(StepView {
                 role: name.clone(),
-                tool: agent.tool.name().to_string(),
+                tool: tool.to_string(),
                 state: "running".into(),
                 started_at: now(),
                 elapsed_ms: None,
@@ -504,16 +566,9 @@ impl Running<'_> {
         let id = self.run.lock().map(|r| r.id.clone()).unwrap_or_default();
         self.record(
             "factory.step.started",
-            json!({"run": id, "role": name, "tool": agent.tool.name()}),
+            json!({"run": id, "role": name, "tool": tool}),
         );
-        let out = self.ctx.invoker.invoke(
-            agent,
-            role,
-            Path::new(&self.info.path),
-            &scratch,
-            prompt,
-            self.spec.timeout,
-        );
+        let out = call(&scratch);
         *self
             .invocation_started
             .lock()
@@ -610,13 +665,31 @@ impl Running<'_> {
     /// One review of `identity` by a fresh reviewer: the tree, HEAD, the index and the
     /// identity must be the same after it.
     fn review(&mut self, n: u32, identity: &Identity) -> Result<(Verdict, String), Fail> {
-        let agent = self.spec.reviewer.clone();
-        let doc = serde_json::to_string_pretty(identity).unwrap_or_default();
-        let out = self.invoke(
-            Role::Reviewer { review: n },
-            &agent,
-            prompt::reviewer_prompt(&self.spec.task, &doc, n),
-        )?;
+        let reviewer = self.spec.reviewer.clone();
+        let out = match &reviewer {
+            Reviewer::Agent(agent) => {
+                let doc = serde_json::to_string_pretty(identity).unwrap_or_default();
+                self.invoke(
+                    Role::Reviewer { review: n },
+                    agent,
+                    prompt::reviewer_prompt(&self.spec.task, &doc, n),
+                )?
+            }
+            Reviewer::Tribunal => {
+                let Some(panel) = self.ctx.panel else {
+                    return Err(fail(
+                        "no_tribunal",
+                        "this server offers no tribunal to seat",
+                    ));
+                };
+                let id = self.run.lock().map(|r| r.id.clone()).unwrap_or_default();
+                let (info, task) = (self.info.clone(), self.spec.task.clone());
+                let builder = vendor(self.spec.worker.tool);
+                self.step(Role::Reviewer { review: n }, "tribunal", |scratch| {
+                    panel.convene(&id, &info, &task, builder, n, scratch)
+                })?
+            }
+        };
         // Judge the tree first: a reviewer that wrote and then failed wrote all the same.
         match self.identity() {
             Err(e) => {
@@ -655,7 +728,7 @@ impl Running<'_> {
                 "provider_failed",
                 format!(
                     "review {n} ({}) gave no answer: {}",
-                    agent.tool.name(),
+                    reviewer.tool_name(),
                     crate::text::one_line(&why, 300)
                 ),
             )
@@ -673,7 +746,7 @@ impl Running<'_> {
         self.set_verdict(word);
         self.reviews.push(ReviewRecord {
             review: n,
-            reviewer: agent.view(),
+            reviewer: reviewer.view(),
             identity: identity.digest.clone(),
             verdict: word.into(),
             answer_sha256: sha256_hex(answer.as_bytes()),
@@ -826,7 +899,7 @@ pub fn execute(
     };
     r.record(
         "factory.run.started",
-        json!({"run": id, "worker": spec.worker.tool.name(), "reviewer": spec.reviewer.tool.name()}),
+        json!({"run": id, "worker": spec.worker.tool.name(), "reviewer": spec.reviewer.tool_name()}),
     );
     r.publish();
     let (status, error) = match r.cycle() {

@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::Shared;
-use super::api::{ApiError, blocking};
+use super::api::{ApiError, Caller, blocking};
 use crate::api::Items;
 use crate::api::factory::{self as wire, FactoryRun, ReceiptView, StartRequest};
 use crate::factory::engine::{self, Agent, Spec, StartError, Watch};
@@ -128,7 +128,11 @@ fn agent(s: &Shared, role: &str, profile: &str, model: Option<String>) -> Result
     })
 }
 
-async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResult {
+async fn start(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    body: axum::body::Bytes,
+) -> ApiResult {
     let b: StartRequest = crate::api::parse_body(&body).map_err(|e| {
         ApiError::bad_request(format!(
             "this route needs a JSON body {{\"workspace\": \"/abs/worktree\", \"task\": \"text\"}}: {e}"
@@ -158,12 +162,10 @@ async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResu
         b.worker.as_deref().unwrap_or("claude"),
         b.worker_model,
     )?;
-    let reviewer = agent(
-        &s,
-        "reviewer",
-        b.reviewer.as_deref().unwrap_or("codex"),
-        b.reviewer_model,
-    )?;
+    let reviewer = match b.reviewer.as_deref().unwrap_or("codex") {
+        "tribunal" => engine::Reviewer::Tribunal,
+        name => engine::Reviewer::Agent(agent(&s, "reviewer", name, b.reviewer_model)?),
+    };
     let spec = Spec {
         workspace,
         task: b.task,
@@ -182,14 +184,20 @@ async fn start(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -> ApiResu
     s.factory.update(&run);
     let first = run.clone();
     let s3 = s.clone();
+    let by = c.actor();
     std::thread::Builder::new()
         .name(format!("factory-{}", run.id))
         .spawn(move || {
             let invoker = crate::factory::provider::Provider::from_env();
+            let panel = TribunalPanel {
+                shared: s3.clone(),
+                by,
+            };
             let ctx = engine::Ctx {
                 home: &s3.home,
                 ledger: &s3.ledger,
                 invoker: &invoker,
+                panel: Some(&panel),
                 watch: &s3.factory,
             };
             let (done, _) = engine::execute(&ctx, &spec, info, run);
@@ -276,4 +284,99 @@ async fn receipt(
     })
     .await
     .map(axum::Json)
+}
+
+/// The tribunal as the factory's reviewer: the candidate is bound (`candidate bind`'s
+/// record, run ref the factory run's id) and a round convened on it by the person or agent
+/// who started the run; the round's record is the step's evidence.
+struct TribunalPanel {
+    shared: Arc<Shared>,
+    by: crate::auth::Actor,
+}
+
+impl engine::Panel for TribunalPanel {
+    fn convene(
+        &self,
+        run: &str,
+        info: &crate::worktrees::WorktreeInfo,
+        task: &str,
+        builder_vendor: &str,
+        review: u32,
+        scratch: &std::path::Path,
+    ) -> engine::Invoked {
+        use crate::tribunal::model::{Judged, RoundState};
+        use crate::tribunal::round;
+        let s = &self.shared;
+        let no = |why: String| engine::Invoked {
+            answer: Err(why),
+            exit: None,
+            timed_out: false,
+            files: Vec::new(),
+        };
+        let cand =
+            match crate::evidence::candidate::bind(&s.home, &s.ledger, run, Some(info), &self.by) {
+                Ok(c) => c,
+                Err(e) => return no(format!("the candidate cannot be bound: {e}")),
+            };
+        let ctx = round::Ctx {
+            home: &s.home,
+            ledger: &s.ledger,
+            env: super::tribunal_api::env(&s.home, s.tribunal.probes.clone()),
+            live: &s.tribunal.live,
+        };
+        let req = round::Convene {
+            candidate: cand.id.clone(),
+            builder: builder_vendor.to_string(),
+            intent: format!("factory {run}, review {review}"),
+            criteria: task.to_string(),
+            out: None,
+            solo: false,
+        };
+        let r = match round::convene(&ctx, &req, &self.by) {
+            Ok(r) => r,
+            Err(e) => return no(format!("the tribunal could not be seated: {e}")),
+        };
+        let file = scratch.join("round.json");
+        let files = match crate::files::write_atomic(
+            &file,
+            &serde_json::to_vec_pretty(&r).unwrap_or_default(),
+        ) {
+            Ok(()) => vec![file],
+            Err(_) => Vec::new(),
+        };
+        let mut findings = Vec::new();
+        for seat in &r.seats {
+            if let Some(Judged::Verdict { verdict, .. }) = &seat.judged {
+                for f in &verdict.findings {
+                    findings.push(format!(
+                        "- [{}] {:?}: {} ({})",
+                        seat.lens, f.severity, f.claim, f.evidence
+                    ));
+                }
+            }
+        }
+        let answer = match r.state {
+            RoundState::UnanimousPass => Ok(format!(
+                "APPROVE\ntribunal round {} ({}): unanimous pass",
+                r.id, r.mode_note
+            )),
+            RoundState::Refused => Ok(format!(
+                "REQUEST_CHANGES\ntribunal round {} refused the candidate:\n{}",
+                r.id,
+                findings.join("\n")
+            )),
+            other => Err(format!(
+                "tribunal round {} gave no verdict (state {}): {}",
+                r.id,
+                other.as_str(),
+                r.causes.join("; ")
+            )),
+        };
+        engine::Invoked {
+            answer,
+            exit: None,
+            timed_out: false,
+            files,
+        }
+    }
 }

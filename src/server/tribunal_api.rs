@@ -60,7 +60,7 @@ type Answer<T> = Result<axum::Json<T>, ApiError>;
 /// the demo), the provider allowlist's inherited names, and the provider profiles a CLI
 /// rung may name. One `Holders` for the whole server: a local model shared by two lenses, or
 /// two rounds, is unloaded only by its last holder.
-fn env(home: &crate::home::Home, holders: Holders) -> jurors::Env {
+pub(super) fn env(home: &crate::home::Home, holders: Holders) -> jurors::Env {
     let user_home = std::env::var_os("HOME")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from("/"));

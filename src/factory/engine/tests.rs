@@ -136,7 +136,7 @@ fn spec(ws: &Path) -> Spec {
         workspace: ws.to_path_buf(),
         task: "make lib say two".into(),
         worker: agent(Tool::Claude),
-        reviewer: agent(Tool::Codex),
+        reviewer: Reviewer::Agent(agent(Tool::Codex)),
         timeout: Duration::from_secs(60),
         out: None,
     }
@@ -156,6 +156,7 @@ fn go(fx: &Fx, spec: &Spec, inv: &StandIn) -> (FactoryRun, Value) {
         home: &fx.home,
         ledger: &fx.ledger,
         invoker: inv,
+        panel: None,
         watch: &NoWatch,
     };
     execute(&ctx, spec, info, run)
@@ -227,7 +228,7 @@ fn evidence_or_a_report_inside_the_candidate_is_refused_whatever_the_alias() {
 fn the_same_vendor_never_reviews_and_an_empty_task_is_refused() {
     let fx = fixture();
     let mut s = spec(&fx.wt);
-    s.reviewer = agent(Tool::Claude);
+    s.reviewer = Reviewer::Agent(agent(Tool::Claude));
     assert_eq!(validate(&fx.home, &s).unwrap_err().code(), "same_vendor");
     let mut s = spec(&fx.wt);
     s.task = "  ".into();
