@@ -66,6 +66,7 @@ impl TestServer {
             checks: Default::default(),
             workspaces,
             tribunal: Default::default(),
+            factory: Default::default(),
             rigs,
             rig_engines: Default::default(),
             shutdown: tokio::sync::Notify::new(),
