@@ -1,0 +1,453 @@
+//! `proctor factory run` end to end: the real binary, a real server on a temporary home,
+//! real git repositories and linked worktrees, and the stand-in workers and reviewers (the
+//! fakes' headless forms, in the real tools' output shapes, scripted by `!worker`,
+//! `!repair` and `!review N` lines of the task). Each refutation criterion of seed 000 is a
+//! test that tries to break it.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::ShimEnv;
+use serde_json::Value;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A repository with one commit and a fresh linked worktree of it.
+struct Repo {
+    dir: tempfile::TempDir,
+    main: PathBuf,
+    wt: PathBuf,
+}
+
+fn repo() -> Repo {
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("main");
+    std::fs::create_dir_all(main.join("src")).unwrap();
+    git(&main, &["init", "-q", "-b", "main"]);
+    std::fs::write(main.join("src/lib.txt"), "one\n").unwrap();
+    std::fs::write(main.join(".gitignore"), "node_modules/\n").unwrap();
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-q", "-m", "base"]);
+    let wt = dir.path().join("wt");
+    git(
+        &main,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "factory",
+            wt.to_str().unwrap(),
+        ],
+    );
+    Repo { dir, main, wt }
+}
+
+fn env() -> ShimEnv {
+    let mut e = ShimEnv::new();
+    e.h.path = Some(e.path_var.clone().into());
+    e
+}
+
+fn factory(e: &ShimEnv, ws: &Path, task: &str, out: &Path, extra: &[&str]) -> Output {
+    let mut c = e.h.cmd();
+    c.args(["factory", "run", "--workspace"])
+        .arg(ws)
+        .args(["--task", task, "--out"])
+        .arg(out)
+        .args(["--timeout", "60s"])
+        .args(extra);
+    c.output().unwrap()
+}
+
+fn receipt(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not the receipt ({e}):\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn an_approval_completes_with_a_receipt_bound_to_the_ledger_and_no_authority() {
+    let e = env();
+    let r = repo();
+    let out_path = r.dir.path().join("report.json");
+    let task = "Say two\n!worker write src/lib.txt two";
+    let out = factory(&e, &r.wt, task, &out_path, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rec = receipt(&out);
+    assert_eq!(rec["status"], "completed");
+    assert_eq!(rec["ok"], true);
+    assert!(
+        rec["publicationAuthority"]
+            .as_str()
+            .unwrap()
+            .starts_with("none")
+    );
+    assert_eq!(rec["repairs"], 0);
+    assert_eq!(rec["candidate"]["files"][0]["path"], "src/lib.txt");
+    // stdout is exactly the receipt, the same bytes as --out and the server's copy.
+    let written = std::fs::read(&out_path).unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&written).unwrap(), rec);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&out_path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // The progress: on stderr, labelled, without the task's text or a path.
+    let err = stderr(&out);
+    assert!(err.contains("(not an ETA)"), "{err}");
+    assert!(err.contains("worker (claude) running"), "{err}");
+    assert!(err.contains("completed"), "{err}");
+    assert!(
+        !err.contains("Say two") && !err.contains("src/lib.txt"),
+        "{err}"
+    );
+    assert!(!err.contains(r.wt.to_str().unwrap()), "{err}");
+    // The ledger binds the receipt's bytes, and it verifies.
+    let show = e.h.json(&["factory", "show", "fac-0001", "--json"]);
+    assert_eq!(show["status"], "completed");
+    let path = show["receipt"]["path"].as_str().unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    use sha2::Digest;
+    let sha = hex::encode(sha2::Sha256::digest(&bytes));
+    assert_eq!(show["receipt"]["sha256"], sha);
+    let ledger = std::fs::read_to_string(e.h.ledger()).unwrap();
+    assert!(
+        ledger
+            .lines()
+            .any(|l| l.contains("factory.run.finished") && l.contains(&sha)),
+        "the ledger binds the receipt"
+    );
+    e.h.ok(&["ledger", "verify"]);
+    // Raw model output is bound, not embedded: the worker's stdout file hashes as bound.
+    for ev in rec["evidence"].as_array().unwrap() {
+        let p = Path::new(ev["path"].as_str().unwrap());
+        assert!(!p.starts_with(&r.wt));
+        let b = std::fs::read(p).unwrap();
+        assert_eq!(ev["bytes"], b.len());
+        assert_eq!(ev["sha256"], hex::encode(sha2::Sha256::digest(&b)));
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.contains("wrote 1 file"),
+        "the worker's answer is not embedded"
+    );
+    // HEAD and the index are the input's.
+    assert_eq!(
+        git(&r.wt, &["rev-parse", "HEAD"]),
+        git(&r.main, &["rev-parse", "HEAD"])
+    );
+}
+
+#[test]
+fn one_request_for_changes_gets_one_repair_then_a_fresh_review_approves() {
+    let e = env();
+    let r = repo();
+    let task = "!worker write src/lib.txt two\n!review 1 REQUEST_CHANGES it should say three\n\
+                !repair write src/lib.txt three";
+    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rec = receipt(&out);
+    assert_eq!(rec["repairs"], 1);
+    let reviews = rec["reviews"].as_array().unwrap();
+    assert_eq!(reviews.len(), 2);
+    assert_eq!(reviews[0]["verdict"], "REQUEST_CHANGES");
+    assert_eq!(reviews[1]["verdict"], "APPROVE");
+    assert_eq!(reviews[1]["identity"], rec["repairedCandidate"]["digest"]);
+    assert_eq!(
+        std::fs::read_to_string(r.wt.join("src/lib.txt")).unwrap(),
+        "three\n"
+    );
+    let roles: Vec<&str> = rec["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["worker", "review-1", "repair", "review-2"]);
+}
+
+#[test]
+fn a_repair_that_changes_nothing_fails_typed_and_is_not_reviewed_again() {
+    let e = env();
+    let r = repo();
+    let task = "!worker write src/lib.txt two\n!review 1 REQUEST_CHANGES no\n!repair write src/lib.txt two";
+    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let rec = receipt(&out);
+    assert_eq!(rec["status"], "failed");
+    assert_eq!(rec["error"]["code"], "repair_unchanged");
+    assert_eq!(rec["steps"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_second_reject_exits_3_and_never_repairs_twice() {
+    let e = env();
+    let r = repo();
+    let task = "!worker write src/lib.txt two\n!review 1 REQUEST_CHANGES no\n\
+                !repair write src/lib.txt three\n!review 2 REQUEST_CHANGES still no";
+    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let rec = receipt(&out);
+    assert_eq!(rec["status"], "rejected");
+    assert_eq!(rec["ok"], false);
+    let steps = rec["steps"].as_array().unwrap();
+    assert_eq!(
+        steps.len(),
+        4,
+        "worker, review, one repair, review: never more"
+    );
+    assert_eq!(steps.iter().filter(|s| s["role"] == "repair").count(), 1);
+    assert!(stderr(&out).contains("rejected"));
+}
+
+#[test]
+fn a_reviewer_that_writes_into_node_modules_is_refused() {
+    let e = env();
+    let r = repo();
+    let task = "!worker write src/lib.txt two\n!review 1 write node_modules/left-pad/index.js evil";
+    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let rec = receipt(&out);
+    assert_eq!(rec["error"]["code"], "reviewer_modified");
+    assert_ne!(rec["ok"], true);
+}
+
+#[test]
+fn a_worker_that_commits_gets_no_candidate() {
+    let e = env();
+    let r = repo();
+    let task = "!worker write src/lib.txt two\n\
+                !worker git -c user.name=w -c user.email=w@example.invalid commit -qam sneaky";
+    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let rec = receipt(&out);
+    assert_eq!(rec["error"]["code"], "worker_committed");
+    assert!(rec["candidate"].is_null());
+}
+
+#[test]
+fn a_main_working_copy_a_dirty_one_and_a_report_inside_the_candidate_are_refused() {
+    let e = env();
+    let r = repo();
+    let task = "!worker write src/lib.txt two";
+    let out = factory(&e, &r.main, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "a refused start prints no receipt");
+    assert!(
+        stderr(&out).contains("main working copy"),
+        "{}",
+        stderr(&out)
+    );
+
+    let link = r.dir.path().join("alias");
+    std::os::unix::fs::symlink(&r.wt, &link).unwrap();
+    let out = factory(&e, &r.wt, task, &link.join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("inside the candidate"),
+        "{}",
+        stderr(&out)
+    );
+
+    std::fs::write(r.wt.join("stray"), "x").unwrap();
+    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not clean"), "{}", stderr(&out));
+    // Nothing ran: no run was numbered.
+    let list = e.h.json(&["factory", "list", "--json"]);
+    assert_eq!(list["items"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn no_api_key_or_cloud_routing_reaches_a_provider() {
+    let e = env();
+    let r = repo();
+    let hostile = [
+        ("ANTHROPIC_API_KEY", "sk-ant-hostile"),
+        ("ANTHROPIC_AUTH_TOKEN", "hostile"),
+        ("ANTHROPIC_BASE_URL", "http://evil.example"),
+        ("CLAUDE_CODE_USE_BEDROCK", "1"),
+        ("CLAUDE_CODE_USE_VERTEX", "1"),
+        ("OPENAI_API_KEY", "sk-hostile"),
+        ("OPENAI_BASE_URL", "http://evil.example"),
+        ("HTTPS_PROXY", "http://evil.example:3128"),
+    ];
+    let mut c = e.h.cmd();
+    for (k, v) in hostile {
+        c.env(k, v);
+    }
+    let out = c
+        .args(["factory", "run", "--workspace"])
+        .arg(&r.wt)
+        .args([
+            "--task",
+            "!worker env env.txt\n!worker write src/lib.txt two",
+            "--out",
+        ])
+        .arg(r.dir.path().join("r.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let names = std::fs::read_to_string(r.wt.join("env.txt")).unwrap();
+    assert!(
+        names.lines().any(|l| l == "PATH"),
+        "the dump is real: {names}"
+    );
+    for (k, _) in hostile {
+        assert!(
+            !names.lines().any(|l| l == k),
+            "{k} reached the worker:\n{names}"
+        );
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is dead for this purpose.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_finished_workers_children_do_not_keep_running() {
+    let e = env();
+    let r = repo();
+    let task = "!worker grandchild\n!worker write src/lib.txt two";
+    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rec = receipt(&out);
+    let stdout_file = rec["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["role"] == "worker" && e["file"] == "stdout.txt")
+        .expect("the worker's stdout is evidence");
+    let text = std::fs::read_to_string(stdout_file["path"].as_str().unwrap()).unwrap();
+    let pid: i32 = text
+        .split("grandchild pid ")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no grandchild pid in {text}"));
+    assert!(
+        !alive(pid),
+        "the worker's grandchild {pid} outlived the invocation"
+    );
+}
+
+#[test]
+fn the_opentelemetry_export_is_loopback_only_and_never_changes_the_outcome() {
+    let e = env();
+    // A collector that records one request.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        loop {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf);
+                    if let Some(h) = text.find("\r\n\r\n") {
+                        let len = text[..h]
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= h + 4 + len {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    let r = repo();
+    let task = "Secret plan\n!worker write src/lib.txt two";
+    let url = format!("http://127.0.0.1:{port}");
+    let out = factory(
+        &e,
+        &r.wt,
+        task,
+        &r.dir.path().join("r.json"),
+        &["--otel", &url],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let request = got.join().unwrap();
+    assert!(request.starts_with("POST /v1/traces"), "{request}");
+    assert!(
+        request.contains("factory.worker") && request.contains("factory.review-1"),
+        "{request}"
+    );
+    assert!(
+        !request.contains("Secret plan") && !request.contains(r.wt.to_str().unwrap()),
+        "{request}"
+    );
+
+    // A collector that is not there: the outcome is the same.
+    let r = repo();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}", dead.local_addr().unwrap().port());
+    drop(dead);
+    let out = factory(
+        &e,
+        &r.wt,
+        task,
+        &r.dir.path().join("r.json"),
+        &["--otel", &url],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A hosted collector is refused before anything runs.
+    let r = repo();
+    let out = factory(
+        &e,
+        &r.wt,
+        task,
+        &r.dir.path().join("r.json"),
+        &["--otel", "http://otel.example.com:4318"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("loopback"), "{}", stderr(&out));
+}
