@@ -496,6 +496,8 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
         ("stderr".to_string(), scratch.join(STDERR_FILE)),
     ];
     if inv.tool == Tool::Codex {
+        // Made private before the tool writes it (it truncates the file it is given).
+        drop(crate::files::create_private_new(&scratch.join(LAST_MESSAGE_FILE))?);
         files.push(("last-message".to_string(), scratch.join(LAST_MESSAGE_FILE)));
     }
 
@@ -600,6 +602,16 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
     let elapsed = started.elapsed();
     let tree_gone = stopped.gone;
     release(held);
+    // A tool that replaced a file (rename) made it with its own mode: private again.
+    for (_, f) in &files {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(m) = std::fs::symlink_metadata(f)
+            && m.is_file()
+            && m.permissions().mode() & 0o777 != 0o600
+        {
+            let _ = std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o600));
+        }
+    }
 
     let exit = status.and_then(|s| s.code());
     let signal = status.and_then(|s| s.signal());
