@@ -1,4 +1,6 @@
-//! The factory (seed 000): the coordination tracer and the agent factory.
+//! The factory (seed 000): the coordination tracer and the agent factory (the engine, its
+//! provider adapters, prompts and verdicts, the tribunal as a reviewer, the OpenTelemetry
+//! export).
 pub mod engine;
 pub mod invoke;
 pub mod otel;

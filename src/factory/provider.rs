@@ -3,6 +3,8 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use super::engine::{Agent, Invoked, Invoker};
@@ -15,12 +17,15 @@ pub struct Provider {
     pub path: OsString,
     /// The allowlisted environment the children start from.
     pub base_env: Vec<(OsString, OsString)>,
+    /// Set when the server stops: an invocation in progress is stopped (its whole tree).
+    pub cancel: Arc<AtomicBool>,
 }
 
 impl Provider {
     /// From the server's own environment: its PATH and the allowlist's names.
-    pub fn from_env() -> Provider {
+    pub fn from_env(cancel: Arc<AtomicBool>) -> Provider {
         Provider {
+            cancel,
             path: std::env::var_os("PATH").unwrap_or_default(),
             base_env: crate::providers::env::INHERITED
                 .iter()
@@ -52,7 +57,7 @@ impl Invoker for Provider {
             path: self.path.clone(),
             base_env: self.base_env.clone(),
         };
-        match invoke::run(&inv) {
+        match invoke::run(&inv, Some(&self.cancel)) {
             Ok(o) => Invoked {
                 answer: o.answer,
                 exit: o.exit,

@@ -31,6 +31,8 @@ pub const MAX_TIMEOUT_SECS: u64 = 24 * 3600;
 #[derive(Debug, Default, Clone)]
 pub struct FactoryState {
     live: Arc<Mutex<HashMap<String, FactoryRun>>>,
+    /// Set when the server stops: every invocation in progress is stopped.
+    cancel: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Watch for FactoryState {
@@ -45,6 +47,18 @@ impl Watch for FactoryState {
 }
 
 impl FactoryState {
+    /// Stops every run in progress (its provider's whole tree) and waits, at most `bound`,
+    /// for their records to be final.
+    pub fn stop_all(&self, bound: Duration) {
+        self.cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+        let end = std::time::Instant::now() + bound;
+        while std::time::Instant::now() < end
+            && !self.live.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn get(&self, id: &str) -> Option<FactoryRun> {
         self.live
             .lock()
@@ -188,7 +202,7 @@ async fn start(
     std::thread::Builder::new()
         .name(format!("factory-{}", run.id))
         .spawn(move || {
-            let invoker = crate::factory::provider::Provider::from_env();
+            let invoker = crate::factory::provider::Provider::from_env(s3.factory.cancel.clone());
             let panel = TribunalPanel {
                 shared: s3.clone(),
                 by,

@@ -286,6 +286,7 @@ pub fn run_foreground(
     // Every run ends with the server that owns it: stopped and recorded, never orphaned.
     // The rigs first: a rig's engine is ended before the sessions that may drive it.
     shared.rigs.close_all(crate::rigs::CloseReason::ServerStop);
+    shared.factory.stop_all(std::time::Duration::from_secs(20));
     shared.sessions.stop_all("server");
     shared.sessions.release_cgroups();
     let reason = match &result {

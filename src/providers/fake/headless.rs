@@ -16,6 +16,9 @@
 //! `is_error: true`, gemini `error`, codex a message on stderr), exit 1. A silent model
 //! sleeps until it is killed. The argv is parsed as strictly as the real tools: an unknown
 //! option is the tool's own unknown-option error.
+//!
+//! A prompt whose last factory foot names a factory role (worker, repair, reviewer) is
+//! played by [`super::factory`] instead, in the working folder (codex: its `-C` folder).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -65,11 +68,21 @@ fn sleep_forever() -> ! {
     }
 }
 
-fn scripted(answer: Answerer, model: Option<&str>, prompt: &str) -> Result<String, String> {
+/// The answer and the exit status: the factory role the prompt's foot names
+/// ([`super::factory`], played in `dir`), else the tribunal answerer's (status 0).
+fn scripted(
+    answer: Answerer,
+    model: Option<&str>,
+    prompt: &str,
+    dir: &Path,
+) -> Result<(String, i32), String> {
+    if let Some(role) = super::factory::foot(prompt) {
+        return super::factory::play(role, prompt, dir).map(|p| (p.text, p.exit));
+    }
     let model = model.unwrap_or("demo");
     let lens = lens_of(prompt).unwrap_or_default();
     match answer(model, &lens)? {
-        Some(text) => Ok(text),
+        Some(text) => Ok((text, 0)),
         None => sleep_forever(),
     }
 }
@@ -79,8 +92,9 @@ fn scripted(answer: Answerer, model: Option<&str>, prompt: &str) -> Result<Strin
 pub(super) fn claude(answer: Answerer, model: Option<&str>) -> Result<i32, Failure> {
     let started = Instant::now();
     let prompt = read_stdin()?;
-    let (text, is_error, code) = match scripted(answer, model, &prompt) {
-        Ok(t) => (t, false, 0),
+    let dir = super::current_dir().map_err(|m| Failure::new(1, m))?;
+    let (text, is_error, code) = match scripted(answer, model, &prompt, &dir) {
+        Ok((t, code)) => (t, false, code),
         Err(e) => (format!("{DEMO_NAME}: {e}"), true, 1),
     };
     let ms = started.elapsed().as_millis() as u64;
@@ -218,13 +232,13 @@ pub(super) fn codex_exec(answer: Answerer, args: &[String]) -> Result<i32, Failu
         "{DEMO_NAME}: the fake codex exec (demo), model {}",
         model.as_deref().unwrap_or("demo")
     );
-    match scripted(answer, model.as_deref(), &prompt) {
-        Ok(text) => {
+    match scripted(answer, model.as_deref(), &prompt, &dir) {
+        Ok((text, code)) => {
             super::write_out(format!("{text}\n").as_bytes())?;
             if let Some(l) = &last {
                 write_last(l, &text)?;
             }
-            Ok(0)
+            Ok(code)
         }
         Err(e) => Err(Failure::new(1, format!("ERROR: {DEMO_NAME}: {e}"))),
     }
@@ -286,7 +300,9 @@ pub(super) fn gemini(answer: Answerer, args: &[String]) -> Result<i32, Failure> 
         format!("{stdin}\n\n{p}")
     };
     let session = super::new_uuid()?;
-    let result = scripted(answer, model.as_deref(), &whole);
+    let dir = super::current_dir().map_err(|m| Failure::new(1, m))?;
+    // gemini plays only the factory's reviewer, which always exits 0.
+    let result = scripted(answer, model.as_deref(), &whole, &dir).map(|(t, _)| t);
     if format != "json" {
         return match result {
             Ok(t) => {

@@ -25,6 +25,7 @@ use super::{Tool, check_conversation_id};
 mod acp;
 mod claude;
 mod codex;
+pub mod factory;
 pub mod headless;
 mod hooks;
 mod pty;
