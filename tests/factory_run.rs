@@ -96,7 +96,8 @@ fn an_approval_completes_with_a_receipt_bound_to_the_ledger_and_no_authority() {
     let e = env();
     let r = repo();
     let out_path = r.dir.path().join("report.json");
-    let task = "Say two\n!worker write src/lib.txt two";
+    // The worker takes a moment, so the progress shows its phase.
+    let task = "Say two\n!worker sleep 1500\n!worker write src/lib.txt two";
     let out = factory(&e, &r.wt, task, &out_path, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let rec = receipt(&out);

@@ -53,7 +53,11 @@ impl FactoryState {
         self.cancel.store(true, std::sync::atomic::Ordering::SeqCst);
         let end = std::time::Instant::now() + bound;
         while std::time::Instant::now() < end
-            && !self.live.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+            && !self
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
         {
             std::thread::sleep(Duration::from_millis(50));
         }
