@@ -221,7 +221,69 @@ pub fn prepare(home: &Home, proctor: &Path) -> Result<Vec<RunView>, DemoError> {
         }
     }
     out.push(finish_worktree_scene(&client, home, &worktree_run)?);
+    factory_scene(&client, &repo)?;
     Ok(out)
+}
+
+/// Two agent-factory runs on linked worktrees of the demo repository, with the stand-ins
+/// (labelled demo): one that went through a REQUEST_CHANGES, its one repair and a fresh
+/// approval, and one whose worker is still at work while the cockpit is open.
+fn factory_scene(client: &Client, repo: &Path) -> Result<(), DemoError> {
+    use crate::api::factory::{self as fapi, FactoryRun, RunStatus, StartRequest};
+    let scripts = [
+        (
+            "Make the lexer skip the character after a backslash.\n\
+             !worker write src/lexer.txt lex_string: skip the character after a backslash\n\
+             !review 1 REQUEST_CHANGES the escaped-quote case has no test\n\
+             !repair write tests/escapes.txt an escaped quote does not end a string",
+            120,
+            true,
+        ),
+        (
+            "Document the lexer's escapes in the README.\n!worker sleep 3600000",
+            7200,
+            false,
+        ),
+    ];
+    for (i, (task, timeout, wait)) in scripts.into_iter().enumerate() {
+        let wt = repo.with_file_name(format!("lexer-factory-{}", i + 1));
+        crate::git::Git::new(repo).run(&[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &format!("factory/demo-{}", i + 1),
+            &wt.to_string_lossy(),
+        ])?;
+        let body = StartRequest {
+            workspace: wt.to_string_lossy().into_owned(),
+            task: task.to_string(),
+            worker: None,
+            reviewer: None,
+            worker_model: None,
+            reviewer_model: None,
+            timeout_secs: Some(timeout),
+            out: None,
+            otel: None,
+        };
+        let run: FactoryRun = client.request_blocking(Method::POST, fapi::RUNS, Some(&body))?;
+        let started = Instant::now();
+        while wait {
+            let r: FactoryRun = client.get_blocking(&fapi::path(fapi::RUN, &run.id))?;
+            if r.status != RunStatus::Running {
+                break;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                return Err(DemoError::Stuck {
+                    name: "the factory run",
+                    want: "finished",
+                    got: r.phase.as_str().to_string(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Ok(())
 }
 
 /// The worktree scene's name.

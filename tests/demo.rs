@@ -100,6 +100,22 @@ fn demo_sets_up_every_state_and_labels_every_run() {
     let show = h.ok(&["tribunal", "show", round["id"].as_str().unwrap()]);
     assert!(show.contains("builder_family"), "{show}");
     // A second demo in the same home is refused: it is for fresh homes only.
+    // The factory scene: one run through its one repair to an approval, one still at work,
+    // both labelled demo.
+    let f = h.json(&["factory", "list", "--json"]);
+    let fr = f["items"].as_array().unwrap();
+    assert_eq!(fr.len(), 2, "{f}");
+    assert!(fr.iter().all(|r| r["demo"] == true), "{f}");
+    assert_eq!(fr[0]["status"], "completed", "{f}");
+    let roles: Vec<&str> = fr[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["worker", "review-1", "repair", "review-2"], "{f}");
+    assert_eq!(fr[1]["status"], "running", "{f}");
+    assert_eq!(fr[1]["phase"], "worker", "{f}");
     let again = h.run(&["demo", "--no-cockpit"]);
     assert_eq!(again.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds proctor state"));

@@ -110,6 +110,8 @@ fn an_approval_completes_with_a_receipt_bound_to_the_ledger_and_no_authority() {
             .starts_with("none")
     );
     assert_eq!(rec["repairs"], 0);
+    assert_eq!(rec["demo"], true, "stand-ins label the run demo");
+    assert!(rec["execution"].as_str().unwrap().contains("demo"));
     assert_eq!(rec["candidate"]["files"][0]["path"], "src/lib.txt");
     // stdout is exactly the receipt, the same bytes as --out and the server's copy.
     let written = std::fs::read(&out_path).unwrap();

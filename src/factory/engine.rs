@@ -177,6 +177,8 @@ pub struct Spec {
     pub timeout: Duration,
     /// Where the caller will write the report (checked against the candidate).
     pub out: Option<PathBuf>,
+    /// A provider is one of the demo's fakes: the run and its receipt are labelled demo.
+    pub demo: bool,
 }
 
 /// A run's status.
@@ -270,6 +272,9 @@ pub struct FactoryRun {
     pub worker: AgentRef,
     pub reviewer: AgentRef,
     pub timeout_ms: u64,
+    /// Backed by a stand-in (the demo's fakes), not a real provider: no model ran.
+    #[serde(default)]
+    pub demo: bool,
     pub steps: Vec<StepView>,
     /// Provider invocations still reachable after the current one.
     pub reachable_after: u32,
@@ -808,7 +813,12 @@ impl Running<'_> {
             "status": status,
             "command": "factory-run",
             "run": run.id,
-            "execution": "agent-factory; provider CLIs ran headless as the host user",
+            "execution": if self.spec.demo {
+                "agent-factory (demo): stand-in providers, no model ran"
+            } else {
+                "agent-factory; provider CLIs ran headless as the host user"
+            },
+            "demo": self.spec.demo,
             "publicationAuthority": NO_AUTHORITY,
             "workspace": {
                 "path": self.info.path,
@@ -865,6 +875,7 @@ pub fn reserve(home: &Home, spec: &Spec) -> Result<FactoryRun, StartError> {
         worker: spec.worker.view(),
         reviewer: spec.reviewer.view(),
         timeout_ms: spec.timeout.as_millis() as u64,
+        demo: spec.demo,
         steps: Vec::new(),
         reachable_after: MAX_INVOCATIONS,
         provider_bound_ms: spec.timeout.as_millis() as u64 * u64::from(MAX_INVOCATIONS),

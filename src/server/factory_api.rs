@@ -184,7 +184,17 @@ async fn start(
         "tribunal" => engine::Reviewer::Tribunal,
         name => engine::Reviewer::Agent(agent(&s, "reviewer", name, b.reviewer_model)?),
     };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut tools = vec![worker.tool];
+    if let engine::Reviewer::Agent(a) = &reviewer {
+        tools.push(a.tool);
+    }
+    let demo = tools.into_iter().any(|t| {
+        crate::providers::resolve(t, Some(&path))
+            .is_ok_and(|p| crate::providers::fake::is_demo_shim(&p))
+    });
     let spec = Spec {
+        demo,
         workspace,
         task: b.task,
         worker,

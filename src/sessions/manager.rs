@@ -360,14 +360,7 @@ fn parse_ref_number(r: &str) -> Option<u64> {
 
 /// True when `program` is a proctor demo shim (the fake stands in for the tool).
 fn is_demo_shim(program: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(program) else {
-        return false;
-    };
-    if bytes.len() > 4096 || !bytes.starts_with(b"#!") {
-        return false;
-    }
-    let s = String::from_utf8_lossy(&bytes);
-    s.contains("proctor demo shim") && s.contains("demo-agent")
+    crate::providers::fake::is_demo_shim(program)
 }
 
 impl Sessions {

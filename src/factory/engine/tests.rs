@@ -139,6 +139,7 @@ fn spec(ws: &Path) -> Spec {
         reviewer: Reviewer::Agent(agent(Tool::Codex)),
         timeout: Duration::from_secs(60),
         out: None,
+        demo: false,
     }
 }
 

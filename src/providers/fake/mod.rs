@@ -225,3 +225,16 @@ fn stdin_is_tty() -> bool {
     // SAFETY: isatty only inspects the descriptor.
     unsafe { libc::isatty(0) == 1 }
 }
+
+/// True when `program` is one of the demo's shims (a short script that runs
+/// `proctor demo-agent`): a run it backs is labelled demo.
+pub fn is_demo_shim(program: &std::path::Path) -> bool {
+    let Ok(bytes) = std::fs::read(program) else {
+        return false;
+    };
+    if bytes.len() > 4096 || !bytes.starts_with(b"#!") {
+        return false;
+    }
+    let s = String::from_utf8_lossy(&bytes);
+    s.contains("proctor demo shim") && s.contains("demo-agent")
+}
