@@ -84,7 +84,7 @@ mod ops {
         responses((status = 202, description = "started: the run's first record", body = FactoryRun),
                   (status = 400, description = "an empty or oversized task, a bad timeout (bad_request)", body = ErrorBody),
                   (status = 404, description = "no such provider profile (unknown_profile)", body = ErrorBody),
-                  (status = 422, description = "refused: main_working_copy, submodule_working_copy, dirty_input, not_worktree_root, same_vendor, evidence_inside_candidate, unsupported_tool", body = ErrorBody)))]
+                  (status = 422, description = "refused: main_working_copy, submodule_working_copy, dirty_input, not_worktree_root, same_vendor, evidence_inside_candidate, unsupported_tool, tool_not_installed", body = ErrorBody)))]
     pub fn start() {}
 
     #[utoipa::path(get, path = RUNS, tag = "factory",

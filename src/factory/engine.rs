@@ -301,6 +301,28 @@ pub struct Bound {
     pub sha256: String,
 }
 
+/// The upper bound of provider time left now, in ms: the caller's timeout × the provider
+/// invocations still reachable after the current one, plus what the current one (a step
+/// still running) has left of its deadline. 0 once the run is over. Never an estimate.
+pub fn bound_now(run: &FactoryRun) -> u64 {
+    if run.status != RunStatus::Running {
+        return 0;
+    }
+    let current = run
+        .steps
+        .last()
+        .filter(|s| s.state == "running")
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(&s.started_at).ok())
+        .map(|t| {
+            let used = (chrono::Utc::now() - t.with_timezone(&chrono::Utc))
+                .num_milliseconds()
+                .max(0) as u64;
+            run.timeout_ms.saturating_sub(used)
+        })
+        .unwrap_or(0);
+    current + u64::from(run.reachable_after) * run.timeout_ms
+}
+
 /// Why a run could not even start (the request is refused before a number is taken).
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

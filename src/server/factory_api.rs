@@ -63,12 +63,16 @@ impl FactoryState {
         }
     }
 
+    /// A run in progress, its provider bound as of now.
     fn get(&self, id: &str) -> Option<FactoryRun> {
-        self.live
+        let mut run = self
+            .live
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
-            .cloned()
+            .cloned()?;
+        run.provider_bound_ms = engine::bound_now(&run);
+        Some(run)
     }
 }
 
@@ -189,10 +193,18 @@ async fn start(
     if let engine::Reviewer::Agent(a) = &reviewer {
         tools.push(a.tool);
     }
-    let demo = tools.into_iter().any(|t| {
-        crate::providers::resolve(t, Some(&path))
-            .is_ok_and(|p| crate::providers::fake::is_demo_shim(&p))
-    });
+    let mut demo = false;
+    for t in tools {
+        // A tool that is not installed is refused before a run is numbered.
+        let program = crate::providers::resolve(t, Some(&path)).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "tool_not_installed",
+                e.to_string(),
+            )
+        })?;
+        demo |= crate::providers::fake::is_demo_shim(&program);
+    }
     let spec = Spec {
         demo,
         workspace,
