@@ -10,6 +10,7 @@ pub mod client;
 pub mod demo;
 pub mod digest;
 pub mod evidence;
+pub mod factory;
 pub mod files;
 pub mod git;
 pub mod home;

@@ -16,6 +16,7 @@ mod demo;
 mod demo_agent;
 mod digest;
 mod evidence;
+mod factory;
 mod home;
 mod key;
 mod ledger;
@@ -66,6 +67,7 @@ pub enum Command {
     Gate(evidence::GateArgs),
     Receipt(evidence::ReceiptArgs),
     Tribunal(tribunal::TribunalArgs),
+    Factory(factory::FactoryArgs),
     Rig(rig::RigArgs),
     Serve(server::ServeArgs),
     Server(server::ServerArgs),
@@ -161,6 +163,7 @@ pub fn main() -> ExitCode {
             Command::Gate(args) => evidence::gate(&ctx, args),
             Command::Receipt(args) => evidence::receipt(&ctx, args),
             Command::Tribunal(args) => tribunal::run(&ctx, args),
+            Command::Factory(args) => factory::run(&ctx, args),
             Command::Rig(args) => rig::run(&ctx, args),
         },
     };
