@@ -112,7 +112,7 @@ fn check(name: &'static str, problems: Vec<String>, fine: String) -> Check {
 /// The five blocking richness checks, over the folded log and its verification.
 pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
     // 1. Several parties really involved.
-    let mut p = Vec::new();
+    let mut p: Vec<String> = Vec::new();
     for role in [Role::Coordinator, Role::Builder, Role::Reviewer] {
         if !f.actors.iter().any(|a| a.role == role) {
             p.push(format!("no {} registered", role.as_str()));
@@ -142,7 +142,7 @@ pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
     );
 
     // 2. Every message acknowledged by an actor other than its sender.
-    let mut p = Vec::new();
+    let mut p: Vec<String> = Vec::new();
     if f.messages.is_empty() {
         p.push("no message".into());
     }
@@ -180,7 +180,7 @@ pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
     );
 
     // 3. Correlation ids consistent.
-    let mut p = Vec::new();
+    let mut p: Vec<String> = Vec::new();
     let first = f.messages.first().map(|m| m.correlation_id.as_str());
     if let Some(c) = first
         && !files::valid_id(c, "cor-")
@@ -224,7 +224,7 @@ pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
     );
 
     // 4. A handoff present, transferring no authority.
-    let mut p = Vec::new();
+    let mut p: Vec<String> = Vec::new();
     let handoffs: Vec<_> = f.messages.iter().filter(|m| m.is_handoff()).collect();
     if handoffs.is_empty() {
         p.push("no handoff".into());
@@ -243,7 +243,7 @@ pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
     );
 
     // 5. The log verifies, and its fixed point is that of the exact bytes folded.
-    let mut p = Vec::new();
+    let mut p: Vec<String> = Vec::new();
     match &log.verified {
         Err(why) => p.push(format!("ledger verify fails: {why}")),
         Ok(fp) => {
