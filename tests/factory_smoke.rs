@@ -81,7 +81,10 @@ fn smoke_on_the_readme_reports_a_fixed_point_that_ledger_verify_recomputes() {
     );
     let sum = Command::new("sha256sum").arg(readme()).output().unwrap();
     let sum = String::from_utf8(sum.stdout).unwrap();
-    assert_eq!(r["artifact"]["sha256"], sum.split_whitespace().next().unwrap());
+    assert_eq!(
+        r["artifact"]["sha256"],
+        sum.split_whitespace().next().unwrap()
+    );
     assert_eq!(r["actors"]["coordinator"], "act-0001");
     assert_eq!(r["actors"]["builder"], "act-0002");
     assert_eq!(r["actors"]["reviewer"], "act-0003");

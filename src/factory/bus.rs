@@ -231,7 +231,11 @@ pub fn fold_bytes(bytes: &[u8]) -> Result<Folded, BusError> {
         let Value::Object(m) = v else {
             return Err(bad("?", "not a JSON object".into()));
         };
-        let k = m.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let k = m
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let seq = m.get("seq").and_then(Value::as_u64).unwrap_or(seq_hint);
         if !k.starts_with("factory.") {
             continue;

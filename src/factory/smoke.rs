@@ -119,8 +119,8 @@ pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
         }
     }
     for a in &f.actors {
-        let took_part = f.messages.iter().any(|m| m.from == a.id)
-            || f.acks.iter().any(|k| k.acked_by == a.id);
+        let took_part =
+            f.messages.iter().any(|m| m.from == a.id) || f.acks.iter().any(|k| k.acked_by == a.id);
         if !took_part {
             p.push(format!("{} neither sent nor acknowledged a message", a.id));
         }
@@ -129,7 +129,10 @@ pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
     senders.sort_unstable();
     senders.dedup();
     if senders.len() < 2 {
-        p.push(format!("messages come from {} sender(s), not several", senders.len()));
+        p.push(format!(
+            "messages come from {} sender(s), not several",
+            senders.len()
+        ));
     }
     let parties = check(
         CHECKS[0],
@@ -149,7 +152,10 @@ pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
     for m in &f.messages {
         let acks: Vec<_> = f.acks.iter().filter(|k| k.message_id == m.id).collect();
         if acks.iter().any(|k| k.acked_by == m.from) {
-            p.push(format!("{} is acknowledged by its own sender {}", m.id, m.from));
+            p.push(format!(
+                "{} is acknowledged by its own sender {}",
+                m.id, m.from
+            ));
         }
         if !acks
             .iter()
@@ -204,13 +210,19 @@ pub fn richness(f: &Folded, log: &LogEvidence) -> [Check; 5] {
     }
     for k in &f.acks {
         if f.message(&k.message_id).is_none() {
-            p.push(format!("an acknowledgement names {}, no message", k.message_id));
+            p.push(format!(
+                "an acknowledgement names {}, no message",
+                k.message_id
+            ));
         }
     }
     for r in &f.inbox_reads {
         for id in &r.messages {
             if f.message(id).map(|m| &m.to) != Some(&r.actor) {
-                p.push(format!("{}'s inbox read names {id}, not sent to it", r.actor));
+                p.push(format!(
+                    "{}'s inbox read names {id}, not sent to it",
+                    r.actor
+                ));
             }
         }
     }
@@ -348,7 +360,9 @@ pub fn report(artifact: Artifact, task: &str, f: &Folded, log: &LogEvidence) -> 
     let gates = failed.is_empty();
     let mut actors = BTreeMap::new();
     for a in &f.actors {
-        actors.entry(a.role.as_str()).or_insert_with(|| a.id.clone());
+        actors
+            .entry(a.role.as_str())
+            .or_insert_with(|| a.id.clone());
     }
     let handoff = f
         .messages
@@ -556,7 +570,11 @@ mod tests {
         assert_eq!(h.correlation_id, CORRELATION);
         assert!(h.authority_transferred.is_empty());
         assert_eq!(rep.acknowledgements.len(), 4);
-        assert!(rep.acknowledgements.iter().all(|a| a.meaning == ACK_MEANING));
+        assert!(
+            rep.acknowledgements
+                .iter()
+                .all(|a| a.meaning == ACK_MEANING)
+        );
         let fp = ledger::verify(&r.log).unwrap().fixed_point;
         assert_eq!(rep.evidence_log.sha256, fp.sha256);
         assert_eq!(rep.evidence_log.bytes, fp.bytes);
@@ -565,7 +583,12 @@ mod tests {
         assert_eq!(rep.tool_surface, TOOL_SURFACE);
         assert!(rep.failed_checks.is_empty());
         let v = serde_json::to_value(rep).unwrap();
-        for k in ["evidenceLog", "toolSurface", "acknowledgements", "verification"] {
+        for k in [
+            "evidenceLog",
+            "toolSurface",
+            "acknowledgements",
+            "verification",
+        ] {
             assert!(v.get(k).is_some(), "{k}");
         }
         assert_eq!(v["evidenceLog"]["pathRole"], PATH_ROLE);
@@ -668,7 +691,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let e = run(&t.path().join("none"), "t", &t.path().join("d")).unwrap_err();
         assert!(e.to_string().contains("Remedy"), "{e}");
-        assert!(!t.path().join("d").exists(), "no log before the artifact is read");
+        assert!(
+            !t.path().join("d").exists(),
+            "no log before the artifact is read"
+        );
         let e = run(t.path(), "t", &t.path().join("d")).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
     }
