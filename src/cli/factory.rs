@@ -79,7 +79,8 @@ pub fn run(ctx: &Ctx, args: FactoryArgs) -> anyhow::Result<ExitCode> {
 
 fn smoke_verb(ctx: &Ctx, args: SmokeArgs) -> anyhow::Result<ExitCode> {
     // The artifact first: a bad one must leave no empty log behind.
-    smoke::hash_artifact(&args.artifact).map_err(|e| UsageError::new(e.to_string()))?;
+    let artifact =
+        smoke::hash_artifact(&args.artifact).map_err(|e| UsageError::new(e.to_string()))?;
     let data_dir = match args.data_dir {
         Some(d) => d,
         None => {
@@ -89,13 +90,8 @@ fn smoke_verb(ctx: &Ctx, args: SmokeArgs) -> anyhow::Result<ExitCode> {
             dir
         }
     };
-    let report = match smoke::run(&args.artifact, &args.task, &data_dir) {
+    let report = match smoke::run_hashed(artifact, &args.task, &data_dir) {
         Ok(r) => r,
-        Err(SmokeError::Artifact { path, err }) => {
-            return Err(UsageError::new(
-                SmokeError::Artifact { path, err }.to_string(),
-            ));
-        }
         Err(SmokeError::Bus(e @ crate::factory::bus::BusError::Occupied { .. })) => {
             return Err(UsageError::new(e.to_string()));
         }

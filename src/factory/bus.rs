@@ -342,7 +342,7 @@ impl Bus {
         }
         let (ledger, _) = Ledger::open(&path)?;
         // Another writer may have filled it between the look and the lock.
-        if !ledger.is_empty() || ledger.len() > 0 {
+        if !ledger.is_empty() {
             return Err(BusError::Occupied { path });
         }
         Ok(Bus { ledger })

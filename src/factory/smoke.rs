@@ -450,7 +450,11 @@ pub fn hash_artifact(path: &Path) -> Result<Artifact, SmokeError> {
 /// whether the five checks passed). The log is closed before it is verified and hashed,
 /// so the fixed point is that of the final file.
 pub fn run(artifact: &Path, task: &str, data_dir: &Path) -> Result<Report, SmokeError> {
-    let art = hash_artifact(artifact)?;
+    run_hashed(hash_artifact(artifact)?, task, data_dir)
+}
+
+/// [`run`] with the artifact already hashed ([`hash_artifact`]).
+pub fn run_hashed(art: Artifact, task: &str, data_dir: &Path) -> Result<Report, SmokeError> {
     let mut b = Bus::create(data_dir)?;
     let c = b.register(Role::Coordinator)?;
     let w = b.register(Role::Builder)?;
