@@ -1,8 +1,10 @@
-//! The factory (seed 000): the coordination tracer and the agent factory (the engine, its
-//! provider adapters, prompts and verdicts, the tribunal as a reviewer, the OpenTelemetry
-//! export).
+//! The factory (seed 000): the coordination tracer (`bus`, `smoke`) and the agent factory
+//! (the engine, its provider adapters, prompts and verdicts, the tribunal as a reviewer, the
+//! OpenTelemetry export).
+pub mod bus;
 pub mod engine;
 pub mod invoke;
 pub mod otel;
 pub mod prompt;
 pub mod provider;
+pub mod smoke;
