@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use proctor::factory::invoke::{self, Containment, InvokeError, Invocation, Outcome};
+use proctor::factory::invoke::{self, Containment, Invocation, InvokeError, Outcome};
 use proctor::factory::prompt::{self, Role, Verdict};
 use proctor::providers::Tool;
 use proctor::providers::profile::Profile;
@@ -130,7 +130,10 @@ fn working_in(dir: &Path) -> Vec<i32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| {
-            std::fs::read_link(format!("/proc/{pid}/cwd")).ok().as_deref() == Some(&dir)
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .ok()
+                .as_deref()
+                == Some(&dir)
                 && common::alive(pid)
         })
         .collect()
@@ -227,10 +230,7 @@ fn each_reviewer_answers_the_verdict_its_directive_names() {
         assert!(!fx.repo.path().join("w.txt").exists(), "{tool}");
         // A word that is not a verdict is an error, never an approval.
         let o = run(2, task);
-        assert!(
-            prompt::parse_verdict(answer(&o)).is_err(),
-            "{tool}: {o:?}"
-        );
+        assert!(prompt::parse_verdict(answer(&o)).is_err(), "{tool}: {o:?}");
         // No directive for the review: APPROVE.
         let o = run(3, task);
         assert_eq!(
@@ -267,7 +267,10 @@ fn the_deadline_stops_the_whole_tree_before_run_returns() {
         done.store(true, Ordering::SeqCst);
         let seen = watcher.join().unwrap();
         assert!(o.timed_out, "{tool}: {o:?}");
-        assert!(o.answer.as_ref().unwrap_err().starts_with("timeout"), "{o:?}");
+        assert!(
+            o.answer.as_ref().unwrap_err().starts_with("timeout"),
+            "{o:?}"
+        );
         assert!(started.elapsed() >= Duration::from_millis(1500));
         assert!(started.elapsed() < Duration::from_secs(30), "{o:?}");
         assert!(o.exit.is_none() && o.signal.is_some(), "{tool}: {o:?}");
@@ -323,7 +326,10 @@ fn a_finished_workers_grandchildren_do_not_outlive_run() {
     let pid = grandchild(answer(&o));
     match &o.containment {
         Containment::Cgroup(_) => {
-            assert!(!common::alive(pid), "setsid grandchild {pid} survived: {o:?}");
+            assert!(
+                !common::alive(pid),
+                "setsid grandchild {pid} survived: {o:?}"
+            );
             assert_eq!(o.leftovers_stopped, 1, "{o:?}");
         }
         Containment::ProcessGroup { reason } => {
@@ -373,7 +379,10 @@ fn hostile_variables_of_the_invoking_environment_do_not_reach_the_child() {
         let names = std::fs::read_to_string(&env_file).unwrap();
         let names: Vec<&str> = names.lines().collect();
         for k in hostile {
-            assert!(!names.contains(&k), "{tool}: {k} reached the child: {names:?}");
+            assert!(
+                !names.contains(&k),
+                "{tool}: {k} reached the child: {names:?}"
+            );
         }
         // What arrives is the allowlist (plus what the shim's /bin/sh itself sets).
         for n in &names {
@@ -391,7 +400,12 @@ fn what_must_not_start_does_not() {
     let fx = Fx::new();
     let p = prompt::worker_prompt("!worker write a.txt x");
     // The scratch folder inside the worktree.
-    let mut inv = fx.inv(Tool::Claude, Role::Worker, p.clone(), Duration::from_secs(5));
+    let mut inv = fx.inv(
+        Tool::Claude,
+        Role::Worker,
+        p.clone(),
+        Duration::from_secs(5),
+    );
     let inside = fx.repo.path().join("scratch");
     std::fs::create_dir(&inside).unwrap();
     std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -400,7 +414,12 @@ fn what_must_not_start_does_not() {
     assert!(matches!(e, InvokeError::ScratchInWorktree { .. }), "{e}");
     assert!(e.to_string().contains("Remedy"));
     // A scratch folder others may write.
-    let mut inv = fx.inv(Tool::Claude, Role::Worker, p.clone(), Duration::from_secs(5));
+    let mut inv = fx.inv(
+        Tool::Claude,
+        Role::Worker,
+        p.clone(),
+        Duration::from_secs(5),
+    );
     std::fs::set_permissions(&fx.scratch, std::fs::Permissions::from_mode(0o777)).unwrap();
     let e = invoke::run(&inv, None).unwrap_err();
     assert!(matches!(e, InvokeError::Scratch(_)), "{e}");
@@ -410,7 +429,12 @@ fn what_must_not_start_does_not() {
     let e = invoke::run(&inv, None).unwrap_err();
     assert!(matches!(e, InvokeError::ProfileTool { .. }), "{e}");
     // gemini is not a worker.
-    let mut inv = fx.inv(Tool::Gemini, Role::Worker, p.clone(), Duration::from_secs(5));
+    let mut inv = fx.inv(
+        Tool::Gemini,
+        Role::Worker,
+        p.clone(),
+        Duration::from_secs(5),
+    );
     let e = invoke::run(&inv, None).unwrap_err();
     assert!(matches!(e, InvokeError::NotAllowed { .. }), "{e}");
     // Not on PATH.

@@ -458,10 +458,7 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
     crate::files::check_dir_is_private(&inv.scratch)?;
     let scratch = std::fs::canonicalize(&inv.scratch).map_err(io("resolve the scratch folder"))?;
     if scratch.starts_with(&worktree) {
-        return Err(InvokeError::ScratchInWorktree {
-            scratch,
-            worktree,
-        });
+        return Err(InvokeError::ScratchInWorktree { scratch, worktree });
     }
     let program = crate::providers::resolve(inv.tool, Some(&inv.path))?;
     let args = argv(
@@ -497,7 +494,9 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
     ];
     if inv.tool == Tool::Codex {
         // Made private before the tool writes it (it truncates the file it is given).
-        drop(crate::files::create_private_new(&scratch.join(LAST_MESSAGE_FILE))?);
+        drop(crate::files::create_private_new(
+            &scratch.join(LAST_MESSAGE_FILE),
+        )?);
         files.push(("last-message".to_string(), scratch.join(LAST_MESSAGE_FILE)));
     }
 
@@ -514,7 +513,11 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
             h.base.remove_if_empty();
         }
     };
-    let procs = match held.as_ref().map(|h| cgroup::open_procs(&h.dir)).transpose() {
+    let procs = match held
+        .as_ref()
+        .map(|h| cgroup::open_procs(&h.dir))
+        .transpose()
+    {
         Ok(p) => p,
         Err(err) => {
             release(held);
@@ -674,7 +677,10 @@ mod tests {
              --strict-mcp-config --model m1"
         );
         let r = argv(Tool::Claude, Role::Reviewer { review: 1 }, None, wt, sc).unwrap();
-        assert!(r.join(" ").contains("--tools Read,Grep,Glob --allowed-tools Read,Grep,Glob"));
+        assert!(
+            r.join(" ")
+                .contains("--tools Read,Grep,Glob --allowed-tools Read,Grep,Glob")
+        );
         assert!(r.join(" ").contains("--permission-mode dontAsk"));
         assert!(r.join(" ").contains("Edit,Write"), "denied: {r:?}");
         assert!(!r.contains(&"--model".to_string()));

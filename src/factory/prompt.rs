@@ -144,7 +144,9 @@ impl Verdict {
 /// Why an answer is not a verdict.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerdictError {
-    #[error("the reviewer's answer is empty: no verdict (the first line must be exactly APPROVE or REQUEST_CHANGES)")]
+    #[error(
+        "the reviewer's answer is empty: no verdict (the first line must be exactly APPROVE or REQUEST_CHANGES)"
+    )]
     Empty,
     #[error(
         "the reviewer's first line is not a verdict: {first:?} (it must be exactly APPROVE or REQUEST_CHANGES; the answer is not taken as an approval)"
@@ -189,7 +191,9 @@ mod tests {
     fn each_prompt_quotes_the_task_and_ends_with_its_foot() {
         let task = "Add a line to README\n!worker write a.txt hi";
         let w = worker_prompt(task);
-        assert!(w.contains("--- task ---\nAdd a line to README\n!worker write a.txt hi\n--- end task ---\n"));
+        assert!(w.contains(
+            "--- task ---\nAdd a line to README\n!worker write a.txt hi\n--- end task ---\n"
+        ));
         assert!(w.contains("Do NOT commit") && w.contains("git index") && w.contains("No network"));
         assert_eq!(last_foot(&w), json!({"factory_role": "worker"}));
 
@@ -200,9 +204,14 @@ mod tests {
         assert_eq!(last_foot(&r), json!({"factory_role": "repair"}));
 
         let v = reviewer_prompt(task, "{\"base\":\"abc\"}", 2);
-        assert!(v.contains("Read only") && v.contains("`APPROVE`") && v.contains("`REQUEST_CHANGES`"));
+        assert!(
+            v.contains("Read only") && v.contains("`APPROVE`") && v.contains("`REQUEST_CHANGES`")
+        );
         assert!(v.contains("--- task ---\nAdd a line"));
-        assert_eq!(last_foot(&v), json!({"factory_role": "reviewer", "review": 2}));
+        assert_eq!(
+            last_foot(&v),
+            json!({"factory_role": "reviewer", "review": 2})
+        );
         assert_eq!(Role::Reviewer { review: 1 }.name(), "reviewer");
         assert!(Role::Repair.writes() && !Role::Reviewer { review: 1 }.writes());
     }

@@ -283,13 +283,20 @@ mod tests {
 
     #[test]
     fn the_last_foot_names_the_role() {
-        assert_eq!(foot("x\n{\"factory_role\": \"worker\"}\n"), Some(Role::Worker));
         assert_eq!(
-            foot("{\"factory_role\": \"worker\"}\nquoted\n  {\"factory_role\":\"reviewer\",\"review\":2}"),
+            foot("x\n{\"factory_role\": \"worker\"}\n"),
+            Some(Role::Worker)
+        );
+        assert_eq!(
+            foot(
+                "{\"factory_role\": \"worker\"}\nquoted\n  {\"factory_role\":\"reviewer\",\"review\":2}"
+            ),
             Some(Role::Reviewer(2))
         );
         assert_eq!(
-            foot("{\"factory_role\": \"reviewer\", \"review\": 1}\n{\"factory_role\": \"repair\"}\ntail"),
+            foot(
+                "{\"factory_role\": \"reviewer\", \"review\": 1}\n{\"factory_role\": \"repair\"}\ntail"
+            ),
             Some(Role::Repair)
         );
         assert_eq!(foot("{\"verdict\": \"pass\", \"lens\": \"defect\"}"), None);
@@ -373,13 +380,21 @@ mod tests {
             std::fs::read_to_string(dir.path().join("d/a.txt")).unwrap(),
             "one\n"
         );
-        assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
+            "\n"
+        );
         assert!(!dir.path().join("c.txt").exists());
         let r = play(Role::Reviewer(1), p, dir.path()).unwrap();
         assert_eq!(r.text, "REQUEST_CHANGES\nno test");
         let r = play(Role::Reviewer(2), p, dir.path()).unwrap();
         assert_eq!(r.text, "APPROVE");
-        let e = play(Role::Repair, "!repair exit 4\n!repair write c.txt x", dir.path()).unwrap();
+        let e = play(
+            Role::Repair,
+            "!repair exit 4\n!repair write c.txt x",
+            dir.path(),
+        )
+        .unwrap();
         assert_eq!(e.exit, 4);
         assert!(!dir.path().join("c.txt").exists());
     }
