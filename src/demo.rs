@@ -268,7 +268,10 @@ fn factory_scene(client: &Client, repo: &Path) -> Result<(), DemoError> {
         };
         let run: FactoryRun = client.request_blocking(Method::POST, fapi::RUNS, Some(&body))?;
         let started = Instant::now();
-        while wait {
+        if !wait {
+            continue;
+        }
+        loop {
             let r: FactoryRun = client.get_blocking(&fapi::path(fapi::RUN, &run.id))?;
             if r.status != RunStatus::Running {
                 break;
