@@ -665,9 +665,11 @@ impl Running<'_> {
             return Err(fail(
                 "provider_failed",
                 format!(
-                    "the {who} ({}) gave no answer: {}",
-                    agent.tool.name(),
-                    crate::text::one_line(why, 300)
+                    "the {who} ({tool}) gave no answer: {}. Remedy: check that `{tool}` works for \
+                     this account (run it once in a terminal: the factory uses the installed \
+                     login, never an API key)",
+                    crate::text::one_line(why, 300),
+                    tool = agent.tool.name(),
                 ),
             ));
         }
