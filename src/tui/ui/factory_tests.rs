@@ -181,8 +181,13 @@ fn outcomes_and_verdicts_are_drawn_in_their_roles() {
     let t = draw(&mut app, 160, 48);
     let buf = t.backend().buffer();
     let area = app.areas.sessions;
+    // The running run's phase, after its header's `factory` (a session may say review).
+    let (x, y) = find_in(buf, area, "factory  review").unwrap();
+    assert_eq!(
+        Some(buf[(x + 9, y)].fg),
+        theme.style(Role::StateRunning).fg
+    );
     for (word, role) in [
-        ("review ", Role::StateRunning),
         ("rejected (exit 3)", Role::StateFailed),
         ("failed: worker_timed_out", Role::StateFailed),
         ("completed", Role::GatePassed),
