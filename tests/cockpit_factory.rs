@@ -97,8 +97,13 @@ fn a_finished_factory_run_shows_as_a_group_in_a_real_terminal() {
             rows,
             cols,
         );
+        // The whole group once drawn (the last row there is room for at this size).
+        let last = if cols >= 160 { "└ review-2" } else { "├ worker" };
         let s = t.wait_screen("the factory group", |s| {
-            s.contains("Sessions 6") && s.contains("fac-0001") && s.contains("rejected (exit 3)")
+            s.contains("Sessions 6")
+                && s.contains("fac-0001")
+                && s.contains("rejected (exit 3)")
+                && s.contains(last)
         });
         assert!(s.contains("factory"), "{s}");
         assert!(s.contains("├ worker"), "the group's steps: {s}");
