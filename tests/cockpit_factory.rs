@@ -98,7 +98,11 @@ fn a_finished_factory_run_shows_as_a_group_in_a_real_terminal() {
             cols,
         );
         // The whole group once drawn (the last row there is room for at this size).
-        let last = if cols >= 160 { "└ review-2" } else { "├ worker" };
+        let last = if cols >= 160 {
+            "└ review-2"
+        } else {
+            "├ worker"
+        };
         let s = t.wait_screen("the factory group", |s| {
             s.contains("Sessions 6")
                 && s.contains("fac-0001")
@@ -108,7 +112,13 @@ fn a_finished_factory_run_shows_as_a_group_in_a_real_terminal() {
         assert!(s.contains("factory"), "{s}");
         assert!(s.contains("├ worker"), "the group's steps: {s}");
         if cols >= 160 {
-            for row in ["├ review-1", "├ repair", "└ review-2", "REQUEST_CHANGES", "2:05"] {
+            for row in [
+                "├ review-1",
+                "├ repair",
+                "└ review-2",
+                "REQUEST_CHANGES",
+                "2:05",
+            ] {
                 assert!(s.contains(row), "{row}: {s}");
             }
         }

@@ -18,8 +18,8 @@ impl App {
         // Every run the cockpit holds, not only the listed ones: typing a filter does not
         // resize the live terminal.
         // The factory's groups ask for their rows too (they share the list's pane).
-        let list_rows = u16::try_from(self.sessions.runs.len() + ui::factory::wanted(self))
-            .unwrap_or(u16::MAX);
+        let list_rows =
+            u16::try_from(self.sessions.runs.len() + ui::factory::wanted(self)).unwrap_or(u16::MAX);
         let areas = ui::layout(screen, zoomed, self.tab, list_rows);
         self.areas = areas;
         // The PTY follows the live pane only while it is drawn.

@@ -171,8 +171,9 @@ pub fn split(app: &App, avail: usize) -> (usize, usize) {
     (avail - fac, fac)
 }
 
-/// The groups' rows, at most `rows` of them: the finished groups after the first fold to
-/// their header row when everything does not fit, and a last row counts the runs left out.
+/// The groups' rows, at most `rows` of them: when everything does not fit, the groups after
+/// the first fold to their header row (the first too when the headers would not fit beside
+/// its tree), and a last row counts the runs left out.
 pub fn lines(app: &App, rows: usize) -> Vec<Line<'static>> {
     if rows == 0 {
         return Vec::new();
@@ -192,10 +193,17 @@ pub fn lines(app: &App, rows: usize) -> Vec<Line<'static>> {
     }
     let shown = app.factory.shown();
     let fold = wanted(app) > rows;
+    // The first group shown (the newest running one, else the newest) keeps its steps
+    // unless that leaves no room for the other groups' header rows: then every outcome
+    // shows rather than one tree.
+    let fold_first = fold
+        && shown.len() > 1
+        && shown
+            .first()
+            .is_some_and(|r| group(app, r, false).len() + shown.len() - 1 > rows);
     let mut out = Vec::new();
     for (k, r) in shown.iter().enumerate() {
-        // The first group shown (the newest running one, else the newest) keeps its steps.
-        let folded = fold && k > 0 && r.status != RunStatus::Running;
+        let folded = fold && (k > 0 || fold_first);
         let mut g = group(app, r, folded);
         let after = shown.len() - k - 1;
         let room = rows - out.len();
