@@ -94,6 +94,10 @@ fn group(app: &App, r: &FactoryRun, folded: bool) -> Vec<Line<'static>> {
         tail.push_str(&format!("  candidate {}", text::one_line(c, 12)));
     }
     head.push(Span::styled(tail, st(Role::Dim)));
+    if r.demo {
+        // Backed by the demo's stand-ins: no model ran.
+        head.push(Span::styled("  demo", st(Role::Demo)));
+    }
     let mut out = vec![Line::from(head)];
     if folded {
         return out;
