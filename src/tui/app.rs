@@ -39,6 +39,7 @@ use crate::text;
 
 mod dialogs;
 mod events;
+mod factory;
 mod gate;
 mod intents;
 mod layout;
@@ -52,6 +53,7 @@ mod tribunal;
 pub use super::views::{Body, Pane, Tab};
 pub use dialogs::{Modal, PromptFor};
 pub use events::EventsPane;
+pub use factory::FactoryGroups;
 pub use gate::GatePane;
 pub use intents::IntentsPane;
 pub use listing::{Keyed, Listing};
@@ -273,6 +275,8 @@ pub enum LiveEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Msg {
     Runs(Result<RunsPage, String>),
+    /// The factory runs (`GET /v1/m/factory/runs`), polled with the runs.
+    Factory(Result<Vec<crate::api::factory::FactoryRun>, String>),
     Events {
         run: String,
         result: Result<Vec<EventItem>, String>,
@@ -317,6 +321,8 @@ pub struct App {
 
     /// The views' parts, each owning its state and its keys.
     pub sessions: SessionList,
+    /// The factory runs, shown as groups in the sessions list.
+    pub factory: FactoryGroups,
     pub live: LivePane,
     pub events: EventsPane,
     pub gate: GatePane,
@@ -377,6 +383,7 @@ impl App {
             keymap,
             theme,
             sessions: SessionList::default(),
+            factory: FactoryGroups::default(),
             live: LivePane::default(),
             events: EventsPane::default(),
             gate: GatePane::default(),
@@ -769,6 +776,7 @@ impl App {
             Msg::Runs(Err(e)) => {
                 self.sessions.server_error = Some(text::one_line(&e, 300));
             }
+            Msg::Factory(answer) => self.factory.on_runs(answer),
             Msg::Events { run, result } => {
                 if self.sessions.selected.as_deref() != Some(run.as_str()) {
                     return;

@@ -588,12 +588,15 @@ async fn data_task(
 ) {
     // How many polls in a row brought nothing new: a quiet list is polled less often (up to
     // QUIET_POLL_MAX); an action or a change of focus polls at once and resets the pace.
-    let mut last: Option<(Result<data::RunsPage, String>, Option<Msg>)> = None;
+    type Factory = Result<Vec<crate::api::factory::FactoryRun>, String>;
+    let mut last: Option<(Result<data::RunsPage, String>, Factory, Option<Msg>)> = None;
     let mut quiet: u32 = 0;
     loop {
         // Both answers are fetched before either is sent, so the cockpit takes them in one
         // batch and draws one frame for the poll.
         let page = data::fetch_runs(&client).await.map_err(|e| show(&e));
+        // The factory runs at the same cadence: a failed poll is said, never old runs.
+        let factory = client.factory_runs().await.map_err(|e| show(&e));
         let run = focus.borrow_and_update().clone();
         let events = match run {
             Some(run) => {
@@ -604,7 +607,7 @@ async fn data_task(
             }
             None => None,
         };
-        let now = (page.clone(), events.clone());
+        let now = (page.clone(), factory.clone(), events.clone());
         if last.as_ref() == Some(&now) {
             quiet = quiet.saturating_add(1);
         } else {
@@ -612,6 +615,9 @@ async fn data_task(
             last = Some(now);
         }
         if tx.send(Msg::Runs(page)).await.is_err() {
+            return;
+        }
+        if tx.send(Msg::Factory(factory)).await.is_err() {
             return;
         }
         if let Some(m) = events

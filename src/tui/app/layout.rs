@@ -17,7 +17,9 @@ impl App {
         let zoomed = self.zoomed && self.tab == Tab::Sessions;
         // Every run the cockpit holds, not only the listed ones: typing a filter does not
         // resize the live terminal.
-        let list_rows = u16::try_from(self.sessions.runs.len()).unwrap_or(u16::MAX);
+        // The factory's groups ask for their rows too (they share the list's pane).
+        let list_rows =
+            u16::try_from(self.sessions.runs.len() + ui::factory::wanted(self)).unwrap_or(u16::MAX);
         let areas = ui::layout(screen, zoomed, self.tab, list_rows);
         self.areas = areas;
         // The PTY follows the live pane only while it is drawn.
@@ -29,7 +31,8 @@ impl App {
             };
         }
         if self.tab.body() != Body::Whole {
-            self.sessions.rows = usize::from(ui::inner(areas.sessions).height.saturating_sub(1));
+            let avail = usize::from(ui::inner(areas.sessions).height.saturating_sub(1));
+            self.sessions.rows = ui::factory::split(self, avail).0;
             self.events.rows = usize::from(ui::inner(areas.events).height);
             if !areas.zoomed {
                 self.follow_sessions(ui::inner(areas.sessions));
@@ -48,7 +51,8 @@ impl App {
         if inner.is_empty() || l.server_error.is_some() || l.view.is_empty() {
             return;
         }
-        self.sessions.follow(usize::from(inner.height) - 1);
+        let (rows, _) = ui::factory::split(self, usize::from(inner.height) - 1);
+        self.sessions.follow(rows);
     }
 
     /// The gate's graph in `inner`: the scroll stays within the rows it takes.

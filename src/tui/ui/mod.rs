@@ -5,6 +5,9 @@
 //! cells (see [`super::vt`]).
 
 pub(crate) mod events;
+pub(crate) mod factory;
+#[cfg(test)]
+mod factory_tests;
 pub(crate) mod gate;
 mod header;
 pub(crate) mod intents;

@@ -106,7 +106,21 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         }
         return;
     }
+    let (session_rows, factory_rows) =
+        super::factory::split(app, usize::from(inner.height).saturating_sub(1));
+    // The factory's groups, under the sessions drawn (from the list's row `from`).
+    let draw_factory = |buf: &mut Buffer, from: usize| {
+        let lines = super::factory::lines(app, factory_rows);
+        for (k, l) in lines.iter().enumerate() {
+            let y = inner.y + (from + k) as u16;
+            if y >= inner.y + inner.height {
+                break;
+            }
+            buf.set_line(inner.x, y, l, inner.width);
+        }
+    };
     if app.sessions.view.is_empty() {
+        draw_factory(buf, 1);
         let msg = if !app.sessions.loaded {
             "loading…".to_string()
         } else if app.sessions.runs.is_empty() {
@@ -149,10 +163,14 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         }
     }
     buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
-    let rows = usize::from(inner.height) - 1;
+    let rows = session_rows;
     if rows == 0 {
         return;
     }
+    draw_factory(
+        buf,
+        1 + rows.min(app.sessions.view.len().saturating_sub(app.sessions.offset)),
+    );
     // The selection is in view: `App::lay_out` keeps the offset.
     let list_focused = focused(app, Pane::Sessions);
     for (k, (&i, c)) in app
