@@ -188,6 +188,32 @@ fn a_worker_writes_its_file_and_the_outputs_are_private_files() {
 }
 
 #[test]
+fn a_worker_can_be_scripted_to_touch_the_index_and_commit() {
+    // What the engine must refuse: a worker that stages, and one that commits.
+    let fx = Fx::new();
+    let head = git(fx.repo.path(), &["rev-parse", "HEAD"]);
+    let p = prompt::worker_prompt("!worker write a.txt x\n!worker git add a.txt");
+    let o = ok(invoke::run(
+        &fx.inv(Tool::Claude, Role::Worker, p, Duration::from_secs(60)),
+        None,
+    ));
+    assert!(answer(&o).contains("git add exited"), "{o:?}");
+    assert_eq!(
+        git(fx.repo.path(), &["diff", "--cached", "--name-only"]),
+        "a.txt\n"
+    );
+    let p = prompt::worker_prompt(
+        "!worker git -c user.name=w -c user.email=w@example.org commit -qm sneaky",
+    );
+    let o = ok(invoke::run(
+        &fx.inv(Tool::Codex, Role::Worker, p, Duration::from_secs(60)),
+        None,
+    ));
+    assert_eq!(o.exit, Some(0), "{o:?}");
+    assert_ne!(git(fx.repo.path(), &["rev-parse", "HEAD"]), head);
+}
+
+#[test]
 fn a_repair_plays_only_the_repair_directives() {
     let fx = Fx::new();
     let p = prompt::repair_prompt(

@@ -9,6 +9,8 @@
 //! Behaviour shared by the five fakes:
 //! - deterministic replies ([`script::reply`]), driven by the prompt's directives
 //!   ([`script`]: sleep, emit, ignore SIGTERM, grandchild, exit, write, env);
+//! - in the headless forms, the factory's roles (worker, repair, reviewer) when the prompt
+//!   ends with a factory foot ([`factory`]: `!worker …`, `!repair …`, `!review N …`);
 //! - interrupt through the tool's own protocol (or Ctrl-C on the PTY form) ends the turn
 //!   and keeps the process;
 //! - a transcript written where the real tool keeps it, under the account home that the
