@@ -119,14 +119,18 @@ fn agent(s: &Shared, role: &str, profile: &str, model: Option<String>) -> Result
     let p = Store::new(&s.home.config)
         .find(profile, &user_home)
         .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unknown_profile", e.to_string()))?;
-    if !matches!(p.tool, Tool::Claude | Tool::Codex) {
+    let allowed = match role {
+        "worker" => matches!(p.tool, Tool::Claude | Tool::Codex),
+        _ => matches!(p.tool, Tool::Claude | Tool::Codex | Tool::Gemini),
+    };
+    if !allowed {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "unsupported_tool",
             format!(
                 "the {role} profile `{profile}` runs {}; the factory's closed profiles are claude \
-                 and codex (a {role} of another tool is not offered). Remedy: --{role} claude or \
-                 --{role} codex",
+                 and codex for the worker, and claude, codex and gemini for the reviewer. \
+                 Remedy: --{role} claude or --{role} codex",
                 p.tool.name()
             ),
         ));
