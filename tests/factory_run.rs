@@ -87,6 +87,15 @@ fn receipt(out: &Output) -> Value {
     })
 }
 
+/// Runs `task` on a fresh worktree with the stand-ins; asserts the exit code; the receipt.
+fn run_task(task: &str, code: i32) -> (Value, Output) {
+    let e = env();
+    let r = repo();
+    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
+    (receipt(&out), out)
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -197,12 +206,8 @@ fn one_request_for_changes_gets_one_repair_then_a_fresh_review_approves() {
 
 #[test]
 fn a_repair_that_changes_nothing_fails_typed_and_is_not_reviewed_again() {
-    let e = env();
-    let r = repo();
     let task = "!worker write src/lib.txt two\n!review 1 REQUEST_CHANGES no\n!repair write src/lib.txt two";
-    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let rec = receipt(&out);
+    let (rec, _) = run_task(task, 1);
     assert_eq!(rec["status"], "failed");
     assert_eq!(rec["error"]["code"], "repair_unchanged");
     assert_eq!(rec["steps"].as_array().unwrap().len(), 3);
@@ -210,13 +215,9 @@ fn a_repair_that_changes_nothing_fails_typed_and_is_not_reviewed_again() {
 
 #[test]
 fn a_second_reject_exits_3_and_never_repairs_twice() {
-    let e = env();
-    let r = repo();
     let task = "!worker write src/lib.txt two\n!review 1 REQUEST_CHANGES no\n\
                 !repair write src/lib.txt three\n!review 2 REQUEST_CHANGES still no";
-    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let rec = receipt(&out);
+    let (rec, out) = run_task(task, 3);
     assert_eq!(rec["status"], "rejected");
     assert_eq!(rec["ok"], false);
     let steps = rec["steps"].as_array().unwrap();
@@ -231,25 +232,17 @@ fn a_second_reject_exits_3_and_never_repairs_twice() {
 
 #[test]
 fn a_reviewer_that_writes_into_node_modules_is_refused() {
-    let e = env();
-    let r = repo();
     let task = "!worker write src/lib.txt two\n!review 1 write node_modules/left-pad/index.js evil";
-    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let rec = receipt(&out);
+    let (rec, _) = run_task(task, 1);
     assert_eq!(rec["error"]["code"], "reviewer_modified");
     assert_ne!(rec["ok"], true);
 }
 
 #[test]
 fn a_worker_that_commits_gets_no_candidate() {
-    let e = env();
-    let r = repo();
     let task = "!worker write src/lib.txt two\n\
                 !worker git -c user.name=w -c user.email=w@example.invalid commit -qam sneaky";
-    let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let rec = receipt(&out);
+    let (rec, _) = run_task(task, 1);
     assert_eq!(rec["error"]["code"], "worker_committed");
     assert!(rec["candidate"].is_null());
 }

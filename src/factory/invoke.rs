@@ -33,7 +33,6 @@
 //! `result`, codex's last message, gemini's `response`.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -58,7 +57,7 @@ pub const STDOUT_FILE: &str = "stdout.txt";
 pub const STDERR_FILE: &str = "stderr.txt";
 pub const LAST_MESSAGE_FILE: &str = "last-message.txt";
 /// At most this much of each output is read.
-pub const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
+pub use crate::tribunal::jurors::cli::MAX_OUTPUT;
 /// Between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
 /// How long the kernel is given to empty the tree after SIGKILL before the outcome says the
@@ -387,25 +386,7 @@ fn stop_tree(
     }
 }
 
-/// Reads at most [`MAX_OUTPUT`] bytes of a file, lossily as UTF-8 ("" when absent).
-pub fn read_bounded(path: &Path) -> String {
-    let mut buf = Vec::new();
-    if let Ok(f) = std::fs::File::open(path) {
-        let _ = f.take(MAX_OUTPUT).read_to_end(&mut buf);
-    }
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
-fn stderr_tail(scratch: &Path) -> String {
-    let text = read_bounded(&scratch.join(STDERR_FILE));
-    let line = text
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    crate::text::one_line(line, 200)
-}
+pub use crate::tribunal::jurors::cli::{read_bounded, stderr_tail};
 
 /// The tool's final message from the files of `scratch`.
 fn answer_of(tool: Tool, scratch: &Path) -> Result<String, String> {

@@ -48,7 +48,7 @@ pub const STDERR_FILE: &str = "stderr.txt";
 /// A probe's `--version` must answer within this.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// At most this much of a tool's output is read.
-const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
+pub const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
 
 /// A rung served by a vendor's CLI.
 pub struct CliJuror {
@@ -231,7 +231,9 @@ fn wait_bounded(child: &mut Child, deadline: Duration) -> std::io::Result<Waited
     }
 }
 
-fn read_bounded(path: &Path) -> String {
+/// Reads at most 16 MiB of a tool's output file, lossily as UTF-8 ("" when absent); the
+/// factory's invocations read theirs with it too.
+pub fn read_bounded(path: &Path) -> String {
     let mut buf = Vec::new();
     if let Ok(f) = std::fs::File::open(path) {
         let _ = f.take(MAX_OUTPUT).read_to_end(&mut buf);
@@ -240,7 +242,7 @@ fn read_bounded(path: &Path) -> String {
 }
 
 /// The last line of a tool's stderr that says something, for a reason.
-fn stderr_tail(dir: &Path) -> String {
+pub fn stderr_tail(dir: &Path) -> String {
     let text = read_bounded(&dir.join(STDERR_FILE));
     let line = text
         .lines()
