@@ -162,16 +162,22 @@ pub fn wanted(app: &App) -> usize {
 }
 
 /// How the `avail` rows under the list's column header are shared: (the sessions' rows,
-/// the factory's rows). The sessions keep the rows they need up to half of them; the
-/// factory has the rest, up to what it wants.
+/// the factory's rows). The sessions come first: the factory has the rows they leave, and
+/// while sessions wait for room, a third of the rows (two at least) but never all.
 pub fn split(app: &App, avail: usize) -> (usize, usize) {
     let want = wanted(app);
     if want == 0 || app.sessions.server_error.is_some() {
         return (avail, 0);
     }
+    // The sessions first: the groups get the rows the sessions leave, and never more than
+    // a third of the list (two rows at least) while sessions wait for room.
     let need = app.sessions.view.len().max(1);
-    let keep = need.min((avail / 2).max(1));
-    let fac = want.min(avail.saturating_sub(keep));
+    let cap = (avail / 3).max(2);
+    let fac = want.min(
+        avail
+            .saturating_sub(need)
+            .max(cap.min(avail.saturating_sub(1))),
+    );
     (avail - fac, fac)
 }
 
