@@ -447,3 +447,58 @@ fn the_opentelemetry_export_is_loopback_only_and_never_changes_the_outcome() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("loopback"), "{}", stderr(&out));
 }
+
+/// The processes whose working folder is `dir`.
+fn working_in(dir: &Path) -> Vec<i32> {
+    let dir = std::fs::canonicalize(dir).unwrap();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir) && alive(pid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_server_killed_mid_run_leaves_no_worker_running() {
+    let e = env();
+    let r = repo();
+    let mut c = e.h.cmd();
+    let mut child = c
+        .args(["factory", "run", "--workspace"])
+        .arg(&r.wt)
+        .args(["--task", "!worker sleep 600000", "--out"])
+        .arg(r.dir.path().join("r.json"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let worker = loop {
+        if let Some(&p) = working_in(&r.wt).first() {
+            break p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let server = e.h.server_pid().unwrap();
+    // SAFETY: kill(2) on the server's pid.
+    unsafe { libc::kill(server, libc::SIGKILL) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while alive(worker) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker {worker} outlived its killed server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

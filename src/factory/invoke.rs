@@ -520,7 +520,7 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
         .stderr(Stdio::from(err))
         .process_group(0);
     // SAFETY: runs in the forked child before exec; only async-signal-safe calls (write,
-    // signal, sigprocmask, close_range, fcntl).
+    // signal, sigprocmask, close_range, fcntl, prctl, getppid, _exit).
     unsafe {
         cmd.pre_exec(move || {
             if let Some(fd) = procs_fd {
@@ -528,6 +528,22 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
             }
             crate::runs::reset_signals_in_child();
             crate::runs::cloexec_inherited_fds();
+            // The server that owns the invocation dies (even by SIGKILL): the provider dies
+            // with it, never left running with nobody to stop it. (Its own children are
+            // held by the cgroup or group, which a killed server cannot sweep: residual.)
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() == 1 {
+                libc::_exit(1);
+            }
             Ok(())
         });
     }
