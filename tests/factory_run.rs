@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::ShimEnv;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
@@ -501,4 +501,50 @@ fn a_server_killed_mid_run_leaves_no_worker_running() {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[test]
+fn a_hostile_caller_on_the_socket_gets_clear_refusals_and_nothing_runs() {
+    let e = env();
+    let r = repo();
+    // A token read from the home, as an agent running as the same user would.
+    e.h.ok(&["factory", "list"]);
+    let token = e.h.owner_token();
+    let socket = e.h.socket();
+    let path = "/v1/m/factory/runs";
+    let ws = r.wt.to_str().unwrap();
+    let cases = [
+        (
+            json!({"workspace": ws, "task": "x".repeat(1 << 20)}),
+            "at most",
+        ),
+        (json!({"workspace": "relative/wt", "task": "t"}), "absolute"),
+        (
+            json!({"workspace": ws, "task": "t", "timeout_secs": u64::MAX}),
+            "timeout",
+        ),
+        (
+            json!({"workspace": ws, "task": "t", "worker": "../../etc"}),
+            "profile",
+        ),
+        (
+            json!({"workspace": ws, "task": "t", "otel": "http://169.254.169.254"}),
+            "loopback",
+        ),
+        (json!([ws, "t"]), "JSON object"),
+    ];
+    for (body, word) in cases {
+        let (status, v) = common::call_as(&socket, Some(&token), "POST", path, Some(body));
+        assert!((400..500).contains(&status), "{status} {v}");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains(word), "{word}: {v}");
+    }
+    let (status, _) = common::call_as(&socket, None, "POST", path, Some(json!({})));
+    assert_eq!(status, 401);
+    let list = e.h.json(&["factory", "list", "--json"]);
+    assert_eq!(
+        list["items"].as_array().unwrap().len(),
+        0,
+        "nothing was numbered"
+    );
 }

@@ -164,7 +164,7 @@ fn clock(ms: u64) -> String {
 pub fn progress_line(run: &FactoryRun, elapsed: Duration) -> String {
     let what = match run.phase {
         Phase::Validating => "validating the input".to_string(),
-        Phase::Worker => format!("worker ({}) running", run.worker.tool),
+        Phase::Worker => format!("worker ({}) running", text::one_line(&run.worker.tool, 20)),
         Phase::Binding => "binding the candidate (git, evidence)".to_string(),
         Phase::Review => {
             let n = run
@@ -189,9 +189,12 @@ pub fn progress_line(run: &FactoryRun, elapsed: Duration) -> String {
             RunStatus::Running => "running".to_string(),
         },
     };
+    // Every server string through the sanitiser (ids, tools and codes are the server's own,
+    // but nothing but `text` decides what is safe to print).
     format!(
-        "factory {}: {what} · {} elapsed · provider time left ≤ {} (not an ETA)",
-        run.id,
+        "factory {}: {} · {} elapsed · provider time left ≤ {} (not an ETA)",
+        text::one_line(&run.id, 20),
+        text::one_line(&what, 120),
         clock(elapsed.as_millis() as u64),
         clock(run.provider_bound_ms)
     )

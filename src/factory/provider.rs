@@ -27,10 +27,7 @@ impl Provider {
         Provider {
             cancel,
             path: std::env::var_os("PATH").unwrap_or_default(),
-            base_env: crate::providers::env::INHERITED
-                .iter()
-                .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
-                .collect(),
+            base_env: crate::providers::env::inherited_now(),
         }
     }
 }

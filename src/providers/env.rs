@@ -17,6 +17,15 @@ use super::{HomeVarTarget, Transport};
 /// Variables copied from the parent when present.
 pub const INHERITED: [&str; 6] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ"];
 
+/// The [`INHERITED`] names this process has, with their values: the base a provider's
+/// launch environment starts from.
+pub fn inherited_now() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    INHERITED
+        .iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (std::ffi::OsString::from(k), v)))
+        .collect()
+}
+
 /// The locale categories copied from the parent (POSIX and glibc names). A closed list
 /// rather than the prefix `LC_`, so that `LC_ANYTHING_API_KEY` is not a way in.
 pub const LOCALE_CATEGORIES: [&str; 13] = [

@@ -67,10 +67,7 @@ pub(super) fn env(home: &crate::home::Home, holders: Holders) -> jurors::Env {
     let profiles = crate::providers::profile::Store::new(&home.config)
         .list(&user_home)
         .unwrap_or_default();
-    let base_env = crate::providers::env::INHERITED
-        .iter()
-        .filter_map(|k| std::env::var_os(k).map(|v| (std::ffi::OsString::from(k), v)))
-        .collect();
+    let base_env = crate::providers::env::inherited_now();
     jurors::Env {
         path: std::env::var_os("PATH").unwrap_or_default(),
         base_env,
