@@ -55,11 +55,6 @@ pub const KILL_WAIT: Duration = Duration::from_secs(10);
 pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(10);
 
 const THREAD_STACK: usize = 256 * 1024;
-/// The most output a PTY run's screen may be behind its ring (also at most half the ring,
-/// so a screen snapshot's `seq + 1` is still held when the snapshot is taken).
-pub const SCREEN_FEED_BYTES: usize = 1024 * 1024;
-/// How long [`Run::screen`] waits for the screen to catch up with the ring.
-pub const SCREEN_WAIT: Duration = Duration::from_secs(10);
 
 /// The most rows a PTY run's terminal may have.
 pub const MAX_ROWS: u16 = 500;
@@ -475,7 +470,11 @@ impl Run {
                 let c = pty::spawn(&spec, size)?;
                 let parts = PtyParts {
                     master: Mutex::new(Some(c.master)),
-                    screen: Arc::new(pty::ScreenCell::new(size)),
+                    screen: Arc::new(pty::ScreenCell::new(
+                        size,
+                        Arc::clone(&ring),
+                        transcript.clone(),
+                    )),
                 };
                 (
                     c.pid,
@@ -741,31 +740,38 @@ impl Run {
             });
         }
         let pty = self.pty_parts("resize")?;
-        // Screen first, then master: output processed after this call is parsed at the new
-        // size, and no frame is parsed between the two changes.
-        let mut screen = pty.screen.lock();
         let master = pty.master.lock().unwrap_or_else(|e| e.into_inner());
+        // The output has ended (the master is released once it has): nothing will be drawn
+        // again.
         let m = master.as_ref().ok_or(RunError::NotLive { op: "resize" })?;
-        // The output has ended (the emulator is released): nothing will be drawn again.
-        let parser = screen
-            .parser
-            .as_mut()
-            .ok_or(RunError::NotLive { op: "resize" })?;
-        m.resize(pty::pty_size(size))
-            .map_err(|e| RunError::Pty(format!("cannot resize: {e:#}")))?;
-        parser.set_size(pty::nz(size.rows), pty::nz(size.cols));
-        Ok(())
+        // The screen gets the new size at the point of the output where the terminal got
+        // it, whenever it parses that far; this does not wait for it.
+        pty.screen.resize(size, || {
+            m.resize(pty::pty_size(size))
+                .map_err(|e| RunError::Pty(format!("cannot resize: {e:#}")))
+        })
     }
 
-    /// The PTY run's screen and the seq of the last frame it includes. The screen is parsed
-    /// on its own thread, at most [`SCREEN_FEED_BYTES`] behind the ring; this call waits
-    /// (at most [`SCREEN_WAIT`]) until it includes every frame pushed before the call.
-    /// Whatever it returns, `seq` is exactly the last frame the screen includes.
+    /// The PTY run's screen and the seq of the last frame it includes: every frame pushed
+    /// before the call, or more. The screen is not parsed on the output's way (the reader
+    /// never waits for the emulator): this call brings it up to date on the caller's
+    /// thread, taking from the transcript what the ring has evicted, so it may parse for a
+    /// while after a burst (vt100 takes some tens of milliseconds a MiB; see
+    /// `docs/performance.md`). Whatever it returns, `seq` is exactly the last frame the
+    /// screen includes.
     pub fn screen(&self) -> Result<ScreenSnapshot, RunError> {
         let pty = self.pty_parts("screen")?;
-        let head = self.inner.ring.status().next_seq - 1;
-        let s = pty.screen.lock_at_least(head, SCREEN_WAIT);
-        Ok(s.snapshot())
+        Ok(pty.screen.current())
+    }
+
+    /// Holds a PTY run's screen still until the guard is dropped: nothing parses its
+    /// output meanwhile (the background parser waits for the lock). For tests and
+    /// benchmarks that show the output never waits for the emulator. Calling
+    /// [`Run::screen`], [`Run::resize`] or [`Run::holds_emulator`] on the same thread while
+    /// holding it deadlocks. `None` for a pipe run.
+    #[doc(hidden)]
+    pub fn hold_screen(&self) -> Option<ScreenHold<'_>> {
+        self.inner.pty.as_ref().map(|p| ScreenHold(p.screen.lock()))
     }
 
     /// Whether a PTY run still holds its terminal emulator (`rows × cols` cells). It does
@@ -936,56 +942,43 @@ fn start_threads(
         }
         Err(e)
     };
-    // A PTY run parses its output into the vt100 screen on a thread of its own, so the
-    // ring (and attached clients) get output at the speed of the terminal, not the parser.
-    let feed = match &inner.pty {
-        Some(p) => {
-            let cap = SCREEN_FEED_BYTES.min(inner.ring.capacity() / 2);
-            let feed = Arc::new(pty::ScreenFeed::new(cap));
-            let (f, screen) = (Arc::clone(&feed), Arc::clone(&p.screen));
-            match spawn_thread(format!("run-{pid}-screen"), move || {
-                pty::run_screen(&f, &screen)
-            }) {
-                Ok(h) => handles.push(h),
-                Err(e) => return fail(handles, &wake_tx, e),
-            }
-            Some(feed)
+    // A PTY run's screen is parsed off the output's way: by whoever asks for it, and by a
+    // background thread of the lowest priority. It is detached (it ends once the run has
+    // ended and its last frame is parsed), as the waiter must not wait for it.
+    let screen = inner.pty.as_ref().map(|p| Arc::clone(&p.screen));
+    if let Some(cell) = &screen {
+        let cell = Arc::clone(cell);
+        if let Err(e) = spawn_thread(format!("run-{pid}-screen"), move || {
+            pty::run_screen(&cell)
+        }) {
+            return fail(handles, &wake_tx, e);
         }
-        None => None,
-    };
+    }
     for (stream, fd) in readers {
         let ring = Arc::clone(&inner.ring);
         let transcript = inner.transcript.clone();
-        let my_feed = feed.clone();
+        let screen = screen.clone();
         let wake_rx = Arc::clone(&wake_rx);
         let open = Arc::clone(&open);
         let buf = ring.max_frame();
         let name = format!("run-{pid}-{stream:?}").to_lowercase();
         let h = spawn_thread(name, move || {
             pump::pump(fd, wake_rx.as_raw_fd(), buf, |bytes| {
-                // One allocation, shared by the ring and the screen's queue.
-                let shared: Arc<[u8]> = Arc::from(bytes);
-                let seq = ring.push_shared(stream, Arc::clone(&shared));
-                if let (Some(feed), Some(seq)) = (&my_feed, seq) {
-                    feed.push(shared, seq);
-                }
+                // The transcript first: a byte the ring evicts is then already on disk,
+                // where the screen takes what it fell behind on.
                 if let Some(t) = &transcript {
                     t.write(stream, bytes);
                 }
+                if let Some(cell) = &screen {
+                    cell.keep_up_before_push(bytes.len());
+                }
+                ring.push(stream, bytes);
             });
-            if let Some(feed) = &my_feed {
-                feed.close();
-            }
             open.close_one();
         });
         match h {
             Ok(h) => handles.push(h),
-            Err(e) => {
-                if let Some(feed) = &feed {
-                    feed.close();
-                }
-                return fail(handles, &wake_tx, e);
-            }
+            Err(e) => return fail(handles, &wake_tx, e),
         }
     }
     let waiter_inner = Arc::clone(inner);
@@ -1100,6 +1093,10 @@ fn wait_and_end(
     }
     inner.ring.end(exit);
 }
+
+/// A PTY run's screen held still ([`Run::hold_screen`]); released when dropped.
+#[doc(hidden)]
+pub struct ScreenHold<'a>(#[allow(dead_code)] MutexGuard<'a, pty::Screen>);
 
 /// How a PTY run's interrupt was delivered ([`Run::interrupt`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

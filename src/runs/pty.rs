@@ -16,11 +16,13 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use portable_pty::{MasterPty, PtySize, native_pty_system};
 
 use super::pump::{dup_cloexec, set_nonblocking};
+use super::ring::{ReadOutcome, Ring};
+use super::transcript::Transcript;
 use super::{
     RunError, RunSpec, ScreenSnapshot, TermSize, cloexec_inherited_fds, fork_guard,
     reset_signals_in_child,
@@ -129,106 +131,220 @@ pub(crate) fn spawn(spec: &RunSpec, size: TermSize) -> Result<PtyChild, RunError
     })
 }
 
-/// The queue between a PTY run's reader and its screen thread: bounded by bytes, so the
-/// screen (server state, exact by contract) is never more than `cap` bytes behind the ring.
-/// When it is full the reader waits, which slows the child exactly as a terminal emulator
-/// that parses inline would; client readers of the ring are never waited for.
-pub(crate) struct ScreenFeed {
-    state: Mutex<FeedState>,
-    cond: Condvar,
-    cap: usize,
+/// The most output the background parser takes under the screen lock at a time, so that a
+/// caller who wants the screen never waits long for the lock.
+const SLICE_BYTES: usize = 64 * 1024;
+/// How much of the transcript is read at a time when the screen takes bytes from it.
+const TRANSCRIPT_CHUNK: usize = 256 * 1024;
+
+/// A PTY run's screen and where it takes its bytes from: the ring, and the transcript for the
+/// bytes the ring has evicted (the transcript is written before the ring is pushed, so every
+/// evicted byte is on disk while the transcript holds everything).
+///
+/// Nothing here is on the reader's way while the transcript holds everything: the reader
+/// writes the transcript and the ring and moves on; the screen is brought up to date by
+/// whoever needs it ([`ScreenCell::current`]) and by a background thread of the lowest
+/// priority ([`run_screen`]). When the run has no transcript, or its transcript stopped
+/// (capped, or a write failed), the bytes the ring evicts would be lost to the screen, so
+/// the reader first brings the screen past what its push evicts
+/// ([`ScreenCell::keep_up_before_push`]): the screen stays exact, and only then does the
+/// emulator's speed hold the child.
+pub(crate) struct ScreenCell {
+    screen: Mutex<Screen>,
+    /// Resizes the screen has not applied yet: each applies once the screen has parsed the
+    /// output up to its byte. Apart from the screen, so a resize never waits for the parser.
+    resizes: Mutex<VecDeque<(u64, TermSize)>>,
+    ring: Arc<Ring>,
+    transcript: Option<Arc<Transcript>>,
 }
 
-struct FeedState {
-    items: VecDeque<(Arc<[u8]>, u64)>,
-    bytes: usize,
-    closed: bool,
-}
-
-impl ScreenFeed {
-    pub fn new(cap: usize) -> ScreenFeed {
-        ScreenFeed {
-            state: Mutex::new(FeedState {
-                items: VecDeque::new(),
-                bytes: 0,
-                closed: false,
-            }),
-            cond: Condvar::new(),
-            cap,
+impl ScreenCell {
+    pub fn new(size: TermSize, ring: Arc<Ring>, transcript: Option<Arc<Transcript>>) -> ScreenCell {
+        ScreenCell {
+            screen: Mutex::new(Screen::new(size)),
+            resizes: Mutex::new(VecDeque::new()),
+            ring,
+            transcript,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, FeedState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// The screen as it is, without bringing it up to date (its `seq` says how far it is).
+    pub fn lock(&self) -> MutexGuard<'_, Screen> {
+        self.screen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues output whose last frame is `seq`; waits while the queue is full (one item is
-    /// always accepted into an empty queue, whatever its size).
-    pub fn push(&self, bytes: Arc<[u8]>, seq: u64) {
-        let mut st = self.lock();
-        while !st.items.is_empty() && st.bytes + bytes.len() > self.cap && !st.closed {
-            st = self.cond.wait(st).unwrap_or_else(|e| e.into_inner());
+    /// The screen brought up to date with every frame pushed before the call (or more),
+    /// tagged with the seq of the last frame it includes. Parses on the caller's thread
+    /// whatever the screen is behind (from the transcript for what the ring evicted).
+    pub fn current(&self) -> ScreenSnapshot {
+        let target = self.ring.status().next_seq - 1;
+        let mut s = self.lock();
+        self.advance(&mut s, target, usize::MAX);
+        s.snapshot()
+    }
+
+    /// On the reader, before it pushes a frame of `len` bytes: when the transcript does
+    /// not hold every byte, brings the screen past the frames that push would evict, so no
+    /// byte is lost to it. Returns at once while the transcript holds everything.
+    pub fn keep_up_before_push(&self, len: usize) {
+        if self.transcript.as_ref().is_some_and(|t| t.holds_everything()) {
+            return;
         }
-        st.bytes += bytes.len();
-        st.items.push_back((bytes, seq));
-        self.cond.notify_all();
+        let kept = self.ring.first_kept_after_push(len);
+        let mut s = self.lock();
+        if s.parser.is_some() && s.seq + 1 < kept {
+            self.advance(&mut s, kept - 1, usize::MAX);
+        }
     }
 
-    /// No more output will come.
-    pub fn close(&self) {
-        self.lock().closed = true;
-        self.cond.notify_all();
+    /// Resizes the terminal with `resize_master` and records the new size for the screen,
+    /// at the point of the output where it happened (after every frame pushed so far).
+    /// Does not wait for the parser.
+    pub fn resize(
+        &self,
+        size: TermSize,
+        resize_master: impl FnOnce() -> Result<(), RunError>,
+    ) -> Result<(), RunError> {
+        let mut r = self.resizes.lock().unwrap_or_else(|e| e.into_inner());
+        let at = self.ring.status().total_bytes;
+        resize_master()?;
+        r.push_back((at, size));
+        Ok(())
     }
 
-    /// Takes everything queued, waiting for something; `None` once closed and drained.
-    pub fn pop_all(&self) -> Option<Vec<(Arc<[u8]>, u64)>> {
-        let mut st = self.lock();
+    /// Parses output bytes that follow the screen's `offset`, applying the resizes that
+    /// fall within them at their byte.
+    fn feed(&self, s: &mut Screen, mut bytes: &[u8]) {
+        let Some(p) = s.parser.as_mut() else {
+            return;
+        };
+        let mut resizes = self.resizes.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(&(at, size)) = resizes.front() {
+            if at > s.offset + bytes.len() as u64 {
+                break;
+            }
+            let cut = usize::try_from(at.saturating_sub(s.offset)).unwrap_or(bytes.len());
+            p.process(&bytes[..cut]);
+            s.offset += cut as u64;
+            bytes = &bytes[cut..];
+            p.set_size(nz(size.rows), nz(size.cols));
+            resizes.pop_front();
+        }
+        drop(resizes);
+        p.process(bytes);
+        s.offset += bytes.len() as u64;
+    }
+
+    /// Parses what the screen is behind, up to frame `target` (or past it, when the ring
+    /// has evicted the frames in between), taking at most about `budget` bytes. Returns
+    /// whether the screen reached `target` (or has been released).
+    fn advance(&self, s: &mut Screen, target: u64, mut budget: usize) -> bool {
         loop {
-            if !st.items.is_empty() {
-                st.bytes = 0;
-                let out = st.items.drain(..).collect();
-                self.cond.notify_all();
-                return Some(out);
+            if s.parser.is_none() {
+                return true;
             }
-            if st.closed {
-                return None;
+            if let Some((seq, offset)) = s.filling {
+                // Bytes the ring evicted, from the transcript, up to the frame boundary
+                // `offset` (the end of frame `seq`).
+                if budget == 0 {
+                    return false;
+                }
+                let want = (offset - s.offset).min(TRANSCRIPT_CHUNK as u64) as usize;
+                let want = want.min(budget.max(1));
+                let mut buf = vec![0u8; want];
+                match self.read_transcript(s.offset, &mut buf) {
+                    Ok(()) => self.feed(s, &buf),
+                    // Unreachable while the reader keeps the screen up when the transcript
+                    // does not hold everything; if the disk fails the read, the screen goes
+                    // on from the ring (it misses these bytes: it cannot invent them).
+                    Err(_) => s.offset = offset,
+                }
+                budget = budget.saturating_sub(want);
+                if s.offset >= offset {
+                    s.seq = seq;
+                    s.filling = None;
+                }
+                continue;
             }
-            st = self.cond.wait(st).unwrap_or_else(|e| e.into_inner());
+            if s.seq >= target || budget == 0 {
+                break;
+            }
+            match self.ring.read_from(s.seq + 1, budget.min(SLICE_BYTES)) {
+                ReadOutcome::Frames(frames) => {
+                    for f in frames {
+                        self.feed(s, &f.bytes);
+                        s.seq = f.seq;
+                        budget = budget.saturating_sub(f.bytes.len());
+                        if f.seq >= target {
+                            break;
+                        }
+                    }
+                }
+                ReadOutcome::Lag { .. } => {
+                    let (first, offset) = self.ring.first_held();
+                    s.filling = Some((first - 1, offset));
+                }
+                ReadOutcome::End(_) | ReadOutcome::Pending { .. } | ReadOutcome::Ahead { .. } => {
+                    break;
+                }
+            }
+        }
+        // Resizes at the byte reached (after the last output) apply now.
+        if s.filling.is_none() {
+            self.feed(s, &[]);
+        }
+        // Every frame of an ended run parsed: keep its final screen, drop the emulator.
+        if let Some(end) = self.ring.ended()
+            && s.seq >= end.last_seq
+            && let Some(p) = s.parser.take()
+        {
+            s.last = Some(render(&p, s.seq));
+        }
+        s.seq >= target || s.parser.is_none()
+    }
+
+    fn read_transcript(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        match &self.transcript {
+            Some(t) => t.read_output_at(offset, buf),
+            None => Err(io::Error::other("the run keeps no transcript")),
         }
     }
 }
 
-/// The screen thread: parses every queued chunk, in order, and records the seq of the last
-/// frame parsed, under the screen lock. Once the output has ended it replaces the emulator
-/// with the final screen's rendering (what `GET /screen` still serves) and releases the
-/// emulator's memory: an ended run keeps a few strings, not `rows × cols` cells.
-pub(crate) fn run_screen(feed: &ScreenFeed, cell: &ScreenCell) {
-    while let Some(batch) = feed.pop_all() {
-        let mut s = cell.lock();
-        for (bytes, seq) in batch {
-            if let Some(p) = s.parser.as_mut() {
-                p.process(&bytes);
-            }
-            s.seq = seq;
+/// The background screen thread, at the lowest scheduling priority (`SCHED_IDLE`: it runs
+/// when a core would otherwise be idle): parses the output in slices of [`SLICE_BYTES`],
+/// releasing the screen lock between them, and waits for output when it is up to date.
+/// Once the output has ended and been parsed, the emulator is replaced with the final
+/// screen's rendering (what `GET /screen` still serves) and its memory is released: an
+/// ended run keeps a few strings, not `rows × cols` cells.
+pub(crate) fn run_screen(cell: &ScreenCell) {
+    lower_priority();
+    loop {
+        let (cursor, reached, released) = {
+            let target = cell.ring.status().next_seq - 1;
+            let mut s = cell.lock();
+            let reached = cell.advance(&mut s, target, SLICE_BYTES);
+            (s.seq + 1, reached, s.parser.is_none())
+        };
+        if released {
+            // Trimmed outside the lock: screen callers do not wait for it.
+            release_freed_memory();
+            return;
         }
-        drop(s);
-        cell.cond.notify_all();
+        if !reached {
+            continue;
+        }
+        cell.ring.wait_readable(cursor, std::time::Duration::from_secs(3600));
     }
-    let mut s = cell.lock();
-    let released = match s.parser.take() {
-        Some(p) => {
-            s.last = Some(render(&p, s.seq));
-            drop(p);
-            true
-        }
-        None => false,
-    };
-    s.done = true;
-    drop(s);
-    cell.cond.notify_all();
-    // Trimmed outside the lock: screen() callers do not wait for it.
-    if released {
-        release_freed_memory();
+}
+
+/// Puts the calling thread in the `SCHED_IDLE` class; stays as it is where that fails.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid parameter.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
     }
 }
 
@@ -261,44 +377,7 @@ fn release_freed_memory() {
     }
 }
 
-/// The screen and a condvar signalled whenever it advances.
-pub(crate) struct ScreenCell {
-    pub screen: Mutex<Screen>,
-    pub cond: Condvar,
-}
-
-impl ScreenCell {
-    pub fn new(size: TermSize) -> ScreenCell {
-        ScreenCell {
-            screen: Mutex::new(Screen::new(size)),
-            cond: Condvar::new(),
-        }
-    }
-
-    pub fn lock(&self) -> MutexGuard<'_, Screen> {
-        self.screen.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Waits until the screen includes frame `seq` (or the screen thread is done, or
-    /// `timeout`), and returns the locked screen.
-    pub fn lock_at_least(&self, seq: u64, timeout: std::time::Duration) -> MutexGuard<'_, Screen> {
-        let deadline = std::time::Instant::now() + timeout;
-        let mut s = self.lock();
-        loop {
-            let now = std::time::Instant::now();
-            if s.seq >= seq || s.done || now >= deadline {
-                return s;
-            }
-            s = self
-                .cond
-                .wait_timeout(s, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
-}
-
-/// The terminal screen of a PTY run, fed with every output frame.
+/// The terminal screen of a PTY run.
 pub(crate) struct Screen {
     /// The emulator, while output may still come; `None` once the output has ended.
     pub parser: Option<vt100::Parser>,
@@ -306,8 +385,11 @@ pub(crate) struct Screen {
     pub last: Option<ScreenSnapshot>,
     /// The seq of the last frame the parser has processed.
     pub seq: u64,
-    /// The screen thread has parsed the last output of the run.
-    pub done: bool,
+    /// The output bytes the parser has processed (frames 1 to `seq`, or more while filling).
+    offset: u64,
+    /// Set while the parser takes evicted bytes from the transcript: it is then between
+    /// frame boundaries, and reaches frame `.0` at byte `.1`.
+    filling: Option<(u64, u64)>,
 }
 
 impl Screen {
@@ -316,7 +398,8 @@ impl Screen {
             parser: Some(vt100::Parser::new(nz(size.rows), nz(size.cols), 0)),
             last: None,
             seq: 0,
-            done: false,
+            offset: 0,
+            filling: None,
         }
     }
 

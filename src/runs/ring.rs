@@ -116,6 +116,8 @@ struct State {
     held: usize,
     next_seq: u64,
     total_bytes: u64,
+    /// Payload bytes of the frames evicted so far: the byte offset of the oldest frame held.
+    evicted_bytes: u64,
     end: Option<End>,
     last_push_ms: Option<u64>,
 }
@@ -141,6 +143,7 @@ impl Ring {
             held: 0,
             next_seq: 1,
             total_bytes: 0,
+            evicted_bytes: 0,
             end: None,
             last_push_ms: None,
         };
@@ -205,7 +208,10 @@ impl Ring {
                 let charge = bytes.len() + FRAME_OVERHEAD;
                 while st.held + charge > self.capacity {
                     match st.frames.pop_front() {
-                        Some(old) => st.held -= old.bytes.len() + FRAME_OVERHEAD,
+                        Some(old) => {
+                            st.held -= old.bytes.len() + FRAME_OVERHEAD;
+                            st.evicted_bytes += old.bytes.len() as u64;
+                        }
                         None => break,
                     }
                 }
@@ -287,6 +293,34 @@ impl Ring {
             out.push(f.clone());
         }
         ReadOutcome::Frames(out)
+    }
+
+    /// The oldest frame still held and its byte offset in the output (the payload bytes of
+    /// every frame before it, all streams counted): `(next_seq, total_bytes)` when nothing
+    /// is held. What a consumer that fell behind the ring needs to take the missing bytes
+    /// from the transcript instead.
+    pub fn first_held(&self) -> (u64, u64) {
+        let st = self.lock();
+        match st.frames.front() {
+            Some(f) => (f.seq, st.evicted_bytes),
+            None => (st.next_seq, st.total_bytes),
+        }
+    }
+
+    /// The oldest seq the ring would still hold after a push of one frame of `len` bytes
+    /// (at most [`Ring::max_frame`]): frames below it would be evicted by that push.
+    pub fn first_kept_after_push(&self, len: usize) -> u64 {
+        let st = self.lock();
+        let mut held = st.held + len.min(self.max_frame) + FRAME_OVERHEAD;
+        let mut first = st.next_seq;
+        for f in &st.frames {
+            if held <= self.capacity {
+                first = f.seq;
+                break;
+            }
+            held -= f.bytes.len() + FRAME_OVERHEAD;
+        }
+        first
     }
 
     /// Where the ring stands now.
@@ -447,6 +481,30 @@ mod tests {
         // A frame larger than the budget is split so the budget still holds.
         r.push(Stream::Stdout, &vec![b'y'; cap * 3]);
         assert!(r.status().held_bytes <= cap);
+    }
+
+    #[test]
+    fn first_held_gives_the_byte_offset_and_first_kept_predicts_the_eviction() {
+        let r = Ring::new(1024);
+        assert_eq!(r.first_held(), (1, 0));
+        let mut total = 0u64;
+        for i in 0..200u32 {
+            let bytes = format!("frame-{i}-{}", "z".repeat((i % 7) as usize));
+            let predicted = r.first_kept_after_push(bytes.len());
+            r.push(Stream::Stdout, bytes.as_bytes());
+            total += bytes.len() as u64;
+            let s = r.status();
+            assert_eq!(s.first_available, predicted, "push {i}");
+            let (seq, offset) = r.first_held();
+            assert_eq!(seq, s.first_available);
+            // The offset is the payload of every frame before the oldest one held.
+            let held: u64 = frames(r.read_from(seq, usize::MAX))
+                .iter()
+                .map(|f| f.bytes.len() as u64)
+                .sum();
+            assert_eq!(offset, total - held);
+        }
+        assert!(r.first_held().0 > 1);
     }
 
     #[test]

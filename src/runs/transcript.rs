@@ -80,6 +80,9 @@ pub struct Transcript {
     dir: PathBuf,
     cap: u64,
     inner: Mutex<Inner>,
+    /// A PTY run's output file opened read-only (at creation, so what is read is the file
+    /// written): where its screen takes the bytes its ring no longer holds.
+    output: Option<File>,
 }
 
 impl Transcript {
@@ -93,6 +96,10 @@ impl Transcript {
             Ok((files::create_private_new(&path)?, path))
         };
         let stdout = Some(open(Stream::Stdout)?);
+        let output = match (&stdout, pty) {
+            (Some((_, path)), true) => Some(files::open_private_read(path)?),
+            _ => None,
+        };
         let (stderr, stdin) = if pty {
             (None, None)
         } else {
@@ -109,6 +116,7 @@ impl Transcript {
                 capped: false,
                 error: None,
             }),
+            output,
         })
     }
 
@@ -145,6 +153,23 @@ impl Transcript {
         if take < bytes.len() {
             inner.capped = true;
         }
+    }
+
+    /// Whether every byte handed to [`Transcript::write`] so far is on disk: the cap was
+    /// not reached and no write failed.
+    pub fn holds_everything(&self) -> bool {
+        let g = self.lock();
+        !g.capped && g.error.is_none()
+    }
+
+    /// Reads a PTY run's output from its transcript: exactly `buf.len()` bytes from byte
+    /// `offset`, which must lie within what was written (see [`Transcript::holds_everything`]).
+    pub(crate) fn read_output_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let file = self.output.as_ref().ok_or_else(|| {
+            std::io::Error::other("only a PTY run's transcript is read back, and this is not one")
+        })?;
+        file.read_exact_at(buf, offset)
     }
 
     /// fsyncs the files. Called once the run has ended.
