@@ -727,3 +727,191 @@ fn the_emulator_is_released_when_the_output_ends_and_the_final_screen_stays() {
     let pipe = spawn(sh("true", Transport::Pipe));
     assert_eq!(pipe.holds_emulator(), None);
 }
+
+// --- The screen is off the output's way (issue 17, section 1) --------------------------------
+
+/// Lines of text in colours, bold, wide characters and a cursor jump now and then: about 60
+/// bytes a line, `n` lines.
+fn busy_awk(n: u32) -> String {
+    format!(
+        "awk 'BEGIN {{ for (i = 0; i < {n}; i++) printf \"\\033[3%dm%06d \\033[1m日本\\033[0m \
+         abcdefghijklmnopqrstuvwxyz%s\\n\", i % 8, i, (i % 97 == 0 ? \"\\033[2;5H*\" : \"\") }}'"
+    )
+}
+
+fn small_ring_pty(script: &str, transcript: Option<&std::path::Path>) -> RunSpec {
+    let mut spec = sh(script, pty());
+    spec.ring_bytes = 64 * 1024;
+    if let Some(dir) = transcript {
+        let mut t = TranscriptSpec::new(dir);
+        t.cap_bytes = 1 << 30;
+        spec.transcript = Some(t);
+    }
+    spec
+}
+
+/// A fresh emulator fed `bytes` at `size`, then (when given) resized at byte `at` and fed
+/// the rest: what the run's screen must equal.
+fn fresh_screen(bytes: &[u8], size: TermSize, resize: Option<(usize, TermSize)>) -> vt100::Parser {
+    let nz = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    let mut p = vt100::Parser::new(nz(size.rows), nz(size.cols), 0);
+    match resize {
+        Some((at, to)) => {
+            p.process(&bytes[..at]);
+            p.set_size(nz(to.rows), nz(to.cols));
+            p.process(&bytes[at..]);
+        }
+        None => p.process(bytes),
+    }
+    p
+}
+
+fn assert_same_screen(snap: &proctor::runs::ScreenSnapshot, want: &vt100::Parser) {
+    let sc = want.screen();
+    assert_eq!(snap.text, sc.contents());
+    assert_eq!(snap.formatted, sc.state_formatted());
+    assert_eq!(snap.cursor, sc.cursor_position());
+    let (rows, cols) = sc.size();
+    assert_eq!((snap.size.rows, snap.size.cols), (rows.get(), cols.get()));
+}
+
+/// Waits until the newest frames the ring holds contain `needle` (the ring may have
+/// evicted everything before them).
+fn wait_tail(run: &Run, needle: &str) {
+    loop {
+        let st = run.ring().status();
+        if let ReadOutcome::Frames(fs) = run.ring().read_from(st.first_available, usize::MAX) {
+            let bytes: Vec<u8> = fs.iter().flat_map(|f| f.bytes.iter().copied()).collect();
+            if String::from_utf8_lossy(&bytes).contains(needle) {
+                return;
+            }
+        }
+        assert!(
+            run.ring().ended().is_none(),
+            "the run ended without writing {needle:?}"
+        );
+        assert!(run.ring().wait_readable(st.next_seq, LONG), "no output");
+    }
+}
+
+#[test]
+fn a_child_writing_far_more_than_the_ring_is_never_held_by_a_screen_nobody_reads() {
+    let t = tempfile::tempdir().unwrap();
+    // 70,000 lines, about 4 MiB: 64 times the ring.
+    let run = spawn(small_ring_pty(&busy_awk(70_000), Some(&t.path().join("tr"))));
+    {
+        // Nothing parses the output while this is held: with a reader that waited for the
+        // emulator, the child would never get to the end of its output and exit.
+        let _still = run.hold_screen().unwrap();
+        let end = run.ring().wait_end(LONG).expect("the child ran to its end and exited");
+        assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+        let st = run.ring().status();
+        assert!(st.total_bytes > 50 * st.capacity as u64, "{st:?}");
+        assert!(st.first_available > 1, "the ring wrapped");
+    }
+    // The final screen, once asked for, is what an emulator fed every byte shows, and is
+    // tagged with the last frame.
+    let tr = run.transcript().unwrap();
+    assert!(!tr.capped && tr.error.is_none(), "{tr:?}");
+    let all = std::fs::read(&tr.files[0]).unwrap();
+    assert_eq!(all.len() as u64, run.ring().status().total_bytes);
+    let snap = run.screen().unwrap();
+    assert_eq!(snap.seq, run.ring().ended().unwrap().last_seq);
+    assert_same_screen(&snap, &fresh_screen(&all, TermSize { rows: 24, cols: 80 }, None));
+    assert!(snap.text.contains("069999"), "{:?}", snap.text);
+    assert!(
+        eventually(|| run.holds_emulator() == Some(false)),
+        "the emulator is released once the last frame is parsed"
+    );
+    assert_eq!(run.screen().unwrap(), snap, "the final screen stays");
+}
+
+#[test]
+fn a_screen_fetched_after_the_ring_wrapped_is_exact_then_the_final_one_too() {
+    let t = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{}; printf 'READY'; read x; printf '\\033[2J\\033[3;3Hafter \\033[7mthe end\\033[0m'",
+        busy_awk(50_000)
+    );
+    let run = spawn(small_ring_pty(&script, Some(&t.path().join("tr"))));
+    {
+        let _still = run.hold_screen().unwrap();
+        wait_tail(&run, "READY");
+    }
+    // The child waits for a line: nothing more comes until it gets one.
+    let head = run.ring().status();
+    assert!(head.first_available > 1, "the ring wrapped: {head:?}");
+    let live = run.screen().unwrap();
+    assert_eq!(live.seq, head.next_seq - 1, "tagged with the last frame, exactly");
+    let so_far = std::fs::read(&run.transcript().unwrap().files[0]).unwrap();
+    assert_eq!(so_far.len() as u64, head.total_bytes);
+    assert_same_screen(&live, &fresh_screen(&so_far, TermSize { rows: 24, cols: 80 }, None));
+    assert!(live.text.ends_with("READY"), "{:?}", live.text);
+
+    run.write_input(b"\n").unwrap();
+    let end = run.ring().wait_end(LONG).unwrap();
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    assert!(eventually(|| run.holds_emulator() == Some(false)));
+    let last = run.screen().unwrap();
+    assert_eq!(last.seq, end.last_seq);
+    let all = std::fs::read(&run.transcript().unwrap().files[0]).unwrap();
+    assert_same_screen(&last, &fresh_screen(&all, TermSize { rows: 24, cols: 80 }, None));
+    assert!(last.text.contains("after the end"), "{:?}", last.text);
+}
+
+#[test]
+fn a_resize_while_the_screen_is_behind_applies_at_its_point_in_the_output() {
+    let t = tempfile::tempdir().unwrap();
+    let script = format!("{}; stty size; read x; stty size", busy_awk(30_000));
+    let run = spawn(small_ring_pty(&script, Some(&t.path().join("tr"))));
+    let to = TermSize {
+        rows: 30,
+        cols: 100,
+    };
+    let at;
+    {
+        let _still = run.hold_screen().unwrap();
+        wait_tail(&run, "24 80\r\n");
+        at = run.ring().status().total_bytes as usize;
+        // The resize does not wait for the screen (it is held still).
+        run.resize(to).unwrap();
+        run.write_input(b"\n").unwrap();
+        run.ring().wait_end(LONG).unwrap();
+    }
+    let all = std::fs::read(&run.transcript().unwrap().files[0]).unwrap();
+    let snap = run.screen().unwrap();
+    assert_eq!(snap.seq, run.ring().ended().unwrap().last_seq);
+    assert_same_screen(
+        &snap,
+        &fresh_screen(&all, TermSize { rows: 24, cols: 80 }, Some((at, to))),
+    );
+    assert!(snap.text.contains("30 100"), "{:?}", snap.text);
+    assert_eq!(snap.size, to);
+}
+
+#[test]
+fn without_a_transcript_the_screen_still_includes_every_byte_past_the_ring() {
+    // No transcript to take evicted bytes from: the screen keeps up with the ring instead.
+    let script = busy_awk(30_000);
+    let run = spawn(small_ring_pty(&script, None));
+    let end = run.ring().wait_end(LONG).unwrap();
+    assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    assert!(run.ring().status().first_available > 1, "the ring wrapped");
+    // The same output, through a pipe, with the terminal's newline translation.
+    let out = std::process::Command::new("/bin/sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut want = Vec::new();
+    for &b in &out.stdout {
+        if b == b'\n' {
+            want.push(b'\r');
+        }
+        want.push(b);
+    }
+    assert_eq!(want.len() as u64, run.ring().status().total_bytes);
+    let snap = run.screen().unwrap();
+    assert_eq!(snap.seq, end.last_seq);
+    assert_same_screen(&snap, &fresh_screen(&want, TermSize { rows: 24, cols: 80 }, None));
+}
