@@ -49,6 +49,28 @@ enum Cmd {
         rows: u16,
         #[arg(long, default_value_t = 200)]
         cols: u16,
+        /// Read the output with `PROCTOR session tail --follow --raw` (the CLI's client)
+        /// instead of this helper's own attach client.
+        #[arg(long, value_name = "PROCTOR")]
+        tail: Option<PathBuf>,
+        /// The name printed as `side=`.
+        #[arg(long, default_value = "server")]
+        side: String,
+    },
+    /// The same child on a bare pseudo-terminal read by this helper alone (openpty, one
+    /// blocking read loop): the floor of the throughput benchmark (one `key=value` line).
+    BareThroughput {
+        /// The program to run (the claude shim).
+        #[arg(long)]
+        program: PathBuf,
+        #[arg(long)]
+        workspace: PathBuf,
+        #[arg(long)]
+        bytes: u64,
+        #[arg(long, default_value_t = 50)]
+        rows: u16,
+        #[arg(long, default_value_t = 200)]
+        cols: u16,
     },
     /// tmux side of the throughput benchmark (prints one `key=value` line).
     TmuxThroughput {
@@ -118,7 +140,22 @@ fn main() -> Result<()> {
             bytes,
             rows,
             cols,
-        } => server_throughput(&Api::new(&home)?, &home, &workspace, bytes, rows, cols)?,
+            tail,
+            side,
+        } => {
+            let api = Api::new(&home)?;
+            match tail {
+                None => server_throughput(&api, &home, &workspace, bytes, rows, cols, &side)?,
+                Some(p) => tail_throughput(&api, &p, &home, &workspace, bytes, rows, cols, &side)?,
+            }
+        }
+        Cmd::BareThroughput {
+            program,
+            workspace,
+            bytes,
+            rows,
+            cols,
+        } => bare_throughput(&program, &workspace, bytes, rows, cols)?,
         Cmd::TmuxThroughput {
             socket,
             program,
@@ -462,6 +499,7 @@ fn server_throughput(
     bytes: u64,
     rows: u16,
     cols: u16,
+    side: &str,
 ) -> Result<()> {
     let server_pid: u32 = std::fs::read_to_string(home.join("run/server.lock"))?
         .trim()
@@ -537,10 +575,159 @@ fn server_throughput(
     drop(stream);
     api.expect(200, "POST", &format!("{RUNS}/{run}/stop"), None)?;
     println!(
-        "side=server secs={secs:.3} mib_s={:.1} received={got} events={events} frames={frames} \
+        "side={side} secs={secs:.3} mib_s={:.1} received={got} events={events} frames={frames} \
          lag_events={lags} lost_frames={lost} max_gap_ms={} server_cpu={cpu:.2} client_cpu={client_cpu:.2} load1={load}",
         got as f64 / secs / 1048576.0,
         max_gap.as_millis()
+    );
+    Ok(())
+}
+
+fn server_pid(home: &Path) -> Result<u32> {
+    Ok(std::fs::read_to_string(home.join("run/server.lock"))?
+        .trim()
+        .parse()?)
+}
+
+/// Reads `r` until `needle` has gone by; returns the bytes read.
+fn read_past(r: &mut dyn Read, needle: &[u8], buf: &mut [u8]) -> Result<u64> {
+    let mut tail = Tail { buf: Vec::new() };
+    let mut got = 0u64;
+    loop {
+        let n = match r.read(buf) {
+            Ok(0) => bail!(
+                "the output ended before {:?}",
+                String::from_utf8_lossy(needle)
+            ),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        got += n as u64;
+        if tail.push_and_find(&buf[..n], needle) {
+            return Ok(got);
+        }
+    }
+}
+
+/// The server side with the CLI's own client: `proctor session tail --follow --raw`,
+/// timed until the marker has come out of it.
+#[allow(clippy::too_many_arguments)]
+fn tail_throughput(
+    api: &Api,
+    proctor: &Path,
+    home: &Path,
+    workspace: &Path,
+    bytes: u64,
+    rows: u16,
+    cols: u16,
+    side: &str,
+) -> Result<()> {
+    let server_pid = server_pid(home)?;
+    let run = api.start_pty(workspace, rows, cols)?;
+    let mut child = Command::new(proctor)
+        .arg("--home")
+        .arg(home)
+        .args(["session", "tail", "--follow", "--raw", &run])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting proctor session tail")?;
+    let mut out = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+    let mut buf = vec![0u8; 256 * 1024];
+    read_past(&mut out, b"\n> ", &mut buf)?;
+    let load = loadavg();
+    let cpu0 = cpu_secs(server_pid)?;
+    let tail0 = cpu_secs(child.id())?;
+    let t0 = Instant::now();
+    api.expect(
+        202,
+        "POST",
+        &format!("{RUNS}/{run}/input"),
+        Some(json!({"text": format!("!emit {bytes}\r")})),
+    )?;
+    let got = read_past(&mut out, &marker(bytes), &mut buf)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let cpu = cpu_secs(server_pid)? - cpu0;
+    let client_cpu = cpu_secs(child.id())? - tail0;
+    api.expect(200, "POST", &format!("{RUNS}/{run}/stop"), None)?;
+    let _ = child.kill();
+    let _ = child.wait();
+    println!(
+        "side={side} secs={secs:.3} mib_s={:.1} received={got} server_cpu={cpu:.2} \
+         client_cpu={client_cpu:.2} load1={load}",
+        got as f64 / secs / 1048576.0
+    );
+    Ok(())
+}
+
+/// The floor: the same child on a pseudo-terminal of our own, read in one blocking loop
+/// (what a bare `forkpty` reader does), timed until the marker has been read.
+fn bare_throughput(
+    program: &Path,
+    workspace: &Path,
+    bytes: u64,
+    rows: u16,
+    cols: u16,
+) -> Result<()> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let (mut master, mut slave) = (-1, -1);
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes two descriptors; the name buffer and termios are not used.
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &ws,
+        )
+    };
+    if r != 0 {
+        bail!("openpty: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptors that nothing else owns.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut cmd = Command::new(program);
+    cmd.current_dir(workspace)
+        .stdin(Stdio::from(slave.try_clone()?))
+        .stdout(Stdio::from(slave.try_clone()?))
+        .stderr(Stdio::from(slave.try_clone()?));
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().context("starting the child on a bare PTY")?;
+    drop(cmd);
+    drop(slave);
+    let mut m = std::fs::File::from(master);
+    // The buffer proctor's reader uses (the ring's largest frame).
+    let mut buf = vec![0u8; 64 * 1024];
+    read_past(&mut m, b"\n> ", &mut buf)?;
+    let load = loadavg();
+    let self0 = self_cpu_secs();
+    let t0 = Instant::now();
+    m.write_all(format!("!emit {bytes}\r").as_bytes())?;
+    let got = read_past(&mut m, &marker(bytes), &mut buf)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let client_cpu = self_cpu_secs() - self0;
+    let _ = child.kill();
+    let _ = child.wait();
+    println!(
+        "side=bare secs={secs:.3} mib_s={:.1} received={got} client_cpu={client_cpu:.2} load1={load}",
+        got as f64 / secs / 1048576.0
     );
     Ok(())
 }

@@ -798,12 +798,18 @@ fn wait_tail(run: &Run, needle: &str) {
 fn a_child_writing_far_more_than_the_ring_is_never_held_by_a_screen_nobody_reads() {
     let t = tempfile::tempdir().unwrap();
     // 70,000 lines, about 4 MiB: 64 times the ring.
-    let run = spawn(small_ring_pty(&busy_awk(70_000), Some(&t.path().join("tr"))));
+    let run = spawn(small_ring_pty(
+        &busy_awk(70_000),
+        Some(&t.path().join("tr")),
+    ));
     {
         // Nothing parses the output while this is held: with a reader that waited for the
         // emulator, the child would never get to the end of its output and exit.
         let _still = run.hold_screen().unwrap();
-        let end = run.ring().wait_end(LONG).expect("the child ran to its end and exited");
+        let end = run
+            .ring()
+            .wait_end(LONG)
+            .expect("the child ran to its end and exited");
         assert_eq!(end.exit.unwrap().exit_code(), Some(0));
         let st = run.ring().status();
         assert!(st.total_bytes > 50 * st.capacity as u64, "{st:?}");
@@ -817,7 +823,10 @@ fn a_child_writing_far_more_than_the_ring_is_never_held_by_a_screen_nobody_reads
     assert_eq!(all.len() as u64, run.ring().status().total_bytes);
     let snap = run.screen().unwrap();
     assert_eq!(snap.seq, run.ring().ended().unwrap().last_seq);
-    assert_same_screen(&snap, &fresh_screen(&all, TermSize { rows: 24, cols: 80 }, None));
+    assert_same_screen(
+        &snap,
+        &fresh_screen(&all, TermSize { rows: 24, cols: 80 }, None),
+    );
     assert!(snap.text.contains("069999"), "{:?}", snap.text);
     assert!(
         eventually(|| run.holds_emulator() == Some(false)),
@@ -842,10 +851,17 @@ fn a_screen_fetched_after_the_ring_wrapped_is_exact_then_the_final_one_too() {
     let head = run.ring().status();
     assert!(head.first_available > 1, "the ring wrapped: {head:?}");
     let live = run.screen().unwrap();
-    assert_eq!(live.seq, head.next_seq - 1, "tagged with the last frame, exactly");
+    assert_eq!(
+        live.seq,
+        head.next_seq - 1,
+        "tagged with the last frame, exactly"
+    );
     let so_far = std::fs::read(&run.transcript().unwrap().files[0]).unwrap();
     assert_eq!(so_far.len() as u64, head.total_bytes);
-    assert_same_screen(&live, &fresh_screen(&so_far, TermSize { rows: 24, cols: 80 }, None));
+    assert_same_screen(
+        &live,
+        &fresh_screen(&so_far, TermSize { rows: 24, cols: 80 }, None),
+    );
     assert!(live.text.ends_with("READY"), "{:?}", live.text);
 
     run.write_input(b"\n").unwrap();
@@ -855,7 +871,10 @@ fn a_screen_fetched_after_the_ring_wrapped_is_exact_then_the_final_one_too() {
     let last = run.screen().unwrap();
     assert_eq!(last.seq, end.last_seq);
     let all = std::fs::read(&run.transcript().unwrap().files[0]).unwrap();
-    assert_same_screen(&last, &fresh_screen(&all, TermSize { rows: 24, cols: 80 }, None));
+    assert_same_screen(
+        &last,
+        &fresh_screen(&all, TermSize { rows: 24, cols: 80 }, None),
+    );
     assert!(last.text.contains("after the end"), "{:?}", last.text);
 }
 
@@ -913,5 +932,8 @@ fn without_a_transcript_the_screen_still_includes_every_byte_past_the_ring() {
     assert_eq!(want.len() as u64, run.ring().status().total_bytes);
     let snap = run.screen().unwrap();
     assert_eq!(snap.seq, end.last_seq);
-    assert_same_screen(&snap, &fresh_screen(&want, TermSize { rows: 24, cols: 80 }, None));
+    assert_same_screen(
+        &snap,
+        &fresh_screen(&want, TermSize { rows: 24, cols: 80 }, None),
+    );
 }

@@ -948,9 +948,7 @@ fn start_threads(
     let screen = inner.pty.as_ref().map(|p| Arc::clone(&p.screen));
     if let Some(cell) = &screen {
         let cell = Arc::clone(cell);
-        if let Err(e) = spawn_thread(format!("run-{pid}-screen"), move || {
-            pty::run_screen(&cell)
-        }) {
+        if let Err(e) = spawn_thread(format!("run-{pid}-screen"), move || pty::run_screen(&cell)) {
             return fail(handles, &wake_tx, e);
         }
     }

@@ -187,7 +187,11 @@ impl ScreenCell {
     /// not hold every byte, brings the screen past the frames that push would evict, so no
     /// byte is lost to it. Returns at once while the transcript holds everything.
     pub fn keep_up_before_push(&self, len: usize) {
-        if self.transcript.as_ref().is_some_and(|t| t.holds_everything()) {
+        if self
+            .transcript
+            .as_ref()
+            .is_some_and(|t| t.holds_everything())
+        {
             return;
         }
         let kept = self.ring.first_kept_after_push(len);
@@ -334,7 +338,8 @@ pub(crate) fn run_screen(cell: &ScreenCell) {
         if !reached {
             continue;
         }
-        cell.ring.wait_readable(cursor, std::time::Duration::from_secs(3600));
+        cell.ring
+            .wait_readable(cursor, std::time::Duration::from_secs(3600));
     }
 }
 

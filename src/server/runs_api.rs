@@ -439,9 +439,14 @@ async fn screen(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiRes
         ))
         .into());
     };
-    let snap = run_h
-        .screen()
-        .map_err(|e| ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string()))?;
+    // Bringing the screen up to date parses what it is behind (after a burst, megabytes):
+    // off the runtime's threads.
+    let snap = blocking(move || {
+        run_h
+            .screen()
+            .map_err(|e| ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string()))
+    })
+    .await?;
     ok(snap)
 }
 
