@@ -5,6 +5,7 @@
 #   benches/sessions-vs-tmux.sh            # everything, default sizes
 #   REPS=5 RUNS=100 WINDOW=30 benches/sessions-vs-tmux.sh
 #   ONLY=throughput benches/sessions-vs-tmux.sh      # or ONLY=many
+#   ONLY=throughput BYTES=67108864 P_BEFORE=/tmp/old/proctor benches/sessions-vs-tmux.sh
 #
 # Both sides run the same child: the demo fake of claude in its interactive (PTY) form, through
 # the shim `claude` that execs `proctor demo-agent claude`. Everything lives in a temporary
@@ -23,6 +24,7 @@ WARM=${WARM:-5}            # steady phase: seconds before the window opens
 WINDOW=${WINDOW:-20}       # steady phase: CPU window, seconds
 FILL=${FILL:-5242880}      # full-ring phase: bytes each run writes (more than the 4 MiB ring)
 TPUT_RING_KIB=${TPUT_RING_KIB:-4096} # the server's ring in the throughput benchmark (4096: the default)
+TPUT_TRANSCRIPT_MIB=${TPUT_TRANSCRIPT_MIB:-$((BYTES / 1048576 * 11 / 10 + 16))} # the server's transcript cap there
 ONLY=${ONLY:-all}
 
 cd "$(dirname "$0")/.."
@@ -43,6 +45,7 @@ cleanup() {
     set +e
     trap - EXIT INT TERM
     [ -S "$T/h/run/server.sock" ] && "$P" --home "$T/h" server stop >/dev/null 2>&1
+    [ -S "$T/hb/run/server.sock" ] && "$P_BEFORE" --home "$T/hb" server stop >/dev/null 2>&1
     [ -S "$TM" ] && tmux_kill
     rm -rf "$T"
 }
@@ -88,23 +91,50 @@ RES=$T/results
 say() { echo "$*" | tee -a "$RES"; }
 
 # --- 1. Throughput ---------------------------------------------------------------------------
+# Sides, the same child each time (the fake claude's `!emit`), in alternated order:
+#   server        this helper's own attach client (SSE, base64) on the server's stream
+#   server-tail   `proctor session tail --follow --raw`, the CLI's client
+#   tmux          tmux, timed until its screen (polled) shows the marker
+#   tmux-control  a tmux control-mode client, timed until it has read the marker
+#   bare          the child on a bare PTY read by the helper alone (the floor)
+# With P_BEFORE=/path/to/an/older/proctor, `before` and `before-tail` run the same two
+# clients against a server of that binary (the child is still this tree's fake).
+throughput_side() {
+    local rep=$1 side=$2
+    case $side in
+    server) say "tput rep=$rep $("$H" server-throughput --home "$T/h" --workspace "$WS" \
+        --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS")" ;;
+    server-tail) say "tput rep=$rep $("$H" server-throughput --home "$T/h" --workspace "$WS" \
+        --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS" --tail "$P" --side server-tail)" ;;
+    before) say "tput rep=$rep $("$H" server-throughput --home "$T/hb" --workspace "$WS" \
+        --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS" --side before)" ;;
+    before-tail) say "tput rep=$rep $("$H" server-throughput --home "$T/hb" --workspace "$WS" \
+        --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS" --tail "$P_BEFORE" --side before-tail)" ;;
+    tmux) say "tput rep=$rep $(env HOME="$UH" PATH="$SPATH" "$H" tmux-throughput --socket "$TM" \
+        --program "$T/s/claude" --workspace "$WS" --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS")" ;;
+    tmux-control) say "tput rep=$rep $(env HOME="$UH" PATH="$SPATH" "$H" tmux-throughput --socket "$TM" \
+        --program "$T/s/claude" --workspace "$WS" --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS" --control)" ;;
+    bare) say "tput rep=$rep $(env HOME="$UH" PATH="$SPATH" "$H" bare-throughput \
+        --program "$T/s/claude" --workspace "$WS" --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS")" ;;
+    esac
+}
 throughput() {
-    server_start --ring-kib "$TPUT_RING_KIB"
-    local rep order side
+    # The transcript holds the whole burst (the output is BYTES plus a \r a line): the
+    # screen takes what the ring evicted from it. Past its cap the reader would keep the
+    # screen up itself (docs/runs.md); TPUT_TRANSCRIPT_MIB=64 shows that (the default cap).
+    server_start --ring-kib "$TPUT_RING_KIB" --transcript-mib "$TPUT_TRANSCRIPT_MIB"
+    local sides="server server-tail tmux tmux-control bare" rep side order
+    if [ -n "${P_BEFORE:-}" ]; then
+        rm -rf "$T/hb"
+        env HOME="$UH" PATH="$SPATH" "$P_BEFORE" --home "$T/hb" serve --ring-kib "$TPUT_RING_KIB" >/dev/null
+        sides="server before server-tail before-tail tmux tmux-control bare"
+    fi
     for rep in $(seq "$REPS"); do
-        if [ $((rep % 2)) -eq 1 ]; then order="server tmux tmux-control"; else order="tmux-control tmux server"; fi
-        for side in $order; do
-            case $side in
-            server) say "tput rep=$rep $("$H" server-throughput --home "$T/h" --workspace "$WS" \
-                --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS")" ;;
-            tmux) say "tput rep=$rep $(env HOME="$UH" PATH="$SPATH" "$H" tmux-throughput --socket "$TM" \
-                --program "$T/s/claude" --workspace "$WS" --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS")" ;;
-            tmux-control) say "tput rep=$rep $(env HOME="$UH" PATH="$SPATH" "$H" tmux-throughput --socket "$TM" \
-                --program "$T/s/claude" --workspace "$WS" --bytes "$BYTES" --rows "$TROWS" --cols "$TCOLS" --control)" ;;
-            esac
-        done
+        if [ $((rep % 2)) -eq 1 ]; then order=$sides; else order=$(echo "$sides" | tr ' ' '\n' | tac | paste -sd' '); fi
+        for side in $order; do throughput_side "$rep" "$side"; done
     done
     server_stop
+    [ -n "${P_BEFORE:-}" ] && "$P_BEFORE" --home "$T/hb" server stop >/dev/null
     tmux_kill
 }
 
@@ -240,16 +270,23 @@ echo "== Throughput: $BYTES bytes through a ${TROWS}x${TCOLS} PTY, server ring $
 median() { sort -n | awk '{v[NR] = $1} END {if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 printf '%-13s %9s %17s %9s %14s %11s\n' side "median s" "min-max s" "MiB/s" "server CPU s" "client CPU s"
-for side in server tmux tmux-control; do
+for side in server before server-tail before-tail tmux tmux-control bare; do
     lines=$(grep "^tput .* side=$side " "$RES" || true)
     [ -n "$lines" ] || continue
     m=$(echo "$lines" | field secs | median)
     printf '%-13s %9.2f %17s %9.1f %14s %11s\n' "$side" "$m" \
         "$(echo "$lines" | field secs | sort -n | sed -n '1p;$p' | paste -sd-)" \
         "$(awk -v b="$BYTES" -v m="$m" 'BEGIN {print b / m / 1048576}')" \
-        "$(echo "$lines" | sed 's/tmux_cpu=/server_cpu=/' | field server_cpu | median)" \
-        "$(echo "$lines" | field client_cpu | median)"
+        "$(echo "$lines" | sed 's/tmux_cpu=/server_cpu=/' | field server_cpu | median | sed 's/^$/-/')" \
+        "$(echo "$lines" | field client_cpu | median | sed 's/^$/-/')"
 done
+bare_m=$(grep '^tput .* side=bare ' "$RES" | field secs | median || true)
+if [ -n "$bare_m" ]; then
+    for side in server before server-tail before-tail tmux tmux-control; do
+        m=$(grep "^tput .* side=$side " "$RES" | field secs | median || true)
+        [ -n "$m" ] && echo "speed of $side relative to the bare reader: $(awk -v a="$bare_m" -v b="$m" 'BEGIN {printf "%.2f", a / b}')"
+    done
+fi
 echo "server lag: $(grep '^tput .* side=server ' "$RES" | field lag_events | awk '{s += $1} END {print s + 0}') lag events," \
     "$(grep '^tput .* side=server ' "$RES" | field lost_frames | paste -sd, ) frames lost per rep," \
     "of $(grep '^tput .* side=server ' "$RES" | field frames | paste -sd, ) frames received"

@@ -38,6 +38,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "KIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..=1048576))]
     pub ring_kib: u64,
 
+    /// The cap of each run's raw transcript on disk, in MiB. A PTY run's screen takes the
+    /// output its ring has evicted from the transcript; past the cap the run's reader keeps
+    /// the screen up itself, at the emulator's speed (docs/runs.md, "Threads").
+    #[arg(long, value_name = "MIB", default_value_t = crate::runs::transcript::DEFAULT_TRANSCRIPT_CAP >> 20, value_parser = clap::value_parser!(u64).range(1..=1048576))]
+    pub transcript_mib: u64,
+
     /// Tests only: hold runs by the subreaper fallback even where a cgroup is writable.
     #[arg(long, hide = true)]
     pub no_cgroups: bool,
@@ -82,6 +88,7 @@ impl ServeArgs {
         crate::sessions::manager::Settings {
             stop_grace: Duration::from_millis(self.stop_grace_ms),
             ring_bytes: (self.ring_kib as usize) * 1024,
+            transcript_cap: self.transcript_mib << 20,
             cgroups: !self.no_cgroups,
             keep_server_path: self.keep_server_path,
             abort_at: match self.test_abort_at.as_deref() {
@@ -111,6 +118,7 @@ impl ServeArgs {
         let mut v = vec![
             format!("--stop-grace-ms={}", self.stop_grace_ms),
             format!("--ring-kib={}", self.ring_kib),
+            format!("--transcript-mib={}", self.transcript_mib),
             format!("--head-timeout-ms={}", self.head_timeout_ms),
             format!(
                 "--max-connections-per-process={}",
