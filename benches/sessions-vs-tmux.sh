@@ -25,6 +25,7 @@ WINDOW=${WINDOW:-20}       # steady phase: CPU window, seconds
 FILL=${FILL:-5242880}      # full-ring phase: bytes each run writes (more than the 4 MiB ring)
 TPUT_RING_KIB=${TPUT_RING_KIB:-4096} # the server's ring in the throughput benchmark (4096: the default)
 TPUT_TRANSCRIPT_MIB=${TPUT_TRANSCRIPT_MIB:-$((BYTES / 1048576 * 11 / 10 + 16))} # the server's transcript cap there
+TPUT_CGROUPS=${TPUT_CGROUPS:-1}  # 0: the throughput server holds its runs without cgroups
 ONLY=${ONLY:-all}
 
 cd "$(dirname "$0")/.."
@@ -122,11 +123,16 @@ throughput() {
     # The transcript holds the whole burst (the output is BYTES plus a \r a line): the
     # screen takes what the ring evicted from it. Past its cap the reader would keep the
     # screen up itself (docs/runs.md); TPUT_TRANSCRIPT_MIB=64 shows that (the default cap).
-    server_start --ring-kib "$TPUT_RING_KIB" --transcript-mib "$TPUT_TRANSCRIPT_MIB"
+    # TPUT_CGROUPS=0: the runs are not put in cgroups of their own, so the child competes
+    # for the CPU as tmux's and the bare reader's do (a run's own cgroup gets a fair share
+    # against everything else on a loaded machine).
+    local cg=()
+    [ "$TPUT_CGROUPS" = 0 ] && cg=(--no-cgroups)
+    server_start --ring-kib "$TPUT_RING_KIB" --transcript-mib "$TPUT_TRANSCRIPT_MIB" "${cg[@]}"
     local sides="server server-tail tmux tmux-control bare" rep side order
     if [ -n "${P_BEFORE:-}" ]; then
         rm -rf "$T/hb"
-        env HOME="$UH" PATH="$SPATH" "$P_BEFORE" --home "$T/hb" serve --ring-kib "$TPUT_RING_KIB" >/dev/null
+        env HOME="$UH" PATH="$SPATH" "$P_BEFORE" --home "$T/hb" serve --ring-kib "$TPUT_RING_KIB" "${cg[@]}" >/dev/null
         sides="server before server-tail before-tail tmux tmux-control bare"
     fi
     for rep in $(seq "$REPS"); do

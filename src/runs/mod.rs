@@ -969,6 +969,7 @@ fn start_threads(
                 }
                 if let Some(cell) = &screen {
                     cell.keep_up_before_push(bytes.len());
+                    pty::count_output(bytes.len());
                 }
                 ring.push(stream, bytes);
             });

@@ -16,7 +16,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use portable_pty::{MasterPty, PtySize, native_pty_system};
 
@@ -307,6 +309,12 @@ impl ScreenCell {
         s.seq >= target || s.parser.is_none()
     }
 
+    /// Whether the screen (still live) is behind the ring's newest frame.
+    fn behind(&self) -> bool {
+        let s = self.lock();
+        s.parser.is_some() && (s.filling.is_some() || s.seq + 1 < self.ring.status().next_seq)
+    }
+
     fn read_transcript(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         match &self.transcript {
             Some(t) => t.read_output_at(offset, buf),
@@ -318,12 +326,23 @@ impl ScreenCell {
 /// The background screen thread, at the lowest scheduling priority (`SCHED_IDLE`: it runs
 /// when a core would otherwise be idle): parses the output in slices of [`SLICE_BYTES`],
 /// releasing the screen lock between them, and waits for output when it is up to date.
+/// While the PTY output of the whole process comes faster than [`BURST_BYTES_PER_SEC`]
+/// it parses nothing (it looks again every [`BURST_RECHECK`]): measured, an ended run's
+/// screen catching up on its last burst in the background halved the next run's burst
+/// even at that priority (`docs/performance.md`).
 /// Once the output has ended and been parsed, the emulator is replaced with the final
 /// screen's rendering (what `GET /screen` still serves) and its memory is released: an
 /// ended run keeps a few strings, not `rows × cols` cells.
 pub(crate) fn run_screen(cell: &ScreenCell) {
     lower_priority();
+    let mut rate = OutputRate::new();
     loop {
+        // Behind, while PTY output is pouring in somewhere: wait for the burst to pass
+        // rather than take CPU from it (whoever asks for the screen parses it meanwhile).
+        if cell.behind() && rate.bursting() {
+            std::thread::sleep(BURST_RECHECK);
+            continue;
+        }
         let (cursor, reached, released) = {
             let target = cell.ring.status().next_seq - 1;
             let mut s = cell.lock();
@@ -340,6 +359,50 @@ pub(crate) fn run_screen(cell: &ScreenCell) {
         }
         cell.ring
             .wait_readable(cursor, std::time::Duration::from_secs(3600));
+    }
+}
+
+/// Every byte the PTY readers of this process have pushed: what tells the background
+/// screen threads that a burst is under way.
+static PTY_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Above this rate of PTY output (all runs together) the background screen threads wait.
+const BURST_BYTES_PER_SEC: u64 = 4 << 20;
+/// How often a waiting background screen thread looks again.
+const BURST_RECHECK: Duration = Duration::from_millis(50);
+
+/// Counts PTY output for [`OutputRate`] (called by the readers, one add per read).
+pub(crate) fn count_output(len: usize) {
+    PTY_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+}
+
+/// The rate of PTY output seen by one background screen thread, between its looks.
+struct OutputRate {
+    at: Instant,
+    bytes: u64,
+    bursting: bool,
+}
+
+impl OutputRate {
+    fn new() -> OutputRate {
+        OutputRate {
+            at: Instant::now(),
+            bytes: PTY_BYTES.load(Ordering::Relaxed),
+            bursting: false,
+        }
+    }
+
+    /// Whether the output since the last look (at least [`BURST_RECHECK`] ago, else the
+    /// last answer stands) came faster than [`BURST_BYTES_PER_SEC`].
+    fn bursting(&mut self) -> bool {
+        let elapsed = self.at.elapsed();
+        if elapsed >= BURST_RECHECK {
+            let bytes = PTY_BYTES.load(Ordering::Relaxed);
+            let per_sec = (bytes - self.bytes) as f64 / elapsed.as_secs_f64();
+            self.bursting = per_sec > BURST_BYTES_PER_SEC as f64;
+            self.at = Instant::now();
+            self.bytes = bytes;
+        }
+        self.bursting
     }
 }
 
