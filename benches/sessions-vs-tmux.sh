@@ -286,6 +286,10 @@ for side in server before server-tail before-tail tmux tmux-control bare; do
         "$(echo "$lines" | sed 's/tmux_cpu=/server_cpu=/' | field server_cpu | median | sed 's/^$/-/')" \
         "$(echo "$lines" | field client_cpu | median | sed 's/^$/-/')"
 done
+for side in server before server-tail before-tail; do
+    lines=$(grep "^tput .* side=$side " "$RES" || true)
+    [ -n "$lines" ] && echo "GET /screen right after the burst, $side: median $(echo "$lines" | field screen_ms | median) ms (the server parses what its screen is behind)"
+done
 bare_m=$(grep '^tput .* side=bare ' "$RES" | field secs | median || true)
 if [ -n "$bare_m" ]; then
     for side in server before server-tail before-tail tmux tmux-control; do

@@ -573,14 +573,28 @@ fn server_throughput(
     let cpu = cpu_secs(server_pid)? - cpu0;
     let client_cpu = self_cpu_secs() - self0;
     drop(stream);
+    let screen_ms = screen_after_burst(api, &run)?;
     api.expect(200, "POST", &format!("{RUNS}/{run}/stop"), None)?;
     println!(
         "side={side} secs={secs:.3} mib_s={:.1} received={got} events={events} frames={frames} \
-         lag_events={lags} lost_frames={lost} max_gap_ms={} server_cpu={cpu:.2} client_cpu={client_cpu:.2} load1={load}",
+         lag_events={lags} lost_frames={lost} max_gap_ms={} server_cpu={cpu:.2} client_cpu={client_cpu:.2} \
+         screen_ms={screen_ms} load1={load}",
         got as f64 / secs / 1048576.0,
         max_gap.as_millis()
     );
     Ok(())
+}
+
+/// After the clock has stopped: how long `GET /screen` takes once the burst is over (the
+/// server parses what its screen is behind), in ms. It also leaves the run's screen up to
+/// date, so its parse does not run on into the next side's figures.
+fn screen_after_burst(api: &Api, run: &str) -> Result<u128> {
+    let t = Instant::now();
+    let v = api.expect(200, "GET", &format!("{RUNS}/{run}/screen"), None)?;
+    if !v["text"].as_str().unwrap_or("").contains("[emitted") {
+        bail!("the screen after the burst does not show the marker: {v}");
+    }
+    Ok(t.elapsed().as_millis())
 }
 
 fn server_pid(home: &Path) -> Result<u32> {
@@ -651,12 +665,13 @@ fn tail_throughput(
     let secs = t0.elapsed().as_secs_f64();
     let cpu = cpu_secs(server_pid)? - cpu0;
     let client_cpu = cpu_secs(child.id())? - tail0;
-    api.expect(200, "POST", &format!("{RUNS}/{run}/stop"), None)?;
     let _ = child.kill();
     let _ = child.wait();
+    let screen_ms = screen_after_burst(api, &run)?;
+    api.expect(200, "POST", &format!("{RUNS}/{run}/stop"), None)?;
     println!(
         "side={side} secs={secs:.3} mib_s={:.1} received={got} server_cpu={cpu:.2} \
-         client_cpu={client_cpu:.2} load1={load}",
+         client_cpu={client_cpu:.2} screen_ms={screen_ms} load1={load}",
         got as f64 / secs / 1048576.0
     );
     Ok(())
