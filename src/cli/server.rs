@@ -96,7 +96,6 @@ impl ServeArgs {
                 Some(_) => Some(crate::sessions::manager::AbortAt::StartedInLedger),
                 None => None,
             },
-            ..Default::default()
         }
     }
 
