@@ -20,6 +20,7 @@ pub mod tree;
 
 mod pipe;
 mod pty;
+pub use pty::OutputMeter;
 mod pump;
 
 use std::collections::BTreeMap;
@@ -139,6 +140,10 @@ pub struct RunSpec {
     /// execs. `None`: the run is held by its process group and by what the caller attributes
     /// to it through [`Run::tracked`].
     pub cgroup: Option<PathBuf>,
+    /// What the background screen threads of the runs sharing it read the output's rate
+    /// from (a PTY run's screen waits while output pours in). [`RunSpec::new`] gives a run
+    /// its own; a manager gives all its runs one.
+    pub output_meter: OutputMeter,
 }
 
 impl RunSpec {
@@ -158,6 +163,7 @@ impl RunSpec {
             transcript: None,
             drain_after_exit: DEFAULT_DRAIN_AFTER_EXIT,
             cgroup: None,
+            output_meter: OutputMeter::default(),
         }
     }
 }
@@ -474,6 +480,7 @@ impl Run {
                         size,
                         Arc::clone(&ring),
                         transcript.clone(),
+                        spec.output_meter.clone(),
                     )),
                 };
                 (
@@ -969,7 +976,7 @@ fn start_threads(
                 }
                 if let Some(cell) = &screen {
                     cell.keep_up_before_push(bytes.len());
-                    pty::count_output(bytes.len());
+                    cell.count_output(bytes.len());
                 }
                 ring.push(stream, bytes);
             });

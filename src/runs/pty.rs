@@ -158,15 +158,23 @@ pub(crate) struct ScreenCell {
     resizes: Mutex<VecDeque<(u64, TermSize)>>,
     ring: Arc<Ring>,
     transcript: Option<Arc<Transcript>>,
+    /// The output of every run sharing it (see [`run_screen`]).
+    meter: OutputMeter,
 }
 
 impl ScreenCell {
-    pub fn new(size: TermSize, ring: Arc<Ring>, transcript: Option<Arc<Transcript>>) -> ScreenCell {
+    pub fn new(
+        size: TermSize,
+        ring: Arc<Ring>,
+        transcript: Option<Arc<Transcript>>,
+        meter: OutputMeter,
+    ) -> ScreenCell {
         ScreenCell {
             screen: Mutex::new(Screen::new(size)),
             resizes: Mutex::new(VecDeque::new()),
             ring,
             transcript,
+            meter,
         }
     }
 
@@ -183,6 +191,11 @@ impl ScreenCell {
         let mut s = self.lock();
         self.advance(&mut s, target, usize::MAX);
         s.snapshot()
+    }
+
+    /// Counts `len` bytes of this run's output on the meter it shares.
+    pub fn count_output(&self, len: usize) {
+        self.meter.count(len);
     }
 
     /// On the reader, before it pushes a frame of `len` bytes: when the transcript does
@@ -335,7 +348,7 @@ impl ScreenCell {
 /// ended run keeps a few strings, not `rows × cols` cells.
 pub(crate) fn run_screen(cell: &ScreenCell) {
     lower_priority();
-    let mut rate = OutputRate::new();
+    let mut rate = OutputRate::new(cell.meter.clone());
     loop {
         // Behind, while PTY output is pouring in somewhere: wait for the burst to pass
         // rather than take CPU from it (whoever asks for the screen parses it meanwhile).
@@ -362,31 +375,42 @@ pub(crate) fn run_screen(cell: &ScreenCell) {
     }
 }
 
-/// Every byte the PTY readers of this process have pushed: what tells the background
-/// screen threads that a burst is under way.
-static PTY_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Above this rate of PTY output (all runs together) the background screen threads wait.
 const BURST_BYTES_PER_SEC: u64 = 4 << 20;
 /// How often a waiting background screen thread looks again.
 const BURST_RECHECK: Duration = Duration::from_millis(50);
 
-/// Counts PTY output for [`OutputRate`] (called by the readers, one add per read).
-pub(crate) fn count_output(len: usize) {
-    PTY_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+/// Every byte the PTY readers sharing it have pushed: what tells the background screen
+/// threads that a burst is under way. One per session manager (the server's runs share it);
+/// a run started alone has its own.
+#[derive(Debug, Clone, Default)]
+pub struct OutputMeter(Arc<AtomicU64>);
+
+impl OutputMeter {
+    /// Counts PTY output for [`OutputRate`] (called by the readers, one add per read).
+    pub(crate) fn count(&self, len: usize) {
+        self.0.fetch_add(len as u64, Ordering::Relaxed);
+    }
+
+    fn total(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// The rate of PTY output seen by one background screen thread, between its looks.
 struct OutputRate {
+    meter: OutputMeter,
     at: Instant,
     bytes: u64,
     bursting: bool,
 }
 
 impl OutputRate {
-    fn new() -> OutputRate {
+    fn new(meter: OutputMeter) -> OutputRate {
         OutputRate {
             at: Instant::now(),
-            bytes: PTY_BYTES.load(Ordering::Relaxed),
+            bytes: meter.total(),
+            meter,
             bursting: false,
         }
     }
@@ -396,7 +420,7 @@ impl OutputRate {
     fn bursting(&mut self) -> bool {
         let elapsed = self.at.elapsed();
         if elapsed >= BURST_RECHECK {
-            let bytes = PTY_BYTES.load(Ordering::Relaxed);
+            let bytes = self.meter.total();
             let per_sec = (bytes - self.bytes) as f64 / elapsed.as_secs_f64();
             self.bursting = per_sec > BURST_BYTES_PER_SEC as f64;
             self.at = Instant::now();

@@ -325,6 +325,8 @@ pub struct Sessions {
     settings: Settings,
     tag_prefix: String,
     containment: Containment,
+    /// The PTY output of every run of this manager (the background screens' burst meter).
+    output_meter: runs::OutputMeter,
 }
 
 fn now() -> String {
@@ -477,6 +479,7 @@ impl Sessions {
             settings,
             tag_prefix,
             containment,
+            output_meter: runs::OutputMeter::default(),
         });
         for rec in &repaired {
             sessions.persist(rec)?;
@@ -1414,6 +1417,7 @@ impl Sessions {
             },
         );
         spec.ring_bytes = self.settings.ring_bytes;
+        spec.output_meter = self.output_meter.clone();
         let mut tspec = runs::TranscriptSpec::new(
             runs_dir(&self.home)
                 .join(run_ref)
