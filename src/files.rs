@@ -517,3 +517,16 @@ mod tests {
         assert!(!valid_id("ev-../x", "ev-"));
     }
 }
+
+/// Whether `path` (absolute, as this process sees it) is the same file at the same path
+/// under `root` (another root as this process sees it, e.g. a rig's `/proc/PID/root`):
+/// same device and inode, as a read-only bind of the host's `/usr` is.
+pub fn same_file_under(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix("/") else {
+        return false;
+    };
+    match (std::fs::metadata(path), std::fs::metadata(root.join(rel))) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}

@@ -108,6 +108,23 @@ pub struct Invoked {
     pub exit: Option<i32>,
     pub timed_out: bool,
     pub files: Vec<PathBuf>,
+    /// What a copy through a rig moved (`factory run --rig`), for the receipt.
+    pub rig_copy: Option<Value>,
+    /// A typed failure of the invoker itself (a rig copy refused), not the provider's.
+    pub error: Option<(&'static str, String)>,
+}
+
+impl Default for Invoked {
+    fn default() -> Self {
+        Invoked {
+            answer: Err("no answer".into()),
+            exit: None,
+            timed_out: false,
+            files: Vec::new(),
+            rig_copy: None,
+            error: None,
+        }
+    }
 }
 
 /// One bounded headless invocation of a provider in `worktree`, its files in `scratch`.
@@ -179,6 +196,16 @@ pub struct Spec {
     pub out: Option<PathBuf>,
     /// A provider is one of the demo's fakes: the run and its receipt are labelled demo.
     pub demo: bool,
+    /// The rig the worker and the repair run in (`--rig`), or none: the host user.
+    pub rig: Option<RigSeat>,
+}
+
+/// The rig a run's worker is behind: its id and its boundary's words.
+#[derive(Debug, Clone)]
+pub struct RigSeat {
+    pub id: String,
+    /// `namespace boundary: weaker than a VM (shares the host kernel)`.
+    pub boundary: String,
 }
 
 /// A run's status.
@@ -275,6 +302,9 @@ pub struct FactoryRun {
     /// Backed by a stand-in (the demo's fakes), not a real provider: no model ran.
     #[serde(default)]
     pub demo: bool,
+    /// The rig the worker and the repair run in (`--rig`); none: the host user.
+    #[serde(default)]
+    pub rig: Option<String>,
     pub steps: Vec<StepView>,
     /// Provider invocations still reachable after the current one.
     pub reachable_after: u32,
@@ -512,6 +542,8 @@ struct Running<'a> {
     evidence: Vec<Value>,
     reviews: Vec<ReviewRecord>,
     identities: Vec<Identity>,
+    /// What each copy through the rig moved (`--rig`).
+    rig_copies: Vec<Value>,
 }
 
 impl Running<'_> {
@@ -626,6 +658,9 @@ impl Running<'_> {
                 }));
             }
         }
+        if let Some(c) = &out.rig_copy {
+            self.rig_copies.push(json!({"role": name, "copy": c}));
+        }
         self.record(
             "factory.step.finished",
             json!({"run": id, "role": name, "state": state, "exit": out.exit}),
@@ -652,6 +687,9 @@ impl Running<'_> {
         let agent = self.spec.worker.clone();
         let out = self.invoke(role, &agent, prompt)?;
         let who = role_name(role);
+        if let Some((code, message)) = out.error.clone() {
+            return Err(fail(code, message));
+        }
         if out.timed_out {
             return Err(fail(
                 "provider_timed_out",
@@ -826,21 +864,50 @@ impl Running<'_> {
 
     fn receipt(&self, status: RunStatus, error: Option<&RunError>) -> Value {
         let run = self.run.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let boundary = json!({
-            "requested": "host-user",
-            "observed": "host-user: the worker and the reviewer ran as the host user, in their own \
-                         process groups; not confined",
-        });
+        let (boundary, worker_unproven) = match &self.spec.rig {
+            None => (
+                json!({
+                    "requested": "host-user",
+                    "observed": "host-user: the worker and the reviewer ran as the host user, in \
+                                 their own process groups; not confined",
+                }),
+                "the worker ran as the host user: not confined; a prompt and an observation of \
+                 the worktree afterwards cannot prove it avoided the network, secrets, installs \
+                 or writes elsewhere"
+                    .to_string(),
+            ),
+            Some(rig) => (
+                json!({
+                    "requested": "rig",
+                    "rig": rig.id,
+                    "worker": format!("the worker and the repair ran in {}: {}", rig.id, rig.boundary),
+                    "reviewer": "the reviewer ran as the host user, read-only, in its own process \
+                                 group; not confined",
+                    "copies": self.rig_copies,
+                }),
+                format!(
+                    "the worker ran behind {}'s boundary ({}), not a VM's unless it says so; it \
+                     saw a copy of the candidate's files (no .git, no file matching the rigs' \
+                     secret patterns) and the rig's own network; what it wrote came back only \
+                     as regular files of the copy, judged entry by entry; the reviewer ran as \
+                     the host user: not confined",
+                    rig.id, rig.boundary
+                ),
+            ),
+        };
         json!({
             "format": RECEIPT_FORMAT,
             "ok": status == RunStatus::Completed,
             "status": status,
             "command": "factory-run",
             "run": run.id,
-            "execution": if self.spec.demo {
-                "agent-factory (demo): stand-in providers, no model ran"
-            } else {
-                "agent-factory; provider CLIs ran headless as the host user"
+            "execution": match (self.spec.demo, &self.spec.rig) {
+                (true, _) => "agent-factory (demo): stand-in providers, no model ran".to_string(),
+                (false, None) => "agent-factory; provider CLIs ran headless as the host user".to_string(),
+                (false, Some(r)) => format!(
+                    "agent-factory; the worker ran headless in {}, the reviewer as the host user",
+                    r.id
+                ),
             },
             "demo": self.spec.demo,
             "publicationAuthority": NO_AUTHORITY,
@@ -862,9 +929,7 @@ impl Running<'_> {
             "evidence": self.evidence,
             "boundary": boundary,
             "notProven": [
-                "the worker ran as the host user: not confined; a prompt and an observation of \
-                 the worktree afterwards cannot prove it avoided the network, secrets, installs \
-                 or writes elsewhere",
+                worker_unproven,
                 "a transient git action that restored the observed HEAD and index before the \
                  worker returned is not seen",
                 "an APPROVE binds a reviewer's word to exact bytes; it does not prove the change \
@@ -900,6 +965,7 @@ pub fn reserve(home: &Home, spec: &Spec) -> Result<FactoryRun, StartError> {
         reviewer: spec.reviewer.view(),
         timeout_ms: spec.timeout.as_millis() as u64,
         demo: spec.demo,
+        rig: spec.rig.as_ref().map(|r| r.id.clone()),
         steps: Vec::new(),
         reachable_after: MAX_INVOCATIONS,
         provider_bound_ms: spec.timeout.as_millis() as u64 * u64::from(MAX_INVOCATIONS),
@@ -931,6 +997,7 @@ pub fn execute(
         evidence: Vec::new(),
         reviews: Vec::new(),
         identities: Vec::new(),
+        rig_copies: Vec::new(),
     };
     r.record(
         "factory.run.started",

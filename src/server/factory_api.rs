@@ -209,6 +209,15 @@ async fn start(
         })?;
         demo |= crate::providers::fake::is_demo_shim(&program);
     }
+    if let Some(r) = &b.rig
+        && !crate::files::valid_id(r, "rig-")
+    {
+        return Err(ApiError::bad_request(format!(
+            "{} is not a rig id: give one `proctor rig list` shows, for example rig-0001",
+            crate::text::one_line(r, 60)
+        )));
+    }
+    let worker_program = crate::providers::resolve(worker.tool, Some(&path)).ok();
     let spec = Spec {
         demo,
         workspace,
@@ -217,12 +226,47 @@ async fn start(
         reviewer,
         timeout: Duration::from_secs(timeout),
         out: b.out.map(std::path::PathBuf::from),
+        rig: None,
     };
     let s2 = s.clone();
-    let (spec, info, run) = blocking(move || -> Result<_, StartError> {
+    let by = c.actor();
+    let rig_id = b.rig.clone();
+    let (spec, info, run, cell) = blocking(move || -> Result<_, ApiError> {
+        let mut spec = spec;
         let info = engine::validate(&s2.home, &spec)?;
+        // The rig is entered once the request is otherwise good, before a number is
+        // taken: its refusals (unknown, closed, a VM, a person's lock) are the rigs'.
+        let cell = match rig_id {
+            None => None,
+            Some(id) => {
+                let entry = s2.rigs.enter_as(&by, &id, "factory", Some("/srv"))?;
+                let cell = crate::factory::rig::Cell::new(id, entry);
+                if let Some(p) = &worker_program
+                    && !cell.runs(p)
+                {
+                    return Err(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "tool_not_in_rig",
+                        format!(
+                            "the worker's {} resolved {} on the host, and {} does not see that \
+                             file at that path (a namespace rig sees the host's /usr read-only, or \
+                             its image's root): install the tool under /usr on the host, or run \
+                             the worker on the host without --rig",
+                            spec.worker.tool.name(),
+                            crate::text::one_line(&p.to_string_lossy(), 200),
+                            cell.rig
+                        ),
+                    ));
+                }
+                spec.rig = Some(engine::RigSeat {
+                    id: cell.rig.clone(),
+                    boundary: cell.boundary.clone(),
+                });
+                Some(Arc::new(cell))
+            }
+        };
         let run = engine::reserve(&s2.home, &spec)?;
-        Ok((spec, info, run))
+        Ok((spec, info, run, cell))
     })
     .await?;
     s.factory.update(&run);
@@ -232,7 +276,9 @@ async fn start(
     std::thread::Builder::new()
         .name(format!("factory-{}", run.id))
         .spawn(move || {
-            let invoker = crate::factory::provider::Provider::from_env(s3.factory.cancel.clone());
+            let mut invoker =
+                crate::factory::provider::Provider::from_env(s3.factory.cancel.clone());
+            invoker.rig = cell.map(|c| (c, run.id.clone()));
             let panel = TribunalPanel {
                 shared: s3.clone(),
                 by,
@@ -353,9 +399,7 @@ impl engine::Panel for TribunalPanel {
         let s = &self.shared;
         let no = |why: String| engine::Invoked {
             answer: Err(why),
-            exit: None,
-            timed_out: false,
-            files: Vec::new(),
+            ..engine::Invoked::default()
         };
         let cand =
             match crate::evidence::candidate::bind(&s.home, &s.ledger, run, Some(info), &self.by) {
@@ -418,9 +462,8 @@ impl engine::Panel for TribunalPanel {
         };
         engine::Invoked {
             answer,
-            exit: None,
-            timed_out: false,
             files,
+            ..engine::Invoked::default()
         }
     }
 }
