@@ -47,6 +47,7 @@ fn rejected() -> FactoryRun {
         reviewer: agent("codex"),
         timeout_ms: 600_000,
         demo: false,
+        rig: None,
         steps: vec![
             step("worker", "claude", 42_000, None),
             step("review-1", "codex", 65_000, Some("REQUEST_CHANGES")),

@@ -342,3 +342,55 @@ fn a_rig_that_cannot_take_the_worker_is_refused_before_a_run_is_numbered() {
     }
     assert_eq!(git(&wt, &["status", "--porcelain", "--ignored"]), "");
 }
+
+#[test]
+fn a_codex_worker_and_its_repair_run_in_the_rig_and_the_reviewer_judges_each_candidate() {
+    let e = env();
+    let dir = tempfile::tempdir().unwrap();
+    let (_main, wt) = repo(dir.path(), "codex");
+    let rig = open_rig(&e);
+    // codex writes its last message in the guest; it comes back through the guest's `cat`.
+    let task = "Fix it\n!worker write src/lib.txt two\n!review 1 REQUEST_CHANGES say three\n\
+                !repair write src/lib.txt three";
+    let mut c = e.h.cmd();
+    c.args(["factory", "run", "--workspace"])
+        .arg(&wt)
+        .args(["--task", task, "--out"])
+        .arg(dir.path().join("r.json"))
+        .args([
+            "--timeout",
+            "60s",
+            "--rig",
+            &rig,
+            "--worker",
+            "codex",
+            "--reviewer",
+            "claude",
+        ]);
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rec = receipt(&out);
+    assert_eq!(rec["repairs"], 1, "{rec}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("src/lib.txt")).unwrap(),
+        "three\n"
+    );
+    let roles: Vec<&str> = rec["boundary"]["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["worker", "repair"], "the reviewer ran on the host");
+    let worker_last = rec["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["role"] == "worker" && f["file"] == "last-message.txt")
+        .unwrap_or_else(|| panic!("the worker's last message is evidence: {rec}"));
+    assert!(worker_last["bytes"].as_u64().unwrap() > 0, "{worker_last}");
+    assert_ne!(
+        rec["candidate"]["digest"], rec["repairedCandidate"]["digest"],
+        "{rec}"
+    );
+}

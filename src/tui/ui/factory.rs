@@ -86,6 +86,10 @@ fn group(app: &App, r: &FactoryRun, folded: bool) -> Vec<Line<'static>> {
         text::one_line(&r.worker.tool, 16),
         text::one_line(&r.reviewer.tool, 16)
     );
+    if let Some(rig) = &r.rig {
+        // The worker runs behind that rig's boundary (the receipt says which).
+        tail.push_str(&format!("  worker in {}", text::one_line(rig, 12)));
+    }
     if r.status == RunStatus::Running && r.provider_bound_ms > 0 {
         // An upper bound the server computed, never an estimate.
         tail.push_str(&format!("  ≤ {} provider time", clock(r.provider_bound_ms)));

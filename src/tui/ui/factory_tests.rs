@@ -271,3 +271,16 @@ fn the_sessions_keep_their_selection_and_keys() {
         assert_eq!(app.sessions.selected_index(), Some(0));
     }
 }
+
+#[test]
+fn a_run_whose_worker_is_in_a_rig_names_the_rig() {
+    let mut r = completed();
+    r.rig = Some("rig-0001".into());
+    let mut app = app_with(vec![r]);
+    let t = draw(&mut app, 160, 48);
+    let s = text(&t);
+    assert!(s.contains("worker in rig-0001"), "{s}");
+    let mut app = app_with(vec![completed()]);
+    let s = text(&draw(&mut app, 160, 48));
+    assert!(!s.contains("worker in"), "a run on the host names no rig: {s}");
+}
