@@ -283,7 +283,7 @@ fn a_unanimous_tribunal_approves_and_the_receipt_binds_its_round_and_candidate()
     assert_eq!(roles(&rec), ["worker", "review-1"]);
     assert_eq!(w.claude_calls(), 1, "one worker, no repair");
     assert!(
-        stderr(&out).contains("review 1 (tribunal)"),
+        stderr(&out).contains("completed (approved"),
         "{}",
         stderr(&out)
     );
@@ -421,9 +421,14 @@ fn a_held_round_gives_no_verdict_and_the_run_fails_typed_without_approval() {
     let r = repo();
     // A repair line is there: it must never run, a held round is not a refusal.
     let task = "!worker write src/lib.txt two\n!repair write src/lib.txt three";
-    let (rec, _) = w.run(&r, task, &[], 1);
+    let (rec, out) = w.run(&r, task, &[], 1);
     assert_eq!(rec["status"], "failed");
     assert_ne!(rec["ok"], true);
+    assert!(
+        stderr(&out).contains("failed: tribunal_no_verdict"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(
         rec["error"]["code"], "tribunal_no_verdict",
         "{}",
