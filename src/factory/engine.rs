@@ -181,7 +181,18 @@ pub trait Panel: Send + Sync {
         builder_vendor: &str,
         review: u32,
         scratch: &Path,
-    ) -> Invoked;
+    ) -> Convened;
+}
+
+/// What a tribunal round gave a review: the answer in a reviewer's shape with its files, and
+/// the candidate and round it judged (the receipt's review names them).
+#[derive(Debug, Clone)]
+pub struct Convened {
+    pub invoked: Invoked,
+    /// The candidate bound for the round (`cand-NNNN`), once bound.
+    pub candidate: Option<String>,
+    /// The round (`rnd-NNNN`), once one was seated.
+    pub round: Option<String>,
 }
 
 /// A factory run's request, checked.
@@ -529,6 +540,12 @@ struct ReviewRecord {
     verdict: String,
     /// SHA-256 of the reviewer's exact final message (its bytes are local evidence).
     answer_sha256: String,
+    /// A tribunal review: the round that judged (`rnd-NNNN`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    round: Option<String>,
+    /// A tribunal review: the candidate bound for the round (`cand-NNNN`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidate: Option<String>,
 }
 
 /// The run in progress: its public record, and what the receipt gathers.
@@ -733,6 +750,8 @@ impl Running<'_> {
     /// identity must be the same after it.
     fn review(&mut self, n: u32, identity: &Identity) -> Result<(Verdict, String), Fail> {
         let reviewer = self.spec.reviewer.clone();
+        // A tribunal review's candidate and round, once the panel names them.
+        let mut judged_by: (Option<String>, Option<String>) = (None, None);
         let out = match &reviewer {
             Reviewer::Agent(agent) => {
                 let doc = serde_json::to_string_pretty(identity).unwrap_or_default();
@@ -753,7 +772,9 @@ impl Running<'_> {
                 let (info, task) = (self.info.clone(), self.spec.task.clone());
                 let builder = vendor(self.spec.worker.tool);
                 self.step(Role::Reviewer { review: n }, "tribunal", |scratch| {
-                    panel.convene(&id, &info, &task, builder, n, scratch)
+                    let c = panel.convene(&id, &info, &task, builder, n, scratch);
+                    judged_by = (c.candidate, c.round);
+                    c.invoked
                 })?
             }
         };
@@ -790,15 +811,33 @@ impl Running<'_> {
                 ),
             ));
         }
-        let answer = out.answer.map_err(|why| {
-            fail(
+        let answer = out.answer.map_err(|why| match &reviewer {
+            Reviewer::Agent(_) => fail(
                 "provider_failed",
                 format!(
                     "review {n} ({}) gave no answer: {}",
                     reviewer.tool_name(),
                     crate::text::one_line(&why, 300)
                 ),
-            )
+            ),
+            // Held, invalid or never seated: no verdict, and never an approval.
+            Reviewer::Tribunal => fail(
+                "tribunal_no_verdict",
+                format!(
+                    "review {n} (tribunal) gave no verdict: {}. Remedy: {}",
+                    crate::text::one_line(&why, 600),
+                    match &judged_by.1 {
+                        Some(round) => format!(
+                            "`proctor tribunal show {round}` names each seat's cause; mend \
+                             config/tribunal.toml (`proctor tribunal seats` probes every rung) \
+                             and run the factory again"
+                        ),
+                        None => "`proctor tribunal seats` shows the registry and probes every \
+                                 rung; mend config/tribunal.toml and run the factory again"
+                            .to_string(),
+                    }
+                ),
+            ),
         })?;
         let (verdict, _) = prompt::parse_verdict(&answer).map_err(|e| {
             fail(
@@ -817,6 +856,8 @@ impl Running<'_> {
             identity: identity.digest.clone(),
             verdict: word.into(),
             answer_sha256: sha256_hex(answer.as_bytes()),
+            candidate: judged_by.0,
+            round: judged_by.1,
         });
         Ok((verdict, answer))
     }

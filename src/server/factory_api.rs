@@ -393,18 +393,22 @@ impl engine::Panel for TribunalPanel {
         builder_vendor: &str,
         review: u32,
         scratch: &std::path::Path,
-    ) -> engine::Invoked {
-        use crate::tribunal::model::{Judged, RoundState};
-        use crate::tribunal::round;
+    ) -> engine::Convened {
+        use crate::tribunal::model::RoundState;
+        use crate::tribunal::{round, store};
         let s = &self.shared;
-        let no = |why: String| engine::Invoked {
-            answer: Err(why),
-            ..engine::Invoked::default()
+        let no = |why: String, candidate: Option<String>| engine::Convened {
+            invoked: engine::Invoked {
+                answer: Err(why),
+                ..engine::Invoked::default()
+            },
+            candidate,
+            round: None,
         };
         let cand =
             match crate::evidence::candidate::bind(&s.home, &s.ledger, run, Some(info), &self.by) {
                 Ok(c) => c,
-                Err(e) => return no(format!("the candidate cannot be bound: {e}")),
+                Err(e) => return no(format!("the candidate cannot be bound: {e}"), None),
             };
         let ctx = round::Ctx {
             home: &s.home,
@@ -422,36 +426,30 @@ impl engine::Panel for TribunalPanel {
         };
         let r = match round::convene(&ctx, &req, &self.by) {
             Ok(r) => r,
-            Err(e) => return no(format!("the tribunal could not be seated: {e}")),
+            Err(e) => {
+                return no(
+                    format!("the tribunal could not be seated: {e}"),
+                    Some(cand.id),
+                );
+            }
         };
+        // The round's record as the tribunal stored it: its SHA-256 is the ledger's
+        // `round_sha256`.
         let file = scratch.join("round.json");
-        let files = match crate::files::write_atomic(
-            &file,
-            &serde_json::to_vec_pretty(&r).unwrap_or_default(),
-        ) {
+        let files = match crate::files::write_atomic(&file, &store::bytes(&r)) {
             Ok(()) => vec![file],
             Err(_) => Vec::new(),
         };
-        let mut findings = Vec::new();
-        for seat in &r.seats {
-            if let Some(Judged::Verdict { verdict, .. }) = &seat.judged {
-                for f in &verdict.findings {
-                    findings.push(format!(
-                        "- [{}] {:?}: {} ({})",
-                        seat.lens, f.severity, f.claim, f.evidence
-                    ));
-                }
-            }
-        }
         let answer = match r.state {
             RoundState::UnanimousPass => Ok(format!(
                 "APPROVE\ntribunal round {} ({}): unanimous pass",
                 r.id, r.mode_note
             )),
             RoundState::Refused => Ok(format!(
-                "REQUEST_CHANGES\ntribunal round {} refused the candidate:\n{}",
+                "REQUEST_CHANGES\ntribunal round {} refused the candidate ({}):\n{}",
                 r.id,
-                findings.join("\n")
+                r.causes.join("; "),
+                findings(&r).join("\n")
             )),
             other => Err(format!(
                 "tribunal round {} gave no verdict (state {}): {}",
@@ -460,10 +458,46 @@ impl engine::Panel for TribunalPanel {
                 r.causes.join("; ")
             )),
         };
-        engine::Invoked {
-            answer,
-            files,
-            ..engine::Invoked::default()
+        engine::Convened {
+            invoked: engine::Invoked {
+                answer,
+                files,
+                ..engine::Invoked::default()
+            },
+            candidate: Some(cand.id),
+            round: Some(r.id),
         }
     }
+}
+
+/// What a refused round tells the repair, a line each: every finding of every seat (its
+/// juror's and its verifier's), and the cause of a refusing seat that listed none (an answer
+/// that was garbage counts as refuse, and says so only in its cause).
+fn findings(r: &crate::tribunal::model::Round) -> Vec<String> {
+    use crate::tribunal::model::{Judged, SeatState};
+    let mut out = Vec::new();
+    for seat in &r.seats {
+        let before = out.len();
+        let verifier = seat.verification.as_ref().and_then(|v| v.judged.as_ref());
+        for judged in seat.judged.iter().chain(verifier) {
+            if let Judged::Verdict { verdict, .. } = judged {
+                for f in &verdict.findings {
+                    out.push(format!(
+                        "- [{}] {:?}: {} ({})",
+                        seat.lens, f.severity, f.claim, f.evidence
+                    ));
+                }
+            }
+        }
+        if seat.state == SeatState::Refuse && out.len() == before {
+            out.push(format!(
+                "- [{}] refuse: {}",
+                seat.lens,
+                seat.cause
+                    .as_deref()
+                    .unwrap_or("refused, no finding listed")
+            ));
+        }
+    }
+    out
 }
