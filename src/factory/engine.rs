@@ -1122,6 +1122,12 @@ pub fn recover(home: &Home) -> Vec<String> {
             continue;
         };
         if run.status == RunStatus::Running {
+            // What its providers had started is ended first (their cgroups).
+            let swept: usize = run
+                .steps
+                .iter()
+                .map(|st| super::invoke::sweep_left(&run_dir(home, &id).join(&st.role)))
+                .sum();
             run.status = RunStatus::Failed;
             run.phase = Phase::Done;
             run.reachable_after = 0;
@@ -1129,9 +1135,15 @@ pub fn recover(home: &Home) -> Vec<String> {
             run.exit_code = Some(1);
             run.error = Some(RunError {
                 code: "server_stopped".into(),
-                message: "the server stopped while this run was in progress; its providers were \
-                          stopped with it and no receipt was written"
-                    .into(),
+                message: format!(
+                    "the server stopped while this run was in progress; its providers were \
+                     stopped with it{} and no receipt was written",
+                    if swept > 0 {
+                        format!(" (what {swept} of them had left running was ended at this start)")
+                    } else {
+                        String::new()
+                    }
+                ),
             });
             if files::write_atomic(&p, &serde_json::to_vec_pretty(&run).unwrap_or_default()).is_ok()
             {

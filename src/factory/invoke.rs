@@ -292,11 +292,39 @@ struct Held {
     base: cgroup::Base,
 }
 
-fn make_cgroup(scratch: &Path) -> Result<Held, String> {
+/// The cgroup base of an invocation: named after its scratch folder (resolved), so a server
+/// that starts after one was killed finds what its invocations left ([`sweep_left`]).
+fn cgroup_base(scratch: &Path) -> Result<cgroup::Base, String> {
     let key = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
         scratch.as_os_str().as_encoded_bytes(),
     ));
-    let base = cgroup::Base::detect(&format!("factory-{}", &key[..16]))?;
+    cgroup::Base::detect(&format!("factory-{}", &key[..16]))
+}
+
+/// What an invocation whose scratch folder is `scratch` left running when its server was
+/// killed outright (the provider died with it; what it had started stays in the cgroup):
+/// every member ended (SIGTERM, then `cgroup.kill`), the folders removed. Answers how many
+/// cgroups held processes. Without a cgroup (a process group only) nothing is found: the
+/// residual docs/factory.md names.
+pub fn sweep_left(scratch: &Path) -> usize {
+    let Ok(scratch) = std::fs::canonicalize(scratch) else {
+        return 0;
+    };
+    let Ok(base) = cgroup_base(&scratch) else {
+        return 0;
+    };
+    let mut found = 0;
+    for dir in base.folders() {
+        if cgroup::end_all(&dir, GRACE, KILL_WAIT).found {
+            found += 1;
+        }
+    }
+    base.remove_if_empty();
+    found
+}
+
+fn make_cgroup(scratch: &Path) -> Result<Held, String> {
+    let base = cgroup_base(scratch)?;
     match base.create("invoke", 0) {
         Ok(dir) => Ok(Held { dir, base }),
         Err(e) => {

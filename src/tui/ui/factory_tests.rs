@@ -282,5 +282,8 @@ fn a_run_whose_worker_is_in_a_rig_names_the_rig() {
     assert!(s.contains("worker in rig-0001"), "{s}");
     let mut app = app_with(vec![completed()]);
     let s = text(&draw(&mut app, 160, 48));
-    assert!(!s.contains("worker in"), "a run on the host names no rig: {s}");
+    assert!(
+        !s.contains("worker in"),
+        "a run on the host names no rig: {s}"
+    );
 }
