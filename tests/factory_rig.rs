@@ -190,6 +190,12 @@ fn a_worker_in_a_rig_works_on_a_copy_behind_its_boundary_and_its_changes_come_ba
     let run = rec["run"].as_str().unwrap();
     let shown = e.h.json(&["factory", "show", run, "--json"]);
     assert_eq!(shown["rig"], rig.as_str(), "{shown}");
+    let human = e.h.run(&["factory", "show", run]);
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        human.contains(&format!("in {rig} (a copy of the worktree)")),
+        "{human}"
+    );
     // The rig's audit has the factory's entry and its end.
     let audit = e.h.run(&["rig", "audit", &rig, "--json"]);
     let audit = String::from_utf8_lossy(&audit.stdout);

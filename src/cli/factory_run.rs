@@ -328,9 +328,13 @@ pub fn show(ctx: &Ctx, a: ShowArgs) -> anyhow::Result<ExitCode> {
     );
     println!("workspace  {}", text::one_line(&r.workspace, usize::MAX));
     println!(
-        "worker     {} (profile {})",
+        "worker     {} (profile {}){}",
         text::one_line(&r.worker.tool, 20),
-        text::one_line(&r.worker.profile, 64)
+        text::one_line(&r.worker.profile, 64),
+        match &r.rig {
+            Some(rig) => format!(", in {} (a copy of the worktree)", text::one_line(rig, 20)),
+            None => ", as the host user: not confined".to_string(),
+        }
     );
     println!(
         "reviewer   {} (profile {})",
