@@ -97,11 +97,12 @@ fn group(app: &App, r: &FactoryRun, folded: bool) -> Vec<Line<'static>> {
     if let Some(c) = &r.candidate {
         tail.push_str(&format!("  candidate {}", text::one_line(c, 12)));
     }
-    head.push(Span::styled(tail, st(Role::Dim)));
     if r.demo {
-        // Backed by the demo's stand-ins: no model ran.
+        // Backed by the demo's stand-ins: no model ran. Said before the rest of the header,
+        // so a narrow list cuts the candidate, never the label.
         head.push(Span::styled("  demo", st(Role::Demo)));
     }
+    head.push(Span::styled(tail, st(Role::Dim)));
     let mut out = vec![Line::from(head)];
     if folded {
         return out;
