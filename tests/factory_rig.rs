@@ -13,46 +13,19 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::ShimEnv;
-use serde_json::Value;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
+use common::factory::{git, receipt, shim_env as env, stderr, worktree_repo};
 
 /// A repository (a source file, a file to delete, a tracked secret) and a linked worktree.
 fn repo(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let main = dir.join(format!("{name}-main"));
-    std::fs::create_dir_all(main.join("src")).unwrap();
-    git(&main, &["init", "-q", "-b", "main"]);
-    std::fs::write(main.join("src/lib.txt"), "one\n").unwrap();
-    std::fs::write(main.join("old.txt"), "to delete\n").unwrap();
-    std::fs::write(main.join(".env"), "SECRET=host-only\n").unwrap();
-    git(&main, &["add", "-A"]);
-    git(&main, &["commit", "-q", "-m", "base"]);
-    let wt = dir.join(format!("{name}-wt"));
-    git(
-        &main,
-        &["worktree", "add", "-q", "-b", name, wt.to_str().unwrap()],
-    );
-    (main, wt)
-}
-
-fn env() -> ShimEnv {
-    let mut e = ShimEnv::new();
-    e.h.path = Some(e.path_var.clone().into());
-    e
+    worktree_repo(
+        dir,
+        (&format!("{name}-main"), &format!("{name}-wt"), name),
+        &[
+            ("src/lib.txt", "one\n"),
+            ("old.txt", "to delete\n"),
+            (".env", "SECRET=host-only\n"),
+        ],
+    )
 }
 
 fn open_rig(e: &ShimEnv) -> String {
@@ -70,20 +43,6 @@ fn factory(e: &ShimEnv, ws: &Path, task: &str, out: &Path, rig: &str) -> Output 
         .arg(out)
         .args(["--timeout", "60s", "--rig", rig]);
     c.output().unwrap()
-}
-
-fn receipt(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not the receipt ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

@@ -11,23 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::ShimEnv;
+use common::factory::{git, receipt, shim_env as env, stderr, worktree_repo};
 use serde_json::{Value, json};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 /// A repository with one commit and a fresh linked worktree of it.
 struct Repo {
@@ -38,32 +23,12 @@ struct Repo {
 
 fn repo() -> Repo {
     let dir = tempfile::tempdir().unwrap();
-    let main = dir.path().join("main");
-    std::fs::create_dir_all(main.join("src")).unwrap();
-    git(&main, &["init", "-q", "-b", "main"]);
-    std::fs::write(main.join("src/lib.txt"), "one\n").unwrap();
-    std::fs::write(main.join(".gitignore"), "node_modules/\n").unwrap();
-    git(&main, &["add", "-A"]);
-    git(&main, &["commit", "-q", "-m", "base"]);
-    let wt = dir.path().join("wt");
-    git(
-        &main,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "factory",
-            wt.to_str().unwrap(),
-        ],
+    let (main, wt) = worktree_repo(
+        dir.path(),
+        ("main", "wt", "factory"),
+        &[("src/lib.txt", "one\n"), (".gitignore", "node_modules/\n")],
     );
     Repo { dir, main, wt }
-}
-
-fn env() -> ShimEnv {
-    let mut e = ShimEnv::new();
-    e.h.path = Some(e.path_var.clone().into());
-    e
 }
 
 fn factory(e: &ShimEnv, ws: &Path, task: &str, out: &Path, extra: &[&str]) -> Output {
@@ -77,16 +42,6 @@ fn factory(e: &ShimEnv, ws: &Path, task: &str, out: &Path, extra: &[&str]) -> Ou
     c.output().unwrap()
 }
 
-fn receipt(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not the receipt ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 /// Runs `task` on a fresh worktree with the stand-ins; asserts the exit code; the receipt.
 fn run_task(task: &str, code: i32) -> (Value, Output) {
     let e = env();
@@ -94,10 +49,6 @@ fn run_task(task: &str, code: i32) -> (Value, Output) {
     let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
     assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
     (receipt(&out), out)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

@@ -12,28 +12,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 use common::ShimEnv;
+use common::factory::{stderr, worktree_repo};
 use proctor::tribunal::fleet::{Fleet, FleetScript};
 use serde_json::Value;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 /// A repository with one commit and a fresh linked worktree of it.
 struct Repo {
@@ -43,23 +28,10 @@ struct Repo {
 
 fn repo() -> Repo {
     let dir = tempfile::tempdir().unwrap();
-    let main = dir.path().join("main");
-    std::fs::create_dir_all(main.join("src")).unwrap();
-    git(&main, &["init", "-q", "-b", "main"]);
-    std::fs::write(main.join("src/lib.txt"), "one\n").unwrap();
-    git(&main, &["add", "-A"]);
-    git(&main, &["commit", "-q", "-m", "base"]);
-    let wt = dir.path().join("wt");
-    git(
-        &main,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "factory",
-            wt.to_str().unwrap(),
-        ],
+    let (_, wt) = worktree_repo(
+        dir.path(),
+        ("main", "wt", "factory"),
+        &[("src/lib.txt", "one\n")],
     );
     Repo { dir, wt }
 }
@@ -198,10 +170,6 @@ impl World {
             .filter_map(|r| r.model.clone())
             .collect()
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The evidence entry of `role`'s `file`.
