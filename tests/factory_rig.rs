@@ -244,20 +244,7 @@ fn a_rig_that_cannot_take_the_worker_is_refused_before_a_run_is_numbered() {
     let rig = open_rig(&e);
     let lock = e.h.run(&["rig", "lock", &rig]);
     assert!(lock.status.success(), "{}", stderr(&lock));
-    let agent = e.h.json(&[
-        "token",
-        "create",
-        "--role",
-        "write",
-        "--name",
-        "bot",
-        "--principal",
-        "agent",
-        "--json",
-    ])["secret"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let agent = common::rigs::agent_token_in(&e.h, "bot");
     let mut c = e.h.cmd();
     c.env("PROCTOR_TOKEN", &agent)
         .args(["factory", "run", "--workspace"])
