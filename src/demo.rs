@@ -265,6 +265,7 @@ fn factory_scene(client: &Client, repo: &Path) -> Result<(), DemoError> {
             timeout_secs: Some(timeout),
             out: None,
             otel: None,
+            rig: None,
         };
         let run: FactoryRun = client.request_blocking(Method::POST, fapi::RUNS, Some(&body))?;
         let started = Instant::now();

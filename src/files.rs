@@ -384,6 +384,19 @@ pub(crate) fn hash_file(path: &Path) -> Result<Option<(u64, String)>> {
     Ok(Some((total, hex::encode(h.finalize()))))
 }
 
+/// Whether `path` (absolute, as this process sees it) is the same file at the same path
+/// under `root` (another root as this process sees it, e.g. a rig's `/proc/PID/root`):
+/// same device and inode, as a read-only bind of the host's `/usr` is.
+pub fn same_file_under(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix("/") else {
+        return false;
+    };
+    match (std::fs::metadata(path), std::fs::metadata(root.join(rel))) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

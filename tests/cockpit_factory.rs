@@ -47,6 +47,7 @@ fn rejected() -> FactoryRun {
         reviewer: agent("codex"),
         timeout_ms: 600_000,
         demo: false,
+        rig: None,
         steps: vec![
             step("worker", "claude", 42_000, None),
             step("review-1", "codex", 65_000, Some("REQUEST_CHANGES")),
@@ -125,10 +126,13 @@ fn a_finished_factory_run_shows_as_a_group_in_a_real_terminal() {
                 assert!(s.contains(row), "{row}: {s}");
             }
         } else {
-            // The sessions keep three of the five rows.
-            for r in ["run-0001", "run-0002", "run-0005"] {
-                assert!(s.contains(r), "{r}: {s}");
-            }
+            // The sessions keep three of the five rows (which three depends on the demo's
+            // sessions' order at that moment: their activity moves them).
+            let sessions = s
+                .lines()
+                .filter(|l| l.starts_with('┃') && l.contains(" run-00"))
+                .count();
+            assert_eq!(sessions, 3, "three session rows: {s}");
         }
         // The sessions' keys still move the sessions' selection.
         t.send(b"j");

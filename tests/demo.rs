@@ -81,7 +81,22 @@ fn demo_sets_up_every_state_and_labels_every_run() {
     assert_eq!(intents["items"][0]["run"], r);
     // The candidate has a tribunal round in progress: some seats decided, two still asking
     // a slow and a silent juror; the builder's family refused before any send.
-    let rounds = h.json(&["tribunal", "rounds", &cand, "--json"]);
+    // The demo returns once every other seat has decided or, on a loaded machine, after two
+    // minutes with the round going on (CI once saw three seats pending then): the seats
+    // that do not sit on the slow juror must still decide, and the round stay in progress.
+    let pending = |r: &serde_json::Value| {
+        r["seats"]
+            .as_array()
+            .map_or(0, |s| s.iter().filter(|s| s["state"] == "pending").count())
+    };
+    let started = std::time::Instant::now();
+    let rounds = loop {
+        let rounds = h.json(&["tribunal", "rounds", &cand, "--json"]);
+        if pending(&rounds["items"][0]) <= 2 || started.elapsed().as_secs() > 180 {
+            break rounds;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
     let round = &rounds["items"][0];
     assert_eq!(round["state"], "in_progress", "{rounds}");
     assert_eq!(
@@ -95,7 +110,7 @@ fn demo_sets_up_every_state_and_labels_every_run() {
     );
     let seats = round["seats"].as_array().unwrap();
     assert_eq!(seats.len(), 8);
-    assert_eq!(seats.iter().filter(|s| s["state"] == "pending").count(), 2);
+    assert_eq!(pending(round), 2, "{rounds:#}");
     assert!(seats.iter().any(|s| s["state"] == "pass"));
     let show = h.ok(&["tribunal", "show", round["id"].as_str().unwrap()]);
     assert!(show.contains("builder_family"), "{show}");

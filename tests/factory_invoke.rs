@@ -91,6 +91,7 @@ impl Fx {
             prompt,
             deadline,
             path: self.path(),
+            enclosure: None,
             base_env: vec![
                 ("PATH".into(), self.path()),
                 ("HOME".into(), self.home.path().into()),

@@ -11,23 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::ShimEnv;
+use common::factory::{git, receipt, shim_env as env, stderr, worktree_repo};
 use serde_json::{Value, json};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 /// A repository with one commit and a fresh linked worktree of it.
 struct Repo {
@@ -38,32 +23,12 @@ struct Repo {
 
 fn repo() -> Repo {
     let dir = tempfile::tempdir().unwrap();
-    let main = dir.path().join("main");
-    std::fs::create_dir_all(main.join("src")).unwrap();
-    git(&main, &["init", "-q", "-b", "main"]);
-    std::fs::write(main.join("src/lib.txt"), "one\n").unwrap();
-    std::fs::write(main.join(".gitignore"), "node_modules/\n").unwrap();
-    git(&main, &["add", "-A"]);
-    git(&main, &["commit", "-q", "-m", "base"]);
-    let wt = dir.path().join("wt");
-    git(
-        &main,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "factory",
-            wt.to_str().unwrap(),
-        ],
+    let (main, wt) = worktree_repo(
+        dir.path(),
+        ("main", "wt", "factory"),
+        &[("src/lib.txt", "one\n"), (".gitignore", "node_modules/\n")],
     );
     Repo { dir, main, wt }
-}
-
-fn env() -> ShimEnv {
-    let mut e = ShimEnv::new();
-    e.h.path = Some(e.path_var.clone().into());
-    e
 }
 
 fn factory(e: &ShimEnv, ws: &Path, task: &str, out: &Path, extra: &[&str]) -> Output {
@@ -77,16 +42,6 @@ fn factory(e: &ShimEnv, ws: &Path, task: &str, out: &Path, extra: &[&str]) -> Ou
     c.output().unwrap()
 }
 
-fn receipt(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not the receipt ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 /// Runs `task` on a fresh worktree with the stand-ins; asserts the exit code; the receipt.
 fn run_task(task: &str, code: i32) -> (Value, Output) {
     let e = env();
@@ -94,10 +49,6 @@ fn run_task(task: &str, code: i32) -> (Value, Output) {
     let out = factory(&e, &r.wt, task, &r.dir.path().join("r.json"), &[]);
     assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
     (receipt(&out), out)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
@@ -468,39 +419,71 @@ fn a_server_killed_mid_run_leaves_no_worker_running() {
     let e = env();
     let r = repo();
     let mut c = e.h.cmd();
+    // The worker starts a child of its own (which the provider's death does not take).
     let mut child = c
         .args(["factory", "run", "--workspace"])
         .arg(&r.wt)
-        .args(["--task", "!worker sleep 600000", "--out"])
+        .args([
+            "--task",
+            "!worker grandchild\n!worker sleep 600000",
+            "--out",
+        ])
         .arg(r.dir.path().join("r.json"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let worker = loop {
-        if let Some(&p) = working_in(&r.wt).first() {
-            break p;
+    let started = loop {
+        let w = working_in(&r.wt);
+        if w.len() >= 2 {
+            break w;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the worker never started"
+            "the worker and its child never started: {w:?}"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     let server = e.h.server_pid().unwrap();
+    let cgroups_held = std::fs::read_to_string(format!("/proc/{}/cgroup", started[0]))
+        .unwrap_or_default()
+        .contains("proctor-factory-");
     // SAFETY: kill(2) on the server's pid.
     unsafe { libc::kill(server, libc::SIGKILL) };
+    let _ = child.kill();
+    let _ = child.wait();
+    // The provider dies with its server (PR_SET_PDEATHSIG); its own child may not.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while alive(worker) {
+    while working_in(&r.wt).len() >= started.len() {
         assert!(
             std::time::Instant::now() < deadline,
-            "the worker {worker} outlived its killed server"
+            "the worker outlived its killed server: {:?}",
+            working_in(&r.wt)
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    // The next start ends what is left (the invocation's cgroup) and says so.
+    let shown = e.h.json(&["factory", "show", "fac-0001", "--json"]);
+    assert_eq!(shown["error"]["code"], "server_stopped", "{shown}");
+    if cgroups_held {
+        assert!(
+            working_in(&r.wt).is_empty(),
+            "the worker's child outlived the next start: {:?}",
+            working_in(&r.wt)
+        );
+        assert!(
+            shown["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("left running was ended at this start"),
+            "{shown}"
+        );
+    }
+    for p in working_in(&r.wt) {
+        // SAFETY: kill(2) on a leftover of this test (no cgroup here: the named residual).
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
 }
 
 #[test]

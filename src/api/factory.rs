@@ -60,6 +60,10 @@ pub struct StartRequest {
     /// the outcome. `null`: no export.
     #[serde(default)]
     pub otel: Option<String>,
+    /// A namespace rig (`rig-0001`) the worker and the repair run in, on a copy of the
+    /// worktree; what they change comes back judged. `null`: they run as the host user.
+    #[serde(default)]
+    pub rig: Option<String>,
 }
 
 /// The runs listing, oldest first.
@@ -84,7 +88,7 @@ mod ops {
         responses((status = 202, description = "started: the run's first record", body = FactoryRun),
                   (status = 400, description = "an empty or oversized task, a bad timeout (bad_request)", body = ErrorBody),
                   (status = 404, description = "no such provider profile (unknown_profile)", body = ErrorBody),
-                  (status = 422, description = "refused: main_working_copy, submodule_working_copy, dirty_input, not_worktree_root, same_vendor, evidence_inside_candidate, unsupported_tool, tool_not_installed", body = ErrorBody)))]
+                  (status = 422, description = "refused: main_working_copy, submodule_working_copy, dirty_input, not_worktree_root, same_vendor, evidence_inside_candidate, unsupported_tool, tool_not_installed, tool_not_in_rig", body = ErrorBody)))]
     pub fn start() {}
 
     #[utoipa::path(get, path = RUNS, tag = "factory",

@@ -27,8 +27,9 @@ fn client(ctx: &Ctx) -> anyhow::Result<Client> {
 ///
 /// The workspace must be a linked worktree (`git worktree add ../NAME`) with nothing in
 /// `git status --ignored`: a main working copy, a submodule's, or a dirty one is refused.
-/// The worker (default: the `claude` profile) runs headless in it as the host user; its
-/// HEAD and index must be unchanged at the end. The candidate identity is then bound (base,
+/// The worker (default: the `claude` profile) runs headless in it as the host user, or with
+/// --rig inside a namespace rig on a copy of its files; its HEAD and index must be unchanged
+/// at the end. The candidate identity is then bound (base,
 /// index tree, status bytes, binary patch, size and SHA-256 of each changed file, and every
 /// byte of the tree, ignored files included), and the reviewer (default: `codex`, read-only)
 /// judges it; a reviewer that changes anything, even in node_modules, is refused.
@@ -50,6 +51,8 @@ fn client(ctx: &Ctx) -> anyhow::Result<Client> {
 ///       --out ../factory-report.json
 ///   proctor factory run --workspace ../wt --task-file task.md --out r.json --worker codex \
 ///       --reviewer claude --timeout 15m
+///   proctor rig open --backend namespace      # rig-0001
+///   proctor factory run --workspace ../wt --task "Fix the parser" --out r.json --rig rig-0001
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
@@ -90,6 +93,12 @@ pub struct RunArgs {
     /// The deadline of each provider invocation: 90, 90s, 15m or 1h.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub timeout: String,
+    /// Run the worker and the repair inside this namespace rig (`proctor rig open --backend
+    /// namespace`), on a copy of the worktree's files (no .git, no secret files); what they
+    /// change comes back checked, and the receipt names the rig's boundary. The reviewer
+    /// still runs on the host, read-only.
+    #[arg(long, value_name = "RIG")]
+    pub rig: Option<String>,
 }
 
 /// List the factory runs: id, status, phase and the worker and reviewer.
@@ -225,6 +234,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> anyhow::Result<ExitCode> {
         timeout_secs: Some(timeout),
         out: Some(out.to_string_lossy().into_owned()),
         otel: a.otel,
+        rig: a.rig,
     };
     let started = Instant::now();
     let first = client::block_on(c.factory_start(&req))??;
@@ -318,9 +328,13 @@ pub fn show(ctx: &Ctx, a: ShowArgs) -> anyhow::Result<ExitCode> {
     );
     println!("workspace  {}", text::one_line(&r.workspace, usize::MAX));
     println!(
-        "worker     {} (profile {})",
+        "worker     {} (profile {}){}",
         text::one_line(&r.worker.tool, 20),
-        text::one_line(&r.worker.profile, 64)
+        text::one_line(&r.worker.profile, 64),
+        match &r.rig {
+            Some(rig) => format!(", in {} (a copy of the worktree)", text::one_line(rig, 20)),
+            None => ", as the host user: not confined".to_string(),
+        }
     );
     println!(
         "reviewer   {} (profile {})",

@@ -108,6 +108,23 @@ pub struct Invoked {
     pub exit: Option<i32>,
     pub timed_out: bool,
     pub files: Vec<PathBuf>,
+    /// What a copy through a rig moved (`factory run --rig`), for the receipt.
+    pub rig_copy: Option<Value>,
+    /// A typed failure of the invoker itself (a rig copy refused), not the provider's.
+    pub error: Option<(&'static str, String)>,
+}
+
+impl Default for Invoked {
+    fn default() -> Self {
+        Invoked {
+            answer: Err("no answer".into()),
+            exit: None,
+            timed_out: false,
+            files: Vec::new(),
+            rig_copy: None,
+            error: None,
+        }
+    }
 }
 
 /// One bounded headless invocation of a provider in `worktree`, its files in `scratch`.
@@ -164,7 +181,18 @@ pub trait Panel: Send + Sync {
         builder_vendor: &str,
         review: u32,
         scratch: &Path,
-    ) -> Invoked;
+    ) -> Convened;
+}
+
+/// What a tribunal round gave a review: the answer in a reviewer's shape with its files, and
+/// the candidate and round it judged (the receipt's review names them).
+#[derive(Debug, Clone)]
+pub struct Convened {
+    pub invoked: Invoked,
+    /// The candidate bound for the round (`cand-NNNN`), once bound.
+    pub candidate: Option<String>,
+    /// The round (`rnd-NNNN`), once one was seated.
+    pub round: Option<String>,
 }
 
 /// A factory run's request, checked.
@@ -179,6 +207,16 @@ pub struct Spec {
     pub out: Option<PathBuf>,
     /// A provider is one of the demo's fakes: the run and its receipt are labelled demo.
     pub demo: bool,
+    /// The rig the worker and the repair run in (`--rig`), or none: the host user.
+    pub rig: Option<RigSeat>,
+}
+
+/// The rig a run's worker is behind: its id and its boundary's words.
+#[derive(Debug, Clone)]
+pub struct RigSeat {
+    pub id: String,
+    /// `namespace boundary: weaker than a VM (shares the host kernel)`.
+    pub boundary: String,
 }
 
 /// A run's status.
@@ -275,6 +313,9 @@ pub struct FactoryRun {
     /// Backed by a stand-in (the demo's fakes), not a real provider: no model ran.
     #[serde(default)]
     pub demo: bool,
+    /// The rig the worker and the repair run in (`--rig`); none: the host user.
+    #[serde(default)]
+    pub rig: Option<String>,
     pub steps: Vec<StepView>,
     /// Provider invocations still reachable after the current one.
     pub reachable_after: u32,
@@ -499,6 +540,12 @@ struct ReviewRecord {
     verdict: String,
     /// SHA-256 of the reviewer's exact final message (its bytes are local evidence).
     answer_sha256: String,
+    /// A tribunal review: the round that judged (`rnd-NNNN`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    round: Option<String>,
+    /// A tribunal review: the candidate bound for the round (`cand-NNNN`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidate: Option<String>,
 }
 
 /// The run in progress: its public record, and what the receipt gathers.
@@ -512,6 +559,8 @@ struct Running<'a> {
     evidence: Vec<Value>,
     reviews: Vec<ReviewRecord>,
     identities: Vec<Identity>,
+    /// What each copy through the rig moved (`--rig`).
+    rig_copies: Vec<Value>,
 }
 
 impl Running<'_> {
@@ -626,6 +675,9 @@ impl Running<'_> {
                 }));
             }
         }
+        if let Some(c) = &out.rig_copy {
+            self.rig_copies.push(json!({"role": name, "copy": c}));
+        }
         self.record(
             "factory.step.finished",
             json!({"run": id, "role": name, "state": state, "exit": out.exit}),
@@ -652,6 +704,9 @@ impl Running<'_> {
         let agent = self.spec.worker.clone();
         let out = self.invoke(role, &agent, prompt)?;
         let who = role_name(role);
+        if let Some((code, message)) = out.error.clone() {
+            return Err(fail(code, message));
+        }
         if out.timed_out {
             return Err(fail(
                 "provider_timed_out",
@@ -695,6 +750,8 @@ impl Running<'_> {
     /// identity must be the same after it.
     fn review(&mut self, n: u32, identity: &Identity) -> Result<(Verdict, String), Fail> {
         let reviewer = self.spec.reviewer.clone();
+        // A tribunal review's candidate and round, once the panel names them.
+        let mut judged_by: (Option<String>, Option<String>) = (None, None);
         let out = match &reviewer {
             Reviewer::Agent(agent) => {
                 let doc = serde_json::to_string_pretty(identity).unwrap_or_default();
@@ -715,7 +772,9 @@ impl Running<'_> {
                 let (info, task) = (self.info.clone(), self.spec.task.clone());
                 let builder = vendor(self.spec.worker.tool);
                 self.step(Role::Reviewer { review: n }, "tribunal", |scratch| {
-                    panel.convene(&id, &info, &task, builder, n, scratch)
+                    let c = panel.convene(&id, &info, &task, builder, n, scratch);
+                    judged_by = (c.candidate, c.round);
+                    c.invoked
                 })?
             }
         };
@@ -752,15 +811,33 @@ impl Running<'_> {
                 ),
             ));
         }
-        let answer = out.answer.map_err(|why| {
-            fail(
+        let answer = out.answer.map_err(|why| match &reviewer {
+            Reviewer::Agent(_) => fail(
                 "provider_failed",
                 format!(
                     "review {n} ({}) gave no answer: {}",
                     reviewer.tool_name(),
                     crate::text::one_line(&why, 300)
                 ),
-            )
+            ),
+            // Held, invalid or never seated: no verdict, and never an approval.
+            Reviewer::Tribunal => fail(
+                "tribunal_no_verdict",
+                format!(
+                    "review {n} (tribunal) gave no verdict: {}. Remedy: {}",
+                    crate::text::one_line(&why, 600),
+                    match &judged_by.1 {
+                        Some(round) => format!(
+                            "`proctor tribunal show {round}` names each seat's cause; mend \
+                             config/tribunal.toml (`proctor tribunal seats` probes every rung) \
+                             and run the factory again"
+                        ),
+                        None => "`proctor tribunal seats` shows the registry and probes every \
+                                 rung; mend config/tribunal.toml and run the factory again"
+                            .to_string(),
+                    }
+                ),
+            ),
         })?;
         let (verdict, _) = prompt::parse_verdict(&answer).map_err(|e| {
             fail(
@@ -779,6 +856,8 @@ impl Running<'_> {
             identity: identity.digest.clone(),
             verdict: word.into(),
             answer_sha256: sha256_hex(answer.as_bytes()),
+            candidate: judged_by.0,
+            round: judged_by.1,
         });
         Ok((verdict, answer))
     }
@@ -826,21 +905,50 @@ impl Running<'_> {
 
     fn receipt(&self, status: RunStatus, error: Option<&RunError>) -> Value {
         let run = self.run.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let boundary = json!({
-            "requested": "host-user",
-            "observed": "host-user: the worker and the reviewer ran as the host user, in their own \
-                         process groups; not confined",
-        });
+        let (boundary, worker_unproven) = match &self.spec.rig {
+            None => (
+                json!({
+                    "requested": "host-user",
+                    "observed": "host-user: the worker and the reviewer ran as the host user, in \
+                                 their own process groups; not confined",
+                }),
+                "the worker ran as the host user: not confined; a prompt and an observation of \
+                 the worktree afterwards cannot prove it avoided the network, secrets, installs \
+                 or writes elsewhere"
+                    .to_string(),
+            ),
+            Some(rig) => (
+                json!({
+                    "requested": "rig",
+                    "rig": rig.id,
+                    "worker": format!("the worker and the repair ran in {}: {}", rig.id, rig.boundary),
+                    "reviewer": "the reviewer ran as the host user, read-only, in its own process \
+                                 group; not confined",
+                    "copies": self.rig_copies,
+                }),
+                format!(
+                    "the worker ran behind {}'s boundary ({}), not a VM's unless it says so; it \
+                     saw a copy of the candidate's files (no .git, no file matching the rigs' \
+                     secret patterns) and the rig's own network; what it wrote came back only \
+                     as regular files of the copy, judged entry by entry; the reviewer ran as \
+                     the host user: not confined",
+                    rig.id, rig.boundary
+                ),
+            ),
+        };
         json!({
             "format": RECEIPT_FORMAT,
             "ok": status == RunStatus::Completed,
             "status": status,
             "command": "factory-run",
             "run": run.id,
-            "execution": if self.spec.demo {
-                "agent-factory (demo): stand-in providers, no model ran"
-            } else {
-                "agent-factory; provider CLIs ran headless as the host user"
+            "execution": match (self.spec.demo, &self.spec.rig) {
+                (true, _) => "agent-factory (demo): stand-in providers, no model ran".to_string(),
+                (false, None) => "agent-factory; provider CLIs ran headless as the host user".to_string(),
+                (false, Some(r)) => format!(
+                    "agent-factory; the worker ran headless in {}, the reviewer as the host user",
+                    r.id
+                ),
             },
             "demo": self.spec.demo,
             "publicationAuthority": NO_AUTHORITY,
@@ -862,9 +970,7 @@ impl Running<'_> {
             "evidence": self.evidence,
             "boundary": boundary,
             "notProven": [
-                "the worker ran as the host user: not confined; a prompt and an observation of \
-                 the worktree afterwards cannot prove it avoided the network, secrets, installs \
-                 or writes elsewhere",
+                worker_unproven,
                 "a transient git action that restored the observed HEAD and index before the \
                  worker returned is not seen",
                 "an APPROVE binds a reviewer's word to exact bytes; it does not prove the change \
@@ -900,6 +1006,7 @@ pub fn reserve(home: &Home, spec: &Spec) -> Result<FactoryRun, StartError> {
         reviewer: spec.reviewer.view(),
         timeout_ms: spec.timeout.as_millis() as u64,
         demo: spec.demo,
+        rig: spec.rig.as_ref().map(|r| r.id.clone()),
         steps: Vec::new(),
         reachable_after: MAX_INVOCATIONS,
         provider_bound_ms: spec.timeout.as_millis() as u64 * u64::from(MAX_INVOCATIONS),
@@ -931,6 +1038,7 @@ pub fn execute(
         evidence: Vec::new(),
         reviews: Vec::new(),
         identities: Vec::new(),
+        rig_copies: Vec::new(),
     };
     r.record(
         "factory.run.started",
@@ -1014,6 +1122,12 @@ pub fn recover(home: &Home) -> Vec<String> {
             continue;
         };
         if run.status == RunStatus::Running {
+            // What its providers had started is ended first (their cgroups).
+            let swept: usize = run
+                .steps
+                .iter()
+                .map(|st| super::invoke::sweep_left(&run_dir(home, &id).join(&st.role)))
+                .sum();
             run.status = RunStatus::Failed;
             run.phase = Phase::Done;
             run.reachable_after = 0;
@@ -1021,9 +1135,15 @@ pub fn recover(home: &Home) -> Vec<String> {
             run.exit_code = Some(1);
             run.error = Some(RunError {
                 code: "server_stopped".into(),
-                message: "the server stopped while this run was in progress; its providers were \
-                          stopped with it and no receipt was written"
-                    .into(),
+                message: format!(
+                    "the server stopped while this run was in progress; its providers were \
+                     stopped with it{} and no receipt was written",
+                    if swept > 0 {
+                        format!(" (what {swept} of them had left running was ended at this start)")
+                    } else {
+                        String::new()
+                    }
+                ),
             });
             if files::write_atomic(&p, &serde_json::to_vec_pretty(&run).unwrap_or_default()).is_ok()
             {

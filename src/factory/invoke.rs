@@ -82,6 +82,25 @@ pub struct Invocation {
     pub path: OsString,
     /// The invoking environment; only the allowlist of it reaches the child.
     pub base_env: Vec<(OsString, OsString)>,
+    /// The child runs inside a rig (`factory run --rig`), in a copy of the worktree there.
+    pub enclosure: Option<Enclosure>,
+}
+
+/// How an invocation enters a rig ([`super::rig::Cell::enclosure`]).
+#[derive(Debug, Clone)]
+pub struct Enclosure {
+    /// The host argv that enters the guest at `worktree`; the provider's argv is appended.
+    pub prefix: Vec<String>,
+    /// The guest's root as the host sees it (the program must be the same file there).
+    pub root: PathBuf,
+    /// The guest's proctor (a demo shim runs as it).
+    pub proctor: String,
+    /// The guest's PATH.
+    pub path: String,
+    /// The copy of the worktree in the guest: the child's working folder.
+    pub worktree: String,
+    /// A guest folder outside the copy (codex's last message is written there).
+    pub scratch: String,
 }
 
 /// What held the child's process tree.
@@ -152,6 +171,10 @@ pub enum InvokeError {
         what: &'static str,
         err: std::io::Error,
     },
+    #[error(
+        "{} is not visible in the rig as the same file (a namespace rig sees the host's /usr read-only, or its image's root): install the tool under /usr on the host, or run the worker on the host without --rig", .program.display()
+    )]
+    NotInRig { program: PathBuf },
     #[error("cannot start {}: {err}. Remedy: check that it is an executable program", .program.display())]
     Spawn {
         program: PathBuf,
@@ -269,11 +292,39 @@ struct Held {
     base: cgroup::Base,
 }
 
-fn make_cgroup(scratch: &Path) -> Result<Held, String> {
+/// The cgroup base of an invocation: named after its scratch folder (resolved), so a server
+/// that starts after one was killed finds what its invocations left ([`sweep_left`]).
+fn cgroup_base(scratch: &Path) -> Result<cgroup::Base, String> {
     let key = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
         scratch.as_os_str().as_encoded_bytes(),
     ));
-    let base = cgroup::Base::detect(&format!("factory-{}", &key[..16]))?;
+    cgroup::Base::detect(&format!("factory-{}", &key[..16]))
+}
+
+/// What an invocation whose scratch folder is `scratch` left running when its server was
+/// killed outright (the provider died with it; what it had started stays in the cgroup):
+/// every member ended (SIGTERM, then `cgroup.kill`), the folders removed. Answers how many
+/// cgroups held processes. Without a cgroup (a process group only) nothing is found: the
+/// residual docs/factory.md names.
+pub fn sweep_left(scratch: &Path) -> usize {
+    let Ok(scratch) = std::fs::canonicalize(scratch) else {
+        return 0;
+    };
+    let Ok(base) = cgroup_base(&scratch) else {
+        return 0;
+    };
+    let mut found = 0;
+    for dir in base.folders() {
+        if cgroup::end_all(&dir, GRACE, KILL_WAIT).found {
+            found += 1;
+        }
+    }
+    base.remove_if_empty();
+    found
+}
+
+fn make_cgroup(scratch: &Path) -> Result<Held, String> {
+    let base = cgroup_base(scratch)?;
     match base.create("invoke", 0) {
         Ok(dir) => Ok(Held { dir, base }),
         Err(e) => {
@@ -442,14 +493,51 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
         return Err(InvokeError::ScratchInWorktree { scratch, worktree });
     }
     let program = crate::providers::resolve(inv.tool, Some(&inv.path))?;
-    let args = argv(
-        inv.tool,
-        inv.role,
-        inv.model.as_deref(),
-        &worktree,
-        &scratch,
-    )?;
-    let env = child_env(inv);
+    let (program, args, env, cwd) = match &inv.enclosure {
+        None => (
+            program,
+            argv(
+                inv.tool,
+                inv.role,
+                inv.model.as_deref(),
+                &worktree,
+                &scratch,
+            )?,
+            child_env(inv),
+            worktree.clone(),
+        ),
+        Some(enc) => {
+            let mut full: Vec<String> = enc.prefix[1..].to_vec();
+            if crate::providers::fake::is_demo_shim(&program) {
+                // The shim execs `proctor demo-agent TOOL`: the guest's own proctor.
+                full.extend([
+                    enc.proctor.clone(),
+                    "demo-agent".into(),
+                    inv.tool.name().into(),
+                ]);
+            } else if crate::files::same_file_under(&enc.root, &program) {
+                full.push(program.to_string_lossy().into_owned());
+            } else {
+                return Err(InvokeError::NotInRig { program });
+            }
+            full.extend(argv(
+                inv.tool,
+                inv.role,
+                inv.model.as_deref(),
+                Path::new(&enc.worktree),
+                Path::new(&enc.scratch),
+            )?);
+            // The guest's PATH and home, not the host's (the account's home is not brought
+            // in: no credential broker).
+            let mut env: Vec<(OsString, OsString)> = child_env(inv)
+                .into_iter()
+                .filter(|(k, _)| k != "PATH" && k != "HOME")
+                .collect();
+            env.push(("PATH".into(), OsString::from(&enc.path)));
+            env.push(("HOME".into(), "/root".into()));
+            (PathBuf::from(&enc.prefix[0]), full, env, PathBuf::from("/"))
+        }
+    };
 
     for stale in [STDOUT_FILE, STDERR_FILE, LAST_MESSAGE_FILE, PROMPT_FILE] {
         match std::fs::remove_file(scratch.join(stale)) {
@@ -512,7 +600,7 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
 
     let mut cmd = Command::new(&program);
     cmd.args(&args)
-        .current_dir(&worktree)
+        .current_dir(&cwd)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::from(stdin))
@@ -627,6 +715,13 @@ pub fn run(inv: &Invocation, cancel: Option<&AtomicBool>) -> Result<Outcome, Inv
             inv.tool.name()
         ))
     } else {
+        if let (Some(enc), Tool::Codex) = (&inv.enclosure, inv.tool) {
+            // codex wrote its last message in the guest: the guest's `cat` brings it here.
+            let guest = format!("{}/{LAST_MESSAGE_FILE}", enc.scratch);
+            if let Ok(bytes) = super::rig::read_guest(&enc.prefix, &enc.path, &guest, MAX_OUTPUT) {
+                let _ = crate::files::write_atomic(&scratch.join(LAST_MESSAGE_FILE), &bytes);
+            }
+        }
         match (answer_of(inv.tool, &scratch), exit) {
             (Ok(text), Some(0)) => Ok(text),
             (Ok(_), _) => Err(format!(
@@ -734,6 +829,7 @@ mod tests {
                 prompt: String::new(),
                 deadline: Duration::from_secs(1),
                 path: "/shims:/usr/bin".into(),
+                enclosure: None,
                 base_env: hostile
                     .iter()
                     .map(|(k, v)| (OsString::from(k), OsString::from(v)))

@@ -7,4 +7,5 @@ pub mod invoke;
 pub mod otel;
 pub mod prompt;
 pub mod provider;
+pub mod rig;
 pub mod smoke;

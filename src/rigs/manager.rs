@@ -80,11 +80,30 @@ pub struct SessionEntry {
     pub hold: Arc<dyn std::any::Any + Send + Sync>,
 }
 
+impl SessionEntry {
+    /// The entering prefix with another guest working folder (which must exist when the
+    /// prefix is spawned): the same namespaces, the same dropped capabilities.
+    pub fn prefix_at(&self, cwd: &str) -> Vec<String> {
+        self.prefix
+            .iter()
+            .map(|a| {
+                if a.starts_with("--wdns=") {
+                    format!("--wdns={cwd}")
+                } else {
+                    a.clone()
+                }
+            })
+            .collect()
+    }
+}
+
 struct SessionGuard {
     table: Table,
     id: String,
     by: Actor,
     audit: Arc<AuditLog>,
+    /// What entered: `session` or `factory` (the audit's action).
+    purpose: &'static str,
 }
 
 impl Drop for SessionGuard {
@@ -93,7 +112,9 @@ impl Drop for SessionGuard {
             e.watchers = e.watchers.saturating_sub(1);
             e.rec.last_used_at = now_s();
         }
-        let _ = self.audit.append(&self.by, "session", "ended", json!({}));
+        let _ = self
+            .audit
+            .append(&self.by, self.purpose, "ended", json!({}));
     }
 }
 
@@ -798,6 +819,18 @@ impl Rigs {
     /// no argv: the caller appends the provider's), the boundary, and the guest working
     /// folder (`/work` when the rig has a workspace, else `/root`). The entry is audited.
     pub fn enter(&self, by: &Actor, id: &str) -> Result<SessionEntry, RigError> {
+        self.enter_as(by, id, "session", None)
+    }
+
+    /// [`Rigs::enter`] for `purpose` (`session` or `factory`, the audit's action), entering
+    /// at `cwd` (a guest folder that exists; `None`: `/work` or `/root` as for a session).
+    pub fn enter_as(
+        &self,
+        by: &Actor,
+        id: &str,
+        purpose: &'static str,
+        cwd: Option<&str>,
+    ) -> Result<SessionEntry, RigError> {
         let probe = Action::Exec(super::model::ExecRequest {
             argv: vec!["session".into()],
             stdin_b64: None,
@@ -810,7 +843,7 @@ impl Rigs {
             if e.rec.backend == BackendKind::Vm {
                 let err = RigError::Unavailable(format!("{id}: {}", backend::VM_ENTER_REFUSAL));
                 e.audit
-                    .append(by, "session", "refused", json!({"error": err.code()}))?;
+                    .append(by, purpose, "refused", json!({"error": err.code()}))?;
                 return Err(err);
             }
             match e.rec.state {
@@ -831,14 +864,14 @@ impl Rigs {
             }
             if let Err(err) = check_lock(id, e.lock.as_ref(), by, &probe) {
                 e.audit
-                    .append(by, "session", "refused", json!({"error": err.code()}))?;
+                    .append(by, purpose, "refused", json!({"error": err.code()}))?;
                 return Err(err);
             }
             e.rec.last_used_at = now_s();
-            let cwd = if e.host_repo.is_some() {
-                "/work"
-            } else {
-                "/root"
+            let cwd = match cwd {
+                Some(c) => c,
+                None if e.host_repo.is_some() => "/work",
+                None => "/root",
             };
             (
                 e.machine.clone(),
@@ -853,14 +886,14 @@ impl Rigs {
         let entered = match machine.enter_command(&[], &cwd) {
             Ok(x) => x,
             Err(err) => {
-                audit.append(by, "session", "failed", json!({"error": err.code()}))?;
+                audit.append(by, purpose, "failed", json!({"error": err.code()}))?;
                 return Err(err);
             }
         };
         if suspended {
             self.set_suspended(id, &*machine, false, by, "use")?;
         }
-        audit.append(by, "session", "done", json!({"cwd": cwd}))?;
+        audit.append(by, purpose, "done", json!({"cwd": cwd}))?;
         let hold: Arc<dyn std::any::Any + Send + Sync> = {
             let mut t = lock_table(&self.table);
             let e = t.get_mut(id).ok_or_else(|| not_found(id))?;
@@ -870,6 +903,7 @@ impl Rigs {
                 id: id.to_string(),
                 by: by.clone(),
                 audit: Arc::clone(&audit),
+                purpose,
             })
         };
         Ok(SessionEntry {

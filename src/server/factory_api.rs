@@ -209,6 +209,15 @@ async fn start(
         })?;
         demo |= crate::providers::fake::is_demo_shim(&program);
     }
+    if let Some(r) = &b.rig
+        && !crate::files::valid_id(r, "rig-")
+    {
+        return Err(ApiError::bad_request(format!(
+            "{} is not a rig id: give one `proctor rig list` shows, for example rig-0001",
+            crate::text::one_line(r, 60)
+        )));
+    }
+    let worker_program = crate::providers::resolve(worker.tool, Some(&path)).ok();
     let spec = Spec {
         demo,
         workspace,
@@ -217,12 +226,47 @@ async fn start(
         reviewer,
         timeout: Duration::from_secs(timeout),
         out: b.out.map(std::path::PathBuf::from),
+        rig: None,
     };
     let s2 = s.clone();
-    let (spec, info, run) = blocking(move || -> Result<_, StartError> {
+    let by = c.actor();
+    let rig_id = b.rig.clone();
+    let (spec, info, run, cell) = blocking(move || -> Result<_, ApiError> {
+        let mut spec = spec;
         let info = engine::validate(&s2.home, &spec)?;
+        // The rig is entered once the request is otherwise good, before a number is
+        // taken: its refusals (unknown, closed, a VM, a person's lock) are the rigs'.
+        let cell = match rig_id {
+            None => None,
+            Some(id) => {
+                let entry = s2.rigs.enter_as(&by, &id, "factory", Some("/srv"))?;
+                let cell = crate::factory::rig::Cell::new(id, entry);
+                if let Some(p) = &worker_program
+                    && !cell.runs(p)
+                {
+                    return Err(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "tool_not_in_rig",
+                        format!(
+                            "the worker's {} resolved {} on the host, and {} does not see that \
+                             file at that path (a namespace rig sees the host's /usr read-only, or \
+                             its image's root): install the tool under /usr on the host, or run \
+                             the worker on the host without --rig",
+                            spec.worker.tool.name(),
+                            crate::text::one_line(&p.to_string_lossy(), 200),
+                            cell.rig
+                        ),
+                    ));
+                }
+                spec.rig = Some(engine::RigSeat {
+                    id: cell.rig.clone(),
+                    boundary: cell.boundary.clone(),
+                });
+                Some(Arc::new(cell))
+            }
+        };
         let run = engine::reserve(&s2.home, &spec)?;
-        Ok((spec, info, run))
+        Ok((spec, info, run, cell))
     })
     .await?;
     s.factory.update(&run);
@@ -232,7 +276,9 @@ async fn start(
     std::thread::Builder::new()
         .name(format!("factory-{}", run.id))
         .spawn(move || {
-            let invoker = crate::factory::provider::Provider::from_env(s3.factory.cancel.clone());
+            let mut invoker =
+                crate::factory::provider::Provider::from_env(s3.factory.cancel.clone());
+            invoker.rig = cell.map(|c| (c, run.id.clone()));
             let panel = TribunalPanel {
                 shared: s3.clone(),
                 by,
@@ -347,20 +393,22 @@ impl engine::Panel for TribunalPanel {
         builder_vendor: &str,
         review: u32,
         scratch: &std::path::Path,
-    ) -> engine::Invoked {
-        use crate::tribunal::model::{Judged, RoundState};
-        use crate::tribunal::round;
+    ) -> engine::Convened {
+        use crate::tribunal::model::RoundState;
+        use crate::tribunal::{round, store};
         let s = &self.shared;
-        let no = |why: String| engine::Invoked {
-            answer: Err(why),
-            exit: None,
-            timed_out: false,
-            files: Vec::new(),
+        let no = |why: String, candidate: Option<String>| engine::Convened {
+            invoked: engine::Invoked {
+                answer: Err(why),
+                ..engine::Invoked::default()
+            },
+            candidate,
+            round: None,
         };
         let cand =
             match crate::evidence::candidate::bind(&s.home, &s.ledger, run, Some(info), &self.by) {
                 Ok(c) => c,
-                Err(e) => return no(format!("the candidate cannot be bound: {e}")),
+                Err(e) => return no(format!("the candidate cannot be bound: {e}"), None),
             };
         let ctx = round::Ctx {
             home: &s.home,
@@ -378,36 +426,30 @@ impl engine::Panel for TribunalPanel {
         };
         let r = match round::convene(&ctx, &req, &self.by) {
             Ok(r) => r,
-            Err(e) => return no(format!("the tribunal could not be seated: {e}")),
+            Err(e) => {
+                return no(
+                    format!("the tribunal could not be seated: {e}"),
+                    Some(cand.id),
+                );
+            }
         };
+        // The round's record as the tribunal stored it: its SHA-256 is the ledger's
+        // `round_sha256`.
         let file = scratch.join("round.json");
-        let files = match crate::files::write_atomic(
-            &file,
-            &serde_json::to_vec_pretty(&r).unwrap_or_default(),
-        ) {
+        let files = match crate::files::write_atomic(&file, &store::bytes(&r)) {
             Ok(()) => vec![file],
             Err(_) => Vec::new(),
         };
-        let mut findings = Vec::new();
-        for seat in &r.seats {
-            if let Some(Judged::Verdict { verdict, .. }) = &seat.judged {
-                for f in &verdict.findings {
-                    findings.push(format!(
-                        "- [{}] {:?}: {} ({})",
-                        seat.lens, f.severity, f.claim, f.evidence
-                    ));
-                }
-            }
-        }
         let answer = match r.state {
             RoundState::UnanimousPass => Ok(format!(
                 "APPROVE\ntribunal round {} ({}): unanimous pass",
                 r.id, r.mode_note
             )),
             RoundState::Refused => Ok(format!(
-                "REQUEST_CHANGES\ntribunal round {} refused the candidate:\n{}",
+                "REQUEST_CHANGES\ntribunal round {} refused the candidate ({}):\n{}",
                 r.id,
-                findings.join("\n")
+                r.causes.join("; "),
+                findings(&r).join("\n")
             )),
             other => Err(format!(
                 "tribunal round {} gave no verdict (state {}): {}",
@@ -416,11 +458,46 @@ impl engine::Panel for TribunalPanel {
                 r.causes.join("; ")
             )),
         };
-        engine::Invoked {
-            answer,
-            exit: None,
-            timed_out: false,
-            files,
+        engine::Convened {
+            invoked: engine::Invoked {
+                answer,
+                files,
+                ..engine::Invoked::default()
+            },
+            candidate: Some(cand.id),
+            round: Some(r.id),
         }
     }
+}
+
+/// What a refused round tells the repair, a line each: every finding of every seat (its
+/// juror's and its verifier's), and the cause of a refusing seat that listed none (an answer
+/// that was garbage counts as refuse, and says so only in its cause).
+fn findings(r: &crate::tribunal::model::Round) -> Vec<String> {
+    use crate::tribunal::model::{Judged, SeatState};
+    let mut out = Vec::new();
+    for seat in &r.seats {
+        let before = out.len();
+        let verifier = seat.verification.as_ref().and_then(|v| v.judged.as_ref());
+        for judged in seat.judged.iter().chain(verifier) {
+            if let Judged::Verdict { verdict, .. } = judged {
+                for f in &verdict.findings {
+                    out.push(format!(
+                        "- [{}] {:?}: {} ({})",
+                        seat.lens, f.severity, f.claim, f.evidence
+                    ));
+                }
+            }
+        }
+        if seat.state == SeatState::Refuse && out.len() == before {
+            out.push(format!(
+                "- [{}] refuse: {}",
+                seat.lens,
+                seat.cause
+                    .as_deref()
+                    .unwrap_or("refused, no finding listed")
+            ));
+        }
+    }
+    out
 }

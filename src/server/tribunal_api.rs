@@ -197,7 +197,17 @@ async fn convene(
 
 async fn list(State(s): State<Arc<Shared>>, Query(q): Query<RoundQuery>) -> Answer<RoundList> {
     check_id(q.candidate.as_deref(), "cand-", "candidate", "cand-0001")?;
-    check_id(q.run.as_deref(), "run-", "run", "run-0001")?;
+    // A candidate's run is a session's run or a factory run (`--reviewer tribunal`).
+    if let Some(r) = q.run.as_deref()
+        && !crate::files::valid_id(r, "run-")
+        && !crate::files::valid_id(r, "fac-")
+    {
+        return Err(bad_id(
+            r,
+            "run",
+            "run-0001 (a session's) or fac-0001 (a factory run's)",
+        ));
+    }
     let home = s.home.clone();
     let items =
         blocking(move || store::list(&home, q.candidate.as_deref(), q.run.as_deref())).await?;

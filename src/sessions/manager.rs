@@ -187,22 +187,6 @@ pub struct Enclosure {
     pub hold: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
-/// Whether `program` (a host path) is the same file inside the guest whose root the host
-/// sees at `root` (same device and inode: a read-only bind of the host's `/usr` is).
-fn visible_in(root: &Path, program: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(rel) = program.strip_prefix("/") else {
-        return false;
-    };
-    match (
-        std::fs::metadata(program),
-        std::fs::metadata(root.join(rel)),
-    ) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
 /// What `POST /runs/{ref}/input` carries: exactly one of `text`, `line`, `message`.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -1387,7 +1371,7 @@ impl Sessions {
                     argv.push(OsString::from(&enc.proctor));
                     argv.push("demo-agent".into());
                     argv.push(profile.tool.name().into());
-                } else if visible_in(&enc.root, program) {
+                } else if crate::files::same_file_under(&enc.root, program) {
                     argv.push(program.as_os_str().to_owned());
                 } else {
                     return Err(SessionError::Unprocessable(format!(

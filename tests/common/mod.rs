@@ -1,6 +1,7 @@
 //! Shared helpers for tests that drive the real binary against a real server.
 #![allow(dead_code)]
 
+pub mod factory;
 pub mod keys;
 pub mod pty;
 pub mod rigs;

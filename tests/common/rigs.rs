@@ -147,7 +147,12 @@ pub fn open_running(s: &super::DemoServer, body: serde_json::Value) -> String {
 
 /// A write token with an agent principal, created by the owner; its secret.
 pub fn agent_token(s: &super::DemoServer, name: &str) -> String {
-    s.home.json(&[
+    agent_token_in(&s.home, name)
+}
+
+/// [`agent_token`] in a test home.
+pub fn agent_token_in(h: &super::TestHome, name: &str) -> String {
+    h.json(&[
         "token",
         "create",
         "--role",

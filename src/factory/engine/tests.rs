@@ -57,6 +57,7 @@ impl Invoker for StandIn {
             exit: Some(0),
             timed_out: false,
             files: vec![p, a],
+            ..Invoked::default()
         }
     }
 }
@@ -140,6 +141,7 @@ fn spec(ws: &Path) -> Spec {
         timeout: Duration::from_secs(60),
         out: None,
         demo: false,
+        rig: None,
     }
 }
 

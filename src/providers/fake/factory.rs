@@ -15,6 +15,9 @@
 //! | `!worker setsid-grandchild` | the same, but the child calls `setsid()` first (it leaves the group) |
 //! | `!worker env PATH` | writes the sorted names of the fake's environment variables to PATH |
 //! | `!worker sleep MS` | sleeps MS milliseconds |
+//! | `!worker read FROM PATH` | copies the bytes of FROM (absolute, or relative to the working folder) to PATH, or writes `missing` when FROM cannot be read |
+//! | `!worker link TARGET PATH` | makes PATH a symbolic link to TARGET |
+//! | `!worker remove PATH` | deletes the file PATH |
 //! | `!worker exit K` | stops there and exits with status K (after answering) |
 //! | `!review N WORD [TEXT…]` | reviewer N answers WORD as its first line, then TEXT as the reasons (none for N: `APPROVE`) |
 //! | `!review N write PATH TEXT` | reviewer N writes a file (which the factory must refuse) |
@@ -71,6 +74,9 @@ pub enum Step {
     Env(String),
     Sleep(u64),
     Exit(i32),
+    Read { from: String, to: String },
+    Link { target: String, path: String },
+    Remove(String),
 }
 
 /// One reviewer directive.
@@ -121,6 +127,24 @@ pub fn steps(prompt: &str, w: &str) -> Vec<Step> {
                 }
                 "env" if !arg.trim().is_empty() => Some(Step::Env(arg.trim().to_string())),
                 "sleep" => arg.trim().parse().ok().map(Step::Sleep),
+                "read" | "link" => {
+                    let (a, b) = word(arg);
+                    let b = b.trim();
+                    (!a.is_empty() && !b.is_empty()).then(|| {
+                        if verb == "read" {
+                            Step::Read {
+                                from: a.to_string(),
+                                to: b.to_string(),
+                            }
+                        } else {
+                            Step::Link {
+                                target: a.to_string(),
+                                path: b.to_string(),
+                            }
+                        }
+                    })
+                }
+                "remove" if !arg.trim().is_empty() => Some(Step::Remove(arg.trim().to_string())),
                 "exit" => arg
                     .trim()
                     .parse::<i32>()
@@ -256,6 +280,21 @@ pub fn play(role: Role, prompt: &str, dir: &Path) -> Result<Played, String> {
                             .map_err(|e| format!("cannot write {path}: {e}"))?;
                     }
                     Step::Sleep(ms) => std::thread::sleep(Duration::from_millis(ms)),
+                    Step::Read { from, to } => {
+                        let bytes = std::fs::read(dir.join(&from))
+                            .unwrap_or_else(|_| b"missing\n".to_vec());
+                        std::fs::write(dir.join(&to), bytes)
+                            .map_err(|e| format!("cannot write {to}: {e}"))?;
+                        wrote += 1;
+                    }
+                    Step::Link { target, path } => {
+                        std::os::unix::fs::symlink(&target, dir.join(&path))
+                            .map_err(|e| format!("cannot link {path}: {e}"))?;
+                    }
+                    Step::Remove(path) => {
+                        std::fs::remove_file(dir.join(&path))
+                            .map_err(|e| format!("cannot remove {path}: {e}"))?;
+                    }
                     Step::Exit(k) => {
                         exit = k;
                         break;

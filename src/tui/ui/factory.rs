@@ -86,6 +86,10 @@ fn group(app: &App, r: &FactoryRun, folded: bool) -> Vec<Line<'static>> {
         text::one_line(&r.worker.tool, 16),
         text::one_line(&r.reviewer.tool, 16)
     );
+    if let Some(rig) = &r.rig {
+        // The worker runs behind that rig's boundary (the receipt says which).
+        tail.push_str(&format!("  worker in {}", text::one_line(rig, 12)));
+    }
     if r.status == RunStatus::Running && r.provider_bound_ms > 0 {
         // An upper bound the server computed, never an estimate.
         tail.push_str(&format!("  ≤ {} provider time", clock(r.provider_bound_ms)));
@@ -93,11 +97,12 @@ fn group(app: &App, r: &FactoryRun, folded: bool) -> Vec<Line<'static>> {
     if let Some(c) = &r.candidate {
         tail.push_str(&format!("  candidate {}", text::one_line(c, 12)));
     }
-    head.push(Span::styled(tail, st(Role::Dim)));
     if r.demo {
-        // Backed by the demo's stand-ins: no model ran.
+        // Backed by the demo's stand-ins: no model ran. Said before the rest of the header,
+        // so a narrow list cuts the candidate, never the label.
         head.push(Span::styled("  demo", st(Role::Demo)));
     }
+    head.push(Span::styled(tail, st(Role::Dim)));
     let mut out = vec![Line::from(head)];
     if folded {
         return out;

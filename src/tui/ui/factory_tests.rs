@@ -271,3 +271,36 @@ fn the_sessions_keep_their_selection_and_keys() {
         assert_eq!(app.sessions.selected_index(), Some(0));
     }
 }
+
+#[test]
+fn a_run_whose_worker_is_in_a_rig_names_the_rig() {
+    let mut r = completed();
+    r.rig = Some("rig-0001".into());
+    let mut app = app_with(vec![r]);
+    let t = draw(&mut app, 160, 48);
+    let s = text(&t);
+    assert!(s.contains("worker in rig-0001"), "{s}");
+    let mut app = app_with(vec![completed()]);
+    let s = text(&draw(&mut app, 160, 48));
+    assert!(
+        !s.contains("worker in"),
+        "a run on the host names no rig: {s}"
+    );
+}
+
+#[test]
+fn a_demo_runs_label_is_never_cut_off_by_a_long_header() {
+    let mut r = completed();
+    r.demo = true;
+    r.rig = Some("rig-0001".into());
+    r.candidate = Some("c13b866764d0e1f2a3b4c5d6e7f8091a".into());
+    for (w, h) in SIZES {
+        let mut app = app_with(vec![r.clone()]);
+        let s = text(&draw(&mut app, w, h));
+        let row = s
+            .lines()
+            .find(|l| l.contains("fac-0004"))
+            .unwrap_or_else(|| panic!("{w}x{h}: no fac-0004 row: {s}"));
+        assert!(row.contains("demo"), "{w}x{h}: {row}");
+    }
+}
