@@ -259,7 +259,12 @@ fn a_tiny_ring_evicts_and_a_late_reader_gets_lag() {
 
 fn reconnect_is_exact(transport: Transport) {
     let t = tempfile::tempdir().unwrap();
-    let mut spec = sh(LINES_SCRIPT, transport);
+    // A pause after line-100, so the first connection leaves before the rest is written (a
+    // fast child's 3000 lines can otherwise all be in the ring by its first read, and the
+    // second connection would have nothing to get).
+    let script = "i=1; while [ $i -le 3000 ]; do echo line-$i; \
+                  [ $i -eq 100 ] && sleep 1; i=$((i+1)); done";
+    let mut spec = sh(script, transport);
     spec.transcript = Some(TranscriptSpec::new(t.path().join("tr")));
     let run = spawn(spec);
     // First connection: read some, then go away mid-stream.
