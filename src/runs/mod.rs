@@ -22,6 +22,8 @@ mod pipe;
 mod pty;
 pub use pty::OutputMeter;
 mod pump;
+mod reactor;
+pub use reactor::Reactor;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -30,7 +32,6 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use portable_pty::MasterPty;
@@ -54,8 +55,6 @@ pub const DEFAULT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 pub const KILL_WAIT: Duration = Duration::from_secs(10);
 /// How long an input write waits for the child to make room before it gives up.
 pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(10);
-
-const THREAD_STACK: usize = 256 * 1024;
 
 /// The most rows a PTY run's terminal may have.
 pub const MAX_ROWS: u16 = 500;
@@ -140,10 +139,9 @@ pub struct RunSpec {
     /// execs. `None`: the run is held by its process group and by what the caller attributes
     /// to it through [`Run::tracked`].
     pub cgroup: Option<PathBuf>,
-    /// What the background screen threads of the runs sharing it read the output's rate
-    /// from (a PTY run's screen waits while output pours in). [`RunSpec::new`] gives a run
-    /// its own; a manager gives all its runs one.
-    pub output_meter: OutputMeter,
+    /// The event loop that reads, waits for and parses the run ([`Reactor`]): a manager
+    /// gives all its runs one. `None`: the run gets a private one, which ends with it.
+    pub reactor: Option<Reactor>,
 }
 
 impl RunSpec {
@@ -163,7 +161,7 @@ impl RunSpec {
             transcript: None,
             drain_after_exit: DEFAULT_DRAIN_AFTER_EXIT,
             cgroup: None,
-            output_meter: OutputMeter::default(),
+            reactor: None,
         }
     }
 }
@@ -383,6 +381,9 @@ struct Inner {
     transcript: Option<Arc<Transcript>>,
     cgroup: Option<PathBuf>,
     tracked: Arc<Tracked>,
+    /// Kept while the run is: its screen is parsed in the background by the reactor's
+    /// screen thread, even after its end (a private reactor ends with its run).
+    _reactor: Reactor,
 }
 
 impl Inner {
@@ -446,17 +447,6 @@ fn validate(spec: &RunSpec) -> Result<(), RunError> {
     Ok(())
 }
 
-fn spawn_thread(
-    name: String,
-    f: impl FnOnce() + Send + 'static,
-) -> Result<JoinHandle<()>, RunError> {
-    std::thread::Builder::new()
-        .name(name)
-        .stack_size(THREAD_STACK)
-        .spawn(f)
-        .map_err(RunError::Thread)
-}
-
 impl Run {
     /// Starts the child described by `spec`. On success the child is running (or has
     /// already exited: its end will be observed), its readers and waiter are started.
@@ -468,8 +458,10 @@ impl Run {
             None => None,
         };
         let ring = Arc::new(Ring::new(spec.ring_bytes));
-        let (wake_rx, wake_tx) =
-            pump::cloexec_pipe().map_err(|e| RunError::io("create the wake pipe", e))?;
+        let reactor = match &spec.reactor {
+            Some(r) => r.clone(),
+            None => Reactor::start().map_err(RunError::Thread)?,
+        };
 
         let (pid, input, readers, pty_parts, kind) = match spec.transport {
             Transport::Pty(size) => {
@@ -480,7 +472,7 @@ impl Run {
                         size,
                         Arc::clone(&ring),
                         transcript.clone(),
-                        spec.output_meter.clone(),
+                        reactor.meter(),
                     )),
                 };
                 (
@@ -519,8 +511,9 @@ impl Run {
             transcript,
             cgroup: spec.cgroup.clone(),
             tracked: Tracked::new(),
+            _reactor: reactor.clone(),
         });
-        start_threads(&inner, readers, wake_rx, wake_tx, spec.drain_after_exit)?;
+        start_tasks(&reactor, &inner, readers, spec.drain_after_exit)?;
         Ok(Run { inner })
     }
 
@@ -930,123 +923,231 @@ impl Run {
     }
 }
 
-fn start_threads(
+/// Registers the run's output streams and its exit with the reactor: one task reads each
+/// stream, one waits for the exit (through a pidfd), lets the readers drain and records the
+/// end. No thread is started for the run.
+fn start_tasks(
+    reactor: &Reactor,
     inner: &Arc<Inner>,
     readers: Vec<(Stream, OwnedFd)>,
-    wake_rx: OwnedFd,
-    wake_tx: OwnedFd,
     drain: Duration,
 ) -> Result<(), RunError> {
     let pid = inner.pid;
-    let wake_rx = Arc::new(wake_rx);
-    let open = Arc::new(pump::OpenStreams::new(readers.len()));
-    let mut handles = Vec::new();
-    let fail = |handles: Vec<JoinHandle<()>>, wake_tx: &OwnedFd, e: RunError| {
+    let _in_loop = reactor.handle().enter();
+    let fail = |e: RunError| {
         abort_child(pid);
-        wake(wake_tx);
-        for h in handles {
-            let _ = h.join();
-        }
         Err(e)
     };
-    // A PTY run's screen is parsed off the output's way: by whoever asks for it, and by a
-    // background thread of the lowest priority. It is detached (it ends once the run has
-    // ended and its last frame is parsed), as the waiter must not wait for it.
+    let mut fds = Vec::new();
+    for (stream, fd) in readers {
+        if let Err(e) = pump::set_nonblocking(fd.as_raw_fd()) {
+            return fail(RunError::io("make an output stream non-blocking", e));
+        }
+        match register(fd) {
+            Ok(a) => fds.push((stream, a)),
+            Err(e) => return fail(RunError::io("register an output stream", e)),
+        }
+    }
+    let exit_fd = match pidfd_open(pid) {
+        Ok(fd) => match register(fd) {
+            Ok(a) => Some(a),
+            Err(e) => return fail(RunError::io("register the child's pidfd", e)),
+        },
+        // An old kernel without pidfds: the exit is waited for on the blocking pool.
+        Err(_) => None,
+    };
+    // A PTY run's screen is parsed off the output's way: by whoever asks for it, and by the
+    // reactor's background screen thread.
     let screen = inner.pty.as_ref().map(|p| Arc::clone(&p.screen));
     if let Some(cell) = &screen {
-        let cell = Arc::clone(cell);
-        if let Err(e) = spawn_thread(format!("run-{pid}-screen"), move || pty::run_screen(&cell)) {
-            return fail(handles, &wake_tx, e);
-        }
+        reactor.screens().add(Arc::clone(cell));
     }
-    for (stream, fd) in readers {
-        let ring = Arc::clone(&inner.ring);
-        let transcript = inner.transcript.clone();
-        let screen = screen.clone();
-        let wake_rx = Arc::clone(&wake_rx);
-        let open = Arc::clone(&open);
-        let buf = ring.max_frame();
-        let name = format!("run-{pid}-{stream:?}").to_lowercase();
-        let h = spawn_thread(name, move || {
-            pump::pump(fd, wake_rx.as_raw_fd(), buf, |bytes| {
-                // The transcript first: a byte the ring evicts is then already on disk,
-                // where the screen takes what it fell behind on.
-                if let Some(t) = &transcript {
-                    t.write(stream, bytes);
-                }
-                if let Some(cell) = &screen {
-                    cell.keep_up_before_push(bytes.len());
-                    cell.count_output(bytes.len());
-                }
-                ring.push(stream, bytes);
-            });
-            open.close_one();
-        });
-        match h {
-            Ok(h) => handles.push(h),
-            Err(e) => return fail(handles, &wake_tx, e),
-        }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut set = tokio::task::JoinSet::new();
+    for (stream, fd) in fds {
+        let sink = Sink {
+            stream,
+            ring: Arc::clone(&inner.ring),
+            transcript: inner.transcript.clone(),
+            screen: screen.clone(),
+            reactor: reactor.clone(),
+        };
+        set.spawn_on(read_stream(fd, sink, stop_rx.clone()), reactor.handle());
     }
-    let waiter_inner = Arc::clone(inner);
-    let wake_tx = Arc::new(wake_tx);
-    let waiter_wake = Arc::clone(&wake_tx);
-    let waiter = spawn_thread(format!("run-{pid}-wait"), move || {
-        wait_and_end(&waiter_inner, handles, &open, waiter_wake, drain);
+    let waiter = Arc::clone(inner);
+    let r = reactor.clone();
+    reactor.handle().spawn(async move {
+        wait_and_end(&r, &waiter, exit_fd, set, stop_tx, drain).await;
     });
-    if let Err(e) = waiter {
-        // The reader handles went down with the closure; the readers end on their own once
-        // woken, as the child is gone.
-        return fail(Vec::new(), &wake_tx, e);
-    }
-    // The waiter runs detached; it ends once the run has ended.
     Ok(())
 }
 
-fn wake(fd: &OwnedFd) {
-    let b = [1u8];
-    // SAFETY: one byte from a valid buffer to a pipe we own; a full pipe already wakes.
-    unsafe {
-        libc::write(fd.as_raw_fd(), b.as_ptr().cast(), 1);
+/// Registers a descriptor the run owns with the reactor, for reading.
+fn register(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+    // SAFETY: an OwnedFd is a valid open descriptor, owned by the AsyncFd from here on: it
+    // stays open and the same until the AsyncFd is dropped.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(io::Error::from)
+}
+
+/// Where a stream's bytes go.
+struct Sink {
+    stream: Stream,
+    ring: Arc<Ring>,
+    transcript: Option<Arc<Transcript>>,
+    screen: Option<Arc<pty::ScreenCell>>,
+    reactor: Reactor,
+}
+
+impl Sink {
+    fn take(&self, bytes: &[u8]) {
+        // The transcript first: a byte the ring evicts is then already on disk, where the
+        // screen takes what it fell behind on.
+        if let Some(t) = &self.transcript {
+            t.write(self.stream, bytes);
+        }
+        if let Some(cell) = &self.screen {
+            cell.keep_up_before_push(bytes.len());
+            cell.count_output(bytes.len());
+        }
+        self.ring.push(self.stream, bytes);
+        if self.screen.is_some() {
+            self.reactor.screens().poke();
+        }
     }
 }
 
-/// The waiter: observes the exit without reaping, reaps under the `life` lock (so nobody
-/// signals a recycled pid), lets the readers drain, then records the end.
-fn wait_and_end(
-    inner: &Arc<Inner>,
-    readers: Vec<JoinHandle<()>>,
-    open: &pump::OpenStreams,
-    wake_tx: Arc<OwnedFd>,
-    drain: Duration,
+/// How many reads one stream makes in a row before it lets the loop's other tasks run.
+const READS_PER_TURN: u32 = 16;
+
+/// Reads one stream until end of file (or EIO, which is how a PTY master reports that the
+/// last holder of the slave closed it), or until told to stop (the child has exited and
+/// something else, a background grandchild, holds the stream open past the drain period).
+async fn read_stream(
+    fd: tokio::io::unix::AsyncFd<OwnedFd>,
+    sink: Sink,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let pid = inner.pid as libc::pid_t;
-    let observed = loop {
-        // SAFETY: siginfo_t is plain data; waitid fills it. WNOWAIT leaves the child
-        // waitable, so it stays a zombie (and its pid ours) until we reap below.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
+    let len = sink.ring.max_frame().max(1);
+    let mut reads = 0u32;
+    loop {
+        let mut guard = tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => return,
+            g = fd.readable() => match g {
+                Ok(g) => g,
+                Err(_) => return,
+            },
         };
+        let got = guard.try_io(|fd| {
+            sink.reactor.with_buf(len, |buf| {
+                loop {
+                    // SAFETY: `buf` is a valid writable buffer of `buf.len()` bytes.
+                    let n =
+                        unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+                    if n > 0 {
+                        sink.take(&buf[..n as usize]);
+                        return Ok(true);
+                    }
+                    if n == 0 {
+                        return Ok(false);
+                    }
+                    let e = io::Error::last_os_error();
+                    match e.raw_os_error() {
+                        Some(libc::EINTR) => continue,
+                        Some(libc::EAGAIN) => return Err(e),
+                        // EIO: PTY slave closed by its last holder. Anything else: the stream
+                        // is unusable; either way this stream is over.
+                        _ => return Ok(false),
+                    }
+                }
+            })
+        });
+        match got {
+            Ok(Ok(true)) => {
+                reads += 1;
+                if reads % READS_PER_TURN == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            Ok(_) => return,
+            // Would block: readiness cleared, wait again.
+            Err(_) => {}
+        }
+    }
+}
+
+/// `pidfd_open(2)`: a descriptor that becomes readable when the child exits.
+fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a plain syscall with a pid and no flags; it returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns (pidfds are close-on-exec).
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Observes the exit without reaping (`WNOWAIT`): blocking unless `nohang`. Ok(true) once
+/// the child has exited, Ok(false) when `nohang` and it has not.
+fn observe_exit(pid: libc::pid_t, nohang: bool) -> io::Result<bool> {
+    loop {
+        // SAFETY: siginfo_t is plain data; waitid fills it. WNOWAIT leaves the child
+        // waitable, so it stays a zombie (and its pid ours) until it is reaped.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOWAIT | if nohang { libc::WNOHANG } else { 0 };
+        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
         if r == 0 {
-            break Ok(());
+            // With WNOHANG and no exit yet, waitid succeeds with si_pid 0.
+            // SAFETY: waitid filled `info`; si_pid is valid for a child event.
+            return Ok(!nohang || unsafe { info.si_pid() } != 0);
         }
         let e = io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EINTR) {
-            break Err(e);
+            return Err(e);
         }
+    }
+}
+
+/// The waiter: observes the exit (pidfd readable) without reaping, reaps under the `life`
+/// lock (so nobody signals a recycled pid), lets the readers drain, then records the end.
+async fn wait_and_end(
+    reactor: &Reactor,
+    inner: &Arc<Inner>,
+    exit_fd: Option<tokio::io::unix::AsyncFd<OwnedFd>>,
+    mut readers: tokio::task::JoinSet<()>,
+    stop: tokio::sync::watch::Sender<bool>,
+    drain: Duration,
+) {
+    let pid = inner.pid as libc::pid_t;
+    let observed = match &exit_fd {
+        Some(fd) => loop {
+            match observe_exit(pid, true) {
+                Ok(true) => break Ok(()),
+                Ok(false) => {}
+                Err(e) => break Err(e),
+            }
+            match fd.readable().await {
+                Ok(mut g) => g.clear_ready(),
+                Err(e) => break Err(e),
+            }
+        },
+        None => match tokio::task::spawn_blocking(move || observe_exit(pid, false)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(io::Error::other(e.to_string())),
+        },
     };
+    drop(exit_fd);
     let exit = {
         let mut life = inner.life();
         let liveness = match observed {
             Ok(()) => {
                 let mut status = 0;
                 let reaped = loop {
-                    // SAFETY: reaps our own child, which waitid reported as exited.
+                    // SAFETY: reaps our own child, which waitid reported as exited (a
+                    // zombie: this does not block).
                     let r = unsafe { libc::waitpid(pid, &mut status, 0) };
                     if r == pid {
                         break Ok(status);
@@ -1078,16 +1179,17 @@ fn wait_and_end(
             _ => None,
         }
     };
-    if !open.wait_all_closed(drain) {
-        wake(&wake_tx);
-    }
-    for h in readers {
-        let _ = h.join();
+    let drained = tokio::time::timeout(drain, async {
+        while readers.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        let _ = stop.send(true);
+        while readers.join_next().await.is_some() {}
     }
     // Every descriptor of the run is closed before its end is visible.
-    drop(wake_tx);
-    if let Some(t) = &inner.transcript {
-        t.finish();
+    if let Some(t) = inner.transcript.clone() {
+        let _ = tokio::task::spawn_blocking(move || t.finish()).await;
     }
     // Release descriptors the ended run no longer needs. An input write may be blocked for
     // up to its timeout; do not wait for it.
@@ -1098,6 +1200,7 @@ fn wait_and_end(
         *g = None;
     }
     inner.ring.end(exit);
+    reactor.screens().poke();
 }
 
 /// A PTY run's screen held still ([`Run::hold_screen`]); released when dropped.

@@ -322,10 +322,44 @@ impl ScreenCell {
         s.seq >= target || s.parser.is_none()
     }
 
-    /// Whether the screen (still live) is behind the ring's newest frame.
-    fn behind(&self) -> bool {
-        let s = self.lock();
-        s.parser.is_some() && (s.filling.is_some() || s.seq + 1 < self.ring.status().next_seq)
+    /// One turn of the background screen thread ([`super::reactor::Screens`], at the
+    /// lowest scheduling priority): parses a slice of [`SLICE_BYTES`] of what this screen
+    /// is behind, releasing its lock after. While the PTY output of the reactor's runs comes
+    /// faster than [`BURST_BYTES_PER_SEC`] it parses nothing: measured, an ended run's
+    /// screen catching up on its last burst in the background halved the next run's burst
+    /// even at that priority (`docs/performance.md`). Once the output has ended and been
+    /// parsed, the emulator is replaced with the final screen's rendering (what `GET
+    /// /screen` still serves) and its memory released: an ended run keeps a few strings,
+    /// not `rows × cols` cells.
+    pub(crate) fn background_step(&self, rate: &mut OutputRate) -> Step {
+        let status = self.ring.status();
+        {
+            let s = self.lock();
+            if s.parser.is_none() {
+                return Step::Released;
+            }
+            let behind = s.filling.is_some() || s.seq + 1 < status.next_seq;
+            if !behind && status.end.is_none() {
+                return Step::Idle;
+            }
+            if behind && rate.bursting() {
+                return Step::Burst;
+            }
+        }
+        let mut s = self.lock();
+        let reached = self.advance(&mut s, status.next_seq - 1, SLICE_BYTES);
+        if s.parser.is_none() {
+            Step::Released
+        } else if reached {
+            Step::Idle
+        } else {
+            Step::Busy
+        }
+    }
+
+    /// Whether the emulator has been released (the run ended and its screen is final).
+    pub(crate) fn released(&self) -> bool {
+        self.lock().parser.is_none()
     }
 
     fn read_transcript(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
@@ -336,49 +370,22 @@ impl ScreenCell {
     }
 }
 
-/// The background screen thread, at the lowest scheduling priority (`SCHED_IDLE`: it runs
-/// when a core would otherwise be idle): parses the output in slices of [`SLICE_BYTES`],
-/// releasing the screen lock between them, and waits for output when it is up to date.
-/// While the PTY output of the whole process comes faster than [`BURST_BYTES_PER_SEC`]
-/// it parses nothing (it looks again every [`BURST_RECHECK`]): measured, an ended run's
-/// screen catching up on its last burst in the background halved the next run's burst
-/// even at that priority (`docs/performance.md`).
-/// Once the output has ended and been parsed, the emulator is replaced with the final
-/// screen's rendering (what `GET /screen` still serves) and its memory is released: an
-/// ended run keeps a few strings, not `rows × cols` cells.
-pub(crate) fn run_screen(cell: &ScreenCell) {
-    lower_priority();
-    let mut rate = OutputRate::new(cell.meter.clone());
-    loop {
-        // Behind, while PTY output is pouring in somewhere: wait for the burst to pass
-        // rather than take CPU from it (whoever asks for the screen parses it meanwhile).
-        if cell.behind() && rate.bursting() {
-            std::thread::sleep(BURST_RECHECK);
-            continue;
-        }
-        let (cursor, reached, released) = {
-            let target = cell.ring.status().next_seq - 1;
-            let mut s = cell.lock();
-            let reached = cell.advance(&mut s, target, SLICE_BYTES);
-            (s.seq + 1, reached, s.parser.is_none())
-        };
-        if released {
-            // Trimmed outside the lock: screen callers do not wait for it.
-            release_freed_memory();
-            return;
-        }
-        if !reached {
-            continue;
-        }
-        cell.ring
-            .wait_readable(cursor, std::time::Duration::from_secs(3600));
-    }
+/// What one turn of the background screen thread came to.
+pub(crate) enum Step {
+    /// Up to date (or nothing to do).
+    Idle,
+    /// Still behind after a slice.
+    Busy,
+    /// Behind, while output pours in: nothing parsed.
+    Burst,
+    /// The run has ended and its final screen is kept: the emulator is gone.
+    Released,
 }
 
 /// Above this rate of PTY output (all runs together) the background screen threads wait.
 const BURST_BYTES_PER_SEC: u64 = 4 << 20;
 /// How often a waiting background screen thread looks again.
-const BURST_RECHECK: Duration = Duration::from_millis(50);
+pub(crate) const BURST_RECHECK: Duration = Duration::from_millis(50);
 
 /// Every byte the PTY readers sharing it have pushed: what tells the background screen
 /// threads that a burst is under way. One per session manager (the server's runs share it);
@@ -398,7 +405,7 @@ impl OutputMeter {
 }
 
 /// The rate of PTY output seen by one background screen thread, between its looks.
-struct OutputRate {
+pub(crate) struct OutputRate {
     meter: OutputMeter,
     at: Instant,
     bytes: u64,
@@ -406,7 +413,7 @@ struct OutputRate {
 }
 
 impl OutputRate {
-    fn new(meter: OutputMeter) -> OutputRate {
+    pub(crate) fn new(meter: OutputMeter) -> OutputRate {
         OutputRate {
             at: Instant::now(),
             bytes: meter.total(),
@@ -431,7 +438,7 @@ impl OutputRate {
 }
 
 /// Puts the calling thread in the `SCHED_IDLE` class; stays as it is where that fails.
-fn lower_priority() {
+pub(crate) fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid parameter.
     unsafe {
@@ -461,7 +468,7 @@ pub(crate) fn render(parser: &vt100::Parser, seq: u64) -> ScreenSnapshot {
 /// arenas (the emulator's rows are allocated one by one, below the mmap threshold), so
 /// without this the server's resident size would not go down when a large screen is
 /// dropped.
-fn release_freed_memory() {
+pub(crate) fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks and trims the allocator's own free lists.
     unsafe {

@@ -309,8 +309,8 @@ pub struct Sessions {
     settings: Settings,
     tag_prefix: String,
     containment: Containment,
-    /// The PTY output of every run of this manager (the background screens' burst meter).
-    output_meter: runs::OutputMeter,
+    /// The event loop every run of this manager is read, waited for and parsed on.
+    reactor: runs::Reactor,
 }
 
 fn now() -> String {
@@ -463,7 +463,7 @@ impl Sessions {
             settings,
             tag_prefix,
             containment,
-            output_meter: runs::OutputMeter::default(),
+            reactor: runs::Reactor::start().map_err(SessionError::internal)?,
         });
         for rec in &repaired {
             sessions.persist(rec)?;
@@ -1401,7 +1401,7 @@ impl Sessions {
             },
         );
         spec.ring_bytes = self.settings.ring_bytes;
-        spec.output_meter = self.output_meter.clone();
+        spec.reactor = Some(self.reactor.clone());
         let mut tspec = runs::TranscriptSpec::new(
             runs_dir(&self.home)
                 .join(run_ref)
