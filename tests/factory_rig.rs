@@ -72,7 +72,13 @@ fn a_worker_in_a_rig_works_on_a_copy_behind_its_boundary_and_its_changes_come_ba
          !worker write .git/hooks/pre-commit planted"
     );
     let out = factory(&e, &wt, &task, &dir.path().join("r.json"), &rig);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stderr(&out),
+        String::from_utf8_lossy(&out.stdout)
+    );
     let rec = receipt(&out);
 
     // Its changes came back into the host worktree, as regular private files.
@@ -320,7 +326,13 @@ fn a_codex_worker_and_its_repair_run_in_the_rig_and_the_reviewer_judges_each_can
             "claude",
         ]);
     let out = c.output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stderr(&out),
+        String::from_utf8_lossy(&out.stdout)
+    );
     let rec = receipt(&out);
     assert_eq!(rec["repairs"], 1, "{rec}");
     assert_eq!(

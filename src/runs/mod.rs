@@ -1066,7 +1066,7 @@ async fn read_stream(
         match got {
             Ok(Ok(true)) => {
                 reads += 1;
-                if reads % READS_PER_TURN == 0 {
+                if reads.is_multiple_of(READS_PER_TURN) {
                     tokio::task::yield_now().await;
                 }
             }
