@@ -77,6 +77,7 @@ cpu_ticks() { # utime + stime of a process (fields 14 and 15 of /proc/PID/stat)
     echo $((${12} + ${13}))
 }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+threads() { awk '/^Threads:/ {print $2}' "/proc/$1/status"; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 cpu_pct() { # PID SECONDS -> % of one core over the window
     local a b
@@ -167,14 +168,16 @@ tmux_wait_prompts() {
 }
 
 many_server() {
-    local rep=$1 r1 ri ci t0 u0 t1 u1 cb rb
+    local rep=$1 r1 ri ci t0 u0 t1 u1 cb rb th1 thi
     server_start
     "$H" start-many --home "$T/h" --workspace "$WS" --count 1 >"$T/refs"
     sleep 2
     r1=$(rss_kib "$SPID")
+    th1=$(threads "$SPID")
     "$H" start-many --home "$T/h" --workspace "$WS" --count $((RUNS - 1)) >>"$T/refs"
     sleep 3
     ri=$(rss_kib "$SPID")
+    thi=$(threads "$SPID")
     ci=$(cpu_pct "$SPID" "$IDLE")
     "$H" input-all --home "$T/h" --refs "$T/refs" --text "$STEADY_API"
     sleep "$WARM"
@@ -184,23 +187,25 @@ many_server() {
     u1=$("$H" turns --home "$T/h" --refs "$T/refs")
     t1=$(now)
     rb=$(rss_kib "$SPID")
-    say "many rep=$rep side=server runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri idle_cpu_pct=$ci busy_cpu_pct=$cb" \
+    say "many rep=$rep side=server runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri threads1=$th1 threads_idle=$thi idle_cpu_pct=$ci busy_cpu_pct=$cb" \
         "rss_busy_kib=$rb turns_per_run_s=$(awk -v a="$u0" -v b="$u1" -v t0="$t0" -v t1="$t1" -v n="$RUNS" \
             'BEGIN {printf "%.2f", (b - a) / (t1 - t0) / n}') load1=$(load1)"
     server_stop
 }
 
 many_tmux() {
-    local rep=$1 pid r1 ri ci t0 u0 t1 u1 cb rb i
+    local rep=$1 pid r1 ri ci t0 u0 t1 u1 cb rb i th1 thi
     env HOME="$UH" PATH="$SPATH" tmux -S "$TM" -f /dev/null new-session -d -s m -x 80 -y 24 -c "$WS" "$T/s/claude"
     pid=$(tmx display -p '#{pid}')
     tmux_wait_prompts
     sleep 2
     r1=$(rss_kib "$pid")
+    th1=$(threads "$pid")
     for i in $(seq $((RUNS - 1))); do tmx new-window -d -t m -c "$WS" "$T/s/claude"; done
     tmux_wait_prompts
     sleep 3
     ri=$(rss_kib "$pid")
+    thi=$(threads "$pid")
     ci=$(cpu_pct "$pid" "$IDLE")
     for i in $(tmx list-windows -t m -F '#{window_id}'); do tmx send-keys -t "$i" -l "$STEADY_TMUX"; done
     sleep "$WARM"
@@ -210,7 +215,7 @@ many_tmux() {
     u1=$(tmux_turns)
     t1=$(now)
     rb=$(rss_kib "$pid")
-    say "many rep=$rep side=tmux runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri idle_cpu_pct=$ci busy_cpu_pct=$cb" \
+    say "many rep=$rep side=tmux runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri threads1=$th1 threads_idle=$thi idle_cpu_pct=$ci busy_cpu_pct=$cb" \
         "rss_busy_kib=$rb turns_per_run_s=$(awk -v a="$u0" -v b="$u1" -v t0="$t0" -v t1="$t1" -v n="$RUNS" \
             'BEGIN {printf "%.2f", (b - a) / (t1 - t0) / n}') load1=$(load1)"
     tmux_kill
@@ -304,14 +309,14 @@ fi
 if grep -q '^many ' "$RES"; then
 echo
 echo "== $RUNS concurrent runs (each rep) =="
-printf '%-7s %-4s %10s %14s %9s %9s %11s %9s %6s\n' side rep "idle CPU%" "idle KiB/run" "busy CPU%" "turns/s" "busy RSS MiB" "RSS1 MiB" load1
+printf '%-7s %-4s %10s %14s %9s %9s %11s %9s %9s %6s\n' side rep "idle CPU%" "idle KiB/run" "busy CPU%" "turns/s" "busy RSS MiB" "RSS1 MiB" "threads" load1
 grep '^many ' "$RES" | while read -r line; do
     v() { echo "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
-    printf '%-7s %-4s %10s %14s %9s %9s %11s %9s %6s\n' "$(v side)" "$(v rep)" "$(v idle_cpu_pct)" \
+    printf '%-7s %-4s %10s %14s %9s %9s %11s %9s %9s %6s\n' "$(v side)" "$(v rep)" "$(v idle_cpu_pct)" \
         "$(awk -v a="$(v rss1_kib)" -v b="$(v rss_idle_kib)" -v n="$RUNS" 'BEGIN {printf "%.0f", (b - a) / (n - 1)}')" \
         "$(v busy_cpu_pct)" "$(v turns_per_run_s)" \
         "$(awk -v b="$(v rss_busy_kib)" 'BEGIN {printf "%.1f", b / 1024}')" \
-        "$(awk -v b="$(v rss1_kib)" 'BEGIN {printf "%.1f", b / 1024}')" "$(v load1)"
+        "$(awk -v b="$(v rss1_kib)" 'BEGIN {printf "%.1f", b / 1024}')" "$(v threads1)->$(v threads_idle)" "$(v load1)"
 done
 grep '^fill ' "$RES" | while read -r line; do
     v() { echo "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
