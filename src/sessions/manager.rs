@@ -1476,9 +1476,27 @@ impl Sessions {
                 stop_requested: false,
             },
         );
-        let me = Arc::clone(self);
         let run_ref = run_ref.to_string();
         let hold = enclosure.and_then(|e| e.hold.clone());
+        if link.is_none() {
+            // A PTY run has no protocol to follow: only its end matters, so nothing waits
+            // for it but a task on the reactor, which hands the end's bookkeeping to the
+            // blocking pool (no thread is held per run).
+            let me = Arc::downgrade(self);
+            let mut ended = run.ring().subscribe();
+            self.reactor.handle().spawn(async move {
+                let _ = ended.wait_for(|s| s.end.is_some()).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    let _hold = hold;
+                    if let Some(me) = me.upgrade() {
+                        me.watch(run_ref, generation, run, None);
+                    }
+                })
+                .await;
+            });
+            return Ok(());
+        }
+        let me = Arc::clone(self);
         std::thread::Builder::new()
             .name(format!("watch-{run_ref}"))
             .spawn(move || {
