@@ -1116,3 +1116,44 @@ fn an_unknown_run_says_how_to_list_runs() {
         assert!(err.contains("proctor session list"), "{verb}: {err}");
     }
 }
+
+/// The threads of the server process, from `/proc`.
+fn threads_of(pid: i32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn the_servers_threads_do_not_grow_with_its_runs() {
+    // Issue 17 §2: one event loop for every run. Before it, each PTY run held four threads
+    // (its reader, its screen, its waiter and the manager's watcher): 24 more runs were 96
+    // more threads. A few may come and go with requests (the runtimes' blocking pools).
+    let e = Env::new();
+    let first = e.start(&["--tool", "claude", "--name", "one"]);
+    e.tail_until(&first, ">");
+    let pid = e.h.server_pid().unwrap();
+    let with_one = threads_of(pid);
+    let mut runs = Vec::new();
+    for i in 0..24 {
+        runs.push(e.start(&["--tool", "claude", "--name", &format!("idle {i}")]));
+    }
+    for r in &runs {
+        e.tail_until(r, ">");
+    }
+    let with_many = threads_of(pid);
+    assert!(
+        with_many <= with_one + 6,
+        "{with_one} threads with one run, {with_many} with 25"
+    );
+    // And they all still answer: input reaches the last one, its end is recorded.
+    let last = runs.last().unwrap();
+    e.ok(&["session", "stop", last]);
+    let v = e.json(&["session", "show", last, "--json"]);
+    assert_eq!(v["state"], "stopped", "{v}");
+}
