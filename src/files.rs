@@ -341,8 +341,16 @@ pub(crate) fn reserve_numbered(
         let id = format!("{prefix}{n:04}");
         let path = dir.join(format!("{id}{suffix}"));
         let made = if suffix.is_empty() {
-            std::fs::create_dir(&path)
+            // Created 0700 whatever the umask (a permissive umask would otherwise leave it
+            // wider, and then refused as too open), then set exactly.
+            fs::DirBuilder::new()
+                .mode(DIR_MODE)
+                .create(&path)
                 .map_err(|e| FilesError::io("create the folder", &path, e))
+                .and_then(|()| {
+                    fs::set_permissions(&path, fs::Permissions::from_mode(DIR_MODE))
+                        .map_err(|e| FilesError::io("set the mode of", &path, e))
+                })
                 .and_then(|()| ensure_private_dir(&path))
         } else {
             create_private_new(&path).map(drop)
@@ -510,6 +518,16 @@ mod tests {
             open_private_append(&p).unwrap_err(),
             FilesError::Symlink { .. }
         ));
+    }
+
+    #[test]
+    fn a_reservation_is_private_under_a_permissive_umask() {
+        // CI saw `reserve_numbered` refuse its own new folder as too open (0777) while
+        // another test had the umask at 0.
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("x");
+        let (_, p) = with_umask(0, || reserve_numbered(&dir, "ev-", "").unwrap());
+        assert_eq!(mode(&p), 0o700);
     }
 
     #[test]
