@@ -256,6 +256,23 @@ fn run_notify_command(argv: &[String], n: &super::app::Notice) -> Result<(), Str
     }
 }
 
+/// The most frames a second the clock alone draws: texts that change with time are at most
+/// this late, and any other frame shows them at their current value.
+pub const CLOCK_GAP: Duration = Duration::from_secs(1);
+
+/// When the loop wakes for the clock, after a frame drawn at `App::now`: just after the next
+/// instant a text that changes with time alone takes another value
+/// ([`App::next_clock_change`]), but not sooner than [`CLOCK_GAP`] after that frame (the
+/// ages of sessions a few seconds old change at as many different instants a second as there
+/// are sessions). `None` when nothing shown changes with time.
+fn clock_deadline(app: &App) -> Option<Instant> {
+    /// Past the instant, so the frame's clock reads the new value.
+    const LATE: Duration = Duration::from_millis(5);
+    let next = app.next_clock_change()?;
+    let wait = (next - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
+    Some(Instant::now() + wait.max(CLOCK_GAP) + LATE)
+}
+
 /// Why the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -308,6 +325,8 @@ pub async fn run(
     let frame_gap = Duration::from_secs(1) / fps.clamp(1, 240);
     let mut last_frame: Option<Instant> = None;
     let mut resize: Option<((String, u16, u16), Instant)> = None;
+    // When a text that changes with time alone (an age, an elapsed time) next changes.
+    let mut clock_at: Option<Instant> = None;
 
     let exit = loop {
         if app.dirty {
@@ -317,6 +336,7 @@ pub async fn run(
                 screen.frame(app)?;
                 app.dirty = false;
                 last_frame = Some(Instant::now());
+                clock_at = clock_deadline(app);
                 // The live pane may have a new size: resize its PTY once it settles.
                 match (app.desired_resize(), &resize) {
                     (None, _) => resize = None,
@@ -354,6 +374,10 @@ pub async fn run(
                 }
             }
             _ = tokio::time::sleep_until(frame_at.unwrap_or_else(Instant::now)), if frame_at.is_some() => {}
+            _ = tokio::time::sleep_until(clock_at.unwrap_or_else(Instant::now)), if clock_at.is_some() && !app.dirty => {
+                clock_at = None;
+                app.on_clock(chrono::Utc::now());
+            }
             _ = tokio::time::sleep_until(resize_at.unwrap_or_else(Instant::now)), if resize_at.is_some() => {
                 if let Some(((run, rows, cols), _)) = resize.take()
                     && app.desired_resize() == Some((run.clone(), rows, cols))
