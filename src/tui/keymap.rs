@@ -226,7 +226,12 @@ impl std::fmt::Debug for HintCache {
 }
 
 impl HintCache {
-    fn get_or(&self, contexts: &[Context], action: Action, f: impl FnOnce() -> Option<String>) -> Option<String> {
+    fn get_or(
+        &self,
+        contexts: &[Context],
+        action: Action,
+        f: impl FnOnce() -> Option<String>,
+    ) -> Option<String> {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(v) = map.get(&(contexts.to_vec(), action)) {
             return v.clone();

@@ -120,3 +120,83 @@ impl App {
         self.dirty = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::data::ago;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        instant(s).unwrap()
+    }
+
+    /// The instant named is the first at which `ago` reads differently, in each unit.
+    #[test]
+    fn the_next_change_is_when_the_text_changes() {
+        let then = at("2026-11-30T12:00:00.300Z");
+        for (now, next) in [
+            ("2026-11-30T12:00:00.500Z", "2026-11-30T12:00:01.300Z"),
+            ("2026-11-30T12:00:59.400Z", "2026-11-30T12:01:00.300Z"),
+            ("2026-11-30T12:01:00.400Z", "2026-11-30T12:02:00.300Z"),
+            ("2026-11-30T13:30:00.000Z", "2026-11-30T14:00:00.300Z"),
+            ("2026-12-02T13:30:00.000Z", "2026-12-03T12:00:00.300Z"),
+            ("2026-11-30T12:00:00.100Z", "2026-11-30T12:00:01.300Z"),
+        ] {
+            let (now, next) = (at(now), at(next));
+            assert_eq!(next_ago_change(now, then), next, "now {now}");
+            let just_before = next - Duration::milliseconds(1);
+            assert_eq!(ago(just_before, then), ago(now, then), "now {now}");
+            assert_ne!(ago(next, then), ago(now, then), "now {now}");
+        }
+        let now = at("2026-11-30T12:01:05.000Z");
+        assert_eq!(
+            next_second_change(now, then),
+            at("2026-11-30T12:01:05.300Z")
+        );
+    }
+
+    /// A cockpit whose sessions are hours old wakes at the next hour, not every second; a
+    /// running session's "output 4s ago" wakes it at the next second.
+    #[test]
+    fn the_clock_wakes_for_what_is_shown() {
+        let mut app = super::super::tests::app_with(Vec::new());
+        app.now = at("2026-11-30T15:00:00.000Z");
+        assert_eq!(
+            app.next_clock_change(),
+            None,
+            "nothing shown changes with time"
+        );
+        let run = |state: &str, out: Option<&str>| -> crate::tui::data::RunView {
+            let mut v = serde_json::json!({
+                "ref": "run-0001", "tool": "claude", "profile": "claude", "transport": "pty",
+                "workspace": "/w", "demo": true, "created_at": "2026-11-30T11:00:00.500Z",
+                "state": state, "generation": 1,
+            });
+            if let Some(t) = out {
+                v["output"] = serde_json::json!({"first_seq": 1, "next_seq": 2, "bytes": 1,
+                    "last_at": t});
+            }
+            serde_json::from_value(v).unwrap()
+        };
+        app.sessions.runs = vec![run("stopped", None)];
+        app.refilter();
+        assert_eq!(
+            app.next_clock_change(),
+            Some(at("2026-11-30T15:00:00.500Z"))
+        );
+        app.now = at("2026-11-30T15:00:00.600Z");
+        assert_eq!(
+            app.next_clock_change(),
+            Some(at("2026-11-30T16:00:00.500Z"))
+        );
+        app.sessions.runs = vec![run("running", Some("2026-11-30T15:00:00.250Z"))];
+        app.refilter();
+        assert_eq!(
+            app.next_clock_change(),
+            Some(at("2026-11-30T15:00:01.250Z"))
+        );
+        app.dirty = false;
+        app.on_clock(at("2026-11-30T15:00:01.300Z"));
+        assert!(app.dirty, "the clock's change is drawn");
+    }
+}
