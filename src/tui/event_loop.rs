@@ -18,9 +18,12 @@
 //! - an approval runs the publish flow on a thread of its own (`super::approval`), its
 //!   prompts answered by the approval dialog.
 //!
-//! Messages are drained in batches; a frame is drawn only when something changed, at most
-//! `fps` times a second, inside a synchronized update (terminals that do not know it ignore
-//! it).
+//! Messages are drained in batches; a frame is drawn only when something shown changed
+//! (`App::unchanged` drops a poll's answer equal to what the cockpit holds: the same list
+//! draws nothing), at most `fps` times a second, inside a synchronized update (terminals that
+//! do not know it ignore it). Texts that change with time alone (ages, elapsed times) wake
+//! the loop when they next change (`App::next_clock_change`), at most once a second after a
+//! frame; a cockpit with nothing changing sleeps.
 
 use std::time::Duration;
 
@@ -372,14 +375,12 @@ pub async fn run(
     let mut resize: Option<((String, u16, u16), Instant)> = None;
 
     let exit = loop {
-        if app.dirty {
-            if pacer.draw(app, screen, Instant::now())? {
-                // The live pane may have a new size: resize its PTY once it settles.
-                match (app.desired_resize(), &resize) {
-                    (None, _) => resize = None,
-                    (Some(want), Some((pending, _))) if *pending == want => {}
-                    (Some(want), _) => resize = Some((want, Instant::now() + RESIZE_DEBOUNCE)),
-                }
+        if pacer.draw(app, screen, Instant::now())? {
+            // The live pane may have a new size: resize its PTY once it settles.
+            match (app.desired_resize(), &resize) {
+                (None, _) => resize = None,
+                (Some(want), Some((pending, _))) if *pending == want => {}
+                (Some(want), _) => resize = Some((want, Instant::now() + RESIZE_DEBOUNCE)),
             }
         }
         let frame_at = pacer.frame_at(app);

@@ -211,7 +211,10 @@ pub struct Keymap {
 /// What [`Keymap::key_for`] answered, by (contexts, action). A keymap does not change once
 /// loaded; [`Keymap::apply`] empties it anyway, and a clone starts empty.
 #[derive(Default)]
-struct HintCache(std::sync::Mutex<HashMap<(Vec<Context>, Action), Option<String>>>);
+struct HintCache(std::sync::Mutex<HashMap<HintKey, Option<String>>>);
+
+/// The contexts asked in, and the action.
+type HintKey = (Vec<Context>, Action);
 
 impl Clone for HintCache {
     fn clone(&self) -> HintCache {
