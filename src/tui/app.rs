@@ -37,6 +37,7 @@ use crate::api::runs::{self as wire, MarksView, SizeBody};
 use crate::auth::{Principal, Role as TokenRole};
 use crate::text;
 
+mod clock;
 mod dialogs;
 mod events;
 mod factory;
@@ -368,8 +369,15 @@ pub struct App {
     /// already waiting when the cockpit opens are not announced.
     waiting_seen: Option<std::collections::BTreeSet<(String, String)>>,
 
+    /// The feeds' answers last taken, by pane: an answer equal to the last one is not taken
+    /// again (forgotten after an action, which may change a part's state between polls).
+    feeds_taken: std::collections::HashMap<Pane, super::views::FeedAnswer>,
+
+    /// The time of the last frame (what ages are counted against).
     pub now: DateTime<Utc>,
     pub quit: bool,
+    /// Something shown changed since the last frame: the event loop draws one (at most at
+    /// the frame cap). Nothing else makes it draw.
     pub dirty: bool,
     effects: Vec<Effect>,
 }
@@ -411,6 +419,7 @@ impl App {
             notify: NotifySettings::default(),
             proctor_argv: Vec::new(),
             waiting_seen: None,
+            feeds_taken: std::collections::HashMap::new(),
             now: Utc::now(),
             quit: false,
             dirty: true,
@@ -762,7 +771,64 @@ impl App {
     // Messages from the tasks
     // ---------------------------------------------------------------------------------
 
+    /// Whether `msg` (a poll's answer, most often) would change nothing the cockpit holds:
+    /// the same list, the same events, the same candidates, gate or feed as already held, or
+    /// a message of a stream no longer shown. Such a message is dropped: no state is
+    /// recomputed and no frame is drawn for it.
+    pub fn unchanged(&self, msg: &Msg) -> bool {
+        match msg {
+            Msg::Runs(Ok(page)) => {
+                let s = &self.sessions;
+                s.loaded
+                    && s.server_error.is_none()
+                    && s.total == page.total
+                    && s.counts == page.counts
+                    && s.runs == page.items
+            }
+            Msg::Runs(Err(e)) => {
+                self.sessions.server_error.as_deref() == Some(text::one_line(e, 300).as_str())
+            }
+            Msg::Factory(answer) => match (answer, &self.factory.runs) {
+                // The part keeps them sorted by id (the server's own order).
+                (Ok(v), Some(Ok(held))) => v == held,
+                (Err(e), Some(Err(held))) => e == held,
+                _ => false,
+            },
+            Msg::Events { run, result } => {
+                self.sessions.selected.as_deref() != Some(run.as_str())
+                    || matches!(result, Ok(items) if self
+                        .events
+                        .items
+                        .as_ref()
+                        .is_some_and(|(r, held)| r == run && held == items))
+            }
+            Msg::Live { epoch, .. } => self.live.slot.as_ref().is_none_or(|s| s.epoch != *epoch),
+            Msg::Candidates(Ok(list)) => {
+                let g = &self.gate;
+                g.error.is_none()
+                    && ev::latest_by_run(list) == g.candidates
+                    && g.gates.keys().all(|id| list.iter().any(|c| &c.id == id))
+            }
+            Msg::Candidates(Err(e)) => {
+                self.gate.error.as_deref() == Some(text::one_line(e, 300).as_str())
+            }
+            Msg::Gate { candidate, result } => self.gate.gates.get(candidate) == Some(result),
+            Msg::Feed { pane, answer } => self
+                .feeds_taken
+                .get(pane)
+                .is_some_and(|held| super::views::same(*pane, held, answer)),
+            Msg::CallDone { .. }
+            | Msg::TypeFailed(_)
+            | Msg::NotifyFailed(_)
+            | Msg::Verified { .. }
+            | Msg::Approval(_) => false,
+        }
+    }
+
     pub fn on_msg(&mut self, msg: Msg) {
+        if self.unchanged(&msg) {
+            return;
+        }
         self.dirty = true;
         match msg {
             Msg::Runs(Ok(page)) => {
@@ -787,7 +853,11 @@ impl App {
                 }
             }
             Msg::Live { epoch, ev } => self.on_live(epoch, ev),
-            Msg::CallDone { tag, result } => self.on_call_done(tag, result),
+            Msg::CallDone { tag, result } => {
+                // An action may change a part's state before its next poll.
+                self.feeds_taken.clear();
+                self.on_call_done(tag, result)
+            }
             Msg::TypeFailed(e) => {
                 self.error(format!("typing into the session failed: {e}"));
             }
@@ -807,13 +877,19 @@ impl App {
             Msg::Gate { candidate, result } => {
                 self.gate.gates.insert(candidate, result);
             }
-            Msg::Feed { pane, answer } => super::views::take(self, pane, &answer),
+            Msg::Feed { pane, answer } => {
+                super::views::take(self, pane, &answer);
+                self.feeds_taken.insert(pane, answer);
+            }
             Msg::Verified { id, verification } => {
                 self.receipts
                     .verifications
                     .insert(id, VerifyState::Done(verification));
             }
-            Msg::Approval(event) => self.on_approval(event),
+            Msg::Approval(event) => {
+                self.feeds_taken.clear();
+                self.on_approval(event)
+            }
         }
     }
 

@@ -18,9 +18,12 @@
 //! - an approval runs the publish flow on a thread of its own (`super::approval`), its
 //!   prompts answered by the approval dialog.
 //!
-//! Messages are drained in batches; a frame is drawn only when something changed, at most
-//! `fps` times a second, inside a synchronized update (terminals that do not know it ignore
-//! it).
+//! Messages are drained in batches; a frame is drawn only when something shown changed
+//! (`App::unchanged` drops a poll's answer equal to what the cockpit holds: the same list
+//! draws nothing), at most `fps` times a second, inside a synchronized update (terminals that
+//! do not know it ignore it). Texts that change with time alone (ages, elapsed times) wake
+//! the loop when they next change (`App::next_clock_change`), at most once a second after a
+//! frame; a cockpit with nothing changing sleeps.
 
 use std::time::Duration;
 
@@ -256,6 +259,69 @@ fn run_notify_command(argv: &[String], n: &super::app::Notice) -> Result<(), Str
     }
 }
 
+/// When frames are drawn: only when the app is dirty, never sooner than `1/fps` after the
+/// last one; after each, when the clock next needs one.
+struct Pacer {
+    gap: Duration,
+    last: Option<Instant>,
+    /// When a text that changes with time alone (an age, an elapsed time) next changes.
+    clock_at: Option<Instant>,
+}
+
+impl Pacer {
+    fn new(fps: u32) -> Pacer {
+        Pacer {
+            gap: Duration::from_secs(1) / fps.clamp(1, 240),
+            last: None,
+            clock_at: None,
+        }
+    }
+
+    /// Draws a frame if the app is dirty and the frame cap allows one at `now`; whether it
+    /// drew.
+    fn draw(
+        &mut self,
+        app: &mut App,
+        screen: &mut dyn Screen,
+        now: Instant,
+    ) -> std::io::Result<bool> {
+        if !app.dirty || self.last.is_some_and(|t| now < t + self.gap) {
+            return Ok(false);
+        }
+        app.now = chrono::Utc::now();
+        screen.frame(app)?;
+        app.dirty = false;
+        self.last = Some(now);
+        self.clock_at = clock_deadline(app);
+        Ok(true)
+    }
+
+    /// When the next frame may be drawn, if one is wanted.
+    fn frame_at(&self, app: &App) -> Option<Instant> {
+        app.dirty
+            .then(|| self.last.map_or_else(Instant::now, |t| t + self.gap))
+    }
+}
+
+/// The most frames a second the clock alone draws: texts that change with time are at most
+/// this late, and any other frame shows them at their current value.
+pub const CLOCK_GAP: Duration = Duration::from_secs(1);
+
+/// When the loop wakes for the clock, after a frame drawn at `App::now`: just after the next
+/// instant a text that changes with time alone takes another value
+/// ([`App::next_clock_change`]), but not sooner than [`CLOCK_GAP`] after that frame (the
+/// ages of sessions a few seconds old change at as many different instants a second as there
+/// are sessions). `None` when nothing shown changes with time.
+fn clock_deadline(app: &App) -> Option<Instant> {
+    /// Past the instant, so the frame's clock reads the new value.
+    const LATE: Duration = Duration::from_millis(5);
+    let next = app.next_clock_change()?;
+    let wait = (next - chrono::Utc::now())
+        .to_std()
+        .unwrap_or(Duration::ZERO);
+    Some(Instant::now() + wait.max(CLOCK_GAP) + LATE)
+}
+
 /// Why the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -305,29 +371,20 @@ pub async fn run(
     let _sigquit = signal(SignalKind::quit())?;
     let mut input = EventStream::new();
 
-    let frame_gap = Duration::from_secs(1) / fps.clamp(1, 240);
-    let mut last_frame: Option<Instant> = None;
+    let mut pacer = Pacer::new(fps);
     let mut resize: Option<((String, u16, u16), Instant)> = None;
 
     let exit = loop {
-        if app.dirty {
-            let due = last_frame.is_none_or(|t| t.elapsed() >= frame_gap);
-            if due {
-                app.now = chrono::Utc::now();
-                screen.frame(app)?;
-                app.dirty = false;
-                last_frame = Some(Instant::now());
-                // The live pane may have a new size: resize its PTY once it settles.
-                match (app.desired_resize(), &resize) {
-                    (None, _) => resize = None,
-                    (Some(want), Some((pending, _))) if *pending == want => {}
-                    (Some(want), _) => resize = Some((want, Instant::now() + RESIZE_DEBOUNCE)),
-                }
+        if pacer.draw(app, screen, Instant::now())? {
+            // The live pane may have a new size: resize its PTY once it settles.
+            match (app.desired_resize(), &resize) {
+                (None, _) => resize = None,
+                (Some(want), Some((pending, _))) if *pending == want => {}
+                (Some(want), _) => resize = Some((want, Instant::now() + RESIZE_DEBOUNCE)),
             }
         }
-        let frame_at = app
-            .dirty
-            .then(|| last_frame.map_or_else(Instant::now, |t| t + frame_gap));
+        let frame_at = pacer.frame_at(app);
+        let clock_at = pacer.clock_at;
         let resize_at = resize.as_ref().map(|r| r.1);
         tokio::select! {
             biased;
@@ -354,6 +411,10 @@ pub async fn run(
                 }
             }
             _ = tokio::time::sleep_until(frame_at.unwrap_or_else(Instant::now)), if frame_at.is_some() => {}
+            _ = tokio::time::sleep_until(clock_at.unwrap_or_else(Instant::now)), if clock_at.is_some() && !app.dirty => {
+                pacer.clock_at = None;
+                app.on_clock(chrono::Utc::now());
+            }
             _ = tokio::time::sleep_until(resize_at.unwrap_or_else(Instant::now)), if resize_at.is_some() => {
                 if let Some(((run, rows, cols), _)) = resize.take()
                     && app.desired_resize() == Some((run.clone(), rows, cols))
@@ -843,12 +904,13 @@ fn backoff(failures: u32) -> Duration {
 mod tests {
     use super::*;
 
-    /// A screen that records the hand-over and its return.
+    /// A screen that records the hand-over and its return, and counts the frames.
     #[derive(Default)]
-    struct Recorder(Vec<&'static str>);
+    struct Recorder(Vec<&'static str>, usize);
 
     impl Screen for Recorder {
         fn frame(&mut self, _app: &mut App) -> std::io::Result<()> {
+            self.1 += 1;
             Ok(())
         }
         fn hand_over(&mut self) -> std::io::Result<()> {
@@ -887,5 +949,114 @@ mod tests {
         let said = hand_over_to(&mut screen, &missing).await.unwrap();
         assert!(said.contains("did not start"), "{said}");
         assert_eq!(screen.0.len(), 6, "every hand-over is taken back");
+    }
+
+    fn pacing_app() -> (App, Msg) {
+        use crate::tui::data::{Counts, RunsPage};
+        let mut app = App::new(
+            "host".into(),
+            "~/proctor".into(),
+            crate::tui::keymap::Keymap::defaults(),
+            crate::tui::theme::Theme::default_theme(),
+        );
+        let items: Vec<crate::tui::data::RunView> = (1..=3)
+            .map(|i| {
+                serde_json::from_value(serde_json::json!({
+                    "ref": format!("run-000{i}"), "tool": "claude", "profile": "claude",
+                    "transport": "pipe", "workspace": "/w", "demo": true,
+                    "created_at": "2026-11-30T11:00:00.000Z", "state": "stopped",
+                    "exit_code": 0, "generation": 1,
+                }))
+                .unwrap()
+            })
+            .collect();
+        let page = Msg::Runs(Ok(RunsPage {
+            total: items.len(),
+            counts: Counts::of(&items),
+            items,
+        }));
+        app.on_msg(page.clone());
+        let _ = app.take_effects();
+        (app, page)
+    }
+
+    /// After the first frame, polls that bring back what the cockpit already holds (the
+    /// same list, the same events, a stream no longer shown) draw nothing, however long the
+    /// loop runs; a key draws one frame.
+    #[test]
+    fn nothing_changed_draws_nothing() {
+        let (mut app, page) = pacing_app();
+        let mut screen = Recorder::default();
+        let mut pacer = Pacer::new(30);
+        let t0 = Instant::now();
+        assert!(pacer.draw(&mut app, &mut screen, t0).unwrap());
+        let events = Msg::Events {
+            run: app.sessions.selected.clone().unwrap(),
+            result: Ok(Vec::new()),
+        };
+        app.on_msg(events.clone());
+        assert!(
+            pacer
+                .draw(&mut app, &mut screen, t0 + Duration::from_secs(1))
+                .unwrap()
+        );
+        for k in 2..20u64 {
+            app.on_msg(page.clone());
+            app.on_msg(events.clone());
+            app.on_msg(Msg::Live {
+                epoch: 999,
+                ev: crate::tui::app::LiveEvent::Connected,
+            });
+            assert!(!app.dirty, "an unchanged poll marks nothing dirty");
+            let drew = pacer
+                .draw(&mut app, &mut screen, t0 + Duration::from_secs(k))
+                .unwrap();
+            assert!(!drew, "poll {k} drew a frame");
+        }
+        assert_eq!(screen.1, 2);
+        app.on_key(crate::tui::ui::tests::ch('j'));
+        assert!(
+            pacer
+                .draw(&mut app, &mut screen, t0 + Duration::from_secs(30))
+                .unwrap()
+        );
+        assert_eq!(screen.1, 3);
+    }
+
+    /// A change draws exactly one frame, not before the frame cap allows it, however many
+    /// changes come meanwhile.
+    #[test]
+    fn changes_draw_one_frame_within_the_cap() {
+        let (mut app, page) = pacing_app();
+        let mut screen = Recorder::default();
+        let mut pacer = Pacer::new(10);
+        let t0 = Instant::now();
+        assert!(pacer.draw(&mut app, &mut screen, t0).unwrap());
+        let Msg::Runs(Ok(mut p)) = page else {
+            unreachable!()
+        };
+        for n in 0..5 {
+            p.items[0].name = Some(format!("renamed {n}"));
+            app.on_msg(Msg::Runs(Ok(p.clone())));
+            assert!(app.dirty, "a changed list is a change");
+            let at = t0 + Duration::from_millis(10 * (n + 1));
+            assert!(
+                !pacer.draw(&mut app, &mut screen, at).unwrap(),
+                "within the cap"
+            );
+        }
+        assert_eq!(pacer.frame_at(&app), Some(t0 + Duration::from_millis(100)));
+        assert!(
+            pacer
+                .draw(&mut app, &mut screen, t0 + Duration::from_millis(100))
+                .unwrap()
+        );
+        assert!(
+            !pacer
+                .draw(&mut app, &mut screen, t0 + Duration::from_secs(1))
+                .unwrap()
+        );
+        assert_eq!(screen.1, 2, "the first frame and one for the five changes");
+        assert_eq!(pacer.frame_at(&app), None, "nothing more is wanted");
     }
 }

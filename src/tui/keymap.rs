@@ -203,6 +203,50 @@ struct Entry {
 pub struct Keymap {
     contexts: [Vec<Entry>; Context::ALL.len()],
     prefix: Key,
+    /// [`Keymap::key_for`]'s answers: every frame's hints ask the same few, and each answer
+    /// groups and sorts whole contexts.
+    hints: HintCache,
+}
+
+/// What [`Keymap::key_for`] answered, by (contexts, action). A keymap does not change once
+/// loaded; [`Keymap::apply`] empties it anyway, and a clone starts empty.
+#[derive(Default)]
+struct HintCache(std::sync::Mutex<HashMap<HintKey, Option<String>>>);
+
+/// The contexts asked in, and the action.
+type HintKey = (Vec<Context>, Action);
+
+impl Clone for HintCache {
+    fn clone(&self) -> HintCache {
+        HintCache::default()
+    }
+}
+
+impl std::fmt::Debug for HintCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HintCache(..)")
+    }
+}
+
+impl HintCache {
+    fn get_or(
+        &self,
+        contexts: &[Context],
+        action: Action,
+        f: impl FnOnce() -> Option<String>,
+    ) -> Option<String> {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = map.get(&(contexts.to_vec(), action)) {
+            return v.clone();
+        }
+        let v = f();
+        map.insert((contexts.to_vec(), action), v.clone());
+        v
+    }
+
+    fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
 }
 
 /// One parsed file, before layering.
@@ -225,6 +269,7 @@ impl Keymap {
                 code: KeyCode::Char('\\'),
                 mods: KeyModifiers::CONTROL,
             },
+            hints: HintCache::default(),
         };
         map.apply(layer);
         map
@@ -250,6 +295,7 @@ impl Keymap {
     }
 
     fn apply(&mut self, layer: Layer) {
+        self.hints.clear();
         for (index, changes) in layer.contexts.into_iter().enumerate() {
             let entries = &mut self.contexts[index];
             for (key, change) in changes {
@@ -326,11 +372,13 @@ impl Keymap {
     /// The label of the first key that runs `action` in `contexts`, for hints like
     /// "press ? for help". Keys taken by an earlier context are skipped.
     pub fn key_for(&self, contexts: &[Context], action: Action) -> Option<String> {
-        self.effective_bindings(contexts)
-            .into_iter()
-            .flat_map(|(_, b)| b)
-            .find(|b| b.action == action)
-            .and_then(|b| b.labels.into_iter().next())
+        self.hints.get_or(contexts, action, || {
+            self.effective_bindings(contexts)
+                .into_iter()
+                .flat_map(|(_, b)| b)
+                .find(|b| b.action == action)
+                .and_then(|b| b.labels.into_iter().next())
+        })
     }
 
     fn group(&self, context: Context, keep: impl Fn(Key) -> bool) -> Vec<Binding> {

@@ -399,8 +399,9 @@ pub trait Feed {
     const PANE: Pane;
     /// When it is fetched.
     const PACE: Pace;
-    /// The answer, read as the contract's types.
-    type Answer: Clone + Send + Sync + 'static;
+    /// The answer, read as the contract's types (compared with the last one taken: an
+    /// unchanged answer is not taken again and draws nothing).
+    type Answer: Clone + PartialEq + Send + Sync + 'static;
     /// Fetches it (carried out by the event loop, never by the state).
     fn fetch(client: &Client) -> impl Future<Output = Result<Self::Answer, ClientError>> + Send;
     /// Takes the answer (an error: what the server said); may queue effects on `app`.
@@ -419,6 +420,18 @@ impl FeedAnswer {
 
     fn get<F: Feed>(&self) -> Option<Result<F::Answer, String>> {
         self.0.downcast_ref::<Result<F::Answer, String>>().cloned()
+    }
+
+    /// Whether both hold the same answer of the feed `F` (the same value, not only the same
+    /// allocation).
+    fn same<F: Feed>(&self, other: &FeedAnswer) -> bool {
+        match (
+            self.0.downcast_ref::<Result<F::Answer, String>>(),
+            other.0.downcast_ref::<Result<F::Answer, String>>(),
+        ) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
     }
 }
 
@@ -452,6 +465,7 @@ pub struct FeedEntry {
     /// Fetches it; an error is what the server said.
     pub fetch: for<'a> fn(&'a Client) -> BoxFuture<'a, FeedAnswer>,
     take: fn(&mut App, &FeedAnswer),
+    same: fn(&FeedAnswer, &FeedAnswer) -> bool,
 }
 
 impl FeedEntry {
@@ -473,6 +487,7 @@ impl FeedEntry {
                     F::take(app, result);
                 }
             },
+            same: FeedAnswer::same::<F>,
         }
     }
 }
@@ -507,6 +522,11 @@ pub fn take(app: &mut App, pane: Pane, answer: &FeedAnswer) {
     if let Some(f) = feed(pane) {
         (f.take)(app, answer);
     }
+}
+
+/// Whether two answers of `pane`'s feed hold the same value.
+pub fn same(pane: Pane, a: &FeedAnswer, b: &FeedAnswer) -> bool {
+    feed(pane).is_some_and(|f| (f.same)(a, b))
 }
 
 #[cfg(test)]
