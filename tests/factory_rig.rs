@@ -45,6 +45,17 @@ fn factory(e: &ShimEnv, ws: &Path, task: &str, out: &Path, rig: &str) -> Output 
     c.output().unwrap()
 }
 
+/// The run completed (exit 0); else its progress and its whole report, which names why.
+fn assert_completed(out: &std::process::Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stderr(out),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 #[test]
 fn a_worker_in_a_rig_works_on_a_copy_behind_its_boundary_and_its_changes_come_back() {
     let e = env();
@@ -72,13 +83,7 @@ fn a_worker_in_a_rig_works_on_a_copy_behind_its_boundary_and_its_changes_come_ba
          !worker write .git/hooks/pre-commit planted"
     );
     let out = factory(&e, &wt, &task, &dir.path().join("r.json"), &rig);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stderr(&out),
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_completed(&out);
     let rec = receipt(&out);
 
     // Its changes came back into the host worktree, as regular private files.
@@ -326,13 +331,7 @@ fn a_codex_worker_and_its_repair_run_in_the_rig_and_the_reviewer_judges_each_can
             "claude",
         ]);
     let out = c.output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stderr(&out),
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_completed(&out);
     let rec = receipt(&out);
     assert_eq!(rec["repairs"], 1, "{rec}");
     assert_eq!(
