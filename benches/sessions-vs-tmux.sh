@@ -19,7 +19,7 @@ TROWS=${TROWS:-50}         # throughput pane size
 TCOLS=${TCOLS:-200}
 RUNS=${RUNS:-100}          # concurrent runs / panes
 MREPS=${MREPS:-2}          # repetitions of the many-runs benchmark per side (alternating)
-IDLE=${IDLE:-10}           # idle CPU window, seconds
+IDLE=${IDLE:-60}           # idle window, seconds (CPU over it; memory and threads after it)
 WARM=${WARM:-5}            # steady phase: seconds before the window opens
 WINDOW=${WINDOW:-20}       # steady phase: CPU window, seconds
 FILL=${FILL:-5242880}      # full-ring phase: bytes each run writes (more than the 4 MiB ring)
@@ -168,7 +168,7 @@ tmux_wait_prompts() {
 }
 
 many_server() {
-    local rep=$1 r1 ri ci t0 u0 t1 u1 cb rb th1 thi
+    local rep=$1 r1 ri ci t0 u0 t1 u1 cb rb th1 thi rs ths ob
     server_start
     "$H" start-many --home "$T/h" --workspace "$WS" --count 1 >"$T/refs"
     sleep 2
@@ -179,6 +179,10 @@ many_server() {
     ri=$(rss_kib "$SPID")
     thi=$(threads "$SPID")
     ci=$(cpu_pct "$SPID" "$IDLE")
+    # After the idle window: a screen nobody asked for during 30 s has given its emulator back.
+    rs=$(rss_kib "$SPID")
+    ths=$(threads "$SPID")
+    ob=$("$H" output-bytes --home "$T/h" --refs "$T/refs")
     "$H" input-all --home "$T/h" --refs "$T/refs" --text "$STEADY_API"
     sleep "$WARM"
     u0=$("$H" turns --home "$T/h" --refs "$T/refs")
@@ -187,14 +191,14 @@ many_server() {
     u1=$("$H" turns --home "$T/h" --refs "$T/refs")
     t1=$(now)
     rb=$(rss_kib "$SPID")
-    say "many rep=$rep side=server runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri threads1=$th1 threads_idle=$thi idle_cpu_pct=$ci busy_cpu_pct=$cb" \
+    say "many rep=$rep side=server runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri rss_slept_kib=$rs out_bytes=$ob threads1=$th1 threads_idle=$thi threads_slept=$ths idle_cpu_pct=$ci busy_cpu_pct=$cb" \
         "rss_busy_kib=$rb turns_per_run_s=$(awk -v a="$u0" -v b="$u1" -v t0="$t0" -v t1="$t1" -v n="$RUNS" \
             'BEGIN {printf "%.2f", (b - a) / (t1 - t0) / n}') load1=$(load1)"
     server_stop
 }
 
 many_tmux() {
-    local rep=$1 pid r1 ri ci t0 u0 t1 u1 cb rb i th1 thi
+    local rep=$1 pid r1 ri ci t0 u0 t1 u1 cb rb i th1 thi rs ths
     env HOME="$UH" PATH="$SPATH" tmux -S "$TM" -f /dev/null new-session -d -s m -x 80 -y 24 -c "$WS" "$T/s/claude"
     pid=$(tmx display -p '#{pid}')
     tmux_wait_prompts
@@ -207,6 +211,8 @@ many_tmux() {
     ri=$(rss_kib "$pid")
     thi=$(threads "$pid")
     ci=$(cpu_pct "$pid" "$IDLE")
+    rs=$(rss_kib "$pid")
+    ths=$(threads "$pid")
     for i in $(tmx list-windows -t m -F '#{window_id}'); do tmx send-keys -t "$i" -l "$STEADY_TMUX"; done
     sleep "$WARM"
     u0=$(tmux_turns)
@@ -215,7 +221,7 @@ many_tmux() {
     u1=$(tmux_turns)
     t1=$(now)
     rb=$(rss_kib "$pid")
-    say "many rep=$rep side=tmux runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri threads1=$th1 threads_idle=$thi idle_cpu_pct=$ci busy_cpu_pct=$cb" \
+    say "many rep=$rep side=tmux runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri rss_slept_kib=$rs out_bytes=0 threads1=$th1 threads_idle=$thi threads_slept=$ths idle_cpu_pct=$ci busy_cpu_pct=$cb" \
         "rss_busy_kib=$rb turns_per_run_s=$(awk -v a="$u0" -v b="$u1" -v t0="$t0" -v t1="$t1" -v n="$RUNS" \
             'BEGIN {printf "%.2f", (b - a) / (t1 - t0) / n}') load1=$(load1)"
     tmux_kill
@@ -309,14 +315,18 @@ fi
 if grep -q '^many ' "$RES"; then
 echo
 echo "== $RUNS concurrent runs (each rep) =="
-printf '%-7s %-4s %10s %14s %9s %9s %11s %9s %9s %6s\n' side rep "idle CPU%" "idle KiB/run" "busy CPU%" "turns/s" "busy RSS MiB" "RSS1 MiB" "threads" load1
+echo "KiB/run at 3 s: (RSS at 3 s - RSS with one run) / (runs - 1); after the idle window: the same with its RSS;"
+echo "out B/run: the output each run holds (its ring's payload), which the goal's 16 KiB excludes."
+printf '%-7s %-4s %10s %14s %14s %9s %9s %9s %11s %9s %13s %6s\n' side rep "idle CPU%" "KiB/run at 3s" "KiB/run after" "out B/run" "busy CPU%" "turns/s" "busy RSS MiB" "RSS1 MiB" "threads" load1
 grep '^many ' "$RES" | while read -r line; do
     v() { echo "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
-    printf '%-7s %-4s %10s %14s %9s %9s %11s %9s %9s %6s\n' "$(v side)" "$(v rep)" "$(v idle_cpu_pct)" \
+    printf '%-7s %-4s %10s %14s %14s %9s %9s %9s %11s %9s %13s %6s\n' "$(v side)" "$(v rep)" "$(v idle_cpu_pct)" \
         "$(awk -v a="$(v rss1_kib)" -v b="$(v rss_idle_kib)" -v n="$RUNS" 'BEGIN {printf "%.0f", (b - a) / (n - 1)}')" \
+        "$(awk -v a="$(v rss1_kib)" -v b="$(v rss_slept_kib)" -v n="$RUNS" 'BEGIN {printf "%.1f", (b - a) / (n - 1)}')" \
+        "$(awk -v b="$(v out_bytes)" -v n="$RUNS" 'BEGIN {printf "%.0f", b / n}')" \
         "$(v busy_cpu_pct)" "$(v turns_per_run_s)" \
         "$(awk -v b="$(v rss_busy_kib)" 'BEGIN {printf "%.1f", b / 1024}')" \
-        "$(awk -v b="$(v rss1_kib)" 'BEGIN {printf "%.1f", b / 1024}')" "$(v threads1)->$(v threads_idle)" "$(v load1)"
+        "$(awk -v b="$(v rss1_kib)" 'BEGIN {printf "%.1f", b / 1024}')" "$(v threads1)->$(v threads_idle)->$(v threads_slept)" "$(v load1)"
 done
 grep '^fill ' "$RES" | while read -r line; do
     v() { echo "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }

@@ -126,6 +126,15 @@ enum Cmd {
         #[arg(long)]
         refs: PathBuf,
     },
+    /// The output bytes the runs named in REFS have printed (`output.bytes` of each run's
+    /// view); prints the sum. Reads the runs' records, not their screens (which it would
+    /// wake).
+    OutputBytes {
+        #[arg(long)]
+        home: PathBuf,
+        #[arg(long)]
+        refs: PathBuf,
+    },
 }
 
 fn main() -> Result<()> {
@@ -198,6 +207,17 @@ fn main() -> Result<()> {
             for r in refs.lines().filter(|l| !l.is_empty()) {
                 let v = api.expect(200, "GET", &format!("{RUNS}/{r}/screen"), None)?;
                 sum += last_turn(v["text"].as_str().unwrap_or(""));
+            }
+            println!("{sum}");
+        }
+        Cmd::OutputBytes { home, refs } => {
+            let api = Api::new(&home)?;
+            let refs = std::fs::read_to_string(&refs)
+                .with_context(|| format!("reading {}", refs.display()))?;
+            let mut sum = 0u64;
+            for r in refs.lines().filter(|l| !l.is_empty()) {
+                let v = api.expect(200, "GET", &format!("{RUNS}/{r}"), None)?;
+                sum += v["output"]["bytes"].as_u64().unwrap_or(0);
             }
             println!("{sum}");
         }

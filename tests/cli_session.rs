@@ -1157,3 +1157,57 @@ fn the_servers_threads_do_not_grow_with_its_runs() {
     let v = e.json(&["session", "show", last, "--json"]);
     assert_eq!(v["state"], "stopped", "{v}");
 }
+
+#[test]
+fn a_server_started_under_a_low_descriptor_limit_still_holds_many_runs() {
+    // Each run holds several descriptors (its PTY master and two duplicates, a pidfd, its
+    // transcript). Under a soft limit of 96, as a client started from a restricted shell
+    // would pass on, the 12th run or so failed with EMFILE; the server raises its soft limit
+    // to the hard one.
+    use std::os::unix::process::CommandExt;
+    let e = Env::new();
+    let mut cmd = e.cmd();
+    cmd.args([
+        "session", "start", "--json", "--tool", "claude", "--name", "first",
+    ])
+    .stdin(Stdio::null());
+    // SAFETY: setrlimit in the child before exec (a plain system call).
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+            lim.rlim_cur = 96;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = e.h.server_pid().unwrap();
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let soft: u64 = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(
+        soft > 96,
+        "the server kept the client's soft limit: {limits}"
+    );
+    let runs: Vec<String> = (0..30)
+        .map(|i| e.start(&["--tool", "claude", "--name", &format!("r{i}")]))
+        .collect();
+    for r in &runs {
+        e.tail_until(r, ">");
+    }
+}

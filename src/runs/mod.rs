@@ -346,6 +346,35 @@ pub(crate) unsafe fn cloexec_inherited_fds() {
     }
 }
 
+/// Raises this process's soft limit on open descriptors to its hard limit, and returns the
+/// soft limit before and after (`None` where the limit cannot be read). A run holds several
+/// descriptors (a PTY master and its duplicates, a pidfd, transcript files), so a server
+/// under a soft limit of 1,024 (a common default) would refuse new runs near 170 of them.
+/// The children inherit the raised soft limit.
+pub fn raise_open_files_limit() -> Option<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit on this process with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return None;
+        }
+        let before = lim.rlim_cur as u64;
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return Some((before, lim.rlim_max as u64));
+            }
+        }
+        Some((before, before))
+    }
+}
+
 /// Kills and reaps a child that could not be set up (used before any waiter exists).
 pub(crate) fn abort_child(pid: u32) {
     let _ = process::signal_group(pid, libc::SIGKILL);
@@ -473,6 +502,7 @@ impl Run {
                         Arc::clone(&ring),
                         transcript.clone(),
                         reactor.meter(),
+                        reactor.screen_sleep_after(),
                     )),
                 };
                 (

@@ -160,7 +160,17 @@ pub(crate) struct ScreenCell {
     transcript: Option<Arc<Transcript>>,
     /// The output of every run sharing it (see [`run_screen`]).
     meter: OutputMeter,
+    /// How long an up-to-date screen goes unused before its emulator is given back (see
+    /// [`ScreenCell::background_step`]).
+    sleep_after: Duration,
 }
+
+/// The most output a sleeping screen is rebuilt from: a screen that has parsed more keeps
+/// its emulator. Measured, vt100 parses 10 to 17 ms per MiB here (`docs/performance.md`), so
+/// a rebuild costs at most about 70 ms, what a fetch after a ring's worth of output costs.
+pub(crate) const SLEEP_REPLAY_MAX: u64 = 4 << 20;
+/// The most resizes a screen remembers for a rebuild; one that has seen more never sleeps.
+const SLEEP_RESIZES_MAX: usize = 256;
 
 impl ScreenCell {
     pub fn new(
@@ -168,6 +178,7 @@ impl ScreenCell {
         ring: Arc<Ring>,
         transcript: Option<Arc<Transcript>>,
         meter: OutputMeter,
+        sleep_after: Duration,
     ) -> ScreenCell {
         ScreenCell {
             screen: Mutex::new(Screen::new(size)),
@@ -175,6 +186,7 @@ impl ScreenCell {
             ring,
             transcript,
             meter,
+            sleep_after,
         }
     }
 
@@ -190,6 +202,7 @@ impl ScreenCell {
         let target = self.ring.status().next_seq - 1;
         let mut s = self.lock();
         self.advance(&mut s, target, usize::MAX);
+        s.used = Instant::now();
         s.snapshot()
     }
 
@@ -211,7 +224,7 @@ impl ScreenCell {
         }
         let kept = self.ring.first_kept_after_push(len);
         let mut s = self.lock();
-        if s.parser.is_some() && s.seq + 1 < kept {
+        if (s.parser.is_some() || s.asleep) && s.seq + 1 < kept {
             self.advance(&mut s, kept - 1, usize::MAX);
         }
     }
@@ -248,6 +261,13 @@ impl ScreenCell {
             bytes = &bytes[cut..];
             p.set_size(nz(size.rows), nz(size.cols));
             resizes.pop_front();
+            if let Some(h) = s.history.as_mut() {
+                if h.len() < SLEEP_RESIZES_MAX {
+                    h.push((at, size));
+                } else {
+                    s.history = None;
+                }
+            }
         }
         drop(resizes);
         p.process(bytes);
@@ -258,6 +278,9 @@ impl ScreenCell {
     /// has evicted the frames in between), taking at most about `budget` bytes. Returns
     /// whether the screen reached `target` (or has been released).
     fn advance(&self, s: &mut Screen, target: u64, mut budget: usize) -> bool {
+        if s.asleep {
+            self.wake(s);
+        }
         loop {
             if s.parser.is_none() {
                 return true;
@@ -334,16 +357,33 @@ impl ScreenCell {
     pub(crate) fn background_step(&self, rate: &mut OutputRate) -> Step {
         let status = self.ring.status();
         {
-            let s = self.lock();
-            if s.parser.is_none() {
+            let mut s = self.lock();
+            if s.asleep {
+                // A sleeping screen stays asleep while nobody asks for it, output or not,
+                // unless it must wake: its run ended (the final screen is kept), its rebuild
+                // would grow past the bound, or the transcript no longer holds every byte.
+                let must = status.end.is_some()
+                    || status.total_bytes > SLEEP_REPLAY_MAX
+                    || !self.transcript_holds_everything();
+                if !must {
+                    return Step::Idle;
+                }
+                if rate.bursting() {
+                    return Step::Burst;
+                }
+            } else if s.parser.is_none() {
                 return Step::Released;
-            }
-            let behind = s.filling.is_some() || s.seq + 1 < status.next_seq;
-            if !behind && status.end.is_none() {
-                return Step::Idle;
-            }
-            if behind && rate.bursting() {
-                return Step::Burst;
+            } else {
+                let behind = s.filling.is_some() || s.seq + 1 < status.next_seq;
+                if !behind && status.end.is_none() {
+                    if s.used.elapsed() >= self.sleep_after && self.sleep(&mut s) {
+                        return Step::Slept;
+                    }
+                    return Step::Idle;
+                }
+                if behind && rate.bursting() {
+                    return Step::Burst;
+                }
             }
         }
         let mut s = self.lock();
@@ -359,7 +399,50 @@ impl ScreenCell {
 
     /// Whether the emulator has been released (the run ended and its screen is final).
     pub(crate) fn released(&self) -> bool {
-        self.lock().parser.is_none()
+        let s = self.lock();
+        s.parser.is_none() && !s.asleep
+    }
+
+    fn transcript_holds_everything(&self) -> bool {
+        self.transcript
+            .as_ref()
+            .is_some_and(|t| t.holds_everything())
+    }
+
+    /// Gives the emulator of an up-to-date screen back, when it can be rebuilt exactly: the
+    /// transcript holds every byte it parsed (at most [`SLEEP_REPLAY_MAX`]) and every resize
+    /// it applied is remembered. Returns whether it now sleeps.
+    fn sleep(&self, s: &mut Screen) -> bool {
+        if s.parser.is_none()
+            || s.asleep
+            || s.filling.is_some()
+            || s.history.is_none()
+            || s.offset > SLEEP_REPLAY_MAX
+            || !self.transcript_holds_everything()
+        {
+            return false;
+        }
+        s.parser = None;
+        s.asleep = true;
+        true
+    }
+
+    /// Rebuilds a sleeping screen's emulator: a new one at the run's first size takes the
+    /// output again from the transcript's first byte to where the screen slept, with every
+    /// resize re-applied at its byte (the same bytes and sizes give the same screen).
+    fn wake(&self, s: &mut Screen) {
+        s.asleep = false;
+        let history = s.history.replace(Vec::new()).unwrap_or_default();
+        {
+            let mut r = self.resizes.lock().unwrap_or_else(|e| e.into_inner());
+            for e in history.into_iter().rev() {
+                r.push_front(e);
+            }
+        }
+        s.parser = Some(new_parser(s.start));
+        s.filling = Some((s.seq, s.offset));
+        s.seq = 0;
+        s.offset = 0;
     }
 
     fn read_transcript(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
@@ -380,6 +463,8 @@ pub(crate) enum Step {
     Burst,
     /// The run has ended and its final screen is kept: the emulator is gone.
     Released,
+    /// Unused for a while, the screen gave its emulator back (it is rebuilt when needed).
+    Slept,
 }
 
 /// Above this rate of PTY output (all runs together) the background screen threads wait.
@@ -489,16 +574,30 @@ pub(crate) struct Screen {
     /// Set while the parser takes evicted bytes from the transcript: it is then between
     /// frame boundaries, and reaches frame `.0` at byte `.1`.
     filling: Option<(u64, u64)>,
+    /// The size the screen started at (what a rebuild starts from).
+    start: TermSize,
+    /// Every resize applied so far, at its output byte; `None` once there were too many to
+    /// remember (the screen then never sleeps).
+    history: Option<Vec<(u64, TermSize)>>,
+    /// Set while the emulator is given back: `parser` is `None` and `seq`/`offset` say how
+    /// far the screen had parsed ([`ScreenCell::wake`] rebuilds it).
+    asleep: bool,
+    /// When the screen was last asked for (or made).
+    used: Instant,
 }
 
 impl Screen {
     pub fn new(size: TermSize) -> Screen {
         Screen {
-            parser: Some(vt100::Parser::new(nz(size.rows), nz(size.cols), 0)),
+            parser: Some(new_parser(size)),
             last: None,
             seq: 0,
             offset: 0,
             filling: None,
+            start: size,
+            history: Some(Vec::new()),
+            asleep: false,
+            used: Instant::now(),
         }
     }
 
@@ -518,6 +617,10 @@ impl Screen {
             },
         }
     }
+}
+
+fn new_parser(size: TermSize) -> vt100::Parser {
+    vt100::Parser::new(nz(size.rows), nz(size.cols), 0)
 }
 
 pub(crate) fn nz(n: u16) -> std::num::NonZeroU16 {

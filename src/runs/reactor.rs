@@ -50,9 +50,20 @@ impl Drop for Shared {
     }
 }
 
+/// How long an up-to-date PTY screen goes unasked before its emulator is given back, by
+/// default (see [`Reactor::start_with_screen_sleep`]).
+pub const SCREEN_SLEEP_AFTER: Duration = Duration::from_secs(30);
+
 impl Reactor {
     /// Starts the loop's two threads.
     pub fn start() -> std::io::Result<Reactor> {
+        Reactor::start_with_screen_sleep(SCREEN_SLEEP_AFTER)
+    }
+
+    /// Starts the loop's two threads; an up-to-date PTY screen nobody has asked for during
+    /// `sleep_after` gives its emulator back, and is rebuilt from the transcript when next
+    /// needed (only where that is exact and short: `docs/runs.md`, "Idle screens").
+    pub fn start_with_screen_sleep(sleep_after: Duration) -> std::io::Result<Reactor> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
@@ -69,7 +80,10 @@ impl Reactor {
                 // Tasks still held (none once every run has ended) are dropped here.
                 rt.shutdown_background();
             })?;
-        let screens = Arc::new(Screens::default());
+        let screens = Arc::new(Screens {
+            sleep_after,
+            ..Screens::default()
+        });
         let worker = Arc::clone(&screens);
         let started = std::thread::Builder::new()
             .name("runs-screens".into())
@@ -107,6 +121,11 @@ impl Reactor {
         &self.shared.screens
     }
 
+    /// How long an unasked screen keeps its emulator.
+    pub(crate) fn screen_sleep_after(&self) -> Duration {
+        self.shared.screens.sleep_after
+    }
+
     /// The PTY output of every run of this reactor (what the background screens read the
     /// output's rate from).
     pub(crate) fn meter(&self) -> OutputMeter {
@@ -124,6 +143,7 @@ pub(crate) struct Screens {
     lock: Mutex<()>,
     cv: Condvar,
     meter: OutputMeter,
+    sleep_after: Duration,
 }
 
 /// How long the background screen thread sleeps when nothing pokes it (it then looks
@@ -169,6 +189,7 @@ impl Screens {
                 self.cells.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let mut busy = false;
             let mut released = false;
+            let mut slept = false;
             for cell in &cells {
                 match cell.background_step(&mut rate) {
                     super::pty::Step::Idle => {}
@@ -179,6 +200,7 @@ impl Screens {
                         break;
                     }
                     super::pty::Step::Released => released = true,
+                    super::pty::Step::Slept => slept = true,
                 }
             }
             if released {
@@ -186,6 +208,8 @@ impl Screens {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .retain(|c| !c.released());
+            }
+            if released || slept {
                 // Trimmed outside any screen lock: screen callers do not wait for it.
                 super::pty::release_freed_memory();
             }
@@ -195,7 +219,8 @@ impl Screens {
             }
             let g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             if !self.pending.load(Ordering::SeqCst) && !self.stopped.load(Ordering::SeqCst) {
-                let _ = self.cv.wait_timeout(g, IDLE_LOOK);
+                // Looks again in time to put the screens nobody asks for to sleep.
+                let _ = self.cv.wait_timeout(g, IDLE_LOOK.min(self.sleep_after));
             }
         }
     }

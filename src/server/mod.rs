@@ -199,6 +199,13 @@ pub fn run_foreground(
     let socket = home.socket_path();
     check_socket_path(&socket)?;
     let _lock = take_server_lock(&home)?;
+    if let Some((before, after)) = crate::runs::raise_open_files_limit()
+        && before < after
+    {
+        log(&format!(
+            "open-descriptor limit raised from {before} to {after} (each run holds several)"
+        ));
+    }
 
     // We hold the lock: any socket left here belongs to a server that is gone.
     match std::fs::remove_file(&socket) {
