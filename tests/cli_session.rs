@@ -1211,3 +1211,62 @@ fn a_server_started_under_a_low_descriptor_limit_still_holds_many_runs() {
         e.tail_until(r, ">");
     }
 }
+
+#[test]
+fn the_servers_threads_do_not_grow_with_its_stdio_runs() {
+    // Issue 17 §2 for pipe runs: a stdio run's protocol is followed by a task on the event
+    // loop, its lines handled on the loop's blocking pool. Before, each held a thread of its
+    // own (`watch-run-NNNN`): 24 more runs were 24 more threads (measured: 10 with one run,
+    // 35 with 25); after, 10 and 12 (the loop's blocking pool, whose threads end when idle).
+    let e = Env::new();
+    let first = e.start(&[
+        "--transport",
+        "pipe",
+        "--tool",
+        "claude",
+        "--name",
+        "one",
+        "--",
+        "hello",
+    ]);
+    e.tail_until(&first, "demo reply #1");
+    e.wait_state(&first, &["idle"]);
+    let pid = e.h.server_pid().unwrap();
+    let with_one = threads_of(pid);
+    let mut runs = Vec::new();
+    for i in 0..24 {
+        // The three stdio protocols: claude's stream-json, codex's app-server, ACP.
+        let tool = ["claude", "codex", "gemini"][i % 3];
+        let name = format!("idle {i}");
+        runs.push(e.start(&[
+            "--transport",
+            "pipe",
+            "--tool",
+            tool,
+            "--name",
+            &name,
+            "--",
+            "hello",
+        ]));
+    }
+    for r in &runs {
+        e.tail_until(r, "demo reply #1");
+        e.wait_state(r, &["idle"]);
+    }
+    let with_many = threads_of(pid);
+    eprintln!("{with_one} threads with one stdio run, {with_many} with 25");
+    assert!(
+        with_many <= with_one + 6,
+        "{with_one} threads with one stdio run, {with_many} with 25"
+    );
+    // And every one still speaks its protocol: a second turn reaches the first and the
+    // last, their replies come back, and a stop records the end.
+    for r in [&first, runs.last().unwrap()] {
+        e.ok(&["session", "input", r, "second words"]);
+        e.tail_until(r, "demo reply #2");
+    }
+    let last = runs.last().unwrap();
+    e.ok(&["session", "stop", last]);
+    let v = e.json(&["session", "show", last, "--json"]);
+    assert_eq!(v["state"], "stopped", "{v}");
+}

@@ -312,7 +312,30 @@ fn reconnect_from_last_plus_one_is_exact_on_a_pty() {
 
 const STUBBORN: &str = "trap '' TERM; sleep 1000 & echo grandchild=$!; while :; do sleep 1; done";
 
+/// How a test stops a run: [`Run::stop`] on its own thread, or [`Run::stop_async`] on timers
+/// of a single-threaded runtime (what the server's event loop is).
+#[derive(Clone, Copy)]
+enum How {
+    Blocking,
+    OnTimers,
+}
+
+fn stop_as(how: How, run: &Run, grace: Duration) -> Result<proctor::runs::StopReport, RunError> {
+    match how {
+        How::Blocking => run.stop(grace),
+        How::OnTimers => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(run.stop_async(grace)),
+    }
+}
+
 fn stop_escalates(transport: Transport) {
+    stop_escalates_as(transport, How::Blocking);
+}
+
+fn stop_escalates_as(transport: Transport, how: How) {
     let run = spawn(sh(STUBBORN, transport));
     let pid = run.pid();
     let start = run.start_time().unwrap();
@@ -328,7 +351,7 @@ fn stop_escalates(transport: Transport) {
     assert_eq!(gc_stat.pgrp as u32, pid, "the grandchild shares the group");
     assert!(process_exists(gc));
 
-    let report = run.stop(Duration::from_millis(300)).unwrap();
+    let report = stop_as(how, &run, Duration::from_millis(300)).unwrap();
     assert!(report.was_running);
     assert!(report.sent_term);
     assert!(
@@ -354,9 +377,33 @@ fn stop_escalates(transport: Transport) {
     let (_, end) = read_to_end(&run, 1);
     assert_eq!(end.exit, Some(exit));
     // Stopping again is a no-op that reports the same exit.
-    let again = run.stop(Duration::from_millis(300)).unwrap();
+    let again = stop_as(how, &run, Duration::from_millis(300)).unwrap();
     assert!(!again.was_running && !again.sent_term && !again.sent_kill);
     assert_eq!(again.exit, Some(exit));
+}
+
+#[test]
+fn stop_on_timers_escalates_the_same_on_pipes() {
+    stop_escalates_as(Transport::Pipe, How::OnTimers);
+}
+
+#[test]
+fn stop_on_timers_escalates_the_same_on_a_pty() {
+    stop_escalates_as(pty(), How::OnTimers);
+}
+
+#[test]
+fn stop_on_timers_does_not_kill_a_child_that_honours_sigterm() {
+    let run = spawn(RunSpec::new(
+        ["/usr/bin/sleep", "1000"],
+        "/",
+        env(),
+        Transport::Pipe,
+    ));
+    let report = stop_as(How::OnTimers, &run, Duration::from_secs(30)).unwrap();
+    assert!(report.was_running && report.sent_term && !report.sent_kill);
+    assert!(report.group_gone);
+    assert_eq!(report.exit.unwrap().signal(), Some(libc::SIGTERM));
 }
 
 #[test]

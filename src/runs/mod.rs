@@ -3,14 +3,14 @@
 //!
 //! A [`Run`] is started from a [`RunSpec`]: an explicit argv (no shell), a working folder and
 //! an explicit environment (applied after clearing everything, so nothing else reaches the
-//! child). Threads per run: one reader per output stream (one for a PTY, two for pipes) and
-//! one waiter that reaps the child and writes the end marker. See `docs/runs.md`.
+//! child). No thread per run: its streams are read and its exit observed by tasks on a
+//! [`Reactor`]. See `docs/runs.md`.
 //!
 //! Lifetime: [`Run::stop`] sends SIGTERM to the process group and to every other process of
 //! the run (its cgroup's members, or the processes attributed to it: see [`tree`] and
 //! [`cgroup`]), then SIGKILL (`cgroup.kill`) after a grace period, and returns only once the
-//! child is reaped, with the exit status the OS reported. Dropping a `Run` handle does not
-//! stop the child.
+//! child is reaped, with the exit status the OS reported; [`Run::stop_async`] does the same
+//! on timers. Dropping a `Run` handle does not stop the child.
 
 pub mod cgroup;
 pub mod process;
@@ -405,14 +405,17 @@ struct Inner {
     ring: Arc<Ring>,
     life: Mutex<Life>,
     life_cv: Condvar,
+    /// True once the leader is reaped: what [`Run::stop_async`] awaits (set with `life`).
+    reaped_tx: tokio::sync::watch::Sender<bool>,
     input: Mutex<Option<File>>,
     pty: Option<PtyParts>,
     transcript: Option<Arc<Transcript>>,
     cgroup: Option<PathBuf>,
     tracked: Arc<Tracked>,
     /// Kept while the run is: its screen is parsed in the background by the reactor's
-    /// screen thread, even after its end (a private reactor ends with its run).
-    _reactor: Reactor,
+    /// screen thread, even after its end (a private reactor ends with its run); its short
+    /// blocking jobs are bounded there.
+    reactor: Reactor,
 }
 
 impl Inner {
@@ -536,12 +539,13 @@ impl Run {
                 liveness: Liveness::Running,
             }),
             life_cv: Condvar::new(),
+            reaped_tx: tokio::sync::watch::Sender::new(false),
             input: Mutex::new(Some(input)),
             pty: pty_parts,
             transcript,
             cgroup: spec.cgroup.clone(),
             tracked: Tracked::new(),
-            _reactor: reactor.clone(),
+            reactor: reactor.clone(),
         });
         start_tasks(&reactor, &inner, readers, spec.drain_after_exit)?;
         Ok(Run { inner })
@@ -859,8 +863,62 @@ impl Run {
     /// Stops the run: SIGTERM to its process group; if the child is not reaped and the
     /// group empty within `grace`, SIGKILL to the group (and to the child). Returns once the
     /// child is reaped, with its observed exit status. On a run that already ended, only
-    /// members left in its group are signalled.
+    /// members left in its group are signalled. Blocks the calling thread throughout; see
+    /// [`Run::stop_async`] for the same on timers.
     pub fn stop(&self, grace: Duration) -> Result<StopReport, RunError> {
+        let mut report = self.stop_term(None)?;
+        if !self.wait_reaped_and_group_gone(Instant::now() + grace) {
+            self.stop_kill(&mut report, None)?;
+        }
+        if !matches!(self.wait_exit(KILL_WAIT), Liveness::Exited { .. })
+            && !self.inner.life().reaped
+        {
+            return Err(RunError::NotReaped {
+                pid: self.inner.pid,
+                waited: KILL_WAIT,
+            });
+        }
+        report.group_gone = self.wait_reaped_and_group_gone(Instant::now() + KILL_WAIT);
+        report.exit = self.exit();
+        Ok(report)
+    }
+
+    /// [`Run::stop`] on timers, with the same signals, report and errors: the grace and the
+    /// wait after SIGKILL are timers of the runtime that polls it, and the reap is awaited
+    /// (no thread is held while a run stops). Meant for the run's reactor
+    /// ([`Reactor::handle`]); it needs a runtime with timers and a blocking pool (where a
+    /// scan of `/proc`, needed only while the group still has members once the leader is
+    /// reaped, is made).
+    pub async fn stop_async(&self, grace: Duration) -> Result<StopReport, RunError> {
+        // The scans of `/proc` the blocking form makes under the run's lock are made first,
+        // off the loop's thread.
+        let live = if self.reaped() {
+            self.group_live_off_loop().await
+        } else {
+            false
+        };
+        let mut report = self.stop_term(Some(live))?;
+        if !self.reaped_and_group_gone_by(Instant::now() + grace).await {
+            let live = self.group_live_off_loop().await;
+            self.stop_kill(&mut report, Some(live))?;
+        }
+        if !self.reaped_by(Instant::now() + KILL_WAIT).await {
+            return Err(RunError::NotReaped {
+                pid: self.inner.pid,
+                waited: KILL_WAIT,
+            });
+        }
+        report.group_gone = self
+            .reaped_and_group_gone_by(Instant::now() + KILL_WAIT)
+            .await;
+        report.exit = self.exit();
+        Ok(report)
+    }
+
+    /// The first step of a stop: SIGTERM (and SIGCONT) to the group and to the run's other
+    /// members. `group_live`: whether the group has a live member, when looked at already
+    /// (else it is looked at here, if the leader is reaped).
+    fn stop_term(&self, group_live: Option<bool>) -> Result<StopReport, RunError> {
         let pid = self.inner.pid;
         let mut report = StopReport {
             was_running: false,
@@ -869,48 +927,123 @@ impl Run {
             group_gone: false,
             exit: None,
         };
-        {
-            // Holding `life` while signalling: the child cannot be reaped meanwhile, so its
-            // pid (the group id) cannot be recycled under us.
-            let life = self.inner.life();
-            report.was_running = !life.reaped;
-            if !life.reaped || group_has_live_members(pid) {
-                report.sent_term = self.signal_group_checked(libc::SIGTERM)?;
-                // A stopped member would keep SIGTERM pending until the grace runs out;
-                // continue it so it can act on it (as init systems do).
-                if report.sent_term {
-                    self.signal_group_checked(libc::SIGCONT)?;
-                }
+        // Holding `life` while signalling: the child cannot be reaped meanwhile, so its
+        // pid (the group id) cannot be recycled under us.
+        let life = self.inner.life();
+        report.was_running = !life.reaped;
+        if !life.reaped || group_live.unwrap_or_else(|| group_has_live_members(pid)) {
+            report.sent_term = self.signal_group_checked(libc::SIGTERM)?;
+            // A stopped member would keep SIGTERM pending until the grace runs out;
+            // continue it so it can act on it (as init systems do).
+            if report.sent_term {
+                self.signal_group_checked(libc::SIGCONT)?;
             }
-            // Members that left the group (setsid, setpgid) are still the run's: its cgroup
-            // or its attributed processes name them.
-            report.sent_term |= self.signal_extras(libc::SIGTERM);
         }
-        if !self.wait_reaped_and_group_gone(Instant::now() + grace) {
-            let life = self.inner.life();
-            if group_has_live_members(pid) {
-                report.sent_kill |= self.signal_group_checked(libc::SIGKILL)?;
-            }
-            if !life.reaped {
-                // In case the child left its group; it is unreaped, so the pid is still its.
-                if process::signal_process(pid, libc::SIGKILL).is_ok() {
-                    report.sent_kill = true;
-                }
-            }
-            drop(life);
-            report.sent_kill |= self.kill_extras();
-        }
-        if !matches!(self.wait_exit(KILL_WAIT), Liveness::Exited { .. })
-            && !self.inner.life().reaped
-        {
-            return Err(RunError::NotReaped {
-                pid,
-                waited: KILL_WAIT,
-            });
-        }
-        report.group_gone = self.wait_reaped_and_group_gone(Instant::now() + KILL_WAIT);
-        report.exit = self.exit();
+        // Members that left the group (setsid, setpgid) are still the run's: its cgroup
+        // or its attributed processes name them.
+        report.sent_term |= self.signal_extras(libc::SIGTERM);
+        drop(life);
         Ok(report)
+    }
+
+    /// The grace ran out: SIGKILL to the group, to the child and to the run's other members.
+    /// `group_live` as for [`Run::stop_term`].
+    fn stop_kill(&self, report: &mut StopReport, group_live: Option<bool>) -> Result<(), RunError> {
+        let pid = self.inner.pid;
+        let life = self.inner.life();
+        if group_live.unwrap_or_else(|| group_has_live_members(pid)) {
+            report.sent_kill |= self.signal_group_checked(libc::SIGKILL)?;
+        }
+        if !life.reaped {
+            // In case the child left its group; it is unreaped, so the pid is still its.
+            if process::signal_process(pid, libc::SIGKILL).is_ok() {
+                report.sent_kill = true;
+            }
+        }
+        drop(life);
+        report.sent_kill |= self.kill_extras();
+        Ok(())
+    }
+
+    /// [`group_has_live_members`] from async code: the cheap look (`kill(-pgid, 0)`) on the
+    /// caller's thread; the scan of `/proc`, needed only while the group has members, on
+    /// the blocking pool, a few of the reactor's runs at a time.
+    async fn group_live_off_loop(&self) -> bool {
+        let pgid = self.inner.pid;
+        if !group_exists(pgid) {
+            return false;
+        }
+        self.inner
+            .reactor
+            .short_blocking(move || group_has_live_members(pgid))
+            .await
+            .unwrap_or(true)
+    }
+
+    /// Awaits the reap of the leader until `deadline`; true once reaped.
+    async fn reaped_by(&self, deadline: Instant) -> bool {
+        let mut rx = self.inner.reaped_tx.subscribe();
+        let at = tokio::time::Instant::from_std(deadline);
+        let _ = tokio::time::timeout_at(at, rx.wait_for(|r| *r)).await;
+        self.inner.life().reaped
+    }
+
+    /// [`Run::wait_reaped_and_group_gone`] on timers: the reap is awaited; the group's
+    /// members, which signal nothing, are looked at every 20 ms once it is reaped.
+    async fn reaped_and_group_gone_by(&self, deadline: Instant) -> bool {
+        loop {
+            if self.reaped_by(deadline).await
+                && !self.group_live_off_loop().await
+                && self.extras_gone()
+            {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            tokio::time::sleep((deadline - now).min(Duration::from_millis(20))).await;
+        }
+    }
+
+    /// [`Run::end_remaining`] on timers (for the reactor: nothing blocks its thread but
+    /// the look at the run's cgroup or attributed processes; a scan of `/proc` goes to the
+    /// blocking pool).
+    pub async fn end_remaining_async(&self, grace: Duration) -> bool {
+        let pid = self.inner.pid;
+        let reaped = self.inner.life().reaped;
+        async fn left(run: &Run, reaped: bool) -> bool {
+            !run.extra_members().is_empty() || (reaped && run.group_live_off_loop().await)
+        }
+        if left(self, reaped).await {
+            if reaped && self.group_live_off_loop().await {
+                let _ = process::signal_group(pid, libc::SIGTERM);
+                let _ = process::signal_group(pid, libc::SIGCONT);
+            }
+            self.signal_extras(libc::SIGTERM);
+            let deadline = Instant::now() + grace;
+            while left(self, reaped).await && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            if left(self, reaped).await {
+                if reaped && self.group_live_off_loop().await {
+                    let _ = process::signal_group(pid, libc::SIGKILL);
+                }
+                self.kill_extras();
+                let deadline = Instant::now() + KILL_WAIT;
+                while left(self, reaped).await && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+        let gone = !left(self, reaped).await;
+        if let Some(dir) = &self.inner.cgroup
+            && reaped
+            && gone
+        {
+            let _ = cgroup::remove(dir);
+        }
+        gone
     }
 
     fn signal_group_checked(&self, sig: libc::c_int) -> Result<bool, RunError> {
@@ -1204,6 +1337,7 @@ async fn wait_and_end(
         life.reaped = true;
         life.liveness = liveness.clone();
         inner.life_cv.notify_all();
+        inner.reaped_tx.send_replace(true);
         match liveness {
             Liveness::Exited { exit } => Some(exit),
             _ => None,
@@ -1219,7 +1353,7 @@ async fn wait_and_end(
     }
     // Every descriptor of the run is closed before its end is visible.
     if let Some(t) = inner.transcript.clone() {
-        let _ = tokio::task::spawn_blocking(move || t.finish()).await;
+        let _ = reactor.short_blocking(move || t.finish()).await;
     }
     // Release descriptors the ended run no longer needs. An input write may be blocked for
     // up to its timeout; do not wait for it.

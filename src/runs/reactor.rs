@@ -9,7 +9,8 @@
 //! - One thread, at the lowest scheduling priority, brings the PTY screens up to date in the
 //!   background ([`Screens`]), for every run in turn.
 //! - Work that blocks (fsync of a transcript, a caller's end-of-run bookkeeping) goes to the
-//!   runtime's blocking pool, whose threads end when idle.
+//!   runtime's blocking pool, whose threads end when idle; the short jobs (fsyncs, scans of
+//!   `/proc`) two at a time.
 //!
 //! A session manager holds one reactor for all its runs; a run started on its own
 //! ([`super::RunSpec::new`] without a reactor) gets a private one, which ends with it.
@@ -39,7 +40,16 @@ struct Shared {
     /// The one read buffer: every read happens on the loop's one thread, between awaits.
     buf: Mutex<Vec<u8>>,
     screens: Arc<Screens>,
+    /// How many short blocking jobs of the runs may hold a thread of the blocking pool at
+    /// once ([`SHORT_SLOTS`]).
+    short_slots: tokio::sync::Semaphore,
 }
+
+/// How many short blocking jobs of the runs (a transcript's fsync at its end, a scan of
+/// `/proc` while a stop escalates) run on the blocking pool at once: each takes
+/// milliseconds, and many runs doing one together (a shutdown stopping them all) would
+/// otherwise take a thread each.
+const SHORT_SLOTS: usize = 2;
 
 impl Drop for Shared {
     fn drop(&mut self) {
@@ -98,6 +108,7 @@ impl Reactor {
                 stop: Mutex::new(Some(tx)),
                 buf: Mutex::new(Vec::new()),
                 screens,
+                short_slots: tokio::sync::Semaphore::new(SHORT_SLOTS),
             }),
         })
     }
@@ -114,6 +125,16 @@ impl Reactor {
             b.resize(len, 0);
         }
         f(&mut b[..len])
+    }
+
+    /// Runs `f`, short blocking work, on the blocking pool of the runtime that polls the
+    /// caller, at most [`SHORT_SLOTS`] jobs of this reactor's runs at a time.
+    pub(crate) async fn short_blocking<R: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> Option<R> {
+        let _slot = self.shared.short_slots.acquire().await;
+        tokio::task::spawn_blocking(f).await.ok()
     }
 
     /// The background screens of this reactor's PTY runs.

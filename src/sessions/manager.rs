@@ -209,6 +209,26 @@ struct Live {
     stop_requested: bool,
 }
 
+/// One run a previous server left live, as its sweep found it.
+struct Sweep {
+    run_ref: String,
+    generation: u64,
+    pid: Option<u32>,
+    /// Its cgroup folder's name.
+    folder: String,
+    cgroups: Vec<PathBuf>,
+    pids: Vec<runs::Ident>,
+    /// Something of it was still there.
+    found: bool,
+}
+
+/// What a stop's first step found.
+enum Begun {
+    /// Nothing to signal (the run is not live, or a previous server's sweep ended it).
+    Done(Box<Stopped>),
+    Stop(Run),
+}
+
 /// Input waiting for the handshake: a turn to encode, or a raw protocol line.
 enum Queued {
     Text(String),
@@ -290,6 +310,11 @@ pub enum Containment {
 /// to record the exit. Generous: on a loaded machine the follower may still be reading.
 const STOP_RECORD_WAIT: Duration = Duration::from_secs(15);
 
+/// How many runs' end bookkeeping (records under the manager's lock, an attribution scan)
+/// run at once on the blocking pool: they wait for the same lock, so more would only hold
+/// more threads when many runs end together.
+const END_SLOTS: usize = 2;
+
 /// How often the keeper scans each run's processes (attribution, adopted zombies).
 const KEEP_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -311,6 +336,9 @@ pub struct Sessions {
     containment: Containment,
     /// The event loop every run of this manager is read, waited for and parsed on.
     reactor: runs::Reactor,
+    /// How many runs' end bookkeeping may hold a thread of the reactor's blocking pool at
+    /// once ([`END_SLOTS`]).
+    end_slots: tokio::sync::Semaphore,
 }
 
 fn now() -> String {
@@ -464,6 +492,7 @@ impl Sessions {
             tag_prefix,
             containment,
             reactor: runs::Reactor::start().map_err(SessionError::internal)?,
+            end_slots: tokio::sync::Semaphore::new(END_SLOTS),
         });
         for rec in &repaired {
             sessions.persist(rec)?;
@@ -815,34 +844,50 @@ impl Sessions {
             refs.len()
         ));
         let tags = tagged_processes_all(&self.tag_prefix);
-        let handles: Vec<_> = refs
+        // What each run left, from one look at the processes (nothing is signalled yet).
+        let snap = runs::tree::Snapshot::take();
+        let plans: Vec<Sweep> = refs
             .iter()
-            .cloned()
-            .map(|r| {
-                let me = Arc::clone(self);
-                let pids = tags.clone();
-                std::thread::Builder::new()
-                    .name(format!("sweep-{r}"))
-                    .spawn(move || me.sweep_one(&r, &pids))
-            })
+            .filter_map(|r| self.sweep_plan(r, &tags, &snap))
             .collect();
-        let mut swept = BTreeSet::new();
-        for (r, h) in refs.into_iter().zip(handles) {
-            match h {
-                Ok(h) => {
-                    if let Ok(Some(folder)) = h.join() {
-                        swept.insert(folder);
-                    }
-                }
-                Err(e) => crate::log::log(&format!("sessions: cannot sweep {r}: {e}")),
+        drop(snap);
+        // Ended all at once, on timers on the reactor (no thread per run); each is recorded
+        // lost here as soon as its own processes are gone.
+        let grace = self.settings.stop_grace;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let work: Vec<(Vec<runs::Ident>, Vec<PathBuf>, bool)> = plans
+            .iter()
+            .map(|p| (p.pids.clone(), p.cgroups.clone(), p.found))
+            .collect();
+        self.reactor.handle().spawn(async move {
+            let mut set = tokio::task::JoinSet::new();
+            for (i, (pids, cgroups, found)) in work.into_iter().enumerate() {
+                set.spawn(async move {
+                    let ended = !found || end_processes(&pids, &cgroups, grace).await;
+                    (i, ended)
+                });
             }
+            while let Some(done) = set.join_next().await {
+                if let Ok(done) = done {
+                    let _ = tx.send(done);
+                }
+            }
+        });
+        let mut swept = BTreeSet::new();
+        for (i, ended) in rx {
+            swept.insert(self.sweep_finish(&plans[i], ended));
         }
         self.sweep_cgroup_leftovers(&swept);
         crate::log::log("sessions: sweep done");
     }
 
-    /// Ends one run's leftovers and records it lost. Returns its cgroup folder name.
-    fn sweep_one(&self, run_ref: &str, tags: &HashMap<String, Vec<u32>>) -> Option<String> {
+    /// What one run a previous server left live holds: its processes and cgroups.
+    fn sweep_plan(
+        &self,
+        run_ref: &str,
+        tags: &HashMap<String, Vec<u32>>,
+        snap: &runs::tree::Snapshot,
+    ) -> Option<Sweep> {
         let (d, started) = {
             let inner = self.lock();
             let rec = inner.records.get(run_ref)?;
@@ -885,7 +930,6 @@ impl Sessions {
         }
         cgroups.retain(|p| p.join("cgroup.procs").exists());
         let mut ids: BTreeSet<runs::Ident> = BTreeSet::new();
-        let snap = runs::tree::Snapshot::take();
         let mut roots: Vec<u32> = tags.get(&tag).cloned().unwrap_or_default();
         if let (Some(pid), Some(st)) = (pid, start_time)
             && runs::is_same_process(pid, st)
@@ -917,8 +961,22 @@ impl Sessions {
         ids.extend(snap.descendants(&roots));
         let pids: Vec<runs::Ident> = ids.into_iter().collect();
         let found = !pids.is_empty() || cgroups.iter().any(|c| runs::cgroup::populated(c));
-        let ended = !found || end_processes(&pids, &cgroups, self.settings.stop_grace);
-        for c in &cgroups {
+        Some(Sweep {
+            run_ref: run_ref.to_string(),
+            generation: d.generation,
+            pid,
+            folder,
+            cgroups,
+            pids,
+            found,
+        })
+    }
+
+    /// Once a swept run's processes are ended: removes its cgroups and records it lost.
+    /// Returns its cgroup folder name.
+    fn sweep_finish(&self, sweep: &Sweep, ended: bool) -> String {
+        let run_ref = &sweep.run_ref;
+        for c in &sweep.cgroups {
             if let Err(e) = runs::cgroup::remove(c) {
                 crate::log::log(&format!(
                     "sessions: {run_ref}: cannot remove the cgroup {}: {e}",
@@ -926,7 +984,7 @@ impl Sessions {
                 ));
             }
         }
-        let reason = if found {
+        let reason = if sweep.found {
             "the server that owned it stopped; the processes it left were ended at restart"
         } else {
             "the server that owned it stopped; its process was gone at restart"
@@ -937,13 +995,13 @@ impl Sessions {
                 &mut inner,
                 run_ref,
                 kinds::LOST,
-                json!({"generation": d.generation, "pid": pid, "found": found, "ended": ended, "processes": pids.len(), "reason": reason}),
+                json!({"generation": sweep.generation, "pid": sweep.pid, "found": sweep.found, "ended": ended, "processes": sweep.pids.len(), "reason": reason}),
             )
             .inspect_err(|e| {
                 crate::log::log(&format!("sessions: {run_ref}: cannot record lost: {e}"))
             });
         inner.recovering.remove(run_ref);
-        Some(folder)
+        sweep.folder.clone()
     }
 
     /// Empties and removes the run cgroup folders under this home's cgroup that no swept
@@ -1236,7 +1294,10 @@ impl Sessions {
         }
         if let Some(prompt) = req.prompt.filter(|p| !p.is_empty()) {
             let now = match transport {
-                Transport::Pty => self.type_first_prompt(&inner, &run_ref, prompt),
+                Transport::Pty => {
+                    self.type_first_prompt(&inner, &run_ref, prompt);
+                    None
+                }
                 Transport::Pipe => Some(prompt),
             };
             if let Some(text) = now {
@@ -1259,56 +1320,55 @@ impl Sessions {
     /// earlier),
     /// the text, then Enter as a key of its own, so that the tool takes it as a submitted
     /// turn and not as text pasted ahead of its prompt. A run that ends first gets nothing.
-    /// Returns what to type at once instead, when no thread can wait.
-    fn type_first_prompt(
-        self: &Arc<Self>,
-        inner: &Inner,
-        run_ref: &str,
-        prompt: String,
-    ) -> Option<String> {
-        let ring = inner.live.get(run_ref).map(|l| l.run.ring().clone())?;
+    /// A task on the reactor waits for that (no thread is held); the typing goes to the
+    /// blocking pool.
+    fn type_first_prompt(self: &Arc<Self>, inner: &Inner, run_ref: &str, prompt: String) {
+        let Some(ring) = inner.live.get(run_ref).map(|l| l.run.ring().clone()) else {
+            return;
+        };
         let text = prompt.trim_end_matches(['\r', '\n']).to_string();
-        let prompt_now = format!("{text}\r");
         let me = Arc::clone(self);
         let run = run_ref.to_string();
-        let spawned = std::thread::Builder::new()
-            .name(format!("first-prompt-{run}"))
-            .spawn(move || {
-                // Up: it has drawn something, and then gone quiet (waiting for keys).
-                let deadline = std::time::Instant::now() + FIRST_PROMPT_WAIT;
-                ring.wait_readable(1, FIRST_PROMPT_WAIT);
-                loop {
-                    let next = ring.status().next_seq;
-                    let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    if ring.ended().is_some()
-                        || left.is_zero()
-                        || !ring.wait_readable(next, FIRST_PROMPT_QUIET.min(left))
-                    {
-                        break;
-                    }
+        self.reactor.handle().spawn(async move {
+            // Up: it has drawn something, and then gone quiet (waiting for keys).
+            let deadline = tokio::time::Instant::now() + FIRST_PROMPT_WAIT;
+            let _ = tokio::time::timeout_at(deadline, ring.readable(1)).await;
+            loop {
+                let next = ring.status().next_seq;
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if ring.ended().is_some()
+                    || left.is_zero()
+                    || tokio::time::timeout(FIRST_PROMPT_QUIET.min(left), ring.readable(next))
+                        .await
+                        .is_err()
+                {
+                    break;
                 }
-                if ring.ended().is_some() {
-                    return;
+            }
+            if ring.ended().is_some() {
+                return;
+            }
+            for (i, keys) in [text, "\r".to_string()].into_iter().enumerate() {
+                if i == 1 {
+                    // The tool reads the text before the key that submits it.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                for (i, keys) in [text, "\r".to_string()].into_iter().enumerate() {
-                    if i == 1 {
-                        // The tool reads the text before the key that submits it.
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                    let typed = me.input(
+                let (me, run) = (Arc::clone(&me), run.clone());
+                let typed = tokio::task::spawn_blocking(move || {
+                    me.input(
                         &run,
                         &InputRequest {
                             text: Some(keys),
                             ..Default::default()
                         },
-                    );
-                    if typed.is_err() {
-                        return; // the run is no longer live: nothing waits for the prompt
-                    }
+                    )
+                })
+                .await;
+                if !matches!(typed, Ok(Ok(()))) {
+                    return; // the run is no longer live: nothing waits for the prompt
                 }
-            });
-        // No thread to wait with: type it now (the keys wait in the input queue).
-        spawned.err().map(|_| prompt_now)
+            }
+        });
     }
 
     /// The next run ref, taken now (refs are never reused once recorded).
@@ -1478,54 +1538,76 @@ impl Sessions {
         );
         let run_ref = run_ref.to_string();
         let hold = enclosure.and_then(|e| e.hold.clone());
-        if link.is_none() {
-            // A PTY run has no protocol to follow: only its end matters, so nothing waits
-            // for it but a task on the reactor, which hands the end's bookkeeping to the
-            // blocking pool (no thread is held per run).
+        // No thread is held per run: a task on the reactor follows it (a stdio run's lines,
+        // a PTY run's end alone) and hands what blocks (the protocol's replies and records,
+        // the end's bookkeeping) to the reactor's blocking pool.
+        let Some(link) = link else {
+            // A PTY run has no protocol to follow: only its end matters.
             let me = Arc::downgrade(self);
             let mut ended = run.ring().subscribe();
             self.reactor.handle().spawn(async move {
+                let _hold = hold;
                 let _ = ended.wait_for(|s| s.end.is_some()).await;
-                let _ = tokio::task::spawn_blocking(move || {
-                    let _hold = hold;
-                    if let Some(me) = me.upgrade() {
-                        me.watch(run_ref, generation, run, None);
-                    }
-                })
-                .await;
+                let end = run.ring().ended();
+                if let (Some(me), Some(end)) = (me.upgrade(), end) {
+                    me.after_end(run_ref, generation, run, None, end).await;
+                }
             });
             return Ok(());
-        }
+        };
         let me = Arc::clone(self);
-        std::thread::Builder::new()
-            .name(format!("watch-{run_ref}"))
-            .spawn(move || {
-                let _hold = hold;
-                me.watch(run_ref, generation, run, link)
-            })
-            .map_err(SessionError::internal)?;
+        self.reactor.handle().spawn(async move {
+            let _hold = hold;
+            let end = me.follow(&run_ref, generation, &run, &link).await;
+            me.after_end(run_ref, generation, run, Some(link), end)
+                .await;
+        });
         Ok(())
     }
 
-    /// Follows one generation's output: speaks its stdio protocol, records what the tool
-    /// reports, and records the exit the OS reports.
-    fn watch(
+    /// A generation's end (its output ended, its exit observed): records the exit the OS
+    /// reported (and what the tool left open) on the blocking pool, a few runs at a time,
+    /// then ends what the run left behind on timers.
+    async fn after_end(
         self: Arc<Self>,
         run_ref: String,
         generation: u64,
         run: Run,
         link: Option<Arc<Mutex<StdioLink>>>,
+        end: runs::End,
     ) {
-        let end = match &link {
-            // A PTY run has no protocol to follow: only its end matters. Waiting for the end
-            // alone keeps this thread asleep while output flows.
-            None => loop {
-                if let Some(end) = run.ring().wait_end(Duration::from_secs(3600)) {
-                    break end;
-                }
-            },
-            Some(link) => self.follow(&run_ref, generation, &run, link),
-        };
+        {
+            // Records wait for the manager's lock anyway: many runs ending at once (a
+            // shutdown) take a few of the pool's threads, not one each.
+            let _slot = self.end_slots.acquire().await;
+            let me = Arc::clone(&self);
+            let (r, g) = (run_ref.clone(), run.clone());
+            let _ = tokio::task::spawn_blocking(move || {
+                me.record_end(&r, generation, &g, link, end);
+                // Whatever the run left (a daemon it double-forked, a process that changed
+                // its session) ends with it: a fresh attribution first.
+                me.keep();
+            })
+            .await;
+        }
+        // Its cgroup folder goes once it is empty.
+        if !run.end_remaining_async(self.settings.stop_grace).await {
+            crate::log::log(&format!(
+                "sessions: {run_ref}: processes it left could not all be ended"
+            ));
+        }
+    }
+
+    /// Records one generation's end: the permission requests left open expire, and the
+    /// exit the OS reported.
+    fn record_end(
+        &self,
+        run_ref: &str,
+        generation: u64,
+        run: &Run,
+        link: Option<Arc<Mutex<StdioLink>>>,
+        end: runs::End,
+    ) {
         let fatal = link
             .as_ref()
             .and_then(|l| l.lock().ok().and_then(|l| l.fatal.clone()));
@@ -1558,34 +1640,27 @@ impl Sessions {
         {
             fields["transcript_capped"] = json!(true);
         }
-        {
-            let mut inner = self.lock();
-            let current = inner.live.get(&run_ref).map(|l| l.generation) == Some(generation);
-            if current {
-                for id in expired {
-                    let _ = self.record(
-                        &mut inner,
-                        &run_ref,
-                        kinds::PERMISSION_EXPIRED,
-                        json!({"generation": generation, "id": id}),
-                    );
-                }
-                let _ = self.record(&mut inner, &run_ref, kinds::EXITED, fields);
+        let mut inner = self.lock();
+        let current = inner.live.get(run_ref).map(|l| l.generation) == Some(generation);
+        if current {
+            for id in expired {
+                let _ = self.record(
+                    &mut inner,
+                    run_ref,
+                    kinds::PERMISSION_EXPIRED,
+                    json!({"generation": generation, "id": id}),
+                );
             }
-        }
-        // Whatever the run left (a daemon it double-forked, a process that changed its
-        // session) ends with it; its cgroup folder goes once it is empty.
-        self.keep();
-        if !run.end_remaining(self.settings.stop_grace) {
-            crate::log::log(&format!(
-                "sessions: {run_ref}: processes it left could not all be ended"
-            ));
+            let _ = self.record(&mut inner, run_ref, kinds::EXITED, fields);
         }
     }
 
-    /// Reads a stdio run's output line by line and speaks its protocol, until the end.
-    fn follow(
-        &self,
+    /// Reads a stdio run's output line by line and speaks its protocol, until the end: on
+    /// the reactor, which waits for the ring and splits the lines; each batch of complete
+    /// lines goes to the blocking pool (replies are written to the tool's stdin, facts
+    /// recorded), awaited, so a run's lines are handled in order.
+    async fn follow(
+        self: &Arc<Self>,
         run_ref: &str,
         generation: u64,
         run: &Run,
@@ -1595,6 +1670,7 @@ impl Sessions {
         let mut cursor = 1u64;
         let mut partial: HashMap<Stream, Vec<u8>> = HashMap::new();
         loop {
+            let mut lines: Vec<(Stream, Vec<u8>)> = Vec::new();
             match ring.read_from(cursor, 1 << 20) {
                 ReadOutcome::Frames(frames) => {
                     for f in frames {
@@ -1605,8 +1681,7 @@ impl Sessions {
                         let buf = partial.entry(f.stream).or_default();
                         buf.extend_from_slice(&f.bytes);
                         while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                            let line: Vec<u8> = buf.drain(..=pos).collect();
-                            self.on_line(run_ref, generation, run, link, f.stream, &line);
+                            lines.push((f.stream, buf.drain(..=pos).collect()));
                         }
                         if buf.len() > 8 << 20 {
                             buf.clear(); // an unbounded line is not protocol
@@ -1614,12 +1689,21 @@ impl Sessions {
                     }
                 }
                 ReadOutcome::Lag { first_available } => cursor = first_available,
-                ReadOutcome::Pending { .. } => {
-                    ring.wait_readable(cursor, Duration::from_millis(500));
-                }
+                ReadOutcome::Pending { .. } => ring.readable(cursor).await,
                 ReadOutcome::Ahead { next } => cursor = next,
                 ReadOutcome::End(end) => return end,
             }
+            if lines.is_empty() {
+                continue;
+            }
+            let me = Arc::clone(self);
+            let (r, g, l) = (run_ref.to_string(), run.clone(), Arc::clone(link));
+            let _ = tokio::task::spawn_blocking(move || {
+                for (stream, line) in lines {
+                    me.on_line(&r, generation, &g, &l, stream, &line);
+                }
+            })
+            .await;
         }
     }
 
@@ -1746,10 +1830,11 @@ impl Sessions {
             }
         }
         if stop {
+            // On timers on the reactor: no thread waits out the grace.
             let run = run.clone();
             let grace = self.settings.stop_grace;
-            std::thread::spawn(move || {
-                let _ = run.stop(grace);
+            self.reactor.handle().spawn(async move {
+                let _ = run.stop_async(grace).await;
             });
         }
     }
@@ -2232,45 +2317,9 @@ impl Sessions {
     /// Stops a run's process group (TERM, then KILL after the grace period) and returns once
     /// the exit is observed and recorded. Stopping a run that is not live changes nothing.
     pub fn stop(&self, run_ref: &str, by: &str) -> Result<Stopped, SessionError> {
-        let unsignalled = |run: RunView| Stopped { run, stop: None };
-        let run = {
-            let mut inner = self.lock();
-            let state = self.get_record(&inner, run_ref)?.derive().state;
-            if !state.is_live() {
-                return self.view(&inner, run_ref, Some(by)).map(unsignalled);
-            }
-            if inner.recovering.contains(run_ref) {
-                // Left by a previous server: its sweep is ending it; answer once it has.
-                drop(inner);
-                let deadline = std::time::Instant::now()
-                    + self.settings.stop_grace
-                    + runs::KILL_WAIT
-                    + Duration::from_secs(5);
-                loop {
-                    let inner = self.lock();
-                    if !inner.recovering.contains(run_ref) || std::time::Instant::now() >= deadline
-                    {
-                        return self.view(&inner, run_ref, Some(by)).map(unsignalled);
-                    }
-                    drop(inner);
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            }
-            let Some(live) = inner.live.get_mut(run_ref) else {
-                return self.view(&inner, run_ref, Some(by)).map(unsignalled);
-            };
-            let run = live.run.clone();
-            let generation = live.generation;
-            if !live.stop_requested {
-                live.stop_requested = true;
-                self.record(
-                    &mut inner,
-                    run_ref,
-                    kinds::STOP_REQUESTED,
-                    json!({"generation": generation, "by": by}),
-                )?;
-            }
-            run
+        let run = match self.begin_stop(run_ref, by)? {
+            Begun::Done(stopped) => return Ok(*stopped),
+            Begun::Stop(run) => run,
         };
         // A fresh attribution first: a process forked since the keeper's last pass (the
         // subreaper fallback) is then signalled with the rest.
@@ -2278,6 +2327,59 @@ impl Sessions {
         let report = run
             .stop(self.settings.stop_grace)
             .map_err(|e| SessionError::Internal(e.to_string()))?;
+        self.finish_stop(run_ref, by, &run, &report)
+    }
+
+    /// A stop's first step: records that it was asked for, and gives the run to signal (or
+    /// the answer, when the run is not live).
+    fn begin_stop(&self, run_ref: &str, by: &str) -> Result<Begun, SessionError> {
+        let unsignalled = |run: RunView| Begun::Done(Box::new(Stopped { run, stop: None }));
+        let mut inner = self.lock();
+        let state = self.get_record(&inner, run_ref)?.derive().state;
+        if !state.is_live() {
+            return self.view(&inner, run_ref, Some(by)).map(unsignalled);
+        }
+        if inner.recovering.contains(run_ref) {
+            // Left by a previous server: its sweep is ending it; answer once it has.
+            drop(inner);
+            let deadline = std::time::Instant::now()
+                + self.settings.stop_grace
+                + runs::KILL_WAIT
+                + Duration::from_secs(5);
+            loop {
+                let inner = self.lock();
+                if !inner.recovering.contains(run_ref) || std::time::Instant::now() >= deadline {
+                    return self.view(&inner, run_ref, Some(by)).map(unsignalled);
+                }
+                drop(inner);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let Some(live) = inner.live.get_mut(run_ref) else {
+            return self.view(&inner, run_ref, Some(by)).map(unsignalled);
+        };
+        let run = live.run.clone();
+        let generation = live.generation;
+        if !live.stop_requested {
+            live.stop_requested = true;
+            self.record(
+                &mut inner,
+                run_ref,
+                kinds::STOP_REQUESTED,
+                json!({"generation": generation, "by": by}),
+            )?;
+        }
+        Ok(Begun::Stop(run))
+    }
+
+    /// A stop's last step, once the run is reaped: waits for its exit to be recorded.
+    fn finish_stop(
+        &self,
+        run_ref: &str,
+        by: &str,
+        run: &Run,
+        report: &runs::StopReport,
+    ) -> Result<Stopped, SessionError> {
         // The watcher records the exit once the output has drained (at most the drain
         // period after the reap) and the follower has read the rest; wait for it so the
         // answer carries the exit code. On a loaded machine that can take seconds.
@@ -2309,24 +2411,61 @@ impl Sessions {
         )))
     }
 
-    /// Stops every live run (server shutdown), in parallel, and returns when all are done.
+    /// Stops every live run (server shutdown), all at once, and returns when all are done
+    /// and their exits recorded. The stops run on timers on the reactor (TERM, the grace,
+    /// KILL, the reap, the end of the output), so stopping N runs holds no thread per run.
     pub fn stop_all(self: &Arc<Self>, by: &str) {
         let refs: Vec<String> = {
             let inner = self.lock();
             inner.live.keys().cloned().collect()
         };
-        let handles: Vec<_> = refs
+        let stopping: Vec<(String, Run)> = refs
             .into_iter()
-            .map(|r| {
-                let me = Arc::clone(self);
-                let by = by.to_string();
-                std::thread::spawn(move || {
-                    let _ = me.stop(&r, &by);
-                })
+            .filter_map(|r| match self.begin_stop(&r, by) {
+                Ok(Begun::Stop(run)) => Some((r, run)),
+                _ => None,
             })
             .collect();
-        for h in handles {
-            let _ = h.join();
+        if stopping.is_empty() {
+            return;
+        }
+        // A fresh attribution first, as for one stop.
+        self.keep();
+        let grace = self.settings.stop_grace;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let runs: Vec<Run> = stopping.iter().map(|(_, run)| run.clone()).collect();
+        self.reactor.handle().spawn(async move {
+            let mut set = tokio::task::JoinSet::new();
+            for (i, run) in runs.into_iter().enumerate() {
+                set.spawn(async move {
+                    let report = run.stop_async(grace).await;
+                    let mut ended = run.ring().subscribe();
+                    let _ = tokio::time::timeout(
+                        runs::DEFAULT_DRAIN_AFTER_EXIT + STOP_RECORD_WAIT,
+                        ended.wait_for(|s| s.end.is_some()),
+                    )
+                    .await;
+                    (i, report)
+                });
+            }
+            while let Some(done) = set.join_next().await {
+                if let Ok(done) = done {
+                    let _ = tx.send(done);
+                }
+            }
+        });
+        // Each exit's record is waited for as its stop completes (the sender goes with the
+        // task, which ends the loop).
+        for (i, report) in rx {
+            let (r, run) = &stopping[i];
+            match report {
+                Ok(report) => {
+                    if let Err(e) = self.finish_stop(r, by, run, &report) {
+                        crate::log::log(&format!("sessions: {r}: stop: {e}"));
+                    }
+                }
+                Err(e) => crate::log::log(&format!("sessions: {r}: stop: {e}")),
+            }
         }
     }
 
@@ -2730,8 +2869,9 @@ fn living(pid: u32) -> bool {
 }
 
 /// Ends orphaned processes: SIGTERM to each (and its group) and to every member of the
-/// cgroups, then SIGKILL (and `cgroup.kill`) after the grace. True when none is left alive.
-fn end_processes(ids: &[runs::Ident], cgroups: &[PathBuf], grace: Duration) -> bool {
+/// cgroups, then SIGKILL (and `cgroup.kill`) after the grace, on timers (the looks are
+/// reads of `/proc/PID/stat` and of the cgroups' files). True when none is left alive.
+async fn end_processes(ids: &[runs::Ident], cgroups: &[PathBuf], grace: Duration) -> bool {
     let same = |id: &runs::Ident| runs::proc_stat(id.0).is_some_and(|s| s.start_time == id.1);
     let signal_all = |sig: libc::c_int| {
         for id in ids.iter().filter(|id| same(id)) {
@@ -2761,14 +2901,14 @@ fn end_processes(ids: &[runs::Ident], cgroups: &[PathBuf], grace: Duration) -> b
         if all_gone() {
             return true;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     signal_all(libc::SIGKILL);
     for _ in 0..250 {
         if all_gone() {
             return true;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     false
 }
