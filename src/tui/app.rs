@@ -825,8 +825,42 @@ impl App {
         }
     }
 
+    /// Whether `page` differs from the list the cockpit holds only in its runs' output
+    /// (the ring's seqs and size, the instant of the last output): what a narrating session
+    /// changes at every poll.
+    fn only_output_changed(&self, page: &RunsPage) -> bool {
+        let s = &self.sessions;
+        s.loaded
+            && s.server_error.is_none()
+            && s.total == page.total
+            && s.counts == page.counts
+            && s.runs.len() == page.items.len()
+            && s.runs.iter().zip(&page.items).all(|(held, new)| {
+                held.output.is_some() == new.output.is_some() && {
+                    let mut masked = new.clone();
+                    masked.output.clone_from(&held.output);
+                    *held == masked
+                }
+            })
+    }
+
     pub fn on_msg(&mut self, msg: Msg) {
         if self.unchanged(&msg) {
+            return;
+        }
+        // A list whose runs changed only in their output is taken (the order by activity,
+        // an output's instant), but draws a frame only when a row shows something else.
+        if let Msg::Runs(Ok(page)) = &msg
+            && self.only_output_changed(page)
+        {
+            let was_dirty = self.dirty;
+            let before = super::ui::sessions::shown(self);
+            let Msg::Runs(Ok(page)) = msg else {
+                unreachable!()
+            };
+            self.note_waiting(&page.items);
+            self.replace_runs(page.items);
+            self.dirty = was_dirty || super::ui::sessions::shown(self) != before;
             return;
         }
         self.dirty = true;

@@ -97,6 +97,31 @@ pub struct VtTerm {
     /// The one-row parser history rows are replayed into when drawn (a cache: drawing
     /// takes `&self`).
     scratch: std::cell::RefCell<Option<vt100::Parser>>,
+    /// Counts the changes of the terminal's contents (output, a snapshot, a resize): a
+    /// drawing is reused while it stays the same.
+    version: u64,
+    /// The last drawing and what it was drawn from (a cache: drawing takes `&self`).
+    drawn: std::cell::RefCell<Option<Drawn>>,
+    /// How many drawings were made from the parser's cells, not from [`VtTerm::drawn`]
+    /// (for the tests).
+    cells_drawn: std::cell::Cell<u64>,
+}
+
+/// What a drawing depends on: the same key draws the same cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DrawKey {
+    version: u64,
+    area: Rect,
+    scroll: usize,
+    no_color: bool,
+    block_cursor: bool,
+}
+
+/// The cells one drawing put in its area, row after row, and the cursor it found.
+struct Drawn {
+    key: DrawKey,
+    cells: Vec<ratatui::buffer::Cell>,
+    cursor: Option<(u16, u16)>,
 }
 
 fn nz(n: u16) -> std::num::NonZeroU16 {
@@ -120,7 +145,16 @@ impl VtTerm {
             scroll: 0,
             seq: 0,
             scratch: std::cell::RefCell::new(None),
+            version: 0,
+            drawn: std::cell::RefCell::new(None),
+            cells_drawn: std::cell::Cell::new(0),
         }
+    }
+
+    /// How many drawings came from the parser's cells rather than from the last drawing
+    /// (a terminal that did not change is drawn again by copying its cells).
+    pub fn cells_drawn(&self) -> u64 {
+        self.cells_drawn.get()
     }
 
     /// Replaces the screen with a server snapshot (`GET /screen`: its size, its
@@ -134,11 +168,13 @@ impl VtTerm {
         // The redraw itself must not count as history.
         self.parser.callbacks_mut().pushed = 0;
         self.seq = seq;
+        self.version += 1;
     }
 
     /// Applies output bytes. A scrolled-back view stays on the same rows.
     pub fn feed(&mut self, bytes: &[u8]) {
         self.parser.process(bytes);
+        self.version += 1;
         self.anchor();
     }
 
@@ -156,6 +192,7 @@ impl VtTerm {
         }
         self.parser.set_size(nz(rows), nz(cols));
         self.parser.callbacks_mut().cols = cols.max(1);
+        self.version += 1;
         self.anchor();
     }
 
@@ -236,10 +273,45 @@ impl VtTerm {
 
     /// Draws the terminal into `area`. Returns the cursor position on screen when the
     /// cursor is visible in the area (live view, not hidden by the child).
+    ///
+    /// A terminal whose contents, view, area and options did not change since its last
+    /// drawing is drawn by copying that drawing's cells (most frames of a cockpit change
+    /// something else: the list, a clock), not from the parser's cells again.
     pub fn render(&self, area: Rect, buf: &mut Buffer, opts: RenderOpts) -> Option<(u16, u16)> {
+        let area = area.intersection(buf.area);
         if area.width == 0 || area.height == 0 {
             return None;
         }
+        let key = DrawKey {
+            version: self.version,
+            area,
+            scroll: self.scroll,
+            no_color: opts.no_color,
+            block_cursor: opts.block_cursor,
+        };
+        let w = usize::from(area.width);
+        if let Some(d) = self.drawn.borrow().as_ref()
+            && d.key == key
+        {
+            for (dy, row) in d.cells.chunks_exact(w).enumerate() {
+                let start = buf.index_of(area.x, area.y + dy as u16);
+                buf.content[start..start + w].clone_from_slice(row);
+            }
+            return d.cursor;
+        }
+        let cursor = self.render_cells(area, buf, opts);
+        self.cells_drawn.set(self.cells_drawn.get() + 1);
+        let mut cells = Vec::with_capacity(w * usize::from(area.height));
+        for dy in 0..area.height {
+            let start = buf.index_of(area.x, area.y + dy);
+            cells.extend_from_slice(&buf.content[start..start + w]);
+        }
+        *self.drawn.borrow_mut() = Some(Drawn { key, cells, cursor });
+        cursor
+    }
+
+    /// [`VtTerm::render`] from the parser's cells.
+    fn render_cells(&self, area: Rect, buf: &mut Buffer, opts: RenderOpts) -> Option<(u16, u16)> {
         let screen = self.parser.screen();
         let (rows, cols) = {
             let (r, c) = screen.size();
@@ -774,6 +846,73 @@ mod tests {
         );
         assert_eq!(buf[(0, 0)].fg, Color::Reset);
         assert_eq!(buf[(4, 0)].modifier, Modifier::BOLD | Modifier::UNDERLINED);
+    }
+
+    /// A terminal drawn again with nothing changed is drawn from its last drawing (the
+    /// parser's cells are not read again), into a buffer that held anything, with the same
+    /// cells and cursor; output, a scroll, a resize, another area or other options draw from
+    /// the parser again, and show the change.
+    #[test]
+    fn an_unchanged_terminal_is_drawn_from_its_last_drawing() {
+        let mut t = VtTerm::with_history(2, 12, 10);
+        t.feed("\x1b[31mred\x1b[0m wide:日\r\nsecond".as_bytes());
+        let area = Rect::new(2, 1, 12, 2);
+        let whole = Rect::new(0, 0, 16, 5);
+        let opts = RenderOpts {
+            block_cursor: true,
+            ..RenderOpts::default()
+        };
+        let mut first = Buffer::empty(whole);
+        let cur = t.render(area, &mut first, opts);
+        assert_eq!(t.cells_drawn(), 1);
+        // Into a buffer full of other cells (the previous frame's, reset or not).
+        let mut again = Buffer::empty(whole);
+        for c in &mut again.content {
+            c.set_symbol("x").set_fg(Color::Green);
+        }
+        assert_eq!(t.render(area, &mut again, opts), cur);
+        assert_eq!(
+            t.cells_drawn(),
+            1,
+            "nothing changed: the last drawing is copied"
+        );
+        for y in area.y..area.y + area.height {
+            for x in area.x..area.x + area.width {
+                assert_eq!(again[(x, y)], first[(x, y)], "cell ({x},{y})");
+            }
+        }
+        assert_eq!(
+            again[(0, 0)].symbol(),
+            "x",
+            "nothing outside the area is touched"
+        );
+        // Each change is drawn from the parser again, and shows.
+        t.feed(b"\r\nthird");
+        let mut buf = Buffer::empty(whole);
+        t.render(area, &mut buf, opts);
+        assert_eq!(t.cells_drawn(), 2);
+        assert_eq!(buf_text(&buf, area), ["second", "third"]);
+        t.scroll_up(1);
+        t.render(area, &mut buf, opts);
+        assert_eq!(t.cells_drawn(), 3);
+        assert_eq!(buf_text(&buf, area), ["red wide:日", "second"]);
+        t.scroll_bottom();
+        t.render(area, &mut buf, opts);
+        assert_eq!(t.cells_drawn(), 4);
+        t.render(Rect::new(1, 1, 12, 2), &mut buf, opts);
+        assert_eq!(t.cells_drawn(), 5, "another area");
+        t.render(Rect::new(1, 1, 12, 2), &mut buf, RenderOpts::default());
+        assert_eq!(t.cells_drawn(), 6, "other options");
+        t.resize(2, 4);
+        let mut buf = Buffer::empty(whole);
+        t.render(area, &mut buf, opts);
+        assert_eq!(t.cells_drawn(), 7, "a resize");
+        assert_eq!(buf_text(&buf, area), ["seco", "thir"]);
+        t.load_snapshot(2, 12, "snap", 9);
+        let mut buf = Buffer::empty(whole);
+        t.render(area, &mut buf, opts);
+        assert_eq!(t.cells_drawn(), 8, "a snapshot");
+        assert_eq!(buf_text(&buf, area)[0], "snap");
     }
 
     #[test]

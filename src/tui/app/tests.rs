@@ -509,3 +509,93 @@ fn the_header_counts_waiting_runs() {
     ];
     assert_eq!(Counts::of(&runs).waiting, 1);
 }
+
+/// A run that narrates: its output ring's seq and the instant of its last output.
+fn narrating(r#ref: &str, minute: u32, next_seq: u64, last_at: &str) -> RunView {
+    run(
+        r#ref,
+        minute,
+        json!({"name": "a name long enough to take the room of the states' sources",
+               "output": {"first_seq": 1, "next_seq": next_seq, "bytes": next_seq * 40,
+                          "last_at": last_at}}),
+    )
+}
+
+/// A list poll whose runs changed only in their output (what a narrating session changes at
+/// every poll: its ring's seq, its last output's instant) draws no frame when no row shows
+/// the change, and draws one when a row does: the order by activity, or the state's source
+/// ("output 4s ago") on a list wide enough to show it. (Before, every such poll drew a
+/// frame.)
+#[test]
+fn a_poll_that_changes_only_what_no_row_shows_draws_nothing() {
+    use crate::tui::ui::tests::draw;
+    let poll = |a: (u64, &str), b: (u64, &str)| {
+        page(vec![
+            narrating("run-0001", 5, a.0, a.1),
+            narrating("run-0002", 10, b.0, b.1),
+        ])
+    };
+    let mut app = app_with(Vec::new());
+    app.on_msg(poll(
+        (10, "2026-11-30T11:59:50.000Z"),
+        (10, "2026-11-30T11:59:40.000Z"),
+    ));
+    draw(&mut app, 160, 48);
+    app.dirty = false;
+    let text = |app: &App| {
+        let (_, rows) = crate::tui::ui::sessions::shown(app);
+        rows.iter().map(|(_, l)| l.to_string()).collect::<Vec<_>>()
+    };
+    assert!(
+        !text(&app)[0].contains("output"),
+        "at 160 columns the sources do not fit: {:?}",
+        text(&app)
+    );
+    // New output in both, the order kept: nothing a row shows changed.
+    app.on_msg(poll(
+        (12, "2026-11-30T11:59:55.000Z"),
+        (11, "2026-11-30T11:59:45.000Z"),
+    ));
+    assert!(
+        !app.dirty,
+        "an output-only change no row shows draws no frame"
+    );
+    assert_eq!(
+        app.sessions.runs[1].output.as_ref().map(|o| o.next_seq),
+        Some(11),
+        "the new list is held"
+    );
+    // run-0002 wrote last: it comes first.
+    app.on_msg(poll(
+        (12, "2026-11-30T11:59:55.000Z"),
+        (13, "2026-11-30T11:59:58.000Z"),
+    ));
+    assert!(app.dirty, "a new order is drawn");
+    draw(&mut app, 160, 48);
+    assert!(text(&app)[0].contains("run-0002"), "{:?}", text(&app));
+    // Wide enough for the sources: a new instant of output shows.
+    draw(&mut app, 240, 48);
+    app.dirty = false;
+    assert!(text(&app)[0].contains("output 2s ago"), "{:?}", text(&app));
+    app.on_msg(poll(
+        (12, "2026-11-30T11:59:55.000Z"),
+        (14, "2026-11-30T11:59:59.500Z"),
+    ));
+    assert!(app.dirty, "a source that reads differently is drawn");
+    // Its seq alone: the rows read the same.
+    draw(&mut app, 240, 48);
+    app.dirty = false;
+    app.on_msg(poll(
+        (12, "2026-11-30T11:59:55.000Z"),
+        (15, "2026-11-30T11:59:59.500Z"),
+    ));
+    assert!(!app.dirty, "a seq no row shows draws no frame");
+    // Anything else that changes is a change, as before.
+    let mut renamed = narrating("run-0002", 10, 15, "2026-11-30T11:59:59.500Z");
+    renamed.name = Some("renamed".into());
+    app.on_msg(page(vec![
+        narrating("run-0001", 5, 12, "2026-11-30T11:59:55.000Z"),
+        renamed,
+    ]));
+    assert!(app.dirty);
+}

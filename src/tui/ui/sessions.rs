@@ -138,6 +138,42 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let w = usize::from(inner.width);
+    let (head, lines) = list_lines(app, w);
+    buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
+    let rows = session_rows;
+    if rows == 0 {
+        return;
+    }
+    draw_factory(
+        buf,
+        1 + rows.min(app.sessions.view.len().saturating_sub(app.sessions.offset)),
+    );
+    // The selection is in view: `App::lay_out` keeps the offset.
+    for (k, (base, line)) in lines
+        .into_iter()
+        .skip(app.sessions.offset)
+        .take(rows)
+        .enumerate()
+    {
+        let y = inner.y + 1 + k as u16;
+        // Fill the row so the selection covers it.
+        for x in inner.x..inner.x + inner.width {
+            buf[(x, y)].set_style(base);
+        }
+        buf.set_line(inner.x, y, &line, inner.width);
+    }
+}
+
+/// What the list shows of its runs at the last frame's width and clock: its header and, for
+/// every run of the view in order, the row's style and line. Two lists that show the same
+/// are drawn the same (an answer of the list poll that changes only what no row shows, an
+/// output's seq or instant, draws no frame: [`crate::tui::app::App::on_msg`]).
+pub fn shown(app: &App) -> (String, Vec<(ratatui::style::Style, Line<'static>)>) {
+    list_lines(app, usize::from(super::inner(app.areas.sessions).width))
+}
+
+/// The header and the rows of a list `w` columns wide.
+fn list_lines(app: &App, w: usize) -> (String, Vec<(ratatui::style::Style, Line<'static>)>) {
     let now = app.now;
     let cells: Vec<Cells> = app
         .sessions
@@ -162,28 +198,10 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
             head.push(' ');
         }
     }
-    buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
-    let rows = session_rows;
-    if rows == 0 {
-        return;
-    }
-    draw_factory(
-        buf,
-        1 + rows.min(app.sessions.view.len().saturating_sub(app.sessions.offset)),
-    );
-    // The selection is in view: `App::lay_out` keeps the offset.
     let list_focused = focused(app, Pane::Sessions);
-    for (k, (&i, c)) in app
-        .sessions
-        .view
-        .iter()
-        .zip(&cells)
-        .skip(app.sessions.offset)
-        .take(rows)
-        .enumerate()
-    {
+    let mut lines = Vec::with_capacity(cells.len());
+    for (&i, c) in app.sessions.view.iter().zip(&cells) {
         let r = &app.sessions.runs[i];
-        let y = inner.y + 1 + k as u16;
         let selected = app.sessions.selected.as_deref() == Some(r.run_ref.as_str());
         let base = row_style(app, selected, list_focused);
         let st = |role: Role| base.patch(app.theme.style(role));
@@ -244,12 +262,9 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
                 st(Role::Demo),
             ));
         }
-        // Fill the row so the selection covers it.
-        for x in inner.x..inner.x + inner.width {
-            buf[(x, y)].set_style(base);
-        }
-        buf.set_line(inner.x, y, &Line::from(spans), inner.width);
+        lines.push((base, Line::from(spans)));
     }
+    (head, lines)
 }
 
 /// What one run shows in each column, sanitised.
