@@ -67,6 +67,14 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The first folder below `rel` of the cgroup v2 path in a `/proc/<pid>/cgroup` text.
+fn run_folder_in(rel: &str, cgroup_text: &str) -> Option<String> {
+    let path = own_cgroup(cgroup_text)?;
+    let rest = path.strip_prefix(rel)?.strip_prefix('/')?;
+    let folder = rest.split('/').next()?;
+    (!folder.is_empty()).then(|| folder.to_string())
+}
+
 /// This process's cgroup v2 path (the `0::` line of /proc/self/cgroup).
 fn own_cgroup(text: &str) -> Option<String> {
     text.lines()
@@ -164,6 +172,13 @@ impl Base {
             p.strip_prefix(&self.rel)
                 .is_some_and(|rest| rest.starts_with('/') && rest.len() > 1)
         })
+    }
+
+    /// The run folder under this base that `/proc/<pid>/cgroup` places the process in (at
+    /// any depth below it), by name: one read, whatever the number of runs.
+    pub fn run_folder_of(&self, pid: u32) -> Option<String> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        run_folder_in(&self.rel, &text)
     }
 
     /// Removes the base folder if it is empty (the server is stopping).
@@ -330,6 +345,30 @@ pub fn end_all(dir: &Path, grace: Duration, kill_wait: Duration) -> Ended {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_callers_run_folder_is_read_from_its_own_cgroup_line() {
+        let rel = "/user.slice/proctor-k1";
+        let at = |path: &str| run_folder_in(rel, &format!("1:name=x:/\n0::{path}\n"));
+        assert_eq!(
+            at("/user.slice/proctor-k1/run-0001.g1"),
+            Some("run-0001.g1".into())
+        );
+        // Any depth below the run's folder is the run's.
+        assert_eq!(
+            at("/user.slice/proctor-k1/run-0001.g1/a/b"),
+            Some("run-0001.g1".into())
+        );
+        // The base itself, another home's base with the same prefix, elsewhere: no run.
+        assert_eq!(at("/user.slice/proctor-k1"), None);
+        assert_eq!(at("/user.slice/proctor-k1/"), None);
+        assert_eq!(at("/user.slice/proctor-k12/run-0001.g1"), None);
+        assert_eq!(at("/system.slice/run-0001.g1"), None);
+        assert_eq!(
+            run_folder_in(rel, "1:name=x:/user.slice/proctor-k1/r\n"),
+            None
+        );
+    }
 
     #[test]
     fn the_cgroup2_mount_and_own_cgroup_are_read() {

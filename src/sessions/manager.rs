@@ -563,11 +563,20 @@ impl Sessions {
             }
             cur = ppid;
         }
+        // The caller's own cgroup, read once: which run folder (if any) the kernel places it
+        // in. Reading every run's members instead cost one walk per live run per call
+        // (measured with 1,000 runs: hooks queued on it, 180 threads waiting).
+        let caller_folder = match &self.containment {
+            Containment::Cgroups(base) => base.run_folder_of(pid),
+            Containment::Subreaper { .. } => None,
+        };
         let found = live.into_iter().find(|(_, _, run)| {
-            let in_cgroup = run
-                .hold()
-                .cgroup()
-                .is_some_and(|dir| runs::cgroup::members(dir).contains(&pid));
+            let in_cgroup = caller_folder.as_deref().is_some_and(|name| {
+                run.hold()
+                    .cgroup()
+                    .and_then(|dir| dir.file_name())
+                    .is_some_and(|f| f == std::ffi::OsStr::new(name))
+            });
             let leader = run.start_time().map(|t| (run.pid(), t));
             let tracked = run.tracked().snapshot();
             in_cgroup
