@@ -361,14 +361,14 @@ pub fn raise_open_files_limit() -> Option<(u64, u64)> {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
             return None;
         }
-        let before = lim.rlim_cur as u64;
+        let before = lim.rlim_cur;
         if lim.rlim_cur < lim.rlim_max {
             let raised = libc::rlimit {
                 rlim_cur: lim.rlim_max,
                 rlim_max: lim.rlim_max,
             };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                return Some((before, lim.rlim_max as u64));
+                return Some((before, lim.rlim_max));
             }
         }
         Some((before, before))
