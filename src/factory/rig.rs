@@ -312,7 +312,13 @@ impl Cell {
         let mut child = spawn(cmd).map_err(|e| RigCopyError::Return(format!("start tar: {e}")))?;
         let _watch = Watchdog::arm(child.id(), COPY_DEADLINE);
         let stdout = child.stdout.take().expect("piped");
-        let judged = judge(stdout.take(RETURN_MAX_BYTES), worktree);
+        let mut out = stdout.take(RETURN_MAX_BYTES);
+        let judged = judge(&mut out, worktree);
+        // The archive ends before tar's last record does (tar pads it with zeros): what
+        // follows is read to the end, or the pipe closed early and the guest's tar died of
+        // SIGPIPE now and then, a failure with no message (seen in CI: rig_return_failed).
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
+        drop(out);
         let (ok, stderr) = finish(child, COPY_DEADLINE);
         let (entries, seen) = judged?;
         if !ok {
