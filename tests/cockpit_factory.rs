@@ -60,6 +60,7 @@ fn rejected() -> FactoryRun {
         error: None,
         exit_code: Some(3),
         receipt: None,
+        ledger_seq: None,
     }
 }
 

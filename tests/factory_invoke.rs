@@ -311,6 +311,32 @@ fn the_deadline_stops_the_whole_tree_before_run_returns() {
     }
 }
 
+/// A worker (and its grandchild) that ignore SIGTERM: the deadline's SIGTERM does nothing,
+/// SIGKILL follows after the grace, and `run` returns only once both are gone, saying it
+/// escalated.
+#[test]
+fn a_tree_that_ignores_sigterm_is_killed_and_run_says_so() {
+    let fx = Fx::new();
+    let p = prompt::worker_prompt("!worker ignore-term\n!worker grandchild\n!worker sleep 60000");
+    let inv = fx.inv(Tool::Claude, Role::Worker, p, Duration::from_millis(1500));
+    let started = Instant::now();
+    let o = ok(invoke::run(&inv, None));
+    assert!(o.timed_out && o.escalated, "{o:?}");
+    assert_eq!(o.signal, Some(libc::SIGKILL), "{o:?}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{o:?}");
+    assert!(o.tree_gone, "{o:?}");
+    assert!(working_in(fx.repo.path()).is_empty(), "{o:?}");
+
+    // The same worker within its deadline: no escalation is claimed.
+    let fx = Fx::new();
+    let p = prompt::worker_prompt("!worker ignore-term\n!worker write a.txt done");
+    let o = ok(invoke::run(
+        &fx.inv(Tool::Claude, Role::Worker, p, Duration::from_secs(60)),
+        None,
+    ));
+    assert!(!o.escalated && !o.timed_out && o.exit == Some(0), "{o:?}");
+}
+
 #[test]
 fn cancel_stops_the_invocation_like_a_deadline() {
     let fx = Fx::new();

@@ -599,14 +599,56 @@ fn a_full_home_restarts_and_a_ledger_behind_its_receipts_is_refused() {
         err.contains("lost its tail") && err.contains(ledger.to_str().unwrap()),
         "{err}"
     );
-    // Without the run records, the receipts and intents alone show it.
+    // Without the run records (and the factory's), the receipts and intents alone show it.
     std::fs::rename(h.path().join("data/runs"), h.path().join("runs-aside")).unwrap();
+    std::fs::rename(
+        h.path().join("data/factory"),
+        h.path().join("factory-aside"),
+    )
+    .unwrap();
     let out = h.run(&["serve"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains("lost its tail")
             && (err.contains("data/receipts/") || err.contains("data/intents/")),
+        "{err}"
+    );
+}
+
+/// The demo's factory runs record events in the ledger; a ledger cut back to before the last
+/// of them is refused at start, and the file named is a factory run's record (the other
+/// files that name seqs are moved aside first, so only the factory's can show it).
+#[test]
+fn a_ledger_behind_a_factory_run_is_refused() {
+    let h = TestHome::new();
+    h.json(&["demo", "--no-cockpit", "--json"]);
+    h.ok(&["server", "stop"]);
+    let ledger = h.ledger();
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let last_factory = lines
+        .iter()
+        .rposition(|l| l.contains("\"kind\":\"factory.run."))
+        .expect("the demo's factory runs record events");
+    std::fs::write(&ledger, lines[..last_factory].join("\n") + "\n").unwrap();
+    for aside in [
+        "runs",
+        "receipts",
+        "intents",
+        "candidates",
+        "workspaces.json",
+    ] {
+        let from = h.path().join("data").join(aside);
+        if from.exists() {
+            std::fs::rename(&from, h.path().join(format!("aside-{aside}"))).unwrap();
+        }
+    }
+    let out = h.run(&["serve"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("lost its tail") && err.contains("data/factory/fac-"),
         "{err}"
     );
 }

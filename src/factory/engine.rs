@@ -332,6 +332,10 @@ pub struct FactoryRun {
     /// The receipt's path, size and SHA-256 once written.
     #[serde(default)]
     pub receipt: Option<Bound>,
+    /// The seq of the latest ledger event this run recorded: the server's start refuses a
+    /// ledger that lost it (`server::start_check`).
+    #[serde(default)]
+    pub ledger_seq: Option<u64>,
 }
 
 /// A file bound by path, size and SHA-256.
@@ -596,9 +600,15 @@ impl Running<'_> {
         self.publish();
     }
 
+    /// Appends one event; the run's record names its seq (written at the next publish).
     fn record(&self, kind: &str, fields: Value) {
-        if let Value::Object(m) = fields {
-            let _ = self.ctx.ledger.append(kind, &m);
+        if let Value::Object(m) = fields
+            && let Ok(seq) = self.ctx.ledger.append(kind, &m)
+        {
+            self.run
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .ledger_seq = Some(seq);
         }
     }
 
@@ -1014,6 +1024,7 @@ pub fn reserve(home: &Home, spec: &Spec) -> Result<FactoryRun, StartError> {
         error: None,
         exit_code: None,
         receipt: None,
+        ledger_seq: None,
     })
 }
 

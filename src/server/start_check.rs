@@ -4,7 +4,8 @@
 //!
 //! - "Behind": run records name event seqs (`data/runs/<ref>/run.json`), receipts,
 //!   intents and candidates name ledger fixed points (`events`) and seqs (`event_seq`,
-//!   `ledger_head.seq`, `ledger_seq`, `*_seq`), the workspace registry names the last seq it
+//!   `ledger_head.seq`, `ledger_seq`, `*_seq`), factory runs name their latest event's seq
+//!   (`data/factory/fac-NNNN/run.json`), the workspace registry names the last seq it
 //!   applied. A ledger with fewer
 //!   events than the highest of these lost its tail (truncated, or restored from an older
 //!   copy); appending to it would reuse seqs that those files already name.
@@ -114,6 +115,15 @@ pub fn check_not_behind(home: &Home, events: u64) -> Result<(), StartCheckError>
     others.extend(files_in(&home.data.join("intents"), 3));
     others.extend(files_in(&home.data.join("candidates"), 2));
     others.push(home.data.join("workspaces.json"));
+    // Factory runs (`data/factory/fac-NNNN/`): the record's `ledger_seq`, and the receipt.
+    // (A smoke report's fixed point is its own bus log's, not the ledger's: not read.)
+    if let Ok(rd) = std::fs::read_dir(home.data.join("factory")) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with("fac-") {
+                others.extend(files_in(&e.path(), 0));
+            }
+        }
+    }
     for f in others {
         if let Some(v) = read_json(&f) {
             let mut found = Vec::new();

@@ -68,14 +68,28 @@ pub fn foot(prompt: &str) -> Option<Role> {
 /// One worker or repair directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    Write { path: String, text: String },
+    Write {
+        path: String,
+        text: String,
+    },
     Git(Vec<String>),
-    Grandchild { setsid: bool },
+    Grandchild {
+        setsid: bool,
+    },
+    /// SIGTERM is ignored from here on (by the grandchildren forked after it too): only
+    /// SIGKILL ends the tree.
+    IgnoreTerm,
     Env(String),
     Sleep(u64),
     Exit(i32),
-    Read { from: String, to: String },
-    Link { target: String, path: String },
+    Read {
+        from: String,
+        to: String,
+    },
+    Link {
+        target: String,
+        path: String,
+    },
     Remove(String),
 }
 
@@ -125,6 +139,7 @@ pub fn steps(prompt: &str, w: &str) -> Vec<Step> {
                 "setsid-grandchild" if arg.trim().is_empty() => {
                     Some(Step::Grandchild { setsid: true })
                 }
+                "ignore-term" if arg.trim().is_empty() => Some(Step::IgnoreTerm),
                 "env" if !arg.trim().is_empty() => Some(Step::Env(arg.trim().to_string())),
                 "sleep" => arg.trim().parse().ok().map(Step::Sleep),
                 "read" | "link" => {
@@ -267,6 +282,12 @@ pub fn play(role: Role, prompt: &str, dir: &Path) -> Result<Played, String> {
                         let pid = spawn_sleeper(setsid)
                             .map_err(|e| format!("cannot fork a grandchild: {e}"))?;
                         notes.push(format!("grandchild pid {pid}"));
+                    }
+                    Step::IgnoreTerm => {
+                        // SAFETY: setting a signal's disposition to SIG_IGN has no
+                        // preconditions.
+                        unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+                        notes.push("SIGTERM ignored".into());
                     }
                     Step::Env(path) => {
                         let mut names: Vec<String> = std::env::vars_os()
