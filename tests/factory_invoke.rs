@@ -503,12 +503,13 @@ fn what_must_not_start_does_not() {
 /// The factory's argv against the real tools, for each tool `PROCTOR_REAL_TOOLS` names
 /// (then it must be on PATH). Without a login they never fail on an option: claude answers
 /// `Not logged in` within the deadline; codex starts its session with the sandbox asked for
-/// and retries the network until the deadline stops it.
+/// and retries the network until the deadline stops it; gemini (a reviewer only) answers its
+/// JSON error object, asking for an auth method, which the invocation reports.
 #[test]
 fn the_real_tools_accept_the_factory_argv() {
     let required = std::env::var("PROCTOR_REAL_TOOLS").unwrap_or_default();
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for tool in [Tool::Claude, Tool::Codex] {
+    for tool in [Tool::Claude, Tool::Codex, Tool::Gemini] {
         if !required.split(',').any(|t| t.trim() == tool.name()) {
             eprintln!("skip: {tool} (not named by PROCTOR_REAL_TOOLS)");
             continue;
@@ -517,7 +518,12 @@ fn the_real_tools_accept_the_factory_argv() {
             proctor::providers::resolve(tool, Some(&path)).is_ok(),
             "{tool} is required (PROCTOR_REAL_TOOLS={required}) but not on PATH"
         );
-        for role in [Role::Worker, Role::Reviewer { review: 1 }] {
+        let roles: &[Role] = if tool == Tool::Gemini {
+            &[Role::Reviewer { review: 1 }]
+        } else {
+            &[Role::Worker, Role::Reviewer { review: 1 }]
+        };
+        for &role in roles {
             let fx = Fx::new();
             let p = match role {
                 Role::Worker => prompt::worker_prompt("Say hello. Change nothing."),
@@ -547,6 +553,16 @@ fn the_real_tools_accept_the_factory_argv() {
             match tool {
                 // claude answers `Not logged in` at once.
                 Tool::Claude => assert!(!o.timed_out, "{tool} {}: {o:?}", role.name()),
+                // gemini 0.61.0 answers its error object on stderr at once (exit 41): the
+                // argv was accepted, and the invocation names gemini's own words.
+                Tool::Gemini => {
+                    assert!(!o.timed_out && o.exit.is_some(), "{tool}: {o:?}");
+                    let why = o.answer.as_ref().unwrap_err();
+                    assert!(
+                        why.contains("gemini answered with an error") && why.contains("Auth"),
+                        "{tool}: {why}"
+                    );
+                }
                 // codex 0.171.0 starts the session (its header names the sandbox the argv
                 // asked for), then retries the network until the deadline: the argv was
                 // accepted, and the deadline stopped the whole tree.
