@@ -88,6 +88,32 @@ fn interactive_form_under_a_real_pty_honours_ctrl_c() {
     writer.write_all(b"hello pty\n").unwrap();
     read_until(&rx, &mut screen, "demo reply #1: you said \"hello pty\"");
 
+    // Idle at its prompt, the fake sleeps in the kernel: its threads do not wake to look at
+    // a flag (the old 20 ms slice woke it 50 times a second). The count is of wakeups, not
+    // of time: 2 s idle, fewer than 10 context switches over all its threads.
+    let switches = || -> u64 {
+        let mut n = 0;
+        for t in std::fs::read_dir(format!("/proc/{}/task", child.id())).unwrap() {
+            let st = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap_or_default();
+            for l in st.lines() {
+                if let Some(v) = l
+                    .strip_prefix("voluntary_ctxt_switches:")
+                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+                {
+                    n += v.trim().parse::<u64>().unwrap();
+                }
+            }
+        }
+        n
+    };
+    let before = switches();
+    std::thread::sleep(Duration::from_secs(2));
+    let idle = switches() - before;
+    assert!(idle < 10, "an idle fake woke {idle} times in 2 s");
+    // Ctrl-C at the prompt still wakes it at once.
+    writer.write_all(&[0x03]).unwrap();
+    read_until(&rx, &mut screen, "^C (no turn in progress)");
+
     // A long turn, then Ctrl-C typed at the terminal: the line discipline sends SIGINT.
     writer.write_all(b"!sleep 600000\n").unwrap();
     // The second turn has begun once its "(working)" line shows.

@@ -44,6 +44,9 @@ pub const DEMO_MODEL: &str = "demo";
 pub enum Inbound {
     Line(Vec<u8>),
     Eof,
+    /// A signal arrived (the interactive form's SIGINT): its flag says which. It wakes a
+    /// reader blocked on the channel, so no wait is sliced to notice a signal.
+    Signal,
 }
 
 /// Reads stdin on a thread, line by line, into a channel.
@@ -57,6 +60,7 @@ fn next_line(inbox: &Receiver<Inbound>, deferred: &mut VecDeque<Inbound>) -> Opt
         };
         match item {
             Inbound::Eof => return None,
+            Inbound::Signal => continue,
             Inbound::Line(l) if l.iter().all(u8::is_ascii_whitespace) => continue,
             Inbound::Line(l) => return Some(l),
         }
@@ -65,6 +69,12 @@ fn next_line(inbox: &Receiver<Inbound>, deferred: &mut VecDeque<Inbound>) -> Opt
 
 fn spawn_reader() -> Receiver<Inbound> {
     let (tx, rx) = mpsc::channel();
+    spawn_reader_into(tx);
+    rx
+}
+
+/// Reads stdin on a thread, line by line, into `tx`.
+fn spawn_reader_into(tx: mpsc::Sender<Inbound>) {
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut lock = stdin.lock();
@@ -86,7 +96,6 @@ fn spawn_reader() -> Receiver<Inbound> {
             }
         }
     });
-    rx
 }
 
 /// Writes bytes to stdout and flushes: every frame is visible as soon as it is made.

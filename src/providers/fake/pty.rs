@@ -7,9 +7,10 @@
 //! a TUI: no alternate screen, no cursor addressing.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
-use std::time::Duration;
+use std::io::Read;
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc::{self, Sender};
 
 use super::script::{self, Ended, Turn};
 use super::store::{self, Transcript};
@@ -18,14 +19,45 @@ use crate::providers::Tool;
 use crate::providers::protocol::CLAUDE_NO_CONVERSATION;
 
 static SIGINT: AtomicBool = AtomicBool::new(false);
+/// The write end of the pipe the SIGINT handler wakes the relay thread through (-1: none).
+static WAKE: AtomicI32 = AtomicI32::new(-1);
 
 extern "C" fn on_sigint(_: libc::c_int) {
     SIGINT.store(true, Ordering::SeqCst);
+    let fd = WAKE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: write(2) is async-signal-safe; the pipe is non-blocking, so a full pipe
+        // (a wake already pending) drops this byte instead of blocking the handler.
+        unsafe { libc::write(fd, b"!".as_ptr().cast(), 1) };
+    }
 }
 
-fn install_sigint() -> std::io::Result<()> {
-    // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, which is
-    // async-signal-safe.
+/// Installs the SIGINT handler, and a thread that turns each signal into an
+/// [`Inbound::Signal`] on `tx`: a wait for input also notices a signal at once, so an idle
+/// fake sleeps in the kernel instead of waking every few milliseconds to look at a flag.
+fn install_sigint(tx: Sender<Inbound>) -> std::io::Result<()> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fds[0]` was just opened and is owned here alone.
+    let read_end = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+    // The read end blocks (only the write end must not).
+    // SAFETY: F_SETFL on a descriptor this function owns.
+    unsafe { libc::fcntl(fds[0], libc::F_SETFL, 0) };
+    WAKE.store(fds[1], Ordering::SeqCst);
+    std::thread::spawn(move || {
+        let mut read_end = read_end;
+        let mut buf = [0u8; 64];
+        while let Ok(n) = read_end.read(&mut buf) {
+            if n == 0 || tx.send(Inbound::Signal).is_err() {
+                return;
+            }
+        }
+    });
+    // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic and writes
+    // to a pipe, both async-signal-safe.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
@@ -73,7 +105,8 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
         }
     };
     super::hooks::session(&id, &cwd, &transcript.path);
-    install_sigint()?;
+    let (tx, inbox) = mpsc::channel();
+    install_sigint(tx.clone())?;
     let mut turns = 0u64;
     super::write_out(
         format!(
@@ -87,24 +120,21 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
         super::write_out(format!("resumed: {n} earlier messages\n").as_bytes())?;
     }
     super::write_out(b"> ")?;
-    let inbox = super::spawn_reader();
+    super::spawn_reader_into(tx);
     let mut deferred: VecDeque<Inbound> = VecDeque::new();
     let classify = |_: &[u8]| None;
     let answer = |b: &[u8]| super::write_out(b);
     loop {
         let item = match deferred.pop_front() {
             Some(i) => Some(i),
-            None => match inbox.recv_timeout(Duration::from_millis(20)) {
-                Ok(i) => Some(i),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => Some(Inbound::Eof),
-            },
+            // Blocks until a line, the end of input or a signal.
+            None => Some(inbox.recv().unwrap_or(Inbound::Eof)),
         };
         if SIGINT.swap(false, Ordering::SeqCst) {
             super::write_out(b"^C (no turn in progress)\n> ")?;
         }
         let line = match item {
-            None => continue,
+            None | Some(Inbound::Signal) => continue,
             Some(Inbound::Eof) => {
                 super::write_out(b"\n")?;
                 return Ok(0);

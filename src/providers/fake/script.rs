@@ -312,6 +312,8 @@ impl Turn<'_> {
                 self.deferred.push_back(Inbound::Line(l));
             }
             Inbound::Eof => self.deferred.push_back(Inbound::Eof),
+            // The flag is read by `poll`.
+            Inbound::Signal => {}
         }
         Ok(false)
     }
@@ -344,12 +346,8 @@ impl Turn<'_> {
             if left.is_zero() {
                 return Ok(false);
             }
-            // On a PTY the interrupt is a signal, so the wait is sliced to notice it.
-            let wait = if self.sigint.is_some() {
-                left.min(Duration::from_millis(20))
-            } else {
-                left
-            };
+            // On a PTY the interrupt is a signal, which also sends `Inbound::Signal`.
+            let wait = left;
             match self.inbox.recv_timeout(wait) {
                 Ok(item) => {
                     if self.take(item)? {
@@ -372,6 +370,7 @@ impl Turn<'_> {
     ) -> std::io::Result<Option<String>> {
         loop {
             match self.inbox.recv() {
+                Ok(Inbound::Signal) => {}
                 Ok(Inbound::Line(l)) => {
                     if let Some((word, after)) = asker.answer(&l, id) {
                         if !after.is_empty() {
