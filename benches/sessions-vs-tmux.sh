@@ -27,6 +27,8 @@ TPUT_RING_KIB=${TPUT_RING_KIB:-4096} # the server's ring in the throughput bench
 TPUT_TRANSCRIPT_MIB=${TPUT_TRANSCRIPT_MIB:-$((BYTES / 1048576 * 11 / 10 + 16))} # the server's transcript cap there
 TPUT_CGROUPS=${TPUT_CGROUPS:-1}  # 0: the throughput server holds its runs without cgroups
 ONLY=${ONLY:-all}
+STEADY=${STEADY:-1}        # 0: the many-runs benchmark skips its steady phase (1,000 runs printing
+                           # a line every ~50 ms each would only measure a saturated machine)
 
 cd "$(dirname "$0")/.."
 export RUST_BACKTRACE=0
@@ -183,14 +185,18 @@ many_server() {
     rs=$(rss_kib "$SPID")
     ths=$(threads "$SPID")
     ob=$("$H" output-bytes --home "$T/h" --refs "$T/refs")
-    "$H" input-all --home "$T/h" --refs "$T/refs" --text "$STEADY_API"
-    sleep "$WARM"
-    u0=$("$H" turns --home "$T/h" --refs "$T/refs")
-    t0=$(now)
-    cb=$(cpu_pct "$SPID" "$WINDOW")
-    u1=$("$H" turns --home "$T/h" --refs "$T/refs")
-    t1=$(now)
-    rb=$(rss_kib "$SPID")
+    if [ "$STEADY" = 1 ]; then
+        "$H" input-all --home "$T/h" --refs "$T/refs" --text "$STEADY_API"
+        sleep "$WARM"
+        u0=$("$H" turns --home "$T/h" --refs "$T/refs")
+        t0=$(now)
+        cb=$(cpu_pct "$SPID" "$WINDOW")
+        u1=$("$H" turns --home "$T/h" --refs "$T/refs")
+        t1=$(now)
+        rb=$(rss_kib "$SPID")
+    else
+        u0=0 u1=0 t0=0 t1=1 cb=- rb=-
+    fi
     say "many rep=$rep side=server runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri rss_slept_kib=$rs out_bytes=$ob threads1=$th1 threads_idle=$thi threads_slept=$ths idle_cpu_pct=$ci busy_cpu_pct=$cb" \
         "rss_busy_kib=$rb turns_per_run_s=$(awk -v a="$u0" -v b="$u1" -v t0="$t0" -v t1="$t1" -v n="$RUNS" \
             'BEGIN {printf "%.2f", (b - a) / (t1 - t0) / n}') load1=$(load1)"
@@ -213,14 +219,18 @@ many_tmux() {
     ci=$(cpu_pct "$pid" "$IDLE")
     rs=$(rss_kib "$pid")
     ths=$(threads "$pid")
-    for i in $(tmx list-windows -t m -F '#{window_id}'); do tmx send-keys -t "$i" -l "$STEADY_TMUX"; done
-    sleep "$WARM"
-    u0=$(tmux_turns)
-    t0=$(now)
-    cb=$(cpu_pct "$pid" "$WINDOW")
-    u1=$(tmux_turns)
-    t1=$(now)
-    rb=$(rss_kib "$pid")
+    if [ "$STEADY" = 1 ]; then
+        for i in $(tmx list-windows -t m -F '#{window_id}'); do tmx send-keys -t "$i" -l "$STEADY_TMUX"; done
+        sleep "$WARM"
+        u0=$(tmux_turns)
+        t0=$(now)
+        cb=$(cpu_pct "$pid" "$WINDOW")
+        u1=$(tmux_turns)
+        t1=$(now)
+        rb=$(rss_kib "$pid")
+    else
+        u0=0 u1=0 t0=0 t1=1 cb=- rb=-
+    fi
     say "many rep=$rep side=tmux runs=$RUNS rss1_kib=$r1 rss_idle_kib=$ri rss_slept_kib=$rs out_bytes=0 threads1=$th1 threads_idle=$thi threads_slept=$ths idle_cpu_pct=$ci busy_cpu_pct=$cb" \
         "rss_busy_kib=$rb turns_per_run_s=$(awk -v a="$u0" -v b="$u1" -v t0="$t0" -v t1="$t1" -v n="$RUNS" \
             'BEGIN {printf "%.2f", (b - a) / (t1 - t0) / n}') load1=$(load1)"

@@ -1158,6 +1158,61 @@ fn the_servers_threads_do_not_grow_with_its_runs() {
     assert_eq!(v["state"], "stopped", "{v}");
 }
 
+/// The context switches of the server's thread named `name` (`/proc/PID/task/*/comm`).
+fn switches_of_thread(pid: i32, name: &str) -> Option<u64> {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let dir = t.ok()?.path();
+        if std::fs::read_to_string(dir.join("comm")).ok()?.trim() != name {
+            continue;
+        }
+        let st = std::fs::read_to_string(dir.join("status")).ok()?;
+        let mut n = 0;
+        for l in st.lines() {
+            if let Some(v) = l
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                n += v.trim().parse::<u64>().ok()?;
+            }
+        }
+        return Some(n);
+    }
+    None
+}
+
+#[test]
+fn idle_runs_in_cgroups_are_not_scanned_on_a_clock() {
+    // Issue 17: the keeper scanned every process on the machine and every run's cgroup
+    // members every 200 ms: with 1,000 idle runs, a quarter of a core. Under cgroups the
+    // kernel attributes a run's processes whenever asked; the keeper only reaps adopted
+    // zombies, when a child's exit is signalled. Counted in wakeups, not in time.
+    let e = Env::new();
+    let mut runs = Vec::new();
+    for i in 0..4 {
+        runs.push(e.start(&["--tool", "claude", "--name", &format!("idle {i}")]));
+    }
+    for r in &runs {
+        e.tail_until(r, ">");
+    }
+    let v = e.json(&["session", "show", &runs[0], "--json"]);
+    if v["hold"]["mechanism"] != "cgroup" {
+        eprintln!("NOT PROVEN here: no cgroup holds the runs ({v}); the keeper scans on the clock");
+        return;
+    }
+    let pid = e.h.server_pid().unwrap();
+    let before = switches_of_thread(pid, "run-keeper").expect("the keeper thread");
+    std::thread::sleep(Duration::from_secs(3));
+    let idle = switches_of_thread(pid, "run-keeper").unwrap() - before;
+    assert!(
+        idle <= 3,
+        "the keeper woke {idle} times in 3 s with 4 idle runs"
+    );
+    // A child's exit still wakes it: a stopped run's end is recorded, its cgroup emptied.
+    e.ok(&["session", "stop", &runs[0]]);
+    let v = e.json(&["session", "show", &runs[0], "--json"]);
+    assert_eq!(v["state"], "stopped", "{v}");
+}
+
 #[test]
 fn a_server_started_under_a_low_descriptor_limit_still_holds_many_runs() {
     // Each run holds several descriptors (its PTY master and two duplicates, a pidfd, its

@@ -362,7 +362,8 @@ impl ScreenCell {
                 // A sleeping screen stays asleep while nobody asks for it, output or not,
                 // unless it must wake: its run ended (the final screen is kept), its rebuild
                 // would grow past the bound, or the transcript no longer holds every byte.
-                let must = status.end.is_some()
+                let must = !s.born
+                    || status.end.is_some()
                     || status.total_bytes > SLEEP_REPLAY_MAX
                     || !self.transcript_holds_everything();
                 if !must {
@@ -432,6 +433,7 @@ impl ScreenCell {
     /// resize re-applied at its byte (the same bytes and sizes give the same screen).
     fn wake(&self, s: &mut Screen) {
         s.asleep = false;
+        s.born = true;
         let history = s.history.replace(Vec::new()).unwrap_or_default();
         {
             let mut r = self.resizes.lock().unwrap_or_else(|e| e.into_inner());
@@ -564,7 +566,8 @@ pub(crate) fn release_freed_memory() {
 /// The terminal screen of a PTY run.
 pub(crate) struct Screen {
     /// The emulator, while output may still come; `None` once the output has ended.
-    pub parser: Option<vt100::Parser>,
+    /// Boxed: a sleeping or ended screen keeps one pointer, not the parser's own fields.
+    pub parser: Option<Box<vt100::Parser>>,
     /// The final screen, kept once the emulator is released.
     pub last: Option<ScreenSnapshot>,
     /// The seq of the last frame the parser has processed.
@@ -582,6 +585,13 @@ pub(crate) struct Screen {
     /// Set while the emulator is given back: `parser` is `None` and `seq`/`offset` say how
     /// far the screen had parsed ([`ScreenCell::wake`] rebuilds it).
     asleep: bool,
+    /// Set once the first emulator was made. A screen is born asleep at byte 0 and its
+    /// emulator is made on the thread that first needs it: the background screen thread,
+    /// unless a fetch comes first. So the emulator's rows are allocated apart from what the
+    /// run keeps for its life (its record, ring and channels are made on the request's
+    /// thread), and when it sleeps its freed pages are whole and go back to the kernel
+    /// (measured in `docs/performance.md`, "Idle screens").
+    born: bool,
     /// When the screen was last asked for (or made).
     used: Instant,
 }
@@ -589,14 +599,15 @@ pub(crate) struct Screen {
 impl Screen {
     pub fn new(size: TermSize) -> Screen {
         Screen {
-            parser: Some(new_parser(size)),
+            parser: None,
             last: None,
             seq: 0,
             offset: 0,
             filling: None,
             start: size,
             history: Some(Vec::new()),
-            asleep: false,
+            asleep: true,
+            born: false,
             used: Instant::now(),
         }
     }
@@ -619,8 +630,8 @@ impl Screen {
     }
 }
 
-fn new_parser(size: TermSize) -> vt100::Parser {
-    vt100::Parser::new(nz(size.rows), nz(size.cols), 0)
+fn new_parser(size: TermSize) -> Box<vt100::Parser> {
+    Box::new(vt100::Parser::new(nz(size.rows), nz(size.cols), 0))
 }
 
 pub(crate) fn nz(n: u16) -> std::num::NonZeroU16 {

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -315,8 +315,39 @@ const STOP_RECORD_WAIT: Duration = Duration::from_secs(15);
 /// more threads when many runs end together.
 const END_SLOTS: usize = 2;
 
-/// How often the keeper scans each run's processes (attribution, adopted zombies).
+/// How often the keeper scans each run's processes under the subreaper fallback, where
+/// attribution by scanning is the only way to know a reparented process's run; and the
+/// shortest time between two passes anywhere.
 const KEEP_INTERVAL: Duration = Duration::from_millis(200);
+/// Under cgroups the kernel attributes every process (its cgroup), so the keeper's only
+/// work is reaping the zombies of adopted processes: it passes when a child's exit is
+/// signalled (SIGCHLD), and at least this often, in case a signal was missed.
+const KEEP_IDLE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// What wakes the keeper before its interval: a SIGCHLD (an adopted process, or a run's
+/// leader, exited).
+#[derive(Default)]
+struct KeeperBell {
+    rang: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl KeeperBell {
+    fn ring(&self) {
+        *self.rang.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_one();
+    }
+
+    /// Waits until the bell rang or `timeout` passed; clears it.
+    fn wait(&self, timeout: Duration) {
+        let g = self.rang.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut g, _) = self
+            .cv
+            .wait_timeout_while(g, timeout, |rang| !*rang)
+            .unwrap_or_else(|e| e.into_inner());
+        *g = false;
+    }
+}
 
 /// How long a PTY run's first prompt waits for the tool's first output before it is typed
 /// anyway (the keys then wait in the terminal's input queue).
@@ -339,6 +370,8 @@ pub struct Sessions {
     /// How many runs' end bookkeeping may hold a thread of the reactor's blocking pool at
     /// once ([`END_SLOTS`]).
     end_slots: tokio::sync::Semaphore,
+    /// Wakes the keeper when a child exits.
+    keeper_bell: Arc<KeeperBell>,
 }
 
 fn now() -> String {
@@ -493,18 +526,43 @@ impl Sessions {
             containment,
             reactor: runs::Reactor::start().map_err(SessionError::internal)?,
             end_slots: tokio::sync::Semaphore::new(END_SLOTS),
+            keeper_bell: Arc::new(KeeperBell::default()),
         });
         for rec in &repaired {
             sessions.persist(rec)?;
         }
+        // SIGCHLD rings the keeper's bell (tokio's handler only notifies: it reaps nothing).
+        {
+            let bell = Arc::clone(&sessions.keeper_bell);
+            let _guard = sessions.reactor.handle().enter();
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()) {
+                Ok(mut sig) => {
+                    sessions.reactor.handle().spawn(async move {
+                        while sig.recv().await.is_some() {
+                            bell.ring();
+                        }
+                    });
+                }
+                Err(e) => crate::log::log(&format!(
+                    "sessions: SIGCHLD cannot be watched ({e}); the keeper passes every {} s",
+                    KEEP_IDLE_INTERVAL.as_secs()
+                )),
+            }
+        }
         let weak = Arc::downgrade(&sessions);
+        let bell = Arc::clone(&sessions.keeper_bell);
         std::thread::Builder::new()
             .name("run-keeper".into())
             .spawn(move || {
                 while let Some(me) = weak.upgrade() {
-                    me.keep();
+                    let scan = me.keep();
                     drop(me);
+                    // At most one pass per KEEP_INTERVAL; under cgroups, the next one waits
+                    // for a child's exit (or the idle interval), not for the clock.
                     std::thread::sleep(KEEP_INTERVAL);
+                    if !scan {
+                        bell.wait(KEEP_IDLE_INTERVAL);
+                    }
                 }
             })
             .map_err(SessionError::internal)?;
@@ -661,10 +719,13 @@ impl Sessions {
         self.lock().recovering.len()
     }
 
-    /// One pass of the keeper: attributes each live run's processes (its cgroup's members,
-    /// or its descendants under the subreaper fallback, recorded with their start times
-    /// so a reparented one stays known), and reaps the zombies of adopted run processes.
-    fn keep(&self) {
+    /// One pass of the keeper: attributes the processes of each live run held by the
+    /// subreaper fallback (its descendants, recorded with their start times so a
+    /// reparented one stays known), and reaps the zombies of adopted run processes. A run
+    /// in a cgroup needs no attribution: the kernel names its processes' cgroup whenever it
+    /// is asked ([`Sessions::run_holding`], [`runs::Run::extra_members`]). Returns whether a
+    /// live run needs the next scan on the clock (one held by the subreaper fallback).
+    fn keep(&self) -> bool {
         let runs: Vec<(String, u64, Run)> = {
             let inner = self.lock();
             inner
@@ -673,8 +734,11 @@ impl Sessions {
                 .map(|(r, l)| (r.clone(), l.generation, l.run.clone()))
                 .collect()
         };
+        let scan = runs
+            .iter()
+            .any(|(_, _, r)| r.hold() == runs::Hold::Subreaper);
         if runs.is_empty() {
-            return;
+            return scan;
         }
         let snap = runs::tree::Snapshot::take();
         let me = std::process::id() as i32;
@@ -716,12 +780,8 @@ impl Sessions {
             let t = run.tracked();
             let leader = run.pid();
             let mut changed = match run.hold() {
-                runs::Hold::Cgroup { path } => t.add(
-                    runs::cgroup::members(&path)
-                        .into_iter()
-                        .filter(|p| *p != leader)
-                        .filter_map(|p| snap.get(p).map(|s| (p, s.start_time))),
-                ),
+                // The kernel keeps the attribution: nothing to scan.
+                runs::Hold::Cgroup { .. } => continue,
                 runs::Hold::Subreaper => {
                     let mut roots: Vec<u32> = t
                         .snapshot()
@@ -771,7 +831,7 @@ impl Sessions {
             }
         }
         if candidates.is_empty() {
-            return;
+            return scan;
         }
         // Under the lock: every leader spawned so far is in `live` (spawns hold it), and a
         // leader is reaped by its own waiter only.
@@ -787,6 +847,7 @@ impl Sessions {
                 runs::tree::reap_adopted(id);
             }
         }
+        scan
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
