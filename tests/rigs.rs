@@ -287,11 +287,7 @@ fn a_vm_left_by_a_killed_server_is_swept_at_the_next_start_and_nothing_else_is()
     let server = s.home.server_pid().unwrap();
     // SAFETY: kill(2) on the server's pid.
     unsafe { libc::kill(server, libc::SIGKILL) };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while common::alive(server) {
-        assert!(Instant::now() < deadline, "the server did not die");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    s.home.wait_server_gone(server);
     // The hypervisor may outlive its server (an orphan) or end with its console's hangup;
     // either way the next start leaves nothing of it running and says so.
     let list = s.home.json(&["rig", "list", "--json"]);

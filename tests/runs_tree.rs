@@ -129,7 +129,7 @@ impl Server {
         let pid = self.home.server_pid().unwrap();
         // SAFETY: plain kill(2).
         unsafe { libc::kill(pid, libc::SIGKILL) };
-        wait_until("the server to die", || !alive(pid));
+        self.home.wait_server_gone(pid);
     }
 
     fn file(&self, name: &str) -> PathBuf {

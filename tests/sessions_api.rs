@@ -525,9 +525,7 @@ fn a_killed_server_leaves_lost_runs_and_no_processes() {
         .unwrap() as i32;
     let server = s.home.server_pid().unwrap();
     unsafe { libc::kill(server, libc::SIGKILL) };
-    while alive(server) {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    s.home.wait_server_gone(server);
     // The child may end on its own (its stdin closed with the server); the grandchild
     // it left in its group stays until a server sweeps it.
     std::thread::sleep(std::time::Duration::from_millis(200));

@@ -124,6 +124,21 @@ impl TestHome {
             .to_string()
     }
 
+    /// Waits until a SIGKILLed server `pid` is gone and its socket takes no connection.
+    /// `alive` is false once the main thread is a zombie, but the other threads may still be
+    /// exiting with the listening socket open: a client that connects then is accepted and
+    /// reset ("connection error"), which is what a test restarting at once saw under load.
+    pub fn wait_server_gone(&self, pid: i32) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while alive(pid) || std::os::unix::net::UnixStream::connect(self.socket()).is_ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the killed server {pid} still holds its socket"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     pub fn server_pid(&self) -> Option<i32> {
         std::fs::read_to_string(self.path().join("run/server.lock"))
             .ok()?
