@@ -25,6 +25,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "a fake tool's own signal flag (a separate process, not the server)",
     ),
     (
+        "providers/fake/pty.rs",
+        "WAKE",
+        "a fake tool's own signal self-pipe (a separate process, not the server)",
+    ),
+    (
         "providers/fake/hooks.rs",
         "HOOKS",
         "a fake tool's own hook settings (a separate process, not the server)",
