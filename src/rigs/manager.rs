@@ -1088,6 +1088,15 @@ impl Rigs {
     /// Enforces the TTL and the idle ladder (suspend after the idle window, close after
     /// twice it); the server calls it every second. Correct at any rate: each step is decided
     /// from the records' times, and a rig being closed is marked so no second tick acts on it.
+    /// Whether the ticker has anything to look at: a rig that is not closed. With none, the
+    /// server's clock wakes no thread for the rigs (issue 17: a wakeup each second kept idle
+    /// request threads alive).
+    pub fn any_open(&self) -> bool {
+        lock_table(&self.table)
+            .values()
+            .any(|e| !matches!(e.rec.state, RigState::Closed))
+    }
+
     pub fn tick(&self) {
         let now = Utc::now();
         let now_at = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);

@@ -78,6 +78,7 @@ impl Reactor {
             .enable_io()
             .enable_time()
             .thread_name("runs-blocking")
+            .thread_keep_alive(Duration::from_secs(3))
             .build()?;
         let handle = rt.handle().clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

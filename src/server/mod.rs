@@ -285,6 +285,10 @@ pub fn run_foreground(
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // A burst of requests (a thousand starts) grows the blocking pool; its threads leave
+        // after 3 s unused rather than tokio's 10 s, so the idle server's threads come back
+        // down to what one run needs (docs/performance.md).
+        .thread_keep_alive(std::time::Duration::from_secs(3))
         .enable_all()
         .build()
         .map_err(io_err("start the async runtime for", &socket))?;
@@ -343,6 +347,9 @@ async fn serve(shared: Arc<Shared>, socket: &Path, limits: Limits) -> Result<Str
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
+            if !rigs.any_open() {
+                continue;
+            }
             let rigs = rigs.clone();
             let _ = tokio::task::spawn_blocking(move || rigs.tick()).await;
         }

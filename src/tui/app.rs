@@ -826,8 +826,8 @@ impl App {
     }
 
     /// Whether `page` differs from the list the cockpit holds only in its runs' output
-    /// (the ring's seqs and size, the instant of the last output): what a narrating session
-    /// changes at every poll.
+    /// (the ring's seqs and size, the instant of the last output, the bytes its transcript
+    /// holds): what a narrating session changes at every poll.
     fn only_output_changed(&self, page: &RunsPage) -> bool {
         let s = &self.sessions;
         s.loaded
@@ -839,6 +839,9 @@ impl App {
                 held.output.is_some() == new.output.is_some() && {
                     let mut masked = new.clone();
                     masked.output.clone_from(&held.output);
+                    if let (Some(m), Some(h)) = (&mut masked.transcript, &held.transcript) {
+                        m.bytes = h.bytes;
+                    }
                     *held == masked
                 }
             })
@@ -861,6 +864,21 @@ impl App {
             self.note_waiting(&page.items);
             self.replace_runs(page.items);
             self.dirty = was_dirty || super::ui::sessions::shown(self) != before;
+            return;
+        }
+        // Factory runs that changed only in what no row shows (a running run's provider
+        // bound, counted down by the server at every poll, within the same minute) are
+        // taken, but draw nothing.
+        if let Msg::Factory(Ok(_)) = &msg
+            && let Some(Ok(_)) = &self.factory.runs
+        {
+            let was_dirty = self.dirty;
+            let before = super::ui::factory::lines(self, usize::MAX);
+            let Msg::Factory(answer) = msg else {
+                unreachable!()
+            };
+            self.factory.on_runs(answer);
+            self.dirty = was_dirty || super::ui::factory::lines(self, usize::MAX) != before;
             return;
         }
         self.dirty = true;

@@ -30,11 +30,26 @@ pub fn next_ago_change(now: DateTime<Utc>, then: DateTime<Utc>) -> DateTime<Utc>
     then + Duration::seconds((secs / unit + 1) * unit)
 }
 
-/// The next instant after `now` at which an elapsed time counted in whole seconds since
-/// `then` (a factory step's `m:ss`) reads differently.
-pub fn next_second_change(now: DateTime<Utc>, then: DateTime<Utc>) -> DateTime<Utc> {
+/// The next instant after `now` at which a running factory step's time since `then`
+/// ([`crate::tui::ui::factory::running_clock`]: seconds in its first minute, then whole
+/// minutes) reads differently.
+pub fn next_step_change(now: DateTime<Utc>, then: DateTime<Utc>) -> DateTime<Utc> {
     let secs = (now - then).num_seconds().max(0);
-    then + Duration::seconds(secs + 1)
+    let unit = if secs < 60 { 1 } else { 60 };
+    then + Duration::seconds((secs / unit + 1) * unit)
+}
+
+/// The next instant after `now` at which `ago(now, then)` changes unit (`59s` to `1m`, `59m`
+/// to `1h`, …): the only instants a text that does not fit now (it only grows within a unit)
+/// may fit again.
+pub fn next_unit_change(now: DateTime<Utc>, then: DateTime<Utc>) -> DateTime<Utc> {
+    let secs = (now - then).num_seconds();
+    let edge = match secs {
+        ..=59 => 60,
+        60..=3599 => 3600,
+        _ => 86_400 * ((secs / 86_400) + 1),
+    };
+    then + Duration::seconds(edge)
 }
 
 /// The next local midnight after `now` (a receipt of today shows its time alone).
@@ -59,18 +74,25 @@ impl App {
             }
         };
         let s = &self.sessions;
-        for &i in &s.view {
+        let sources = crate::tui::ui::sessions::sources_shown(self);
+        for (k, &i) in s.view.iter().enumerate() {
             let Some(r) = s.runs.get(i) else { continue };
             // The AGE column.
             if let Some(t) = instant(&r.created_at) {
                 at(next_ago_change(now, t));
             }
-            // "running · output 4s ago".
+            // "running · output 4s ago": every second while the row shows it; a row too
+            // narrow for it shows the state's word, which the clock does not change (until
+            // the text changes unit and may fit again).
             if r.state == RunState::Running
                 && let Some(t) = r.output.as_ref().and_then(|o| o.last_at.as_deref())
                 && let Some(t) = instant(t)
             {
-                at(next_ago_change(now, t));
+                if sources.get(k).copied().unwrap_or(true) {
+                    at(next_ago_change(now, t));
+                } else {
+                    at(next_unit_change(now, t));
+                }
             }
         }
         // A snooze that comes due shows its run again (or drops its mark).
@@ -85,7 +107,7 @@ impl App {
                     && step.state == "running"
                     && let Some(t) = instant(&step.started_at)
                 {
-                    at(next_second_change(now, t));
+                    at(next_step_change(now, t));
                 }
             }
         }
@@ -148,11 +170,15 @@ mod tests {
             assert_eq!(ago(just_before, then), ago(now, then), "now {now}");
             assert_ne!(ago(next, then), ago(now, then), "now {now}");
         }
+        // A running step: every second in its first minute, then every minute.
+        let now = at("2026-11-30T12:00:42.000Z");
+        assert_eq!(next_step_change(now, then), at("2026-11-30T12:00:42.300Z"));
         let now = at("2026-11-30T12:01:05.000Z");
-        assert_eq!(
-            next_second_change(now, then),
-            at("2026-11-30T12:01:05.300Z")
-        );
+        assert_eq!(next_step_change(now, then), at("2026-11-30T12:02:00.300Z"));
+        // A source that does not fit: when its unit changes.
+        assert_eq!(next_unit_change(now, then), at("2026-11-30T13:00:00.300Z"));
+        let now = at("2026-11-30T12:00:05.000Z");
+        assert_eq!(next_unit_change(now, then), at("2026-11-30T12:01:00.300Z"));
     }
 
     /// A cockpit whose sessions are hours old wakes at the next hour, not every second; a
@@ -191,10 +217,22 @@ mod tests {
         );
         app.sessions.runs = vec![run("running", Some("2026-11-30T15:00:00.250Z"))];
         app.refilter();
+        // A list wide enough for "running · output 0s ago": the next second.
+        app.areas.sessions = ratatui::layout::Rect::new(0, 0, 120, 10);
+        assert_eq!(crate::tui::ui::sessions::sources_shown(&app), vec![true]);
         assert_eq!(
             app.next_clock_change(),
             Some(at("2026-11-30T15:00:01.250Z"))
         );
+        // A list that shows the state's word alone: not every second, but when "59s" becomes
+        // "1m" (a shorter text that may fit).
+        app.areas.sessions = ratatui::layout::Rect::new(0, 0, 30, 10);
+        assert_eq!(crate::tui::ui::sessions::sources_shown(&app), vec![false]);
+        assert_eq!(
+            app.next_clock_change(),
+            Some(at("2026-11-30T15:01:00.250Z"))
+        );
+        app.areas.sessions = ratatui::layout::Rect::new(0, 0, 120, 10);
         app.dirty = false;
         app.on_clock(at("2026-11-30T15:00:01.300Z"));
         assert!(app.dirty, "the clock's change is drawn");

@@ -517,7 +517,10 @@ fn narrating(r#ref: &str, minute: u32, next_seq: u64, last_at: &str) -> RunView 
         minute,
         json!({"name": "a name long enough to take the room of the states' sources",
                "output": {"first_seq": 1, "next_seq": next_seq, "bytes": next_seq * 40,
-                          "last_at": last_at}}),
+                          "last_at": last_at},
+               // Its transcript grows with its output (the demo's narrating runs: the
+               // list polls drew a frame a second for it alone).
+               "transcript": {"bytes": next_seq * 40, "cap": 67_108_864, "capped": false}}),
     )
 }
 

@@ -65,6 +65,33 @@ pub fn clock(ms: u64) -> String {
     }
 }
 
+/// A step in progress: `0:42` in its first minute (every second), then whole minutes
+/// (`3m`, `1h05m`), as the AGE column counts; its exact time is shown when it ends. Its clock
+/// then changes once a minute, not every second (no frame a second for it alone).
+pub fn running_clock(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..=59 => clock(ms),
+        60..=3599 => format!("{}m", s / 60),
+        _ => format!("{}h{:02}m", s / 3600, (s / 60) % 60),
+    }
+}
+
+/// A running run's upper bound of provider time: `0:42` under a minute, else rounded up to
+/// the minute (`29m`, `7h59m`): still an upper bound, and a text that changes once a minute
+/// although the server counts it down at every poll.
+pub fn bound_clock(ms: u64) -> String {
+    if ms < 60_000 {
+        return clock(ms);
+    }
+    let m = ms.div_ceil(60_000);
+    if m < 60 {
+        format!("{m}m")
+    } else {
+        format!("{}h{:02}m", m / 60, m % 60)
+    }
+}
+
 fn pad(s: &str, w: usize) -> String {
     let s = text::one_line(s, w);
     let n = s.width();
@@ -92,7 +119,10 @@ fn group(app: &App, r: &FactoryRun, folded: bool) -> Vec<Line<'static>> {
     }
     if r.status == RunStatus::Running && r.provider_bound_ms > 0 {
         // An upper bound the server computed, never an estimate.
-        tail.push_str(&format!("  ≤ {} provider time", clock(r.provider_bound_ms)));
+        tail.push_str(&format!(
+            "  ≤ {} provider time",
+            bound_clock(r.provider_bound_ms)
+        ));
     }
     if let Some(c) = &r.candidate {
         tail.push_str(&format!("  candidate {}", text::one_line(c, 12)));
@@ -129,7 +159,7 @@ fn group(app: &App, r: &FactoryRun, folded: bool) -> Vec<Line<'static>> {
             (Some(ms), _) => clock(ms),
             // A step in progress: its time since the start the server reported.
             (None, "running") => instant(&s.started_at)
-                .map(|t| clock((app.now - t).num_milliseconds().max(0) as u64))
+                .map(|t| running_clock((app.now - t).num_milliseconds().max(0) as u64))
                 .unwrap_or_default(),
             (None, _) => String::new(),
         };

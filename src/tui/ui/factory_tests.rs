@@ -174,10 +174,70 @@ fn the_whole_tree_of_a_rejected_run_when_there_is_room() {
     // A running run says its upper bound of provider time, never an estimate.
     let mut app = app_with(vec![in_review()]);
     let s = text(&draw(&mut app, 160, 48));
-    assert!(s.contains("≤ 29:30 provider time"), "{s}");
+    // (29:30, rounded up to the minute: still an upper bound.)
+    assert!(s.contains("≤ 30m provider time"), "{s}");
     assert!(s.contains("└ review-1"), "{s}");
     // Its step in progress: 0:30 since the start the server reported.
     assert!(s.contains("0:30"), "{s}");
+}
+
+/// The server counts a running run's provider bound down at every poll: an answer that
+/// changes only that, within the minute the row shows, is taken but draws no frame; one
+/// that reads differently (the next minute, a step's change) does.
+#[test]
+fn a_factory_poll_that_changes_no_row_draws_nothing() {
+    let mut app = app_with(vec![in_review()]);
+    let with_bound = |ms: u64| {
+        let mut r = in_review();
+        r.provider_bound_ms = ms;
+        r
+    };
+    app.dirty = false;
+    app.on_msg(Msg::Factory(Ok(vec![with_bound(1_769_000)])));
+    assert!(!app.dirty, "29:29 left reads 30m as 29:30 did");
+    assert_eq!(
+        app.factory.runs.as_ref().unwrap().as_ref().unwrap()[0].provider_bound_ms,
+        1_769_000,
+        "the answer is taken"
+    );
+    app.on_msg(Msg::Factory(Ok(vec![with_bound(1_740_000)])));
+    assert!(app.dirty, "29m: a frame");
+    assert!(text(&draw(&mut app, 160, 48)).contains("≤ 29m provider time"));
+    app.dirty = false;
+    let mut done = with_bound(1_740_000);
+    done.steps[1].state = "done".into();
+    done.steps[1].elapsed_ms = Some(5_000);
+    app.on_msg(Msg::Factory(Ok(vec![done])));
+    assert!(app.dirty, "a step's change: a frame");
+}
+
+/// A step in progress counts seconds in its first minute, then whole minutes: its clock
+/// wakes the cockpit every second, then once a minute (at the minute it reads the next).
+#[test]
+fn a_running_step_counts_seconds_then_minutes() {
+    let mut app = app_with(vec![in_review()]);
+    // Only the factory's clock: no session's age.
+    app.sessions.runs.clear();
+    app.refilter();
+    let at = |s: &str| crate::tui::data::instant(s).unwrap();
+    // Started 11:59:30.
+    app.now = at("2026-11-30T11:59:55.500Z");
+    assert!(text(&draw(&mut app, 160, 48)).contains("0:25"));
+    app.now = at("2026-11-30T11:59:55.500Z");
+    assert_eq!(
+        app.next_clock_change(),
+        Some(at("2026-11-30T11:59:56.000Z"))
+    );
+    app.now = at("2026-11-30T12:01:35.000Z");
+    let s = text(&draw(&mut app, 160, 48));
+    assert!(s.contains("running         2m"), "{s}");
+    app.now = at("2026-11-30T12:01:35.000Z");
+    assert_eq!(
+        app.next_clock_change(),
+        Some(at("2026-11-30T12:02:30.000Z"))
+    );
+    app.now = at("2026-11-30T13:04:35.000Z");
+    assert!(text(&draw(&mut app, 160, 48)).contains("1h05m"));
 }
 
 #[test]

@@ -172,6 +172,24 @@ pub fn shown(app: &App) -> (String, Vec<(ratatui::style::Style, Line<'static>)>)
     list_lines(app, usize::from(super::inner(app.areas.sessions).width))
 }
 
+/// For each run of the view, whether its row shows its state's source (`output 2s ago`) at
+/// the last frame's width and clock. A source that no row shows does not wake the clock
+/// every second ([`crate::tui::app::App::next_clock_change`]).
+pub fn sources_shown(app: &App) -> Vec<bool> {
+    let w = usize::from(super::inner(app.areas.sessions).width);
+    let cells: Vec<Cells> = app
+        .sessions
+        .view
+        .iter()
+        .map(|&i| cells(app, &app.sessions.runs[i]))
+        .collect();
+    let plan = Plan::new(&cells, w);
+    cells
+        .iter()
+        .map(|c| c.state_full != c.state_word && c.state_full.width() <= plan.state_w)
+        .collect()
+}
+
 /// The header and the rows of a list `w` columns wide.
 fn list_lines(app: &App, w: usize) -> (String, Vec<(ratatui::style::Style, Line<'static>)>) {
     let now = app.now;
