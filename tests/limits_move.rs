@@ -160,8 +160,13 @@ fn limit_facts_from_the_tools_frames_reach_the_run_view_once_each_and_clear() {
         .find(|r| r["ref"] == run.as_str())
         .unwrap();
     assert_eq!(row["limit"]["kind"], "usage", "{row}");
+    // A rate limit while the window is still exhausted: its reset is that window's (the
+    // windows are the account's, kept across turns).
     let v = turn(&s, &run, "!limit rate", 1);
-    assert_eq!(v["limit"], json!({"kind": "rate", "account_ref": "cx"}));
+    assert_eq!(
+        v["limit"],
+        json!({"kind": "rate", "resets_at": reset_s, "account_ref": "cx"})
+    );
     let v = turn(&s, &run, "fine now", 2);
     assert!(v["limit"].is_null(), "{v}");
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);

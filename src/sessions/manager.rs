@@ -1905,9 +1905,10 @@ impl Sessions {
                     json!({"generation": generation, "words": text::one_line(&words, 500)}),
                 )),
                 Event::LimitReached { kind, resets_at } => {
-                    let mut f = json!({"generation": generation, "kind": kind.as_str()});
+                    // Nested: a ledger line's own `kind` is the event's.
+                    let mut f = json!({"generation": generation, "limit": {"kind": kind.as_str()}});
                     if let Some(at) = limit_reset(resets_at, chrono::Utc::now()) {
-                        f["resets_at"] = json!(at);
+                        f["limit"]["resets_at"] = json!(at);
                     }
                     facts.push((kinds::LIMIT_REACHED, f));
                 }
@@ -1923,7 +1924,7 @@ impl Sessions {
                         let Some(rec) = inner.records.get(run_ref) else {
                             continue;
                         };
-                        fields["account_ref"] = json!(rec.profile);
+                        fields["limit"]["account_ref"] = json!(rec.profile);
                         let fact = fields
                             .as_object()
                             .and_then(super::record::Limit::from_fields);

@@ -169,25 +169,10 @@ pub struct Limit {
 }
 
 impl Limit {
-    /// The limit a `limit_reached` event's fields record.
+    /// The limit a `limit_reached` event's fields record (`{generation, limit: {kind,
+    /// resets_at?, account_ref}}`: nested, since a ledger line's own `kind` is the event's).
     pub fn from_fields(f: &Map<String, Value>) -> Option<Limit> {
-        let kind = match f.get("kind").and_then(Value::as_str)? {
-            "usage" => LimitKind::Usage,
-            "rate" => LimitKind::Rate,
-            _ => return None,
-        };
-        Some(Limit {
-            kind,
-            resets_at: f
-                .get("resets_at")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            account_ref: f
-                .get("account_ref")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-        })
+        serde_json::from_value(f.get("limit")?.clone()).ok()
     }
 }
 
@@ -260,8 +245,8 @@ pub mod kinds {
     pub const RETRYING: &str = "sessions.run.retrying";
     /// A warning the tool reported (`{generation, words}`).
     pub const WARNING: &str = "sessions.run.warning";
-    /// The tool ended a turn on an account limit (`{generation, kind, resets_at?,
-    /// account_ref}`), recorded once per fact (issue 18 §2).
+    /// The tool ended a turn on an account limit (`{generation, limit: {kind, resets_at?,
+    /// account_ref}}`), recorded once per fact (issue 18 §2).
     pub const LIMIT_REACHED: &str = "sessions.run.limit_reached";
     /// The run was re-attached to another profile of its tool, its conversation copied
     /// (`{from, to, files, conversation_id?}`).
@@ -641,6 +626,59 @@ mod tests {
             boundary: None,
             events,
         }
+    }
+
+    #[test]
+    fn a_limit_is_derived_from_its_event_and_cleared_by_a_completed_turn_or_a_move() {
+        let limit = |kind: &str| {
+            json!({"generation": 1, "limit": {"kind": kind, "resets_at": "2026-11-30T05:00:00Z",
+                   "account_ref": "claude"}})
+        };
+        let mut r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"pid": 42})),
+            ev(
+                kinds::TURN_ENDED,
+                json!({"generation": 1, "outcome": "failed"}),
+            ),
+            ev(kinds::LIMIT_REACHED, limit("usage")),
+        ]);
+        assert_eq!(
+            r.derive().limit,
+            Some(Limit {
+                kind: LimitKind::Usage,
+                resets_at: Some("2026-11-30T05:00:00Z".into()),
+                account_ref: "claude".into()
+            })
+        );
+        // A failed or interrupted turn, an exit, a resume: still limited.
+        for (k, f) in [
+            (
+                kinds::TURN_ENDED,
+                json!({"generation": 1, "outcome": "failed"}),
+            ),
+            (
+                kinds::TURN_ENDED,
+                json!({"generation": 1, "outcome": "interrupted"}),
+            ),
+            (kinds::EXITED, json!({"exit_code": 0})),
+            (kinds::RESUMED, json!({"generation": 2})),
+        ] {
+            r.events.push(ev(k, f));
+            assert!(r.derive().limit.is_some(), "{k}");
+        }
+        r.events.push(ev(
+            kinds::TURN_ENDED,
+            json!({"generation": 2, "outcome": "completed"}),
+        ));
+        assert_eq!(r.derive().limit, None);
+        r.events.push(ev(kinds::LIMIT_REACHED, limit("rate")));
+        assert_eq!(r.derive().limit.unwrap().kind, LimitKind::Rate);
+        r.events.push(ev(
+            kinds::MOVED,
+            json!({"from": "claude", "to": "work", "files": 1}),
+        ));
+        assert_eq!(r.derive().limit, None);
     }
 
     #[test]
