@@ -104,6 +104,13 @@ fn limit_facts_from_the_tools_frames_reach_the_run_view_once_each_and_clear() {
             .collect::<Vec<_>>()
     };
     assert_eq!(facts(&s).len(), 1);
+    let shown = s.home.ok(&["session", "show", &run]);
+    assert!(
+        shown.contains(&format!(
+            "usage (the plan's allocation is used up) under profile acct, resets at {reset_s}"
+        )),
+        "{shown}"
+    );
     // The same fact again adds no event; a limit is not a block.
     let v = turn(&s, &run, &format!("!limit usage {reset}"), 1);
     assert_eq!(facts(&s).len(), 1, "{:?}", facts(&s));
@@ -255,6 +262,18 @@ fn move_carries_one_conversation_between_profiles_and_refusals_write_nothing() {
     refused(&s, &run, "cx", 409, "runs codex, not claude");
     refused(&s, &run, "nobody", 422, "no usable target profile nobody");
     refused(&s, &run, "a", 409, "already under profile a");
+    // A row whose home is not its profile's: profile a now names another home.
+    let store = s.home.path().join("config/profiles.json");
+    let saved = std::fs::read(&store).unwrap();
+    let other = s.home.path().join("acct-a-elsewhere");
+    std::fs::create_dir_all(&other).unwrap();
+    let edited = String::from_utf8(saved.clone())
+        .unwrap()
+        .replace(a.to_str().unwrap(), other.to_str().unwrap());
+    assert_ne!(edited.as_bytes(), &saved[..], "the store names a's home");
+    std::fs::write(&store, edited).unwrap();
+    refused(&s, &run, "b", 409, "which is not its profile a's");
+    std::fs::write(&store, &saved).unwrap();
     // Hostile: a symlinked transcript in the source.
     let aside = s.home.path().join("aside.jsonl");
     std::fs::rename(&transcript, &aside).unwrap();

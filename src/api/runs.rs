@@ -436,7 +436,7 @@ mod ops {
         post,
         path = MOVE,
         tag = "runs",
-        description = "Re-attaches a stopped or failed Claude Code run to another profile of the same tool, carrying its one conversation (transcript, sub-agent and tool-result files) to the target's account home; starts nothing (write). 409: a live run, a run whose row's home is not its profile's, a target of another tool or already holding another version of the conversation or binding it to another session, a file changed or appeared during the copy; 422: a link, a hard link or a special file in the conversation, another tool's session, an unusable target. A refusal writes nothing.",
+        description = "Re-attaches a stopped or failed Claude Code run to another profile of the same tool, carrying its one conversation (transcript, sub-agent and tool-result files) to the target's account home; starts nothing (write). 409: a live run, a run whose row's home is not its profile's, a target of another tool or already holding another version of the conversation or binding it to another session, a file changed or appeared during the copy; 422: a link, a hard link or a special file in the conversation, another tool's session, an unknown target profile. A refusal writes nothing.",
         params(("run" = String, Path, description = "the run's ref, run-0001")),
         request_body = MoveBody,
         responses(

@@ -952,16 +952,16 @@ impl StdioSession {
                     self.claude_api_error_kind = Some(word.to_string());
                 }
             }
-            Some("rate_limit_event") => {
-                // `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"|
-                // "allowed_warning"|"rejected","resetsAt":UNIX,"rateLimitType":"five_hour"|
-                // "seven_day"|…,…}}`: only a rejected window says when a limit lifts.
-                if str_at(v, "/rate_limit_info/status") == Some("rejected") {
-                    let reset = v
-                        .pointer("/rate_limit_info/resetsAt")
-                        .and_then(Value::as_i64);
-                    self.claude_rejected_reset = Some(reset);
-                }
+            // `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"|
+            // "allowed_warning"|"rejected","resetsAt":UNIX,"rateLimitType":"five_hour"|
+            // "seven_day"|…,…}}`: only a rejected window says when a limit lifts.
+            Some("rate_limit_event")
+                if str_at(v, "/rate_limit_info/status") == Some("rejected") =>
+            {
+                let reset = v
+                    .pointer("/rate_limit_info/resetsAt")
+                    .and_then(Value::as_i64);
+                self.claude_rejected_reset = Some(reset);
             }
             Some("result") => {
                 if let Some(id) = str_at(v, "/session_id") {

@@ -840,6 +840,25 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
         ),
         None => {}
     }
+    // Issue 18 §2: the account limit the tool ended its last turn on.
+    if let Some(l) = &v.limit {
+        line(
+            "limit",
+            format!(
+                "{} under profile {}, {}",
+                match l.kind {
+                    crate::api::runs::LimitKind::Usage =>
+                        "usage (the plan's allocation is used up)",
+                    crate::api::runs::LimitKind::Rate => "rate (the provider throttles requests)",
+                },
+                t(&l.account_ref, 64),
+                match &l.resets_at {
+                    Some(at) => format!("resets at {}", t(at, 40)),
+                    None => "the tool did not say when it resets".to_string(),
+                }
+            ),
+        );
+    }
     match &v.hold {
         Some(HoldView::Cgroup { path }) => {
             line("held by", format!("its own cgroup {}", o(path, usize::MAX)))
