@@ -274,8 +274,12 @@ fn move_carries_one_conversation_between_profiles_and_refusals_write_nothing() {
     std::fs::write(&store, edited).unwrap();
     refused(&s, &run, "b", 409, "which is not its profile a's");
     std::fs::write(&store, &saved).unwrap();
-    // Hostile: a symlinked transcript in the source.
+    // A conversation that is not in the run's account home.
     let aside = s.home.path().join("aside.jsonl");
+    std::fs::rename(&transcript, &aside).unwrap();
+    refused(&s, &run, "b", 409, "is not in its account home");
+    std::fs::rename(&aside, &transcript).unwrap();
+    // Hostile: a symlinked transcript in the source.
     std::fs::rename(&transcript, &aside).unwrap();
     std::os::unix::fs::symlink(a.join(".credentials.json"), &transcript).unwrap();
     refused(&s, &run, "b", 422, "link");
