@@ -15,7 +15,9 @@ pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
 pub use crate::sessions::permissions::{
     DecidedBy, PermissionList, PermissionState, PermissionView, PermitDecision, PermitRequest,
 };
-pub use crate::sessions::record::{Blocked, RunEvent, State, WaitSource, Waiting};
+pub use crate::sessions::record::{
+    Blocked, Limit, LimitKind, RunEvent, State, WaitSource, Waiting,
+};
 pub use crate::sessions::view::{
     BoundaryKind, Cleaned, CleanedUp, ContainmentView, Deleted, HoldView, MarksView, OutputView,
     RunBoundary, RunEvents, RunPage, RunView, StopSignals, Stopped, TranscriptView, WorktreeView,
@@ -38,6 +40,8 @@ pub const INTERRUPT: &str = "/v1/m/sessions/runs/{run}/interrupt";
 pub const STOP: &str = "/v1/m/sessions/runs/{run}/stop";
 pub const RESUME: &str = "/v1/m/sessions/runs/{run}/resume";
 pub const RESIZE: &str = "/v1/m/sessions/runs/{run}/resize";
+/// `POST {provider_profile_ref}`: a stopped or failed Claude Code run to another profile.
+pub const MOVE: &str = "/v1/m/sessions/runs/{run}/move";
 /// `POST` sets, `DELETE` clears (the caller's own mark).
 pub const PIN: &str = "/v1/m/sessions/runs/{run}/pin";
 pub const SNOOZE: &str = "/v1/m/sessions/runs/{run}/snooze";
@@ -113,6 +117,13 @@ pub struct SizeBody {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SnoozeBody {
     pub until: Option<String>,
+}
+
+/// The body of `POST /runs/{ref}/move`: the profile (of the same tool) to re-attach the run
+/// to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MoveBody {
+    pub provider_profile_ref: Option<String>,
 }
 
 /// The body of `PUT /runs/{ref}/name` (an empty name clears it).
@@ -423,6 +434,19 @@ mod ops {
     pub fn resume() {}
     #[utoipa::path(
         post,
+        path = MOVE,
+        tag = "runs",
+        description = "Re-attaches a stopped or failed Claude Code run to another profile of the same tool, carrying its one conversation (transcript, sub-agent and tool-result files) to the target's account home; starts nothing (write). 409: a live run, a run whose row's home is not its profile's, a target of another tool or already holding another version of the conversation or binding it to another session, a file changed or appeared during the copy; 422: a link, a hard link or a special file in the conversation, another tool's session, an unknown target profile. A refusal writes nothing.",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        request_body = MoveBody,
+        responses(
+        (status = 200, description = "the run, under its new profile", body = RunView),
+        (status = "4XX", description = "refused: the error names the cause", body = ErrorBody),
+    )
+    )]
+    pub fn move_run() {}
+    #[utoipa::path(
+        post,
         path = RESIZE,
         tag = "runs",
         description = "Resizes a live PTY run's terminal (write).",
@@ -630,6 +654,7 @@ mod ops {
         ops::interrupt,
         ops::stop,
         ops::resume,
+        ops::move_run,
         ops::resize,
         ops::pin,
         ops::unpin,
@@ -650,8 +675,11 @@ mod ops {
     components(schemas(
         ErrorBody,
         RunView,
+        MoveBody,
         State,
         Blocked,
+        Limit,
+        LimitKind,
         Waiting,
         WaitSource,
         HoldView,

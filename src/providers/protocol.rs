@@ -148,6 +148,41 @@ pub enum Event {
     Retrying { words: String },
     /// A warning the tool reported (codex `warning` and `configWarning`).
     Warning { words: String },
+    /// The turn ended on an account limit (issue 18 §2): claude's `result` of an API error
+    /// `usage_limit_reached` or HTTP 429, codex's failed turn typed `usageLimitExceeded` or
+    /// `rateLimitExceeded`. Reported after its [`Event::TurnEnded`]. `resets_at` is the
+    /// tool's own reset time (Unix seconds) when it gave one: claude's rejected
+    /// `rate_limit_event`, the latest reset of codex's exhausted `account/rateLimits/updated`
+    /// windows. Whether a reset is too far away to show is the caller's call (it has a clock).
+    LimitReached {
+        kind: LimitKind,
+        resets_at: Option<i64>,
+    },
+}
+
+/// What kind of limit ended a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitKind {
+    /// The account's plan allocation is used up.
+    Usage,
+    /// The provider throttles the rate of requests.
+    Rate,
+}
+
+impl LimitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::Usage => "usage",
+            LimitKind::Rate => "rate",
+        }
+    }
+}
+
+/// One window of codex's `account/rateLimits/updated` (`primary` or `secondary`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct RateWindow {
+    used_percent: Option<f64>,
+    resets_at: Option<i64>,
 }
 
 /// The result of observing one output line.
@@ -272,6 +307,15 @@ pub struct StdioSession {
     /// blocked already.
     codex_last_retry: Option<String>,
     codex_blocked: bool,
+    /// claude: the `error` word of this turn's API error message (`usage_limit_reached`,
+    /// `rate_limit`…).
+    claude_api_error_kind: Option<String>,
+    /// claude: the reset time of the last `rate_limit_event` whose `status` was `rejected`
+    /// since the last `result`.
+    claude_rejected_reset: Option<Option<i64>>,
+    /// codex: the windows of `account/rateLimits/updated`, merged (the notification is
+    /// sparse): `primary`, `secondary`.
+    codex_windows: [RateWindow; 2],
     /// Permission requests not answered yet, by the tool's request id (as JSON text).
     asks: BTreeMap<String, (Vec<Decision>, AskContext)>,
     /// codex: the paths of the `fileChange` items started and not completed, by item id.
@@ -323,6 +367,9 @@ impl StdioSession {
             claude_api_error: None,
             codex_last_retry: None,
             codex_blocked: false,
+            claude_api_error_kind: None,
+            claude_rejected_reset: None,
+            codex_windows: [RateWindow::default(); 2],
             asks: BTreeMap::new(),
             codex_file_items: BTreeMap::new(),
         })
@@ -901,6 +948,20 @@ impl StdioSession {
                 if api_error && self.claude_api_error.is_none() {
                     self.claude_api_error = str_at(v, "/error").map(str::to_string);
                 }
+                if api_error && let Some(word) = str_at(v, "/error") {
+                    self.claude_api_error_kind = Some(word.to_string());
+                }
+            }
+            // `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"|
+            // "allowed_warning"|"rejected","resetsAt":UNIX,"rateLimitType":"five_hour"|
+            // "seven_day"|…,…}}`: only a rejected window says when a limit lifts.
+            Some("rate_limit_event")
+                if str_at(v, "/rate_limit_info/status") == Some("rejected") =>
+            {
+                let reset = v
+                    .pointer("/rate_limit_info/resetsAt")
+                    .and_then(Value::as_i64);
+                self.claude_rejected_reset = Some(reset);
             }
             Some("result") => {
                 if let Some(id) = str_at(v, "/session_id") {
@@ -922,6 +983,34 @@ impl StdioSession {
                     outcome,
                     detail: terminal.or(subtype).map(str::to_string),
                 });
+                let api_kind = self.claude_api_error_kind.take();
+                let rejected = self.claude_rejected_reset.take();
+                if outcome == TurnOutcome::Failed {
+                    let word = str_at(v, "/error").or(api_kind.as_deref());
+                    let status = v.pointer("/api_error_status").and_then(Value::as_i64);
+                    let kind = if word == Some("usage_limit_reached") {
+                        Some(LimitKind::Usage)
+                    } else if status == Some(429) || word == Some("rate_limit") {
+                        // A 429 while a plan window was rejected is that window's allocation
+                        // used up; without one it is the request rate.
+                        Some(if rejected.is_some() {
+                            LimitKind::Usage
+                        } else {
+                            LimitKind::Rate
+                        })
+                    } else {
+                        None
+                    };
+                    if let Some(kind) = kind {
+                        out.events.push(Event::LimitReached {
+                            kind,
+                            resets_at: rejected.flatten(),
+                        });
+                        // A limit is not a missing login: no `Blocked` for it.
+                        self.claude_api_error = None;
+                        return;
+                    }
+                }
                 // A turn the API refused (no login, no credit, the service unreachable):
                 // `terminal_reason: "api_error"` (claude 2.1.332 sends `subtype: "success"`
                 // with `is_error: true` for it), or an error result after an API error
@@ -1200,6 +1289,15 @@ impl StdioSession {
                     .or(status);
                 out.events.push(Event::TurnEnded { outcome, detail });
                 if outcome == TurnOutcome::Failed
+                    && let Some(kind) = v.pointer("/params/turn/error").and_then(codex_limit)
+                {
+                    out.events.push(Event::LimitReached {
+                        kind,
+                        resets_at: self.codex_exhausted_reset(),
+                    });
+                    return;
+                }
+                if outcome == TurnOutcome::Failed
                     && let Some(err) = v.pointer("/params/turn/error")
                     && codex_error_blocks(err)
                     && !std::mem::replace(&mut self.codex_blocked, true)
@@ -1237,6 +1335,25 @@ impl StdioSession {
                 {
                     self.codex_last_retry = Some(words.clone());
                     out.events.push(Event::Retrying { words });
+                }
+            }
+            (StdioProtocol::CodexAppServer, "account/rateLimits/updated") => {
+                // `{rateLimits:{primary:{usedPercent,windowDurationMins,resetsAt},secondary:…}}`,
+                // sparse: a window or a field left out keeps what was known.
+                for (i, name) in ["primary", "secondary"].into_iter().enumerate() {
+                    let Some(w) = v.pointer(&format!("/params/rateLimits/{name}")) else {
+                        continue;
+                    };
+                    if w.is_null() {
+                        self.codex_windows[i] = RateWindow::default();
+                        continue;
+                    }
+                    if let Some(p) = w.get("usedPercent").and_then(Value::as_f64) {
+                        self.codex_windows[i].used_percent = Some(p);
+                    }
+                    if let Some(r) = w.get("resetsAt").and_then(Value::as_i64) {
+                        self.codex_windows[i].resets_at = Some(r);
+                    }
                 }
             }
             (StdioProtocol::CodexAppServer, "warning") => {
@@ -1279,11 +1396,11 @@ fn codex_error_words(err: &Value) -> String {
 }
 
 /// Whether a codex `TurnError` says the tool cannot work without a person: no login or
-/// account limit (`unauthorized`, `usageLimitExceeded`), or its service unreachable (the
+/// account login (`unauthorized`; a limit is [`Event::LimitReached`]), or its service unreachable (the
 /// connection and stream failures of `CodexErrorInfo`, codex 0.171's generated schema).
 fn codex_error_blocks(err: &Value) -> bool {
     match err.get("codexErrorInfo") {
-        Some(Value::String(s)) => matches!(s.as_str(), "unauthorized" | "usageLimitExceeded"),
+        Some(Value::String(s)) => s == "unauthorized",
         Some(Value::Object(o)) => o.keys().any(|k| {
             matches!(
                 k.as_str(),
@@ -1294,6 +1411,34 @@ fn codex_error_blocks(err: &Value) -> bool {
             )
         }),
         _ => false,
+    }
+}
+
+/// The limit a codex turn error is typed with (`codexErrorInfo` `usageLimitExceeded` or
+/// `rateLimitExceeded`; codex spells some variants in PascalCase too).
+fn codex_limit(err: &Value) -> Option<LimitKind> {
+    let info = err.get("codexErrorInfo")?;
+    let word = match info {
+        Value::String(s) => s.as_str(),
+        // A variant with data is an object of one key.
+        Value::Object(o) if o.len() == 1 => o.keys().next()?.as_str(),
+        _ => return None,
+    };
+    match word.to_ascii_lowercase().as_str() {
+        "usagelimitexceeded" => Some(LimitKind::Usage),
+        "ratelimitexceeded" => Some(LimitKind::Rate),
+        _ => None,
+    }
+}
+
+impl StdioSession {
+    /// The latest reset among codex's exhausted windows (`usedPercent` at 100 or more).
+    fn codex_exhausted_reset(&self) -> Option<i64> {
+        self.codex_windows
+            .iter()
+            .filter(|w| w.used_percent.is_some_and(|p| p >= 100.0))
+            .filter_map(|w| w.resets_at)
+            .max()
     }
 }
 
@@ -1922,6 +2067,78 @@ mod tests {
             blocked(&o.events),
             [("turn/completed error", "401 Unauthorized".to_string())]
         );
+    }
+
+    fn limits(events: &[Event]) -> Vec<(LimitKind, Option<i64>)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::LimitReached { kind, resets_at } => Some((*kind, *resets_at)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn claude_limits_come_from_its_result_and_the_reset_from_its_rate_limit_event() {
+        let mut c = StdioSession::new(Tool::Claude, &cwd(), None).unwrap();
+        c.start();
+        c.input("x").unwrap();
+        // An allowed window says nothing; a rejected one gives the reset; the result of an
+        // API error `usage_limit_reached` is the fact (and no block: a limit is no login).
+        let o = c.observe(br#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1700000000,"rateLimitType":"five_hour"},"session_id":"a"}"#);
+        assert!(o.events.is_empty(), "{:?}", o.events);
+        c.observe(br#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1771390800,"rateLimitType":"five_hour","overageStatus":"rejected","isUsingOverage":false},"session_id":"a"}"#);
+        c.observe(br#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"You've hit your limit"}]},"error":"usage_limit_reached","is_api_error_message":true,"session_id":"a"}"#);
+        let o = c.observe(br#"{"type":"result","subtype":"success","is_error":true,"result":"You've hit your limit","terminal_reason":"api_error","session_id":"a"}"#);
+        assert_eq!(limits(&o.events), [(LimitKind::Usage, Some(1771390800))]);
+        assert!(blocked(&o.events).is_empty(), "{:?}", o.events);
+        // HTTP 429 without a rejected window: the request rate, no reset known.
+        c.input("y").unwrap();
+        let o = c.observe(br#"{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: 429","terminal_reason":"api_error","session_id":"a"}"#);
+        assert_eq!(limits(&o.events), [(LimitKind::Rate, None)]);
+        // Any other result never sets it: a success, another API error, an interrupt.
+        c.input("z").unwrap();
+        let o = c.observe(br#"{"type":"result","subtype":"success","is_error":false,"api_error_status":429,"result":"hi","session_id":"a"}"#);
+        assert!(limits(&o.events).is_empty());
+        c.input("w").unwrap();
+        let o = c.observe(br#"{"type":"result","subtype":"success","is_error":true,"api_error_status":500,"result":"overloaded","terminal_reason":"api_error","session_id":"a"}"#);
+        assert!(limits(&o.events).is_empty());
+        assert_eq!(blocked(&o.events).len(), 1);
+        // A rejected window of an earlier turn says nothing about a later 429.
+        c.input("v").unwrap();
+        let o = c.observe(br#"{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: 429","terminal_reason":"api_error","session_id":"a"}"#);
+        assert_eq!(limits(&o.events), [(LimitKind::Rate, None)]);
+    }
+
+    #[test]
+    fn codex_limits_come_from_a_typed_failed_turn_with_the_latest_exhausted_reset() {
+        let mut c = StdioSession::new(Tool::Codex, &cwd(), None).unwrap();
+        c.start();
+        c.observe(br#"{"id":0,"result":{}}"#);
+        c.observe(br#"{"id":1,"result":{"thread":{"id":"t"}}}"#);
+        // Both windows exhausted (the second in a sparse update): the later reset.
+        c.observe(br#"{"method":"account/rateLimits/updated","params":{"rateLimits":{"primary":{"usedPercent":100,"windowDurationMins":300,"resetsAt":1800000000},"secondary":{"usedPercent":40,"windowDurationMins":10080,"resetsAt":1900000000}}}}"#);
+        c.observe(br#"{"method":"account/rateLimits/updated","params":{"rateLimits":{"secondary":{"usedPercent":100}}}}"#);
+        c.input("x").unwrap();
+        c.observe(br#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u","status":"inProgress","items":[]}}}"#);
+        let o = c.observe(br#"{"method":"error","params":{"error":{"message":"You've hit your usage limit.","codexErrorInfo":"usageLimitExceeded","additionalDetails":null},"willRetry":false,"threadId":"t","turnId":"u"}}"#);
+        assert!(blocked(&o.events).is_empty(), "{:?}", o.events);
+        let o = c.observe(br#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","status":"failed","items":[],"error":{"message":"You've hit your usage limit.","codexErrorInfo":"usageLimitExceeded"}}}}"#);
+        assert_eq!(limits(&o.events), [(LimitKind::Usage, Some(1900000000))]);
+        assert!(blocked(&o.events).is_empty());
+        // One window left exhausted after a reset: its own reset.
+        c.observe(br#"{"method":"account/rateLimits/updated","params":{"rateLimits":{"secondary":{"usedPercent":3,"resetsAt":1950000000}}}}"#);
+        c.input("y").unwrap();
+        let o = c.observe(br#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"v","status":"failed","items":[],"error":{"message":"slow down","codexErrorInfo":"rateLimitExceeded"}}}}"#);
+        assert_eq!(limits(&o.events), [(LimitKind::Rate, Some(1800000000))]);
+        // Another failure, or a completed turn, never sets it.
+        c.input("z").unwrap();
+        let o = c.observe(br#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"w","status":"failed","items":[],"error":{"message":"too long","codexErrorInfo":"contextWindowExceeded"}}}}"#);
+        assert!(limits(&o.events).is_empty());
+        c.input("q").unwrap();
+        let o = c.observe(br#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"x","status":"completed","items":[],"error":null}}}"#);
+        assert!(limits(&o.events).is_empty());
     }
 
     #[test]

@@ -176,7 +176,7 @@ fn runs_role(method: &str, route: &str) -> Option<Role> {
         // And a person principal: the handler refuses an agent (`person_only`).
         ("POST", PERMISSION) => Write,
         ("POST" | "DELETE", PIN | SNOOZE | DONE) => Read,
-        ("POST", RUNS | INPUT | INTERRUPT | STOP | RESUME | RESIZE) => Write,
+        ("POST", RUNS | INPUT | INTERRUPT | STOP | RESUME | RESIZE | MOVE) => Write,
         ("PUT", NAME) => Write,
         ("POST" | "DELETE", ARCHIVE) => Write,
         ("POST", CLEANUP) => Admin,

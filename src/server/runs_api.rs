@@ -17,8 +17,8 @@ use super::Shared;
 use super::api::{ApiError, Caller, blocking};
 use crate::api::runs::{
     self as wire, Accepted, AttachQuery, CleanupBody, DiffFileQuery, EndEvent, InputRequest,
-    LagEvent, ListQuery, NoticeEvent, PermitRequest, RenameBody, Resized, RunDiff, RunDiffFile,
-    SizeBody, SnoozeBody, StartRequest,
+    LagEvent, ListQuery, MoveBody, NoticeEvent, PermitRequest, RenameBody, Resized, RunDiff,
+    RunDiffFile, SizeBody, SnoozeBody, StartRequest,
 };
 use crate::runs::{self, Frame, ReadOutcome, TermSize};
 use crate::sessions::SessionError;
@@ -104,6 +104,7 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(r(wire::STOP), post(stop))
         .route(r(wire::RESUME), post(resume))
         .route(r(wire::RESIZE), post(resize))
+        .route(r(wire::MOVE), post(move_run))
         .route(r(wire::PIN), post(pin).delete(unpin))
         .route(r(wire::SNOOZE), post(snooze).delete(unsnooze))
         .route(r(wire::DONE), post(done).delete(undone))
@@ -498,6 +499,30 @@ async fn resume(
     };
     let sessions = s.sessions.clone();
     ok(blocking(move || sessions.resume(&run, size, &c.token_id)).await?)
+}
+
+async fn move_run(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    check_raw_size(&body)?;
+    let needs = || {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "move needs {\"provider_profile_ref\": string}, the target profile's name",
+        )
+    };
+    let v: Value = json_body(&body, true)?;
+    let b: MoveBody = serde_json::from_value(v).map_err(|_| needs())?;
+    let target = b
+        .provider_profile_ref
+        .filter(|t| !t.is_empty())
+        .ok_or_else(needs)?;
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.move_run(&run, &target, &c.token_id)).await?)
 }
 
 async fn resize(

@@ -374,6 +374,14 @@ pub struct Sessions {
     keeper_bell: Arc<KeeperBell>,
 }
 
+/// The reset time a limit shows (RFC 3339 UTC): the tool's Unix seconds, omitted when
+/// absent, unrepresentable, or more than a year after `now` (issue 18 §2).
+fn limit_reset(resets_at: Option<i64>, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+    let at = chrono::DateTime::<chrono::Utc>::from_timestamp(resets_at?, 0)?;
+    (at <= now + chrono::Duration::days(365))
+        .then(|| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
@@ -461,6 +469,14 @@ impl Sessions {
                              (a crash between the two writes) were added to it",
                             missing.len()
                         ));
+                        // A move is one ledger event: the profile follows it.
+                        for e in &missing {
+                            if e.kind == kinds::MOVED
+                                && let Some(to) = e.fields.get("to").and_then(Value::as_str)
+                            {
+                                rec.profile = to.to_string();
+                            }
+                        }
                         rec.events.extend(missing);
                         repaired.push(rec.clone());
                     }
@@ -1888,13 +1904,34 @@ impl Sessions {
                     kinds::WARNING,
                     json!({"generation": generation, "words": text::one_line(&words, 500)}),
                 )),
+                Event::LimitReached { kind, resets_at } => {
+                    // Nested: a ledger line's own `kind` is the event's.
+                    let mut f = json!({"generation": generation, "limit": {"kind": kind.as_str()}});
+                    if let Some(at) = limit_reset(resets_at, chrono::Utc::now()) {
+                        f["limit"]["resets_at"] = json!(at);
+                    }
+                    facts.push((kinds::LIMIT_REACHED, f));
+                }
             }
         }
         drop(l);
         if !facts.is_empty() {
             let mut inner = self.lock();
             if inner.live.get(run_ref).map(|l| l.generation) == Some(generation) {
-                for (kind, fields) in facts {
+                for (kind, mut fields) in facts {
+                    if kind == kinds::LIMIT_REACHED {
+                        // The profile the turn ran under; the same fact again adds nothing.
+                        let Some(rec) = inner.records.get(run_ref) else {
+                            continue;
+                        };
+                        fields["limit"]["account_ref"] = json!(rec.profile);
+                        let fact = fields
+                            .as_object()
+                            .and_then(super::record::Limit::from_fields);
+                        if fact.is_some() && fact == rec.derive().limit {
+                            continue;
+                        }
+                    }
                     let _ = self.record(&mut inner, run_ref, kind, fields);
                 }
             }
@@ -1983,6 +2020,7 @@ impl Sessions {
             waiting: d.waiting.filter(|_| state != State::Recovering),
             waiting_known: rec.waiting_known(),
             permissions_open: d.permissions_open,
+            limit: d.limit,
             hold: hold_view(inner, rec),
             archived_at: rec.archived_at.clone(),
             worktree_branch: rec.worktree.as_ref().map(|w| w.branch.clone()),
@@ -2730,6 +2768,178 @@ impl Sessions {
 
     /// Renames (or, with an empty name, un-names) a run. The ledger records the ref, never
     /// the name; a name that is already the run's changes and records nothing.
+    /// Moves a stopped or failed Claude Code run to another profile of its tool (issue 18
+    /// §2): copies that one conversation from the run's account home to the target's
+    /// ([`super::moving`]), then re-attaches the run to the target profile with one ledger
+    /// event (`sessions.run.moved {from, to, to_home, files, conversation_id}`). Nothing
+    /// starts: the next resume runs under the target. A refusal writes nothing and removes
+    /// what the move created.
+    pub fn move_run(
+        &self,
+        run_ref: &str,
+        target: &str,
+        caller: &str,
+    ) -> Result<RunView, SessionError> {
+        self.move_run_with(run_ref, target, caller, &mut |_| {})
+    }
+
+    /// [`Sessions::move_run`], with what runs after each copied file (tests make a file
+    /// appear or change at that moment).
+    pub fn move_run_with(
+        &self,
+        run_ref: &str,
+        target: &str,
+        caller: &str,
+        after_file: &mut dyn FnMut(&Path),
+    ) -> Result<RunView, SessionError> {
+        use super::moving::{self, MoveError};
+        let mut inner = self.lock();
+        let rec = self.get_record(&inner, run_ref)?.clone();
+        let d = rec.derive();
+        if rec.tool != Tool::Claude.name() {
+            return Err(SessionError::Unprocessable(format!(
+                "run {run_ref} is a {} session: only a Claude Code session moves (its stored \
+                 conversation is carried); `handoff` continues another tool's session",
+                rec.tool
+            )));
+        }
+        if !matches!(d.state, State::Stopped | State::Failed) {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} is {}: only a stopped or failed session moves; stop it first",
+                d.state.as_str()
+            )));
+        }
+        if let Some(b) = &rec.boundary
+            && b.kind != BoundaryKind::Host
+        {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} ran in rig {}: its conversation is not in a home of this host",
+                b.rig.as_deref().unwrap_or("?")
+            )));
+        }
+        let store = Store::new(&self.home.config);
+        let user_home = self.user_home();
+        let to = store.find(target, &user_home).map_err(|e| {
+            SessionError::Unprocessable(format!("no usable target profile {target}: {e}"))
+        })?;
+        if to.tool != Tool::Claude {
+            return Err(SessionError::Conflict(format!(
+                "profile {} runs {}, not claude: a move stays with the session's tool",
+                to.name,
+                to.tool.name()
+            )));
+        }
+        if to.name == rec.profile {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} is already under profile {}",
+                to.name
+            )));
+        }
+        // The target as a launch would take it: its home must be usable.
+        let to_home = providers::profile::check_home(to.tool, &to.home).map_err(|e| {
+            SessionError::Conflict(format!("profile {} cannot take the session: {e}", to.name))
+        })?;
+        let from = store.find(&rec.profile, &user_home).map_err(|e| {
+            SessionError::Conflict(format!(
+                "the run's profile {} is no longer usable: {e}",
+                rec.profile
+            ))
+        })?;
+        let from_home = std::fs::canonicalize(&from.home).unwrap_or(from.home.clone());
+        // The home the run's conversation was written in: its last start's, or its last
+        // move's target. A row whose home is not its profile's is refused.
+        let mut run_home: Option<String> = None;
+        for e in &rec.events {
+            let key = match e.kind.as_str() {
+                kinds::STARTED => "account_home",
+                kinds::MOVED => "to_home",
+                _ => continue,
+            };
+            if let Some(h) = e.fields.get(key).and_then(Value::as_str) {
+                run_home = Some(h.to_string());
+            }
+        }
+        if let Some(h) = &run_home {
+            let h = std::fs::canonicalize(h).unwrap_or_else(|_| PathBuf::from(h));
+            if h != from_home {
+                return Err(SessionError::Conflict(format!(
+                    "run {run_ref} ran with the account home {}, which is not its profile {}'s \
+                     ({}): the move would not carry the conversation it wrote",
+                    text::one_line(&h.to_string_lossy(), 300),
+                    rec.profile,
+                    text::one_line(&from_home.to_string_lossy(), 300)
+                )));
+            }
+        }
+        let conversation = d.conversation_id.clone();
+        if let Some(id) = &conversation {
+            for (other_ref, other) in &inner.records {
+                if other_ref != run_ref
+                    && other.profile == to.name
+                    && other.derive().conversation_id.as_deref() == Some(id.as_str())
+                {
+                    return Err(SessionError::Conflict(format!(
+                        "conversation {id} is already the session {other_ref}'s under profile {}",
+                        to.name
+                    )));
+                }
+            }
+        }
+        // A copy this run's own earlier move left on the target is replaced.
+        let replace = rec.events.iter().any(|e| {
+            e.kind == kinds::MOVED
+                && e.fields.get("to").and_then(Value::as_str) == Some(to.name.as_str())
+        });
+        let cwd = rec
+            .worktree
+            .as_ref()
+            .map(|w| PathBuf::from(&w.path))
+            .unwrap_or_else(|| PathBuf::from(&rec.workspace));
+        let moved_err = |e: MoveError| match e {
+            MoveError::Unsafe(m) => SessionError::Unprocessable(m),
+            MoveError::Conflict(m) | MoveError::Missing(m) => SessionError::Conflict(m),
+        };
+        let placed = match &conversation {
+            None => None,
+            Some(id) => {
+                let plan = moving::plan(&from_home, &cwd, id)
+                    .map_err(moved_err)?
+                    .ok_or_else(|| {
+                        SessionError::Conflict(format!(
+                            "conversation {id} of run {run_ref} is not in its account home {} \
+                             (projects/…/{id}.jsonl): nothing to move",
+                            text::one_line(&from_home.to_string_lossy(), 300)
+                        ))
+                    })?;
+                let files = plan.files();
+                Some((
+                    moving::copy(&plan, &to_home, replace, after_file).map_err(moved_err)?,
+                    files,
+                ))
+            }
+        };
+        let files = placed.as_ref().map_or(0, |p| p.1);
+        let before = rec.profile.clone();
+        if let Some(r) = inner.records.get_mut(run_ref) {
+            r.profile = to.name.clone();
+        }
+        let fields = json!({"from": before, "to": to.name, "to_home": to_home.to_string_lossy(),
+                            "files": files, "conversation_id": conversation, "by": caller});
+        if let Err(e) = self.record(&mut inner, run_ref, kinds::MOVED, fields) {
+            if let Some(r) = inner.records.get_mut(run_ref) {
+                r.profile = before;
+            }
+            if let Some((p, _)) = placed {
+                p.undo();
+            }
+            return Err(e);
+        }
+        if let Some((p, _)) = placed {
+            p.commit();
+        }
+        self.view(&inner, run_ref, Some(caller))
+    }
+
     pub fn rename(&self, run_ref: &str, raw: &str, caller: &str) -> Result<RunView, SessionError> {
         let name =
             text::validate_run_name(raw).map_err(|e| SessionError::BadRequest(e.to_string()))?;
@@ -3043,8 +3253,14 @@ fn rebuild_record(run_ref: &str, events: &[RunEvent]) -> Option<RunRecord> {
     let f = &created.fields;
     let text = |k: &str| f.get(k).and_then(Value::as_str).map(str::to_string);
     let mut archived_at = None;
+    let mut profile = text("profile");
     for e in events {
         match e.kind.as_str() {
+            kinds::MOVED => {
+                if let Some(to) = e.fields.get("to").and_then(Value::as_str) {
+                    profile = Some(to.to_string());
+                }
+            }
             kinds::ARCHIVED => archived_at = Some(e.at.clone()),
             kinds::UNARCHIVED => archived_at = None,
             _ => {}
@@ -3053,7 +3269,7 @@ fn rebuild_record(run_ref: &str, events: &[RunEvent]) -> Option<RunRecord> {
     Some(RunRecord {
         run_ref: run_ref.to_string(),
         tool: text("tool").unwrap_or_else(|| "unknown".into()),
-        profile: text("profile").unwrap_or_else(|| "unknown".into()),
+        profile: profile.unwrap_or_else(|| "unknown".into()),
         transport: text("transport").unwrap_or_else(|| "pipe".into()),
         workspace: text("workspace").unwrap_or_default(),
         demo: f.get("demo").and_then(Value::as_bool).unwrap_or(false),

@@ -140,6 +140,40 @@ pub struct Derived {
     pub waiting: Option<Waiting>,
     /// Permission requests of the current generation not yet answered (issue 13, point 4).
     pub permissions_open: u64,
+    /// The account limit the tool ended its last turn on (issue 18 §2); cleared by the next
+    /// turn that completes, or by a move to another profile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
+}
+
+/// What kind of account limit ended a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// The account's plan allocation is used up.
+    Usage,
+    /// The provider throttles the rate of requests.
+    Rate,
+}
+
+/// The account limit a run's tool ended its last turn on, as the tool said it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Limit {
+    pub kind: LimitKind,
+    /// When the tool said the limit lifts (RFC 3339 UTC); absent when it did not say, or
+    /// said a time more than a year away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
+    /// The profile the turn ran under.
+    pub account_ref: String,
+}
+
+impl Limit {
+    /// The limit a `limit_reached` event's fields record (`{generation, limit: {kind,
+    /// resets_at?, account_ref}}`: nested, since a ledger line's own `kind` is the event's).
+    pub fn from_fields(f: &Map<String, Value>) -> Option<Limit> {
+        serde_json::from_value(f.get("limit")?.clone()).ok()
+    }
 }
 
 /// Why a run cannot work: the tool's own words (sanitised and bounded when recorded), the
@@ -211,6 +245,12 @@ pub mod kinds {
     pub const RETRYING: &str = "sessions.run.retrying";
     /// A warning the tool reported (`{generation, words}`).
     pub const WARNING: &str = "sessions.run.warning";
+    /// The tool ended a turn on an account limit (`{generation, limit: {kind, resets_at?,
+    /// account_ref}}`), recorded once per fact (issue 18 §2).
+    pub const LIMIT_REACHED: &str = "sessions.run.limit_reached";
+    /// The run was re-attached to another profile of its tool, its conversation copied
+    /// (`{from, to, files, conversation_id?}`).
+    pub const MOVED: &str = "sessions.run.moved";
 }
 
 /// The protocol requests without which a stdio tool cannot work: a refusal of one of them
@@ -411,6 +451,7 @@ impl RunRecord {
             blocked: None,
             waiting: None,
             permissions_open: 0,
+            limit: None,
         };
         let mut stop_requested = false;
         let mut account_home: Option<String> = None;
@@ -496,8 +537,13 @@ impl RunRecord {
                     );
                 }
                 kinds::RETRYING if d.state.is_live() => retrying = Some(field(f, "words")),
+                kinds::LIMIT_REACHED => d.limit = Limit::from_fields(f),
+                kinds::MOVED => d.limit = None,
                 kinds::TURN_ENDED => {
                     retrying = None;
+                    if f.get("outcome").and_then(Value::as_str) == Some("completed") {
+                        d.limit = None;
+                    }
                     // A turn that worked clears a block (claude and ACP have no turn-start
                     // frame: their next turn's success is what says the tool works again).
                     let worked = f.get("outcome").and_then(Value::as_str) == Some("completed");
@@ -580,6 +626,59 @@ mod tests {
             boundary: None,
             events,
         }
+    }
+
+    #[test]
+    fn a_limit_is_derived_from_its_event_and_cleared_by_a_completed_turn_or_a_move() {
+        let limit = |kind: &str| {
+            json!({"generation": 1, "limit": {"kind": kind, "resets_at": "2026-11-30T05:00:00Z",
+                   "account_ref": "claude"}})
+        };
+        let mut r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"pid": 42})),
+            ev(
+                kinds::TURN_ENDED,
+                json!({"generation": 1, "outcome": "failed"}),
+            ),
+            ev(kinds::LIMIT_REACHED, limit("usage")),
+        ]);
+        assert_eq!(
+            r.derive().limit,
+            Some(Limit {
+                kind: LimitKind::Usage,
+                resets_at: Some("2026-11-30T05:00:00Z".into()),
+                account_ref: "claude".into()
+            })
+        );
+        // A failed or interrupted turn, an exit, a resume: still limited.
+        for (k, f) in [
+            (
+                kinds::TURN_ENDED,
+                json!({"generation": 1, "outcome": "failed"}),
+            ),
+            (
+                kinds::TURN_ENDED,
+                json!({"generation": 1, "outcome": "interrupted"}),
+            ),
+            (kinds::EXITED, json!({"exit_code": 0})),
+            (kinds::RESUMED, json!({"generation": 2})),
+        ] {
+            r.events.push(ev(k, f));
+            assert!(r.derive().limit.is_some(), "{k}");
+        }
+        r.events.push(ev(
+            kinds::TURN_ENDED,
+            json!({"generation": 2, "outcome": "completed"}),
+        ));
+        assert_eq!(r.derive().limit, None);
+        r.events.push(ev(kinds::LIMIT_REACHED, limit("rate")));
+        assert_eq!(r.derive().limit.unwrap().kind, LimitKind::Rate);
+        r.events.push(ev(
+            kinds::MOVED,
+            json!({"from": "claude", "to": "work", "files": 1}),
+        ));
+        assert_eq!(r.derive().limit, None);
     }
 
     #[test]

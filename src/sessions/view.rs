@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::record::{Blocked, RunEvent, State, Waiting};
+use super::record::{Blocked, Limit, RunEvent, State, Waiting};
 
 /// One run as a caller sees it: what it runs and where, its derived state, how it is held,
 /// its worktree, its output (while this server holds it) and the caller's marks.
@@ -81,6 +81,12 @@ pub struct RunView {
     #[serde(default)]
     #[schema(required = true)]
     pub permissions_open: u64,
+    /// The account limit the tool ended its last turn on (`usage` or `rate`, its reset time
+    /// when the tool gave one, the profile the turn ran under); null otherwise. Cleared by
+    /// the next turn that completes, or by a move.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub limit: Option<Limit>,
     /// How the current generation's processes are held (null before any start).
     #[serde(default)]
     #[schema(required = true)]

@@ -72,6 +72,7 @@ pub enum SessionCommand {
     /// changes nothing.
     Stop(RefArgs),
     Resume(ResumeArgs),
+    Move(MoveArgs),
     /// Pin the run in your list (at most 20 pins; the oldest drops). Yours only.
     Pin(RefArgs),
     /// Unpin the run. Idempotent.
@@ -338,6 +339,27 @@ pub struct ResumeArgs {
     pub json: bool,
 }
 
+/// Move a stopped or failed Claude Code run to another profile of the same tool.
+///
+/// Copies that one conversation (its transcript, sub-agent and tool-result files) from the
+/// run's account home to the target profile's, never a login, a setting or another
+/// conversation, and re-attaches the run to the target; nothing starts: `session resume`
+/// then runs it under the target. Exit 1 when refused (409: a live run, a target of another
+/// tool, a target that already holds another version…; 422: a link or special file in the
+/// conversation, another tool's session): a refusal writes nothing.
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    /// The run: run-0001 (or 1, or run-1).
+    #[arg(value_name = "REF")]
+    pub run: String,
+    /// The target profile (of the run's tool).
+    #[arg(long, value_name = "NAME")]
+    pub profile: String,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Hide a run from your list until a moment.
 ///
 /// The moment is an RFC 3339 instant in the future (2026-12-01T09:00:00Z) or a delay from
@@ -403,6 +425,21 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         }
         SessionCommand::Stop(a) => stop(&c, a),
         SessionCommand::Resume(a) => resume(&c, a),
+        SessionCommand::Move(a) => {
+            let body = wire::MoveBody {
+                provider_profile_ref: Some(a.profile.clone()),
+            };
+            let v: RunView = post(&c, &a.run, wire::MOVE, Some(&body))?;
+            report(a.json, &v, || {
+                format!(
+                    "{} moved to profile {} (state {}); `proctor session resume {}` runs it there",
+                    t(&v.run_ref, 32),
+                    t(&v.profile, 64),
+                    v.state.as_str(),
+                    t(&v.run_ref, 32)
+                )
+            })
+        }
         SessionCommand::Pin(a) => mark(&c, a, Method::POST, wire::PIN),
         SessionCommand::Unpin(a) => mark(&c, a, Method::DELETE, wire::PIN),
         SessionCommand::Snooze(a) => {
@@ -802,6 +839,25 @@ fn show(c: &Client, a: RefArgs) -> anyhow::Result<ExitCode> {
                 .into(),
         ),
         None => {}
+    }
+    // Issue 18 §2: the account limit the tool ended its last turn on.
+    if let Some(l) = &v.limit {
+        line(
+            "limit",
+            format!(
+                "{} under profile {}, {}",
+                match l.kind {
+                    crate::api::runs::LimitKind::Usage =>
+                        "usage (the plan's allocation is used up)",
+                    crate::api::runs::LimitKind::Rate => "rate (the provider throttles requests)",
+                },
+                t(&l.account_ref, 64),
+                match &l.resets_at {
+                    Some(at) => format!("resets at {}", t(at, 40)),
+                    None => "the tool did not say when it resets".to_string(),
+                }
+            ),
+        );
     }
     match &v.hold {
         Some(HoldView::Cgroup { path }) => {

@@ -494,6 +494,10 @@ impl Agent {
                 "end_turn"
             }
             Ended::Interrupted => "cancelled",
+            // ACP has no limit frame: an error answer, in words.
+            Ended::Limited(l) => {
+                return Ok(Some(error(id, -32603, l.as_text().trim_end(), None)));
+            }
         };
         if let Some(message) = failed.into_inner()
             && stop != "cancelled"

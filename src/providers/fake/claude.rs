@@ -481,6 +481,64 @@ impl Session {
         }
     }
 
+    /// A turn that ends on an account limit, in claude's shapes: a rejected
+    /// `rate_limit_event` (when a reset is scripted), the API error as a `<synthetic>`
+    /// assistant message (`error` `usage_limit_reached` or `rate_limit`), then the `result`
+    /// of the API error (`is_error`, `terminal_reason` `api_error`, `api_error_status` 429
+    /// for a rate limit). The shapes: claude-agent-sdk-python `types.py`
+    /// (`RateLimitEvent`, `AssistantMessageError`), docs/providers.md.
+    fn limited(&self, n: u64, l: script::FakeLimit, started: Instant) -> Result<(), Failure> {
+        if let Some(reset) = l.resets_at {
+            super::write_json(&json!({
+                "type": "rate_limit_event",
+                "rate_limit_info": {
+                    "status": "rejected",
+                    "resetsAt": reset,
+                    "rateLimitType": "five_hour",
+                    "overageStatus": "rejected",
+                    "overageDisabledReason": "org_level_disabled",
+                    "isUsingOverage": false,
+                },
+                "uuid": uuid(),
+                "session_id": self.session_id,
+            }))?;
+        }
+        let words = l.as_text().trim_end().to_string();
+        let (error, status) = if l.usage {
+            ("usage_limit_reached", Value::Null)
+        } else {
+            ("rate_limit", json!(429))
+        };
+        let mut synthetic = self.assistant_frame(n, &words);
+        synthetic["message"]["model"] = json!("<synthetic>");
+        synthetic["error"] = json!(error);
+        synthetic["is_api_error_message"] = json!(true);
+        super::write_json(&synthetic)?;
+        let mut result = json!({
+            "type": "result",
+            "subtype": "success",
+            "is_error": true,
+            "duration_ms": started.elapsed().as_millis() as u64,
+            "duration_api_ms": 0,
+            "num_turns": n,
+            "result": words,
+            "stop_reason": "stop_sequence",
+            "terminal_reason": "api_error",
+            "session_id": self.session_id,
+            "total_cost_usd": 0,
+            "usage": {"input_tokens": 0, "output_tokens": 0,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "modelUsage": {},
+            "permission_denials": [],
+            "uuid": uuid(),
+        });
+        if !status.is_null() {
+            result["api_error_status"] = status;
+        }
+        super::write_json(&result)?;
+        Ok(())
+    }
+
     fn turn(
         &mut self,
         text: &str,
@@ -534,6 +592,7 @@ impl Session {
                 true,
                 "aborted_streaming",
             ),
+            Ended::Limited(l) => return self.limited(n, *l, started),
         };
         if matches!(ended, Ended::Completed { .. }) {
             self.transcript

@@ -510,6 +510,7 @@ impl Server {
         };
         let ended = turn.run(&steps, &mut emit)?;
         let mut reply = None;
+        let mut limited = None;
         let status = match ended {
             Ended::Completed { text, notes } => {
                 let r = script::reply(n, &text, &notes);
@@ -518,6 +519,10 @@ impl Server {
                 "completed"
             }
             Ended::Interrupted => "interrupted",
+            Ended::Limited(l) => {
+                limited = Some(l);
+                "failed"
+            }
         };
         notify(
             "item/completed",
@@ -533,9 +538,41 @@ impl Server {
                 "demo": true,
             }))?;
         }
+        let mut turn_done = turn_obj(status);
+        if let Some(l) = limited {
+            // codex 0.171's shapes (`codex app-server generate-json-schema`): the account's
+            // windows first (an exhausted `primary` window when a reset is scripted), the
+            // final `error` notification, then the failed turn typed by `codexErrorInfo`.
+            if let Some(reset) = l.resets_at {
+                notify(
+                    "account/rateLimits/updated",
+                    json!({"rateLimits": {
+                        "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": reset},
+                        "secondary": null, "credits": null, "planType": "plus"}}),
+                )?;
+            }
+            let (message, info) = if l.usage {
+                (
+                    "You've hit your usage limit. Upgrade to Pro or try again later.",
+                    "usageLimitExceeded",
+                )
+            } else {
+                (
+                    "Rate limit reached. Please try again later.",
+                    "rateLimitExceeded",
+                )
+            };
+            let err =
+                json!({"message": message, "codexErrorInfo": info, "additionalDetails": null});
+            notify(
+                "error",
+                json!({"threadId": tid, "turnId": turn_id, "willRetry": false, "error": err}),
+            )?;
+            turn_done["error"] = err;
+        }
         notify(
             "turn/completed",
-            json!({"threadId": tid, "turn": turn_obj(status)}),
+            json!({"threadId": tid, "turn": turn_done}),
         )?;
         Ok(None)
     }

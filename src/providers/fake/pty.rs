@@ -168,6 +168,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
                 super::hooks::fire("Stop", serde_json::json!({"stop_hook_active": false}));
             }
             Ended::Interrupted => super::write_out(b"^C interrupted\n> ")?,
+            Ended::Limited(l) => super::write_out(format!("{}> ", l.as_text()).as_bytes())?,
         }
     }
 }

@@ -17,6 +17,7 @@
 //! | `!plan A\|B\|C` | the plan or todo list, the first entry in progress (claude `TodoWrite`, codex `turn/plan/updated`, ACP `plan`) |
 //! | `!fail TEXT` | an error in the tool's shape: claude `system/api_retry`, codex `error` with `willRetry: true` (the turn goes on), ACP an error answer to the prompt (the turn fails) |
 //! | `!ask KIND WHAT` | asks for a permission in the tool's own shape (KIND `command` or `file`, WHAT the command or path), waits for the answer, and says in the reply what it got (`[permission: allowed]`, `… denied`, `… allowed for the session`); stdio forms only |
+//! | `!limit KIND [RESET]` | ends the turn on an account limit in the tool's own shape (KIND `usage` or `rate`; RESET the Unix second it lifts, or `+N` seconds from now): claude a rejected `rate_limit_event` (with a RESET) and an `is_error` `result` (`usage_limit_reached`, or HTTP 429 for `rate`), codex `account/rateLimits/updated` (an exhausted window, with a RESET) and a failed turn typed `usageLimitExceeded` / `rateLimitExceeded`; other forms say it as text |
 //! | `!hook EVENT MESSAGE` | runs the fake claude's own hook commands for EVENT (from `--settings`), with claude's JSON on stdin (`message` for a `Notification`), as the real claude does |
 //!
 //! A line that starts with `!` but is not one of these, or has a bad argument, is text.
@@ -55,6 +56,32 @@ pub enum Step {
     Fail(String),
     Ask(AskKind, String),
     Hook(String, String),
+    /// `!limit KIND [RESET]`.
+    Limit(FakeLimit),
+}
+
+/// The limit `!limit` ends a turn on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FakeLimit {
+    /// `usage` (true) or `rate` (false).
+    pub usage: bool,
+    /// When it lifts (Unix seconds), if the tool is to say so.
+    pub resets_at: Option<i64>,
+}
+
+impl FakeLimit {
+    /// What a terminal shows for it.
+    pub fn as_text(&self) -> String {
+        let what = if self.usage {
+            "You've hit your usage limit"
+        } else {
+            "API Error: 429 rate limited"
+        };
+        match self.resets_at {
+            Some(r) => format!("{what} · resets at {r}\n"),
+            None => format!("{what}\n"),
+        }
+    }
 }
 
 /// What a step asks the tool-specific code to write, in its protocol's shape.
@@ -231,6 +258,31 @@ fn parse_line(l: &str) -> Step {
             }
         }
         "fail" if !arg.is_empty() => Step::Fail(arg.to_string()),
+        "limit" => {
+            let mut words = arg.split_whitespace();
+            let usage = match words.next() {
+                Some("usage") => true,
+                Some("rate") => false,
+                _ => return text(),
+            };
+            let resets_at = match words.next() {
+                None => None,
+                Some(w) => match w.strip_prefix('+') {
+                    Some(rel) => match rel.parse::<i64>() {
+                        Ok(n) => Some(chrono::Utc::now().timestamp() + n),
+                        Err(_) => return text(),
+                    },
+                    None => match w.parse::<i64>() {
+                        Ok(n) => Some(n),
+                        Err(_) => return text(),
+                    },
+                },
+            };
+            if words.next().is_some() {
+                return text();
+            }
+            Step::Limit(FakeLimit { usage, resets_at })
+        }
         "hook" => {
             let (event, message) = arg.split_once(' ').unwrap_or((arg, ""));
             if !event.is_empty() && event.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -276,6 +328,8 @@ pub enum Ended {
         notes: Vec<String>,
     },
     Interrupted,
+    /// Ended on an account limit (`!limit`).
+    Limited(FakeLimit),
 }
 
 /// What the executor needs from the tool-specific code: where its interrupts come from and
@@ -500,6 +554,7 @@ impl Turn<'_> {
                 Step::Think(t) => emit(Emit::Think(t))?,
                 Step::Plan(entries) => emit(Emit::Plan(entries))?,
                 Step::Fail(t) => emit(Emit::Fail(t))?,
+                Step::Limit(l) => return Ok(Ended::Limited(*l)),
             }
         }
         Ok(Ended::Completed { text, notes })
@@ -611,6 +666,24 @@ mod tests {
                 Step::Text("!plan |".into()),
                 Step::Fail("overloaded".into()),
                 Step::Text("!fail".into()),
+            ]
+        );
+        assert_eq!(
+            parse(
+                "!limit usage 1800000000\n!limit rate\n!limit other\n!limit usage x\n!limit rate 1 2"
+            ),
+            [
+                Step::Limit(FakeLimit {
+                    usage: true,
+                    resets_at: Some(1800000000)
+                }),
+                Step::Limit(FakeLimit {
+                    usage: false,
+                    resets_at: None
+                }),
+                Step::Text("!limit other".into()),
+                Step::Text("!limit usage x".into()),
+                Step::Text("!limit rate 1 2".into()),
             ]
         );
     }

@@ -261,7 +261,9 @@ fn list_lines(app: &App, w: usize) -> (String, Vec<(ratatui::style::Style, Line<
         } else {
             &c.state_word
         };
-        let role = if r.waiting.is_some() {
+        let role = if r.limit.is_some() {
+            Role::Warning
+        } else if r.waiting.is_some() {
             Role::GateAwaitingHuman
         } else {
             state_role(r.state())
@@ -326,9 +328,16 @@ fn cells(app: &App, r: &RunView) -> Cells {
         ),
         None => (state, source),
     };
+    // A run whose tool ended its last turn on an account limit says so first, with when it
+    // lifts (the tool's own time, as the server recorded it): more use to the person than
+    // "waiting for you", since a turn sent now would meet the same limit.
+    let (state, source) = match &r.limit {
+        Some(l) => ("limit".to_string(), limit_source(l, now)),
+        None => (state, source),
+    };
     let state_full = if source.is_empty() {
         state.clone()
-    } else if r.waiting.is_some() {
+    } else if r.waiting.is_some() && r.limit.is_none() {
         format!("{state} {source}")
     } else {
         format!("{state} · {source}")
@@ -369,6 +378,28 @@ fn cells(app: &App, r: &RunView) -> Cells {
         hidden: r.is_snoozed(now) || r.is_archived(),
         done: r.done,
     }
+}
+
+/// `usage · resets 14:05Z in 2h` or `rate · reset unknown`: the kind, and the reset time in
+/// UTC with how far away it is (`reset passed` once it has), sanitised.
+fn limit_source(l: &crate::api::runs::Limit, now: chrono::DateTime<chrono::Utc>) -> String {
+    let kind = match l.kind {
+        crate::api::runs::LimitKind::Usage => "usage",
+        crate::api::runs::LimitKind::Rate => "rate",
+    };
+    let reset = match l.resets_at.as_deref().map(|s| (s, instant(s))) {
+        // Within a day the time alone, else the date too (UTC, `Z`).
+        Some((_, Some(t))) if t > now && t - now < chrono::Duration::hours(24) => {
+            format!("resets {} in {}", t.format("%H:%MZ"), ago(t, now))
+        }
+        Some((_, Some(t))) if t > now => {
+            format!("resets {} in {}", t.format("%m-%d %H:%MZ"), ago(t, now))
+        }
+        Some((_, Some(_))) => "reset passed".to_string(),
+        Some((s, None)) => format!("resets {s}"),
+        None => "reset unknown".to_string(),
+    };
+    text::one_line(&format!("{kind} · {reset}"), 80)
 }
 
 /// Which mark slots the marks column has: the selection's always, the others only when a

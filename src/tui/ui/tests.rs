@@ -1772,3 +1772,52 @@ fn waiting_runs_show_it_on_their_row_and_in_the_header() {
         assert!(s.contains("waiting for you · protocol"), "{s}");
     }
 }
+
+#[test]
+fn a_run_on_a_limit_shows_it_on_its_row_with_the_reset_time() {
+    for (w, h) in SIZES {
+        let mut app = fixture_app(TokenRole::Admin, Theme::default_theme());
+        // Only limited runs: the row has the room for its whole state.
+        let runs = vec![
+            run_at(
+                "run-0201",
+                "11:50",
+                json!({"name": "spent", "transport": "pipe", "state": "idle",
+                       "waiting_known": true,
+                       "waiting": {"source": "protocol", "since": "2026-11-30T11:59:00.000Z",
+                                   "reason": "the turn ended; the tool waits for your input"},
+                       "limit": {"kind": "usage", "resets_at": "2026-11-30T14:30:00Z",
+                                 "account_ref": "claude"}}),
+            ),
+            run_at(
+                "run-0202",
+                "11:51",
+                json!({"name": "throttled", "tool": "codex", "profile": "codex",
+                       "transport": "pipe", "state": "stopped", "exit_code": 0,
+                       "ended_at": "2026-11-30T11:55:00.000Z",
+                       "limit": {"kind": "rate", "account_ref": "codex"}}),
+            ),
+            // A reset sent hostile (a client of another server): drawn harmlessly.
+            run_at(
+                "run-0203",
+                "11:52",
+                json!({"name": "odd", "transport": "pipe", "state": "idle",
+                       "limit": {"kind": "usage", "resets_at": "soon\u{1b}[2J\u{202e}",
+                                 "account_ref": "claude"}}),
+            ),
+        ];
+        let counts = Counts::of(&runs);
+        app.on_msg(Msg::Runs(Ok(RunsPage {
+            total: runs.len(),
+            items: runs,
+            counts,
+        })));
+        let t = draw(&mut app, w, h);
+        crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
+        let s = text(&t);
+        assert!(s.contains("limit · usage · resets 14:30Z in 2h"), "{s}");
+        assert!(s.contains("limit · rate · reset unknown"), "{s}");
+        assert!(!s.contains("waiting for you"), "the limit comes first: {s}");
+        insta::assert_snapshot!(format!("cockpit_limit_{w}x{h}"), s);
+    }
+}
