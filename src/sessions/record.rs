@@ -211,6 +211,11 @@ pub mod kinds {
     pub const RETRYING: &str = "sessions.run.retrying";
     /// A warning the tool reported (`{generation, words}`).
     pub const WARNING: &str = "sessions.run.warning";
+    /// A reader read the run's messages (`{by, transcript}`), once per reader per 15
+    /// minutes.
+    pub const MESSAGES: &str = "sessions.run.messages";
+    /// The same for a read of whole texts (`text=1`, or one message by `id`).
+    pub const MESSAGES_TEXT: &str = "sessions.run.messages.text";
 }
 
 /// The protocol requests without which a stdio tool cannot work: a refusal of one of them
