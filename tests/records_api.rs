@@ -1,5 +1,6 @@
 //! `GET /runs/{ref}/messages` through the socket, over the native records the fakes write
-//! in the real tools' formats (claude's transcript, codex's rollout).
+//! in the real tools' formats (claude's transcript, codex's rollout), and `proctor session
+//! messages` over the same server.
 
 mod common;
 use common::DemoServer;
@@ -304,4 +305,43 @@ fn a_hostile_record_is_unreadable_never_an_empty_success() {
         (v["transcript"].as_str(), v["total"].as_u64()),
         (Some("read"), Some(2))
     );
+}
+
+#[test]
+fn the_cli_prints_the_messages_sanitised() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let v = s.expect(
+        201,
+        "POST",
+        RUNS,
+        Some(
+            json!({"transport": "pipe", "tool": "codex", "workspace": ws,
+                    "prompt": "look \u{1b}]0;pwned\u{7} here \u{202e}"}),
+        ),
+    );
+    let run = v["ref"].as_str().unwrap().to_string();
+    wait_messages(&s, &run, 2);
+    let out = s.home.ok(&["session", "messages", &run, "--all"]);
+    assert!(out.contains("look"), "{out}");
+    assert!(out.contains("demo reply #1"), "{out}");
+    assert!(out.contains("transcript read; total 2"), "{out}");
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{7}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
+    let whole = s.home.ok(&["session", "messages", &run, "--id", "1"]);
+    assert!(whole.starts_with("#1 user"), "{whole}");
+    let j = s.home.json(&["session", "messages", &run, "--json"]);
+    assert_eq!(j["total"], 1, "{j}");
+    let bad = s
+        .home
+        .run(&["session", "messages", &run, "--limit", "5000"]);
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
 }
