@@ -26,13 +26,15 @@ use serde_json::Value;
 
 use super::{Message, Role, json_lines};
 
-/// The rollout of thread `id`, if a file of that name is under `home/sessions/YYYY/MM/DD/`
-/// (whatever it is: [`super::read_file`] refuses what is not a plain file).
+/// The rollout of thread `id`, if a file of that name (`.jsonl`, or `.jsonl.zst`: zstd) is
+/// under `home/sessions/YYYY/MM/DD/` (whatever it is: [`super::read_file`] refuses what is
+/// not a plain file).
 pub fn find(home: &Path, id: &str) -> Option<PathBuf> {
     if id.is_empty() || id.contains('/') {
         return None;
     }
     let suffix = format!("-{id}.jsonl");
+    let zst = format!("-{id}.jsonl.zst");
     let mut stack = vec![(home.join("sessions"), 0)];
     let mut found: Vec<PathBuf> = Vec::new();
     while let Some((dir, depth)) = stack.pop() {
@@ -46,16 +48,15 @@ pub fn find(home: &Path, id: &str) -> Option<PathBuf> {
                 if ft.is_dir() {
                     stack.push((p, depth + 1));
                 }
-            } else if p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
-            {
+            } else if p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("rollout-") && (n.ends_with(&suffix) || n.ends_with(&zst))
+            }) {
                 found.push(p);
             }
         }
     }
-    // One thread, one rollout; should two carry its id, the first by name is read.
+    // One thread, one rollout; should two carry its id, the first by name is read (the
+    // plain `.jsonl` before its `.jsonl.zst`).
     found.sort();
     found.into_iter().next()
 }

@@ -4,7 +4,7 @@
 //! | tool | record of conversation ID (under the account home) | module |
 //! |---|---|---|
 //! | claude | `projects/<cwd, non-alphanumerics → '-'>/ID.jsonl` (+ `ID/subagents/agent-*.jsonl`) | [`claude`] |
-//! | codex | `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-ID.jsonl` | [`codex`] |
+//! | codex | `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-ID.jsonl` (or `.jsonl.zst`, zstd) | [`codex`] |
 //!
 //! The formats, and the versions they were checked on, are in `docs/providers.md`
 //! ("Native records"). Gemini CLI's chat logs and OpenCode's `opencode export` are not read
@@ -15,7 +15,8 @@
 //! refused; a hard link, `nlink > 1`, is refused: another name could be a file the record
 //! was never meant to show), each folder between the account home and it is `lstat`ed (a
 //! symlinked folder is refused), and it is at most [`MAX_FILE`] bytes (8 MiB), with at most
-//! [`MAX_REQUEST`] (64 MiB) read for one request ([`Budget`]). A record refused or failing
+//! [`MAX_REQUEST`] (64 MiB) read for one request ([`Budget`]); a compressed record is at most
+//! 8 MiB on disk and once decompressed ([`unzstd`]). A record refused or failing
 //! to read is [`TranscriptState::Unreadable`] with the reason: never an empty success.
 
 pub mod claude;
@@ -231,6 +232,38 @@ fn read_bounded(
     Ok(bytes)
 }
 
+/// The bytes of a zstd-compressed record (codex's `.jsonl.zst` rollouts) that
+/// [`read_file`] read: at most [`MAX_FILE`] bytes once decompressed (more is refused, not
+/// cut), counted in the request's budget too.
+pub fn unzstd(path: &Path, compressed: &[u8], budget: &mut Budget) -> Result<Vec<u8>, RecordError> {
+    let io = |err: std::io::Error| RecordError::Io {
+        path: path.to_path_buf(),
+        err,
+    };
+    let decoder = zstd::stream::read::Decoder::new(compressed).map_err(io)?;
+    let mut out = Vec::new();
+    decoder
+        .take(MAX_FILE + 1)
+        .read_to_end(&mut out)
+        .map_err(io)?;
+    let n = out.len() as u64;
+    if n > MAX_FILE {
+        return Err(RecordError::TooLarge {
+            path: path.to_path_buf(),
+            size: n,
+            max: MAX_FILE,
+        });
+    }
+    if n > budget.left {
+        return Err(RecordError::RequestTooLarge {
+            path: path.to_path_buf(),
+            max: MAX_REQUEST,
+        });
+    }
+    budget.left -= n;
+    Ok(out)
+}
+
 /// The lines of a JSON-lines record as JSON values. A line that is not JSON is skipped (a
 /// torn last line the tool is still writing, or a kind of line this reader does not know);
 /// skipping is the same on every read, so positions stay stable as the record grows.
@@ -308,7 +341,12 @@ pub fn messages(t: &Target<'_>, budget: &mut Budget) -> Result<Read, Unsupported
     let Some(path) = path else {
         return Ok(absent(None));
     };
-    Ok(match read_file(t.home, &path, budget) {
+    let zst = path.extension().is_some_and(|e| e == "zst");
+    let read = read_file(t.home, &path, budget).and_then(|b| match b {
+        Some(b) if zst => unzstd(&path, &b, budget).map(Some),
+        other => Ok(other),
+    });
+    Ok(match read {
         Ok(None) => absent(Some(path)),
         Ok(Some(bytes)) => Read {
             state: TranscriptState::Read,

@@ -239,3 +239,52 @@ fn a_request_reads_at_most_its_budget() {
     let e = read_file(t.path(), &p, &mut b).unwrap_err();
     assert!(matches!(e, RecordError::RequestTooLarge { .. }), "{e}");
 }
+
+#[test]
+fn a_compressed_codex_rollout_is_read_and_bounded_once_decompressed() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    let id = "01a23c22-1315-7172-a5a7-0c735ed0f285";
+    let dir = home.join("sessions/2026/12/03");
+    write(
+        &dir.join(format!("rollout-2026-12-03T13-39-55-{id}.jsonl.zst")),
+        &zstd::encode_all(CODEX_PUBLISHED, 3).unwrap(),
+    );
+    let tg = target(Tool::Codex, home, Path::new("/w"), id, false);
+    let r = messages(&tg, &mut Budget::default()).unwrap();
+    assert_eq!(r.state, TranscriptState::Read, "{r:?}");
+    assert_eq!(r.messages.len(), 4);
+    // 9 MiB once decompressed (a few KiB on disk): refused.
+    let line =
+        b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"agent_message\",\"message\":\"x\"}}\n";
+    let mut big = Vec::new();
+    while big.len() < 9 * 1024 * 1024 {
+        big.extend_from_slice(line);
+    }
+    let other = "01a23c22-0000-7172-a5a7-0c735ed0f285";
+    let packed = zstd::encode_all(&big[..], 3).unwrap();
+    assert!(packed.len() < 1024 * 1024);
+    write(
+        &dir.join(format!("rollout-2026-12-03T13-39-55-{other}.jsonl.zst")),
+        &packed,
+    );
+    let r = messages(
+        &target(Tool::Codex, home, Path::new("/w"), other, false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable);
+    assert!(r.reason.unwrap().contains("more than the 8388608 bytes"));
+    // Not zstd at all: unreadable, not empty.
+    let bad = "01a23c22-ffff-7172-a5a7-0c735ed0f285";
+    write(
+        &dir.join(format!("rollout-2026-12-03T13-39-55-{bad}.jsonl.zst")),
+        b"not zstd",
+    );
+    let r = messages(
+        &target(Tool::Codex, home, Path::new("/w"), bad, false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable);
+}
