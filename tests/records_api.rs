@@ -128,7 +128,13 @@ fn a_demo_sessions_messages_are_read_from_the_record_its_fake_wrote() {
             ),
             None,
         );
-        assert_eq!(ids(&p)[0], 3, "{tool}: {p}");
+        // (The reply before it may share its millisecond: it is then kept too.)
+        let got = ids(&p);
+        assert!(
+            got.contains(&3) && got.contains(&4) && !got.contains(&1),
+            "{tool}: {p}"
+        );
+        assert!(got[0] >= 2, "{tool}: {p}");
         // One message whole.
         let one = s.expect(
             200,
