@@ -12,6 +12,9 @@ use utoipa::{IntoParams, ToSchema};
 pub use crate::providers::conversation::{PlanEntry, Said, ToolStatus, TurnOutcome};
 pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
+pub use crate::sessions::messages::{
+    MessageItem, MessagePage, MessagesQuery, Role as MessageRole, TranscriptState,
+};
 pub use crate::sessions::permissions::{
     DecidedBy, PermissionList, PermissionState, PermissionView, PermitDecision, PermitRequest,
 };
@@ -55,6 +58,8 @@ pub const DIFF: &str = "/v1/m/sessions/runs/{run}/diff";
 pub const DIFF_FILE: &str = "/v1/m/sessions/runs/{run}/diff/file";
 /// `GET`: the current generation's permission requests.
 pub const PERMISSIONS: &str = "/v1/m/sessions/runs/{run}/permissions";
+/// `GET`: the run's messages, read from its tool's own record (claude, codex).
+pub const MESSAGES: &str = "/v1/m/sessions/runs/{run}/messages";
 /// `POST`: a person's decision on one (write role and a person principal).
 pub const PERMISSION: &str = "/v1/m/sessions/runs/{run}/permissions/{id}";
 /// `POST`: a tool's own hook reports (claude's on a PTY run, through `proctor session
@@ -84,6 +89,31 @@ pub fn list(limit: usize, state: Option<State>) -> String {
 /// `GET /runs/{ref}/attach?from=N`.
 pub fn attach(run: &str, from: u64) -> String {
     format!("{}?from={from}", at(ATTACH, run))
+}
+
+/// `GET /runs/{ref}/messages?…`: the query's parameters that are set, percent-encoded.
+pub fn messages(run: &str, q: &MessagesQuery) -> String {
+    let mut parts = Vec::new();
+    let fields = [
+        ("role", &q.role),
+        ("q", &q.q),
+        ("at", &q.at),
+        ("order", &q.order),
+        ("limit", &q.limit),
+        ("cursor", &q.cursor),
+        ("id", &q.id),
+        ("text", &q.text),
+    ];
+    for (k, v) in fields {
+        if let Some(v) = v {
+            parts.push(format!("{k}={}", percent_encode(v)));
+        }
+    }
+    if parts.is_empty() {
+        at(MESSAGES, run)
+    } else {
+        format!("{}?{}", at(MESSAGES, run), parts.join("&"))
+    }
 }
 
 /// `GET /runs/{ref}/diff/file?path=P` (P percent-encoded).
@@ -358,6 +388,29 @@ mod ops {
     )
     )]
     pub fn hook() {}
+    #[utoipa::path(
+        get,
+        path = MESSAGES,
+        tag = "runs",
+        description = "The messages of a Claude Code or Codex session, read at each request from \
+            the tool's own record under the profile's account home, in pages: items (id, role, at, \
+            first_line), total, next, transcript (read, pending, missing, unreadable). Only the \
+            person's messages unless role=all; q (case-insensitive, at most 256 bytes), at (RFC \
+            3339, the first item is the anchor), order asc|desc, limit 1..200, cursor (a next); \
+            items are always oldest first. id reads one message whole (text, later_same; no \
+            filter; total is the session's count). text=1 adds text (at most 50 per page, 64 KiB \
+            per message, then [...] and clipped). An id is the message's position in the \
+            session and does not change as the transcript grows. Audited once per reader, run \
+            and 15 minutes (sessions.run.messages; sessions.run.messages.text for text). 422 a \
+            tool without it; 409 a run in a rig; 404 an unknown id; 400 an invalid parameter \
+            (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001"), MessagesQuery),
+        responses(
+        (status = 200, description = "the answer", body = MessagePage),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn messages() {}
     #[utoipa::path(
         get,
         path = ATTACH,
@@ -671,6 +724,7 @@ mod ops {
         ops::permissions,
         ops::permit,
         ops::hook,
+        ops::messages,
     ),
     components(schemas(
         ErrorBody,
@@ -730,6 +784,10 @@ mod ops {
         PermitDecision,
         HookReport,
         HookRecorded,
+        MessagePage,
+        MessageItem,
+        MessageRole,
+        TranscriptState,
     )),
     tags((name = "runs", description = "Agent sessions (runs): start, watch, steer, tidy"))
 )]

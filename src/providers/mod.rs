@@ -29,6 +29,7 @@ pub mod env;
 pub mod fake;
 pub mod profile;
 pub mod protocol;
+pub mod records;
 
 /// One of the five provider CLIs. Closed: there is no variant for "a command".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -115,6 +115,19 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(r(wire::DIFF_FILE), get(diff_file))
         .route(r(wire::PERMISSIONS), get(permissions))
         .route(r(wire::PERMISSION), post(permit))
+        .route(r(wire::MESSAGES), get(messages))
+}
+
+/// `GET /runs/{ref}/messages`: every parameter arrives as text and is checked by the
+/// sessions domain (a wrong one is 400 with the contract's error body, never axum's).
+async fn messages(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+    Query(q): Query<wire::MessagesQuery>,
+) -> ApiResult {
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.messages(&run, &q, &c.token_id)).await?)
 }
 
 async fn permissions(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {

@@ -256,7 +256,13 @@ struct Inner {
     next_number: u64,
     /// Runs a previous server left live, not swept yet: shown `recovering`.
     recovering: BTreeSet<String>,
+    /// When each reader's reads of a run were last audited, per audit kind: a read is
+    /// recorded once per reader, run and kind per [`READ_AUDIT_WINDOW`].
+    read_audits: HashMap<(String, String, &'static str), std::time::Instant>,
 }
+
+/// How long one reader's reads of one run are recorded once (seed 002: 15 minutes).
+pub const READ_AUDIT_WINDOW: Duration = Duration::from_secs(15 * 60);
 
 /// Settings of a manager (tests shorten the stop grace).
 #[derive(Debug, Clone)]
@@ -535,6 +541,7 @@ impl Sessions {
                 marks,
                 next_number,
                 recovering,
+                read_audits: HashMap::new(),
             }),
             parent_env: std::env::vars_os().collect(),
             settings,
@@ -2124,6 +2131,102 @@ impl Sessions {
             pinned_outside_page,
             next,
         })
+    }
+
+    /// `GET /runs/{ref}/messages`: a page of the run's conversation, read now from its
+    /// tool's own record under the profile's account home. 422 for a tool whose record is
+    /// not read, 409 for a run in a rig (its record is inside the rig), 400 for an invalid
+    /// parameter, 404 for an unknown id. Audited once per reader, run and kind
+    /// (`sessions.run.messages`, `sessions.run.messages.text` for text) per 15 minutes.
+    pub fn messages(
+        &self,
+        run_ref: &str,
+        query: &super::messages::MessagesQuery,
+        caller: &str,
+    ) -> Result<super::messages::MessagePage, SessionError> {
+        use crate::providers::records;
+        let q = super::messages::Query::parse(query)?;
+        let (rec, live, conversation) = {
+            let inner = self.lock();
+            let rec = self.get_record(&inner, run_ref)?.clone();
+            let d = rec.derive();
+            let live = d.state.is_live() || inner.recovering.contains(run_ref);
+            (rec, live, d.conversation_id)
+        };
+        let tool = Tool::parse(&rec.tool).map_err(|e| SessionError::Internal(e.to_string()))?;
+        if !records::has_messages(tool) {
+            return Err(SessionError::Unprocessable(
+                records::Unsupported(tool).to_string(),
+            ));
+        }
+        if let Some(b) = &rec.boundary
+            && b.kind != BoundaryKind::Host
+        {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} ran in rig {}: its tool's record is inside the rig, and proctor \
+                 reads records on the host only",
+                b.rig.as_deref().unwrap_or("?")
+            )));
+        }
+        let profile = Store::new(&self.home.config)
+            .find(&rec.profile, &self.user_home())
+            .map_err(|e| {
+                SessionError::Conflict(format!(
+                    "profile {} is no longer usable, so its account home is unknown: {e}",
+                    rec.profile
+                ))
+            })?;
+        let read = records::messages(
+            &records::Target {
+                tool,
+                home: &profile.home,
+                cwd: Path::new(&rec.workspace),
+                conversation_id: conversation.as_deref(),
+                live,
+            },
+            &mut records::Budget::default(),
+        )
+        .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
+        let page = super::messages::page(run_ref, &read, &q)?;
+        let kind = if q.text || q.id.is_some() {
+            kinds::MESSAGES_TEXT
+        } else {
+            kinds::MESSAGES
+        };
+        self.audit_read(
+            run_ref,
+            caller,
+            kind,
+            json!({"by": caller, "transcript": read.state.as_str()}),
+        )?;
+        Ok(page)
+    }
+
+    /// Records a read of `run_ref` by `caller` under `kind`, unless the same reader's read
+    /// of the same kind was recorded less than [`READ_AUDIT_WINDOW`] ago.
+    fn audit_read(
+        &self,
+        run_ref: &str,
+        caller: &str,
+        kind: &'static str,
+        fields: Value,
+    ) -> Result<(), SessionError> {
+        let mut inner = self.lock();
+        let key = (caller.to_string(), run_ref.to_string(), kind);
+        let now = std::time::Instant::now();
+        if inner
+            .read_audits
+            .get(&key)
+            .is_some_and(|t| now.duration_since(*t) < READ_AUDIT_WINDOW)
+        {
+            return Ok(());
+        }
+        self.record(&mut inner, run_ref, kind, fields)?;
+        inner
+            .read_audits
+            .retain(|_, t| now.duration_since(*t) < READ_AUDIT_WINDOW);
+        inner.read_audits.insert(key, now);
+        Ok(())
     }
 
     pub fn events(&self, run_ref: &str) -> Result<RunEvents, SessionError> {

@@ -2,6 +2,7 @@
 
 pub mod manager;
 pub mod marks;
+pub mod messages;
 pub mod moving;
 pub mod permissions;
 pub mod record;

@@ -251,6 +251,11 @@ pub mod kinds {
     /// The run was re-attached to another profile of its tool, its conversation copied
     /// (`{from, to, files, conversation_id?}`).
     pub const MOVED: &str = "sessions.run.moved";
+    /// A reader read the run's messages (`{by, transcript}`), once per reader per 15
+    /// minutes.
+    pub const MESSAGES: &str = "sessions.run.messages";
+    /// The same for a read of whole texts (`text=1`, or one message by `id`).
+    pub const MESSAGES_TEXT: &str = "sessions.run.messages.text";
 }
 
 /// The protocol requests without which a stdio tool cannot work: a refusal of one of them

@@ -21,6 +21,7 @@ use crate::text;
 
 pub(crate) mod attach;
 mod hook;
+mod messages;
 mod output;
 pub(crate) mod permissions;
 mod tail;
@@ -100,6 +101,7 @@ pub enum SessionCommand {
     Delete(RefArgs),
     Permissions(permissions::PermissionsArgs),
     Permit(permissions::PermitArgs),
+    Messages(messages::MessagesArgs),
     Hook(hook::HookArgs),
 }
 
@@ -479,6 +481,7 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         }
         SessionCommand::Permissions(a) => permissions::list(&c, a),
         SessionCommand::Permit(a) => permissions::permit(&c, a),
+        SessionCommand::Messages(a) => messages::run(&c, a),
     }
 }
 

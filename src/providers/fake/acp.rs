@@ -455,7 +455,7 @@ impl Agent {
             .unwrap_or_default();
         session
             .transcript
-            .message(&session.id, &session.cwd, "user", &text)?;
+            .message(self.tool, &session.id, &session.cwd, "user", &text)?;
         let steps = script::parse(&text);
         let answer = |b: &[u8]| super::write_out(b);
         let asker = AcpAsker {
@@ -488,9 +488,13 @@ impl Agent {
             Ended::Completed { text, notes } => {
                 let r = script::reply(n, &text, &notes);
                 emit(Emit::Text(&r))?;
-                session
-                    .transcript
-                    .message(&session.id, &session.cwd, "assistant", &r)?;
+                session.transcript.message(
+                    self.tool,
+                    &session.id,
+                    &session.cwd,
+                    "assistant",
+                    &r,
+                )?;
                 "end_turn"
             }
             Ended::Interrupted => "cancelled",

@@ -553,7 +553,7 @@ impl Session {
             self.init_sent = true;
         }
         self.transcript
-            .message(&self.session_id, &self.cwd, "user", text)?;
+            .message(Tool::Claude, &self.session_id, &self.cwd, "user", text)?;
         let steps = script::parse(text);
         let answer = |b: &[u8]| super::write_out(b);
         let asker = ClaudeAsker {
@@ -596,7 +596,7 @@ impl Session {
         };
         if matches!(ended, Ended::Completed { .. }) {
             self.transcript
-                .message(&session_id, &self.cwd, "assistant", &reply)?;
+                .message(Tool::Claude, &session_id, &self.cwd, "assistant", &reply)?;
         }
         let input_tokens = text.len() as u64 / 4;
         let output_tokens = reply.len() as u64 / 4;

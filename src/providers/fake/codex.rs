@@ -461,12 +461,9 @@ impl Server {
         let tid = thread.id.clone();
         let turn_obj =
             |status: &str| json!({"id": turn_id, "items": [], "status": status, "error": null});
-        thread.transcript.append(&json!({
-            "timestamp": chrono::Utc::now().to_rfc3339(),
-            "type": "user",
-            "message": {"role": "user", "content": text},
-            "demo": true,
-        }))?;
+        thread
+            .transcript
+            .message(Tool::Codex, &tid, &thread.cwd, "user", &text)?;
         super::write_json(&response(id, json!({"turn": turn_obj("inProgress")})))?;
         notify(
             "turn/started",
@@ -531,12 +528,9 @@ impl Server {
         )?;
         // The transcript keeps the reply, not the bulk of `!emit` (noted in the reply).
         if let Some(r) = reply {
-            thread.transcript.append(&json!({
-                "timestamp": chrono::Utc::now().to_rfc3339(),
-                "type": "assistant",
-                "message": {"role": "assistant", "content": r},
-                "demo": true,
-            }))?;
+            thread
+                .transcript
+                .message(Tool::Codex, &tid, &thread.cwd, "assistant", &r)?;
         }
         let mut turn_done = turn_obj(status);
         if let Some(l) = limited {

@@ -147,7 +147,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
         turns += 1;
         // claude's own hooks (with `--settings`): the person submitted a prompt.
         super::hooks::fire("UserPromptSubmit", serde_json::json!({"prompt": text}));
-        transcript.message(&id, &cwd, "user", &text)?;
+        transcript.message(tool, &id, &cwd, "user", &text)?;
         super::write_out(b"(working)\n")?;
         let steps = script::parse(&text);
         let mut turn = Turn {
@@ -163,7 +163,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
             Ended::Completed { text, notes } => {
                 let r = script::reply(turns, &text, &notes);
                 super::write_out(format!("{r}\n> ").as_bytes())?;
-                transcript.message(&id, &cwd, "assistant", &r)?;
+                transcript.message(tool, &id, &cwd, "assistant", &r)?;
                 // The turn ended: claude's Stop hook.
                 super::hooks::fire("Stop", serde_json::json!({"stop_hook_active": false}));
             }

@@ -1,7 +1,8 @@
 //! Where the fakes keep their transcripts: the places the real tools use, under the
 //! account home. The *place* follows the real tool (see [`super::super::ToolSpec::transcripts`]);
-//! the *content* is the fake's own JSON lines (one object per line, `"demo":true`), which the
-//! fake reads back on resume.
+//! the *content* is the real tool's own format for claude and codex (what
+//! [`crate::providers::records`] reads: a demo session has messages), and the fake's own JSON
+//! lines for the others; every line says `"demo":true`. The fake reads them back on resume.
 //!
 //! | tool | transcript of conversation ID | confirmed |
 //! |---|---|---|
@@ -11,7 +12,7 @@
 //! | grok | `sessions/<cwd, non-alphanumerics → '-'>/ID/transcript.jsonl` | only "one folder per session under sessions/" |
 //! | opencode | `storage/session/global/ID.jsonl` | only the `storage/session` folder |
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -157,34 +158,100 @@ impl Transcript {
         f.write_all(&line)
     }
 
-    /// Appends a user or assistant message.
-    pub fn message(&self, id: &str, cwd: &Path, role: &str, text: &str) -> std::io::Result<()> {
-        self.append(&json!({
-            "type": role,
-            "sessionId": id,
-            "cwd": cwd.to_string_lossy(),
-            "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            "message": {"role": role, "content": text},
-            "demo": true,
-        }))
+    /// Appends a user or assistant message in `tool`'s own record format (see
+    /// [`crate::providers::records`]): a claude transcript line, a codex rollout's
+    /// `response_item` and `event_msg` `item_completed` lines; the other tools' fakes keep
+    /// the fake's own lines (`{type, message: {role, content}}`). Every line says
+    /// `"demo": true`.
+    pub fn message(
+        &self,
+        tool: Tool,
+        id: &str,
+        cwd: &Path,
+        role: &str,
+        text: &str,
+    ) -> std::io::Result<()> {
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        match tool {
+            Tool::Claude => {
+                let content = if role == "assistant" {
+                    json!([{"type": "text", "text": text}])
+                } else {
+                    json!(text)
+                };
+                let mut message = json!({"role": role, "content": content});
+                if role == "assistant" {
+                    message["model"] = json!(super::DEMO_NAME);
+                    message["type"] = json!("message");
+                    message["stop_reason"] = json!("end_turn");
+                }
+                self.append(&json!({
+                    "parentUuid": null,
+                    "isSidechain": false,
+                    "userType": "external",
+                    "cwd": cwd.to_string_lossy(),
+                    "sessionId": id,
+                    "version": super::DEMO_NAME,
+                    "type": role,
+                    "message": message,
+                    "uuid": super::new_uuid().unwrap_or_default(),
+                    "timestamp": now,
+                    "demo": true,
+                }))
+            }
+            Tool::Codex => {
+                let (kind, block, item) = if role == "assistant" {
+                    ("assistant", "output_text", "AgentMessage")
+                } else {
+                    ("user", "input_text", "UserMessage")
+                };
+                self.append(&json!({
+                    "timestamp": now,
+                    "type": "response_item",
+                    "payload": {"type": "message", "role": kind,
+                                "content": [{"type": block, "text": text}]},
+                    "demo": true,
+                }))?;
+                self.append(&json!({
+                    "timestamp": now,
+                    "type": "event_msg",
+                    "payload": {"type": "item_completed", "thread_id": id,
+                                "item": {"type": item, "id": super::new_uuid().unwrap_or_default(),
+                                         "content": [{"type": "text", "text": text}]}},
+                    "demo": true,
+                }))
+            }
+            _ => self.append(&json!({
+                "type": role,
+                "sessionId": id,
+                "cwd": cwd.to_string_lossy(),
+                "timestamp": now,
+                "message": {"role": role, "content": text},
+                "demo": true,
+            })),
+        }
     }
 
-    /// The (role, text) of every message, in order.
+    /// The (role, text) of every message, in order, read by the native-record readers
+    /// (a codex rollout's events, else claude's lines, which the other fakes' lines are).
     pub fn messages(&self) -> std::io::Result<Vec<(String, String)>> {
-        let f = crate::files::open_private_read(&self.path).map_err(std::io::Error::other)?;
-        let mut out = Vec::new();
-        for l in std::io::BufReader::new(f).lines() {
-            let Ok(v) = serde_json::from_str::<Value>(&l?) else {
-                continue;
-            };
-            if let (Some(role), Some(text)) = (
-                v.pointer("/message/role").and_then(Value::as_str),
-                v.pointer("/message/content").and_then(Value::as_str),
-            ) {
-                out.push((role.to_string(), text.to_string()));
-            }
+        use std::io::Read;
+        let mut f = crate::files::open_private_read(&self.path).map_err(std::io::Error::other)?;
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes)?;
+        let mut m = crate::providers::records::codex::messages(&bytes);
+        if m.is_empty() {
+            m = crate::providers::records::claude::messages(&bytes);
         }
-        Ok(out)
+        Ok(m.into_iter()
+            .map(|m| {
+                let role = match m.role {
+                    crate::providers::records::Role::User => "user",
+                    crate::providers::records::Role::Assistant => "assistant",
+                };
+                (role.to_string(), m.text)
+            })
+            .collect())
     }
 }
 
@@ -220,9 +287,16 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let path = path_for(Tool::Gemini, t.path(), Path::new("/w"), "s1");
         let tr = Transcript::open(path.clone()).unwrap();
-        tr.message("s1", Path::new("/w"), "user", "hi").unwrap();
-        tr.message("s1", Path::new("/w"), "assistant", "demo reply")
+        tr.message(Tool::Gemini, "s1", Path::new("/w"), "user", "hi")
             .unwrap();
+        tr.message(
+            Tool::Gemini,
+            "s1",
+            Path::new("/w"),
+            "assistant",
+            "demo reply",
+        )
+        .unwrap();
         assert_eq!(
             Transcript::existing(path).unwrap().messages().unwrap(),
             [
@@ -230,5 +304,33 @@ mod tests {
                 ("assistant".to_string(), "demo reply".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn claude_and_codex_fakes_write_what_the_record_readers_read() {
+        use crate::providers::records::{self, Role};
+        let t = tempfile::tempdir().unwrap();
+        for tool in [Tool::Claude, Tool::Codex] {
+            let path = path_for(tool, t.path(), Path::new("/w"), "s1");
+            let tr = Transcript::open(path.clone()).unwrap();
+            tr.message(tool, "s1", Path::new("/w"), "user", "hi")
+                .unwrap();
+            tr.message(tool, "s1", Path::new("/w"), "assistant", "demo reply")
+                .unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let m = match tool {
+                Tool::Claude => records::claude::messages(&bytes),
+                _ => records::codex::messages(&bytes),
+            };
+            let got: Vec<(Role, &str)> = m.iter().map(|m| (m.role, m.text.as_str())).collect();
+            assert_eq!(
+                got,
+                [(Role::User, "hi"), (Role::Assistant, "demo reply")],
+                "{tool:?}"
+            );
+            assert!(m.iter().all(|m| m.at.is_some()));
+            // The fake's resume reads the same lines back.
+            assert_eq!(tr.messages().unwrap().len(), 2);
+        }
     }
 }

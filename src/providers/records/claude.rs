@@ -1,0 +1,96 @@
+//! Claude Code's transcript: `projects/<sanitised cwd>/<session id>.jsonl` under the account
+//! home (`CLAUDE_CONFIG_DIR`), one JSON object per line, appended as the conversation goes.
+//!
+//! A message is a line of `type` `user` or `assistant` whose `message.content` holds text
+//! (a string, or an array with `text` blocks, joined by a newline). Lines of other types
+//! (`summary`, `file-history-snapshot`, `queue-operation`, `system`, …), sub-agent lines
+//! (`isSidechain: true`), meta lines (`isMeta: true`, e.g. the caveat claude writes before
+//! a local command) and lines with no text (a `tool_result` sent back, a `tool_use` or
+//! `thinking` block alone) are not messages. The time is the line's `timestamp`.
+//!
+//! Sub-agents write their own files beside it, `<session id>/subagents/agent-<id>.jsonl`
+//! ([`subagents`]).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Message, Role, json_lines};
+
+/// The transcript of session `id` run in `cwd`.
+pub fn path(home: &Path, cwd: &Path, id: &str) -> PathBuf {
+    home.join("projects")
+        .join(crate::providers::fake::store::sanitize(
+            &cwd.to_string_lossy(),
+        ))
+        .join(format!("{id}.jsonl"))
+}
+
+/// The sub-agent transcripts of session `id` (names only; read them with
+/// [`super::read_file`]), sorted by name.
+pub fn subagents(home: &Path, cwd: &Path, id: &str) -> Vec<PathBuf> {
+    let dir = home
+        .join("projects")
+        .join(crate::providers::fake::store::sanitize(
+            &cwd.to_string_lossy(),
+        ))
+        .join(id)
+        .join("subagents");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("agent-") && n.ends_with(".jsonl"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The text of a `message.content`: a string, or the `text` blocks of an array.
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// The messages of a transcript, in order.
+pub fn messages(bytes: &[u8]) -> Vec<Message> {
+    let mut out = Vec::new();
+    for v in json_lines(bytes) {
+        let role = match v.get("type").and_then(Value::as_str) {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => continue,
+        };
+        let flag = |k: &str| v.get(k).and_then(Value::as_bool) == Some(true);
+        if flag("isSidechain") || flag("isMeta") || flag("isCompactSummary") {
+            continue;
+        }
+        let Some(text) = v.pointer("/message/content").and_then(content_text) else {
+            continue;
+        };
+        out.push(Message {
+            role,
+            at: v
+                .get("timestamp")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            text,
+        });
+    }
+    out
+}

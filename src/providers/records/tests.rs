@@ -1,0 +1,290 @@
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use super::*;
+
+const CLAUDE_REAL: &[u8] =
+    include_bytes!("../../../tests/data/real/records/claude-2.1.332-turn-no-login.jsonl");
+const CODEX_REAL: &[u8] =
+    include_bytes!("../../../tests/data/real/records/codex-0.171.0-turn-offline.jsonl");
+const CLAUDE_PUBLISHED: &[u8] =
+    include_bytes!("../../../tests/data/records/claude-published.jsonl");
+const CODEX_PUBLISHED: &[u8] = include_bytes!("../../../tests/data/records/codex-published.jsonl");
+
+fn roles_texts(m: &[Message]) -> Vec<(Role, &str)> {
+    m.iter().map(|m| (m.role, m.text.as_str())).collect()
+}
+
+#[test]
+fn claudes_recorded_transcript_has_the_person_and_the_synthetic_answer() {
+    let m = claude::messages(CLAUDE_REAL);
+    assert_eq!(
+        roles_texts(&m),
+        [
+            (Role::User, "say hi"),
+            (Role::Assistant, "Not logged in · Please run /login")
+        ]
+    );
+    assert_eq!(m[0].at.as_deref(), Some("2026-12-03T13:40:18.455Z"));
+}
+
+#[test]
+fn claudes_published_shapes_keep_text_and_skip_tools_sidechains_and_meta() {
+    let m = claude::messages(CLAUDE_PUBLISHED);
+    assert_eq!(
+        roles_texts(&m),
+        [
+            (Role::User, "Fix the parser bug\nin src/parse.rs"),
+            (Role::Assistant, "I will read the file."),
+            (Role::Assistant, "Fixed: the loop now stops at the end."),
+            (Role::User, "fix the parser bug"),
+        ]
+    );
+}
+
+#[test]
+fn codexs_recorded_rollout_has_the_persons_turn_once() {
+    // The rollout also carries the user's text as a `response_item` and the context codex
+    // adds as user items: only the `item_completed` event is a message.
+    let m = codex::messages(CODEX_REAL);
+    assert_eq!(roles_texts(&m), [(Role::User, "say hi")]);
+    assert_eq!(m[0].at.as_deref(), Some("2026-12-03T13:39:56.239Z"));
+}
+
+#[test]
+fn codexs_earlier_events_are_read_when_no_item_is_there() {
+    let m = codex::messages(CODEX_PUBLISHED);
+    assert_eq!(
+        roles_texts(&m),
+        [
+            (Role::User, "what is 2+2? just give me the answer"),
+            (Role::Assistant, "4"),
+            (Role::User, "And 3+3?"),
+            (Role::Assistant, "6"),
+        ]
+    );
+}
+
+#[test]
+fn a_torn_last_line_is_skipped_and_counted_once_it_is_whole() {
+    let whole = CLAUDE_PUBLISHED;
+    let n = claude::messages(whole).len();
+    let torn = [
+        whole,
+        &br#"{"type":"user","message":{"role":"user","content":"la"#[..],
+    ]
+    .concat();
+    assert_eq!(claude::messages(&torn).len(), n);
+    let grown = [
+        whole,
+        &br#"{"type":"user","message":{"role":"user","content":"later"},"timestamp":"2026-01-20T12:00:00Z"}"#[..],
+        b"\n",
+    ]
+    .concat();
+    let m = claude::messages(&grown);
+    assert_eq!(m.len(), n + 1);
+    // Every earlier message keeps its position.
+    assert_eq!(m[..n], claude::messages(whole)[..]);
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn target<'a>(tool: Tool, home: &'a Path, cwd: &'a Path, id: &'a str, live: bool) -> Target<'a> {
+    Target {
+        tool,
+        home,
+        cwd,
+        conversation_id: Some(id),
+        live,
+    }
+}
+
+#[test]
+fn a_claude_record_is_read_at_its_place_and_states_follow_what_is_there() {
+    let t = tempfile::tempdir().unwrap();
+    let (home, cwd) = (t.path().join("h"), Path::new("/w/my.proj"));
+    let tg = target(Tool::Claude, &home, cwd, "s-1", false);
+    // Ended, conversation known, no file: missing. Live: pending. No id: pending.
+    assert_eq!(
+        messages(&tg, &mut Budget::default()).unwrap().state,
+        TranscriptState::Missing
+    );
+    let live = target(Tool::Claude, &home, cwd, "s-1", true);
+    assert_eq!(
+        messages(&live, &mut Budget::default()).unwrap().state,
+        TranscriptState::Pending
+    );
+    let no_id = Target {
+        conversation_id: None,
+        ..tg.clone()
+    };
+    assert_eq!(
+        messages(&no_id, &mut Budget::default()).unwrap().state,
+        TranscriptState::Pending
+    );
+    let p = home.join("projects/-w-my-proj/s-1.jsonl");
+    write(&p, CLAUDE_PUBLISHED);
+    let r = messages(&tg, &mut Budget::default()).unwrap();
+    assert_eq!(r.state, TranscriptState::Read);
+    assert_eq!(r.path.as_deref(), Some(p.as_path()));
+    assert_eq!(r.messages.len(), 4);
+}
+
+#[test]
+fn a_codex_rollout_is_found_by_its_thread_id() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    let id = "01a23c22-1315-7172-a5a7-0c735ed0f285";
+    write(
+        &home.join(format!(
+            "sessions/2026/12/03/rollout-2026-12-03T13-39-55-{id}.jsonl"
+        )),
+        CODEX_REAL,
+    );
+    let r = messages(
+        &target(Tool::Codex, home, Path::new("/w"), id, false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(r.state, TranscriptState::Read);
+    assert_eq!(r.messages.len(), 1);
+    let other = messages(
+        &target(Tool::Codex, home, Path::new("/w"), "0000", false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(other.state, TranscriptState::Missing);
+}
+
+#[test]
+fn tools_without_a_reader_are_unsupported() {
+    let t = tempfile::tempdir().unwrap();
+    for tool in [Tool::Grok, Tool::Gemini, Tool::Opencode] {
+        assert!(
+            messages(
+                &target(tool, t.path(), Path::new("/w"), "x", false),
+                &mut Budget::default()
+            )
+            .is_err()
+        );
+        assert!(!has_messages(tool));
+    }
+}
+
+fn unreadable(home: &Path, id: &str) -> String {
+    let r = messages(
+        &target(Tool::Claude, home, Path::new("/w"), id, false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable, "{r:?}");
+    assert!(r.messages.is_empty());
+    r.reason.unwrap()
+}
+
+#[test]
+fn symlinks_hard_links_fifos_and_large_files_are_unreadable_never_empty() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("h");
+    let dir = home.join("projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let outside = t.path().join("secret.jsonl");
+    write(&outside, CLAUDE_PUBLISHED);
+
+    symlink(&outside, dir.join("link.jsonl")).unwrap();
+    assert!(unreadable(&home, "link").contains("symbolic link"));
+
+    std::fs::hard_link(&outside, dir.join("hard.jsonl")).unwrap();
+    assert!(unreadable(&home, "hard").contains("2 names"));
+
+    let fifo = dir.join("fifo.jsonl");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // Opening it does not wait for a writer, and it is refused.
+    assert!(unreadable(&home, "fifo").contains("not a regular file"));
+
+    let big = dir.join("big.jsonl");
+    let line = b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n";
+    let mut bytes = Vec::new();
+    while bytes.len() < 9 * 1024 * 1024 {
+        bytes.extend_from_slice(line);
+    }
+    write(&big, &bytes);
+    assert!(unreadable(&home, "big").contains("more than the 8388608 bytes"));
+
+    // A symlinked folder on the way is refused too.
+    let elsewhere = t.path().join("elsewhere");
+    write(&elsewhere.join("s.jsonl"), CLAUDE_PUBLISHED);
+    std::fs::create_dir_all(home.join("projects")).unwrap();
+    symlink(&elsewhere, home.join("projects/-x")).unwrap();
+    let r = messages(
+        &target(Tool::Claude, &home, Path::new("/x"), "s", false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable);
+    assert!(r.reason.unwrap().contains("symbolic link"));
+}
+
+#[test]
+fn a_request_reads_at_most_its_budget() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("a.jsonl");
+    write(&p, CLAUDE_PUBLISHED);
+    let mut b = Budget::new(CLAUDE_PUBLISHED.len() as u64);
+    assert!(read_file(t.path(), &p, &mut b).unwrap().is_some());
+    let e = read_file(t.path(), &p, &mut b).unwrap_err();
+    assert!(matches!(e, RecordError::RequestTooLarge { .. }), "{e}");
+}
+
+#[test]
+fn a_compressed_codex_rollout_is_read_and_bounded_once_decompressed() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    let id = "01a23c22-1315-7172-a5a7-0c735ed0f285";
+    let dir = home.join("sessions/2026/12/03");
+    write(
+        &dir.join(format!("rollout-2026-12-03T13-39-55-{id}.jsonl.zst")),
+        &zstd::encode_all(CODEX_PUBLISHED, 3).unwrap(),
+    );
+    let tg = target(Tool::Codex, home, Path::new("/w"), id, false);
+    let r = messages(&tg, &mut Budget::default()).unwrap();
+    assert_eq!(r.state, TranscriptState::Read, "{r:?}");
+    assert_eq!(r.messages.len(), 4);
+    // 9 MiB once decompressed (a few KiB on disk): refused.
+    let line =
+        b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"agent_message\",\"message\":\"x\"}}\n";
+    let mut big = Vec::new();
+    while big.len() < 9 * 1024 * 1024 {
+        big.extend_from_slice(line);
+    }
+    let other = "01a23c22-0000-7172-a5a7-0c735ed0f285";
+    let packed = zstd::encode_all(&big[..], 3).unwrap();
+    assert!(packed.len() < 1024 * 1024);
+    write(
+        &dir.join(format!("rollout-2026-12-03T13-39-55-{other}.jsonl.zst")),
+        &packed,
+    );
+    let r = messages(
+        &target(Tool::Codex, home, Path::new("/w"), other, false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable);
+    assert!(r.reason.unwrap().contains("more than the 8388608 bytes"));
+    // Not zstd at all: unreadable, not empty.
+    let bad = "01a23c22-ffff-7172-a5a7-0c735ed0f285";
+    write(
+        &dir.join(format!("rollout-2026-12-03T13-39-55-{bad}.jsonl.zst")),
+        b"not zstd",
+    );
+    let r = messages(
+        &target(Tool::Codex, home, Path::new("/w"), bad, false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable);
+}
