@@ -34,12 +34,21 @@ struct Fx {
     ws: tempfile::TempDir,
 }
 
+/// A stand-in that writes 1.5 MiB of one letter in lines, past a 1 MiB transcript cap.
+const FLOOD: &str = "#!/bin/sh\n\
+    PATH=/usr/bin:/bin\n\
+    head -c 1572864 /dev/zero | tr '\\0' 'a' | fold -w 1023\n";
+
 impl Fx {
     fn new() -> Fx {
-        let s = DemoServer::start(&[]);
+        Fx::with(STAND_IN, &[])
+    }
+
+    fn with(script: &str, serve_args: &[&str]) -> Fx {
+        let s = DemoServer::start(serve_args);
         let tool = tempfile::tempdir().unwrap();
         let p = tool.path().join("claude");
-        std::fs::write(&p, STAND_IN).unwrap();
+        std::fs::write(&p, script).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         let path = format!(
@@ -484,5 +493,58 @@ fn export_help_teaches_the_verb() {
         "422",
     ] {
         assert!(help.contains(needle), "{needle} in:\n{help}");
+    }
+}
+
+#[test]
+fn a_capped_transcript_makes_a_cast_that_says_so_where_it_stops() {
+    let fx = Fx::with(FLOOD, &["--transcript-mib", "1"]);
+    let run = fx.start("claude", "pty");
+    fx.s.wait_run(&run, "its end", |v| !v["exit_code"].is_null());
+    let dir = fx.gen_dir(&run, 1);
+    let timing = dir.join("pty.timing");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&timing)
+        .unwrap_or_default()
+        .contains("\ne ")
+    {
+        assert!(Instant::now() < deadline, "{run}'s timing never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let raw = std::fs::read(dir.join("pty.raw")).unwrap();
+    assert_eq!(raw.len(), 1 << 20, "the transcript stopped at its cap");
+    let file = fx.ws.path().join("capped.cast");
+    fx.ok(&["session", "export", &run, "--cast", file.to_str().unwrap()]);
+    let cast = std::fs::read(&file).unwrap();
+    let ls = lines(&cast);
+    assert_eq!(ls[0]["proctor"]["transcript_capped"], true, "{}", ls[0]);
+    assert_eq!(ls[0]["proctor"]["output_bytes"], 1 << 20);
+    // The marker comes after the last output the transcript kept.
+    let last = ls.last().unwrap();
+    assert_eq!(last[1], "m", "{last}");
+    assert!(
+        last[2]
+            .as_str()
+            .unwrap()
+            .contains("transcript's cap was reached"),
+        "{last}"
+    );
+    let out: String = ls[1..]
+        .iter()
+        .filter(|e| e[1] == "o")
+        .map(|e| e[2].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        out.as_bytes(),
+        raw.as_slice(),
+        "never silently short: all it kept"
+    );
+    if let Some(dir) = asciinema() {
+        let played = asciinema_cmd(&dir).arg("cat").arg(&file).output().unwrap();
+        assert!(played.status.success(), "{played:?}");
+        assert!(
+            played.stdout == raw,
+            "asciinema cat prints what the transcript kept"
+        );
     }
 }
