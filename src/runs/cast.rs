@@ -432,6 +432,127 @@ impl Utf8 {
 mod tests {
     use super::*;
 
+    fn meta() -> CastMeta {
+        CastMeta {
+            run_ref: "run-0007".into(),
+            generation: 1,
+            tool: Some("codex"),
+            demo: false,
+            exit_code: Some(3),
+        }
+    }
+
+    fn private(path: &Path, bytes: &[u8]) {
+        let mut f = crate::files::create_private_new(path).unwrap();
+        f.write_all(bytes).unwrap();
+    }
+
+    /// Bytes past the last recorded time (a server killed before its buffer reached the
+    /// disk) and bytes that are no UTF-8: left out and counted, said by a marker; the
+    /// timing's cap: a marker where it stopped.
+    #[test]
+    fn what_the_cast_lacks_is_said_in_its_header_and_by_markers() {
+        let t = tempfile::tempdir().unwrap();
+        private(&t.path().join("pty.raw"), b"ab\xffcdTAIL");
+        private(
+            &t.path().join(timing::FILE_NAME),
+            b"proctor-pty-timing/1 start_unix_ms=1700000000000 cols=80 rows=24\n\
+              o 1000 2\nr 1500 2 100 30\no 2500000 5\n",
+        );
+        let src = CastSource::open(t.path()).unwrap();
+        let mut out = Vec::new();
+        let stats = src.write(&meta(), Version::V2, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            text.starts_with("{\"version\":2,\"width\":80,\"height\":24,"),
+            "{text}"
+        );
+        let h = &lines[0]["proctor"];
+        assert_eq!(h["untimed_bytes"], 4);
+        assert_eq!(h["invalid_utf8_bytes"], 1);
+        assert_eq!(h["output_bytes"], 5);
+        assert_eq!(lines[0]["title"], "run-0007 codex");
+        assert_eq!(lines[0]["timestamp"], 1_700_000_000);
+        assert_eq!(lines[1], serde_json::json!([0.001, "o", "ab"]));
+        assert_eq!(lines[2], serde_json::json!([0.0015, "r", "100x30"]));
+        assert_eq!(lines[3], serde_json::json!([2.5, "o", "\u{FFFD}cd"]));
+        assert_eq!(lines[4][1], "m");
+        assert!(
+            lines[4][2]
+                .as_str()
+                .unwrap()
+                .starts_with("proctor: 4 bytes")
+        );
+        assert_eq!(stats.events, 4);
+        assert_eq!(stats.output_bytes, 5);
+        assert!(text.contains("[2.500000, \"o\""), "six decimals: {text}");
+
+        // v3: intervals; no `x` without the end line.
+        let mut out = Vec::new();
+        src.write(&meta(), Version::V3, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("{\"version\":3,\"term\":{\"cols\":80,\"rows\":24}"));
+        assert!(text.contains("[0.000500, \"r\", \"100x30\"]"), "{text}");
+        assert!(text.contains("[2.498500, \"o\""), "{text}");
+        assert!(!text.contains("\"x\""), "{text}");
+    }
+
+    #[test]
+    fn a_capped_timing_and_an_end_with_an_exit_code() {
+        let t = tempfile::tempdir().unwrap();
+        private(&t.path().join("pty.raw"), b"hello world");
+        private(
+            &t.path().join(timing::FILE_NAME),
+            b"proctor-pty-timing/1 start_unix_ms=1 cols=10 rows=5\n\
+              o 10 5\nt 20 5\n",
+        );
+        let src = CastSource::open(t.path()).unwrap();
+        let mut out = Vec::new();
+        src.write(&meta(), Version::V3, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(MARK_TIMING_CAPPED), "{text}");
+        assert!(
+            !text.contains("no recorded time (the server"),
+            "one marker: {text}"
+        );
+        assert!(text.contains("\"timing_capped\":true"), "{text}");
+
+        let t = tempfile::tempdir().unwrap();
+        private(&t.path().join("pty.raw"), b"hi");
+        private(
+            &t.path().join(timing::FILE_NAME),
+            b"proctor-pty-timing/1 start_unix_ms=1 cols=10 rows=5\no 10 2\ne 30 2\n",
+        );
+        let mut out = Vec::new();
+        CastSource::open(t.path())
+            .unwrap()
+            .write(&meta(), Version::V3, &mut out)
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.ends_with("[0.000020, \"x\", \"3\"]\n"), "{text}");
+    }
+
+    #[test]
+    fn no_timing_and_no_transcript_are_named() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            CastSource::open(t.path()),
+            Err(CastError::NoTranscript(_))
+        ));
+        private(&t.path().join("pty.raw"), b"x");
+        assert!(matches!(
+            CastSource::open(t.path()),
+            Err(CastError::NoTiming(_))
+        ));
+        // A link in place of the timing file is not read through.
+        std::os::unix::fs::symlink("/etc/passwd", t.path().join(timing::FILE_NAME)).unwrap();
+        assert!(CastSource::open(t.path()).is_err());
+    }
+
     #[test]
     fn utf8_cut_between_chunks_is_kept_whole_and_garbage_is_counted() {
         let mut d = Utf8::default();
