@@ -1069,6 +1069,52 @@ impl Client {
         .map(|_| ())
     }
 
+    /// `GET path`, its answer's body written to `out` as it arrives (not held in memory);
+    /// returns how many bytes were written (`dest` names `out` in an error). A non-2xx answer becomes [`ClientError::Api`]
+    /// (nothing is written); a body cut short is a [`ClientError::Http`].
+    pub async fn download(
+        &self,
+        path: &str,
+        out: &mut (impl std::io::Write + Send),
+        dest: &Path,
+    ) -> Result<u64, ClientError> {
+        let http = |e: &dyn std::fmt::Display| ClientError::Http(e.to_string());
+        let stream = self.connect().await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| http(&e))?;
+        tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .header(header::HOST, "proctor");
+        if let Some(t) = &self.token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        let req = req.body(Full::new(Bytes::new())).map_err(|e| http(&e))?;
+        let resp = sender.send_request(req).await.map_err(|e| http(&e))?;
+        let status = resp.status();
+        let mut body = resp.into_body();
+        if !status.is_success() {
+            let bytes = body.collect().await.map_err(|e| http(&e))?.to_bytes();
+            let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            return Err(api_error(status, &value));
+        }
+        let mut n = 0u64;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| http(&e))?;
+            if let Ok(data) = frame.into_data() {
+                out.write_all(&data).map_err(|err| ClientError::Io {
+                    op: "write",
+                    path: dest.to_path_buf(),
+                    err,
+                })?;
+                n += data.len() as u64;
+            }
+        }
+        Ok(n)
+    }
+
     /// One request with a raw body (`application/octet-stream`) whose answer is read as raw
     /// bytes; a non-2xx answer becomes [`ClientError::Api`].
     pub async fn raw(

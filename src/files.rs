@@ -268,7 +268,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     result
 }
 
-fn temp_sibling(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
+/// A fresh name beside `name` in `dir` for a temp file (hidden, unique to this process and call).
+pub(crate) fn temp_sibling(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);

@@ -45,6 +45,10 @@ pub const RESUME: &str = "/v1/m/sessions/runs/{run}/resume";
 pub const RESIZE: &str = "/v1/m/sessions/runs/{run}/resize";
 /// `POST {provider_profile_ref}`: a stopped or failed Claude Code run to another profile.
 pub const MOVE: &str = "/v1/m/sessions/runs/{run}/move";
+/// `GET`: a PTY run's output as an asciicast (`?version=2|3`, `&generation=N`).
+pub const CAST: &str = "/v1/m/sessions/runs/{run}/cast";
+/// The media type of `GET /runs/{ref}/cast`'s answer (asciinema's).
+pub const CAST_MEDIA_TYPE: &str = "application/x-asciicast";
 /// `POST` sets, `DELETE` clears (the caller's own mark).
 pub const PIN: &str = "/v1/m/sessions/runs/{run}/pin";
 pub const SNOOZE: &str = "/v1/m/sessions/runs/{run}/snooze";
@@ -113,6 +117,14 @@ pub fn messages(run: &str, q: &MessagesQuery) -> String {
         at(MESSAGES, run)
     } else {
         format!("{}?{}", at(MESSAGES, run), parts.join("&"))
+    }
+}
+
+/// `GET /runs/{ref}/cast?version=V[&generation=N]`.
+pub fn cast(run: &str, version: u8, generation: Option<u64>) -> String {
+    match generation {
+        Some(g) => format!("{}?version={version}&generation={g}", at(CAST, run)),
+        None => format!("{}?version={version}", at(CAST, run)),
     }
 }
 
@@ -209,6 +221,17 @@ pub struct RunDiffFile {
 #[into_params(parameter_in = Query)]
 pub struct AttachQuery {
     pub from: Option<u64>,
+}
+
+/// The query of `GET /runs/{ref}/cast`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CastQuery {
+    /// The asciicast version: 2 (the default) or 3.
+    pub version: Option<u8>,
+    /// The process generation (1 for the first start, one more for each resume); the
+    /// current one when absent.
+    pub generation: Option<u64>,
 }
 
 /// The query of `GET /runs/{ref}/diff/file`.
@@ -512,6 +535,27 @@ mod ops {
     )]
     pub fn resize() {}
     #[utoipa::path(
+        get,
+        path = CAST,
+        tag = "runs",
+        description = "A PTY run's output as an asciicast (read): newline-delimited JSON, a \
+            header then `[time, code, data]` events: `o` the tool's own output bytes at the \
+            time each chunk was recorded (as UTF-8 text), `r` a resize (`COLSxROWS`), `m` a \
+            marker where the cast lacks something (the transcript's or the timing's cap, \
+            output with no recorded time), and in v3 `x` the exit code the OS reported. The \
+            header's `title` is the run's ref and tool; its `proctor` object says what the \
+            cast does not hold (docs/formats.md). Streamed. 422 for a pipe run, for a \
+            version other than 2 or 3, and for a run recorded before output times were \
+            kept (no pty.timing); 404 for an unknown run or generation or a transcript gone \
+            from the disk; 409 before the run started.",
+        params(("run" = String, Path, description = "the run's ref, run-0001"), CastQuery),
+        responses(
+        (status = 200, content_type = "application/x-asciicast", description = "the cast"),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn cast() {}
+    #[utoipa::path(
         post,
         path = PIN,
         tag = "runs",
@@ -709,6 +753,7 @@ mod ops {
         ops::resume,
         ops::move_run,
         ops::resize,
+        ops::cast,
         ops::pin,
         ops::unpin,
         ops::snooze,

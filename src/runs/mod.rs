@@ -12,9 +12,11 @@
 //! child is reaped, with the exit status the OS reported; [`Run::stop_async`] does the same
 //! on timers. Dropping a `Run` handle does not stop the child.
 
+pub mod cast;
 pub mod cgroup;
 pub mod process;
 pub mod ring;
+pub mod timing;
 pub mod transcript;
 pub mod tree;
 
@@ -484,9 +486,12 @@ impl Run {
     /// already exited: its end will be observed), its readers and waiter are started.
     pub fn spawn(spec: RunSpec) -> Result<Run, RunError> {
         validate(&spec)?;
-        let is_pty = matches!(spec.transport, Transport::Pty(_));
+        let pty_size = match spec.transport {
+            Transport::Pty(size) => Some(size),
+            Transport::Pipe => None,
+        };
         let transcript = match &spec.transcript {
-            Some(t) => Some(Arc::new(Transcript::create(t, is_pty)?)),
+            Some(t) => Some(Arc::new(Transcript::create(t, pty_size)?)),
             None => None,
         };
         let ring = Arc::new(Ring::new(spec.ring_bytes));
@@ -780,10 +785,25 @@ impl Run {
         let m = master.as_ref().ok_or(RunError::NotLive { op: "resize" })?;
         // The screen gets the new size at the point of the output where the terminal got
         // it, whenever it parses that far; this does not wait for it.
-        pty.screen.resize(size, || {
+        let resize_master = || {
             m.resize(pty::pty_size(size))
                 .map_err(|e| RunError::Pty(format!("cannot resize: {e:#}")))
+        };
+        // The timing records the resize at the output's point where the kernel made it:
+        // under the transcript's lock, so no output the child draws for the new size is
+        // written before the line that says it.
+        pty.screen.resize(size, || match &self.inner.transcript {
+            Some(t) => t.resize_with(size, resize_master),
+            None => resize_master(),
         })
+    }
+
+    /// Hands a PTY run's buffered timing lines to the kernel (see [`Transcript::flush_timing`]):
+    /// before `pty.timing` is read while the run is live.
+    pub fn flush_timing(&self) {
+        if let Some(t) = &self.inner.transcript {
+            t.flush_timing();
+        }
     }
 
     /// The PTY run's screen and the seq of the last frame it includes: every frame pushed

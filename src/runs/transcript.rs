@@ -6,6 +6,9 @@
 //! sets `capped`; a write error stops it too and is kept in `error`. Neither stops the run:
 //! the ring still has the output. Each chunk is handed to the kernel with `write(2)` as it
 //! arrives (no user-space buffer); the files are fsync'd when the run ends.
+//!
+//! A PTY run's transcript also keeps `pty.timing` ([`super::timing`]): when each chunk came
+//! and when the terminal was resized, for an export as an asciicast ([`super::cast`]).
 
 use std::fs::File;
 use std::io::Write;
@@ -14,7 +17,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use super::TermSize;
 use super::ring::Stream;
+use super::timing::TimingWriter;
 use crate::files::{self, FilesError};
 
 /// The default cap of a run's transcript: 64 MiB across its streams.
@@ -50,6 +55,13 @@ pub fn file_name(pty: bool, stream: Stream) -> &'static str {
     }
 }
 
+/// The cap of a PTY run's timing file for a transcript cap of `cap`: a quarter of it (a
+/// line is about 20 bytes, so 16 MiB for the default cap times some 800,000 chunks), and at
+/// least 64 KiB.
+pub fn timing_cap(cap: u64) -> u64 {
+    (cap / 4).max(64 * 1024)
+}
+
 /// What the transcript has done so far.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TranscriptStatus {
@@ -73,6 +85,8 @@ struct Inner {
     written: u64,
     capped: bool,
     error: Option<String>,
+    /// A PTY run's `pty.timing`.
+    timing: Option<TimingWriter>,
 }
 
 /// A run's transcript writer.
@@ -87,9 +101,14 @@ pub struct Transcript {
 
 impl Transcript {
     /// Creates the folder (0700) and one new 0600 file per stream of the run (a pipe run's
-    /// input included). Fails if a
-    /// file already exists: a transcript is never appended to or written through a link.
-    pub fn create(spec: &TranscriptSpec, pty: bool) -> Result<Transcript, FilesError> {
+    /// input included); a PTY run (`pty` gives its first size) gets its timing file too.
+    /// Fails if a file already exists: a transcript is never appended to or written
+    /// through a link.
+    pub fn create(
+        spec: &TranscriptSpec,
+        pty_size: Option<TermSize>,
+    ) -> Result<Transcript, FilesError> {
+        let pty = pty_size.is_some();
         files::ensure_private_dir(&spec.dir)?;
         let open = |stream| -> Result<(File, PathBuf), FilesError> {
             let path = spec.dir.join(file_name(pty, stream));
@@ -105,6 +124,14 @@ impl Transcript {
         } else {
             (Some(open(Stream::Stderr)?), Some(open(Stream::Stdin)?))
         };
+        let timing = match pty_size {
+            Some(size) => Some(TimingWriter::create(
+                &spec.dir,
+                size,
+                timing_cap(spec.cap_bytes),
+            )?),
+            None => None,
+        };
         Ok(Transcript {
             dir: spec.dir.clone(),
             cap: spec.cap_bytes,
@@ -115,6 +142,7 @@ impl Transcript {
                 written: 0,
                 capped: false,
                 error: None,
+                timing,
             }),
             output,
         })
@@ -150,8 +178,42 @@ impl Transcript {
             }
             inner.written += take as u64;
         }
+        let output = stream != Stream::Stdin;
+        if let Some(t) = inner.timing.as_mut().filter(|_| output) {
+            if take > 0 {
+                t.output(inner.written);
+            }
+            if take < bytes.len() {
+                t.transcript_capped(inner.written);
+            }
+        }
         if take < bytes.len() {
             inner.capped = true;
+        }
+    }
+
+    /// Resizes a PTY run's terminal with `resize` under the transcript's lock and, when it
+    /// succeeds, records in the timing that the terminal took `size` after the output
+    /// written so far (output the child draws for the new size comes after that line).
+    pub fn resize_with<E>(
+        &self,
+        size: TermSize,
+        resize: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut g = self.lock();
+        resize()?;
+        let inner = &mut *g;
+        if let Some(t) = inner.timing.as_mut() {
+            t.resize(inner.written, size);
+        }
+        Ok(())
+    }
+
+    /// Hands a PTY run's buffered timing lines to the kernel, so that a reader of
+    /// `pty.timing` sees every chunk written so far.
+    pub fn flush_timing(&self) {
+        if let Some(t) = self.lock().timing.as_mut() {
+            t.flush();
         }
     }
 
@@ -176,6 +238,15 @@ impl Transcript {
     pub fn finish(&self) {
         let mut g = self.lock();
         let inner = &mut *g;
+        if let Some(t) = inner.timing.as_mut() {
+            t.end(inner.written);
+            t.sync();
+            if let Some(e) = t.error()
+                && inner.error.is_none()
+            {
+                inner.error = Some(e.to_string());
+            }
+        }
         for (file, path) in [
             inner.stdout.as_ref(),
             inner.stderr.as_ref(),
@@ -229,7 +300,7 @@ mod tests {
                 dir: dir.clone(),
                 cap_bytes: 10,
             },
-            false,
+            None,
         )
         .unwrap();
         tr.write(Stream::Stdout, b"abcdef");
@@ -255,7 +326,8 @@ mod tests {
     fn an_existing_file_is_never_reused() {
         let t = tempfile::tempdir().unwrap();
         let spec = TranscriptSpec::new(t.path().join("x"));
-        let _first = Transcript::create(&spec, true).unwrap();
-        assert!(Transcript::create(&spec, true).is_err());
+        let size = Some(TermSize { rows: 24, cols: 80 });
+        let _first = Transcript::create(&spec, size).unwrap();
+        assert!(Transcript::create(&spec, size).is_err());
     }
 }

@@ -172,6 +172,7 @@ fn runs_role(method: &str, route: &str) -> Option<Role> {
     Some(match (method, route) {
         ("GET", RUNS | RUN | EVENTS | ATTACH | SCREEN) => Read,
         ("GET", DIFF | DIFF_FILE) => Read,
+        ("GET", CAST) => Read,
         ("GET", PERMISSIONS | MESSAGES) => Read,
         // And a person principal: the handler refuses an agent (`person_only`).
         ("POST", PERMISSION) => Write,

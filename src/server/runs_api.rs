@@ -16,9 +16,9 @@ use serde_json::Value;
 use super::Shared;
 use super::api::{ApiError, Caller, blocking};
 use crate::api::runs::{
-    self as wire, Accepted, AttachQuery, CleanupBody, DiffFileQuery, EndEvent, InputRequest,
-    LagEvent, ListQuery, MoveBody, NoticeEvent, PermitRequest, RenameBody, Resized, RunDiff,
-    RunDiffFile, SizeBody, SnoozeBody, StartRequest,
+    self as wire, Accepted, AttachQuery, CastQuery, CleanupBody, DiffFileQuery, EndEvent,
+    InputRequest, LagEvent, ListQuery, MoveBody, NoticeEvent, PermitRequest, RenameBody, Resized,
+    RunDiff, RunDiffFile, SizeBody, SnoozeBody, StartRequest,
 };
 use crate::runs::{self, Frame, ReadOutcome, TermSize};
 use crate::sessions::SessionError;
@@ -105,6 +105,7 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(r(wire::RESUME), post(resume))
         .route(r(wire::RESIZE), post(resize))
         .route(r(wire::MOVE), post(move_run))
+        .route(r(wire::CAST), get(cast))
         .route(r(wire::PIN), post(pin).delete(unpin))
         .route(r(wire::SNOOZE), post(snooze).delete(unsnooze))
         .route(r(wire::DONE), post(done).delete(undone))
@@ -462,6 +463,67 @@ async fn screen(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiRes
     })
     .await?;
     ok(snap)
+}
+
+/// A PTY run's output as an asciicast, streamed: the manager opens and checks the
+/// transcript and its timing (every refusal comes before the answer starts), then a blocking
+/// thread writes the cast into the body 64 KiB at a time. A client that goes away stops it.
+async fn cast(
+    State(s): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(q): Query<CastQuery>,
+) -> ApiResult {
+    use runs::cast::Version;
+    let version = match q.version {
+        None | Some(2) => Version::V2,
+        Some(3) => Version::V3,
+        Some(v) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unprocessable",
+                format!("asciicast version {v} is not one proctor writes: ask for 2 or 3"),
+            ));
+        }
+    };
+    let sessions = s.sessions.clone();
+    let (src, meta) = blocking(move || sessions.cast(&run, q.generation)).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(4);
+    tokio::task::spawn_blocking(move || {
+        let mut w = std::io::BufWriter::with_capacity(64 * 1024, ChannelWriter(tx.clone()));
+        let res = src.write(&meta, version, &mut w).and_then(|_| {
+            use std::io::Write;
+            w.flush()
+        });
+        if let Err(e) = res {
+            // The answer is under way: the error cuts the body short, so the client
+            // sees a broken transfer rather than a short cast.
+            let _ = tx.blocking_send(Err(e));
+        }
+    });
+    let body = axum::body::Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async {
+        rx.recv().await.map(|item| (item, rx))
+    }));
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, wire::CAST_MEDIA_TYPE)],
+        body,
+    )
+        .into_response())
+}
+
+/// Bytes written to it go to a body's channel (from a blocking thread).
+struct ChannelWriter(tokio::sync::mpsc::Sender<std::io::Result<bytes::Bytes>>);
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .blocking_send(Ok(bytes::Bytes::copy_from_slice(buf)))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client gone"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 async fn input(

@@ -2788,6 +2788,70 @@ impl Sessions {
         self.view(&inner, run_ref, Some(caller))
     }
 
+    /// What `GET /runs/{ref}/cast` exports: a PTY run's transcript and timing of
+    /// `generation` (the current one by default), opened and checked, and the header's
+    /// words. A pipe run, a run that never started, a generation it does not have, a
+    /// transcript gone from the disk and a run recorded before output times were kept are
+    /// each refused by name. A live run's buffered timing is handed to the kernel first.
+    pub fn cast(
+        &self,
+        run_ref: &str,
+        generation: Option<u64>,
+    ) -> Result<(runs::cast::CastSource, runs::cast::CastMeta), SessionError> {
+        let (dir, meta) = {
+            let inner = self.lock();
+            let rec = self.get_record(&inner, run_ref)?;
+            if rec.transport != Transport::Pty.name() {
+                return Err(SessionError::Unprocessable(format!(
+                    "run {run_ref} is a {} run: it has no terminal output to export as a cast                      (its output is the tool's protocol, kept in stdout.raw and stderr.raw).                      Remedy: a cast is made from a PTY run (`proctor session start --transport                      pty`, the default)",
+                    text::one_line(&rec.transport, 16)
+                )));
+            }
+            let d = rec.derive();
+            if d.generation == 0 {
+                return Err(SessionError::Conflict(format!(
+                    "run {run_ref} has not started: it has no output to export yet"
+                )));
+            }
+            let generation = generation.unwrap_or(d.generation);
+            if generation == 0 || generation > d.generation {
+                return Err(SessionError::Missing(format!(
+                    "run {run_ref} has no generation {generation}: its generations are 1 to {}.                      Remedy: leave the generation out for the current one",
+                    d.generation
+                )));
+            }
+            if let Some(l) = inner.live.get(run_ref)
+                && l.generation == generation
+            {
+                l.run.flush_timing();
+            }
+            let meta = runs::cast::CastMeta {
+                run_ref: run_ref.to_string(),
+                generation,
+                tool: Tool::parse(&rec.tool).ok().map(Tool::name),
+                demo: rec.demo,
+                exit_code: d.exit_code.filter(|_| generation == d.generation),
+            };
+            let dir = runs_dir(&self.home)
+                .join(run_ref)
+                .join(format!("gen-{generation}"));
+            (dir, meta)
+        };
+        let g = meta.generation;
+        let src = runs::cast::CastSource::open(&dir).map_err(|e| match e {
+            runs::cast::CastError::NoTranscript(_) => SessionError::Missing(format!(
+                "run {run_ref} generation {g} has no terminal transcript on disk (pty.raw is                  not in its folder): there is nothing to export"
+            )),
+            runs::cast::CastError::NoTiming(_) => SessionError::Unprocessable(format!(
+                "run {run_ref} generation {g} was recorded before proctor kept the times of a                  run's output: its folder has pty.raw but no pty.timing, so its bytes are kept                  but not when they came, and an export never invents times. Remedy: runs                  started (or resumed) from now on can be exported"
+            )),
+            other => SessionError::Internal(format!(
+                "cannot export run {run_ref} generation {g}: {other}"
+            )),
+        })?;
+        Ok((src, meta))
+    }
+
     pub fn resize(&self, run_ref: &str, size: TermSize) -> Result<(), SessionError> {
         let inner = self.lock();
         self.get_record(&inner, run_ref)?;

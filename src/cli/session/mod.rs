@@ -20,6 +20,7 @@ use crate::client::{self, Client};
 use crate::text;
 
 pub(crate) mod attach;
+mod export;
 mod hook;
 mod messages;
 mod output;
@@ -94,6 +95,7 @@ pub enum SessionCommand {
     /// Unarchive the run. Idempotent.
     Unarchive(RefArgs),
     Diff(DiffArgs),
+    Export(export::ExportArgs),
     Cleanup(CleanupArgs),
     /// Delete a cleaned run's record and transcripts (needs an admin token).
     ///
@@ -472,6 +474,7 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         SessionCommand::Archive(a) => archive(&c, a, Method::POST),
         SessionCommand::Unarchive(a) => archive(&c, a, Method::DELETE),
         SessionCommand::Diff(a) => diff(&c, a),
+        SessionCommand::Export(a) => export::run(&c, a),
         SessionCommand::Cleanup(a) => cleanup(&c, a),
         SessionCommand::Delete(a) => {
             let run_ref = normalise_ref(&a.run)?;
