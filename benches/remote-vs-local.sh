@@ -81,4 +81,9 @@ measure() { # label, command...
 echo "proctor: $P; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 measure local "$P" --home "$T/R" server status --json
 measure remote "$P" --home "$T/L" --host box server status --json
+CP="${XDG_RUNTIME_DIR:-/tmp/proctor-ssh-$(id -u)}/%C"
+SSHM=(ssh -o BatchMode=yes -o ControlMaster=auto -o ControlPath="$CP" -o ControlPersist=60 -F "$T/ssh_config" -p "$PORT" -- 127.0.0.1)
+# What the link's parts cost: a bare channel through the control master, and the token read.
+measure channel "${SSHM[@]}" true
+measure token "${SSHM[@]}" "$T/rproctor" system owner-token
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -229,15 +229,8 @@ impl Client {
     /// protocol.
     pub async fn probe(&self) -> Result<Option<Probe>, ClientError> {
         if let Some(r) = &self.remote {
-            let stream = r.dial()?;
             let (status, body) = self
-                .send(
-                    stream,
-                    Method::GET,
-                    crate::api::server::VERSION,
-                    None,
-                    false,
-                )
+                .send_shared(r, Method::GET, crate::api::server::VERSION, None, false)
                 .await?;
             if !status.is_success() {
                 return Err(r
@@ -467,8 +460,13 @@ impl Client {
         path: &str,
         body: Option<Value>,
     ) -> Result<Value, ClientError> {
-        let stream = self.connect().await?;
-        let (status, value) = self.send(stream, method, path, body, true).await?;
+        let (status, value) = match &self.remote {
+            Some(r) => self.send_shared(r, method, path, body, true).await?,
+            None => {
+                let stream = self.connect().await?;
+                self.send(stream, method, path, body, true).await?
+            }
+        };
         if status.is_success() {
             return Ok(value);
         }
@@ -601,6 +599,65 @@ impl Client {
             .await
             .map_err(|e| http(&e))?;
         tokio::spawn(conn);
+        self.exchange(&mut sender, method, path, body, auth).await
+    }
+
+    /// One request over a host's shared link ([`crate::remote::Remote::link`]): the one
+    /// HTTP/1.1 keep-alive connection of this client to that host, made again when it
+    /// closed. Requests take turns on it; event streams have channels of their own.
+    async fn send_shared(
+        &self,
+        r: &crate::remote::Remote,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        auth: bool,
+    ) -> Result<(StatusCode, Value), ClientError> {
+        let http = |e: &dyn std::fmt::Display| self.http_err(e);
+        let mut link = r.link.lock().await;
+        // A reused link the server closed while idle (its head timeout) as a GET went out:
+        // the GET is sent once more on a new one. Nothing else is sent twice.
+        let mut tries = if method == Method::GET { 2 } else { 1 };
+        loop {
+            tries -= 1;
+            let fresh = link.as_ref().is_none_or(|s| s.is_closed());
+            if fresh {
+                let (stream, handle) = r.dial_on_link()?;
+                let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                    .await
+                    .map_err(|e| http(&e))?;
+                handle.spawn(conn);
+                *link = Some(sender);
+            }
+            let Some(sender) = link.as_mut() else {
+                return Err(r.down("no link").into());
+            };
+            let out = match sender.ready().await {
+                Ok(()) => {
+                    self.exchange(sender, method.clone(), path, body.clone(), auth)
+                        .await
+                }
+                Err(e) => Err(http(&e)),
+            };
+            if out.is_err() {
+                *link = None;
+                if !fresh && tries > 0 {
+                    continue;
+                }
+            }
+            return out;
+        }
+    }
+
+    async fn exchange(
+        &self,
+        sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        auth: bool,
+    ) -> Result<(StatusCode, Value), ClientError> {
+        let http = |e: &dyn std::fmt::Display| self.http_err(e);
         let mut req = Request::builder()
             .method(method)
             .uri(path)

@@ -78,7 +78,16 @@ pub struct Remote {
     control_dir: Option<PathBuf>,
     /// What the last ssh said on stderr, and whether it has exited.
     last: Mutex<Option<Arc<SshState>>>,
+    /// The client's one keep-alive HTTP/1.1 connection to this host (one ssh channel), for
+    /// requests that are not event streams; `None` until the first, or after it failed.
+    pub link: tokio::sync::Mutex<Option<hyper::client::conn::http1::SendRequest<LinkBody>>>,
+    /// The runtime the link's connection runs on: a thread of its own, so that the link
+    /// outlives the short runtimes of the CLI's blocking calls (`client::block_on`).
+    link_rt: std::sync::OnceLock<tokio::runtime::Handle>,
 }
+
+/// The body type of requests on the link.
+pub type LinkBody = http_body_util::Full<bytes::Bytes>;
 
 #[derive(Debug, Default)]
 struct SshState {
@@ -240,6 +249,8 @@ impl Remote {
             hosts_file,
             control_dir: control_dir(),
             last: Mutex::new(None),
+            link: tokio::sync::Mutex::new(None),
+            link_rt: std::sync::OnceLock::new(),
         })
     }
 
@@ -285,7 +296,7 @@ impl Remote {
 
     /// Opens one connection to the remote server: an ssh channel running
     /// `proctor system dial-stdio`, its stdio one end of a socket pair; the other end is
-    /// returned. Needs a tokio runtime.
+    /// returned, registered with the current tokio runtime.
     pub fn dial(&self) -> Result<tokio::net::UnixStream, RemoteError> {
         let io = |op| move |err| RemoteError::Io { op, err };
         let (ours, theirs) =
@@ -324,6 +335,37 @@ impl Remote {
         ours.set_nonblocking(true)
             .map_err(io("set a socket non-blocking"))?;
         tokio::net::UnixStream::from_std(ours).map_err(io("register a socket"))
+    }
+
+    /// As [`Remote::dial`], the stream registered with the link's own runtime (started on
+    /// first use), whose handle is returned to spawn the connection on.
+    pub fn dial_on_link(
+        &self,
+    ) -> Result<(tokio::net::UnixStream, tokio::runtime::Handle), RemoteError> {
+        let handle = match self.link_rt.get() {
+            Some(h) => h.clone(),
+            None => {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|err| RemoteError::Io {
+                        op: "start the link's runtime",
+                        err,
+                    })?;
+                let h = rt.handle().clone();
+                std::thread::Builder::new()
+                    .name("proctor-link".into())
+                    .spawn(move || rt.block_on(std::future::pending::<()>()))
+                    .map_err(|err| RemoteError::Io {
+                        op: "start the link's thread",
+                        err,
+                    })?;
+                let _ = self.link_rt.set(h.clone());
+                h
+            }
+        };
+        let _in = handle.enter();
+        Ok((self.dial()?, handle))
     }
 
     /// The error for a link that failed: what the last ssh said (waiting up to 2 s for it to

@@ -53,7 +53,8 @@ impl Hosts {
         write_exec(
             &wrapper,
             &format!(
-                "#!/bin/sh\nexec env -u PROCTOR_HOST -u PROCTOR_TOKEN PROCTOR_HOME={} PATH={} {} \"$@\"\n",
+                "#!/bin/sh\necho \"$*\" >> {}\nexec env -u PROCTOR_HOST -u PROCTOR_TOKEN PROCTOR_HOME={} PATH={} {} \"$@\"\n",
+                sh_quote(&remote.path().join("invocations").display().to_string()),
                 sh_quote(&remote.path().display().to_string()),
                 sh_quote(&format!(
                     "{}:{}",
@@ -340,5 +341,23 @@ fn hostile_host_strings_are_refused_before_any_ssh() {
             std::thread::sleep(Duration::from_millis(50));
             assert!(!marker.exists(), "{host:?} ran a command");
         }
+    }
+}
+
+#[test]
+fn the_requests_of_one_command_share_one_ssh_channel() {
+    let Some(h) = Hosts::new() else { return };
+    // `session list`: the version probe, then the list; `server status`: the probe, then
+    // the status. Each command reads the token once and opens one link for its requests.
+    for args in [
+        &["session", "list", "--json"][..],
+        &["server", "status", "--json"],
+    ] {
+        let _ = std::fs::remove_file(h.remote.path().join("invocations"));
+        h.ok("box", args);
+        let log = std::fs::read_to_string(h.remote.path().join("invocations")).unwrap();
+        let count = |w: &str| log.lines().filter(|l| *l == w).count();
+        assert_eq!(count("system dial-stdio"), 1, "{args:?}: {log}");
+        assert_eq!(count("system owner-token"), 1, "{args:?}: {log}");
     }
 }

@@ -60,7 +60,8 @@ pub fn run(ctx: &Ctx, args: SystemArgs) -> anyhow::Result<ExitCode> {
             let up_tx = done_tx.clone();
             std::thread::spawn(move || {
                 let _ = relay(&mut std::io::stdin().lock(), &mut to_server);
-                let _ = to_server.shutdown(std::net::Shutdown::Write);
+                // No shutdown of the socket's write side: the server would take the half
+                // close for the end of the connection, and drop an answer in flight.
                 let _ = up_tx.send(true);
             });
             let mut from_server = sock;
