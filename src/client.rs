@@ -93,6 +93,19 @@ pub enum ClientError {
     },
     #[error("request to the server failed: {0}")]
     Http(String),
+    #[error(transparent)]
+    Remote(#[from] crate::remote::RemoteError),
+    #[error(
+        "the proctor on host {host} is version {version} (protocol {theirs}); this client is \
+         version {ours} (protocol {PROTOCOL}). Remedy: install the same proctor on both \
+         machines (then `proctor --host {host} server stop` there)",
+        ours = env!("CARGO_PKG_VERSION")
+    )]
+    RemoteProtocol {
+        host: String,
+        theirs: u64,
+        version: String,
+    },
     #[error(
         "the server's answer to {path} does not match this client's contract ({err}); \
          the server and the client are different builds: `proctor server stop`, then run \
@@ -112,6 +125,8 @@ pub enum ClientError {
 pub struct Client {
     pub socket: PathBuf,
     token: Option<String>,
+    /// Set when the server is another host's, reached over ssh ([`crate::remote`]).
+    remote: Option<std::sync::Arc<crate::remote::Remote>>,
 }
 
 /// What `GET /v1/version` says.
@@ -125,14 +140,40 @@ pub struct Probe {
 }
 
 impl Client {
-    /// A client for `home` that does not start anything.
+    /// A client for `home` that does not start anything: of the host `PROCTOR_HOST` (or
+    /// `--host`) names when set, over ssh, else of the home's own server.
     pub fn new(home: &Home) -> Result<Client, ClientError> {
+        let mut c = Client::local(home)?;
+        if let Some(h) = std::env::var_os(crate::remote::HOST_ENV).filter(|v| !v.is_empty()) {
+            let r = crate::remote::Remote::resolve(&h.to_string_lossy(), &home.config)?;
+            c.remote = Some(std::sync::Arc::new(r));
+        }
+        Ok(c)
+    }
+
+    /// A client of the home's own server, whatever `PROCTOR_HOST` says
+    /// (`proctor system dial-stdio`).
+    pub fn local(home: &Home) -> Result<Client, ClientError> {
         let socket = home.socket_path();
         server::check_socket_path(&socket)?;
         Ok(Client {
             socket,
             token: None,
+            remote: None,
         })
+    }
+
+    /// The remote host this client speaks to, if any.
+    pub fn remote_host(&self) -> Option<&str> {
+        self.remote.as_deref().map(|r| r.name.as_str())
+    }
+
+    /// A transport error: over ssh, what ssh said and the remedy.
+    fn http_err(&self, e: &dyn std::fmt::Display) -> ClientError {
+        match &self.remote {
+            Some(r) => r.down(&e.to_string()).into(),
+            None => ClientError::Http(e.to_string()),
+        }
     }
 
     /// A client of the server at `socket`, with no token (`proctor session hook`: the one
@@ -141,11 +182,17 @@ impl Client {
         Client {
             socket,
             token: None,
+            remote: None,
         }
     }
 
-    /// Loads the token: `PROCTOR_TOKEN`, else the owner token file.
+    /// Loads the token: `PROCTOR_TOKEN`, else the owner token file. Over ssh: the remote
+    /// user's owner token, read on the remote side (docs/remote.md).
     pub fn with_token(mut self, home: &Home) -> Result<Client, ClientError> {
+        if let Some(r) = &self.remote {
+            self.token = Some(r.owner_token()?);
+            return Ok(self);
+        }
         if let Some(t) = std::env::var_os(TOKEN_ENV).filter(|v| !v.is_empty()) {
             self.token = Some(t.to_string_lossy().trim().to_string());
             return Ok(self);
@@ -181,6 +228,36 @@ impl Client {
     /// Probes the server: `Ok(None)` when nothing listens, an error when it speaks another
     /// protocol.
     pub async fn probe(&self) -> Result<Option<Probe>, ClientError> {
+        if let Some(r) = &self.remote {
+            let (status, body) = self
+                .send_shared(r, Method::GET, crate::api::server::VERSION, None, false)
+                .await?;
+            if !status.is_success() {
+                return Err(r
+                    .down(&format!("the version probe answered {status}"))
+                    .into());
+            }
+            let info: crate::api::server::VersionInfo =
+                serde_json::from_value(body).unwrap_or_default();
+            let protocol = u64::from(info.protocol);
+            let version = if info.version.is_empty() {
+                "?".to_string()
+            } else {
+                info.version
+            };
+            if protocol != u64::from(PROTOCOL) {
+                return Err(ClientError::RemoteProtocol {
+                    host: r.name.clone(),
+                    theirs: protocol,
+                    version,
+                });
+            }
+            return Ok(Some(Probe {
+                version,
+                protocol,
+                recovering: info.recovering as u64,
+            }));
+        }
         let stream = match tokio::net::UnixStream::connect(&self.socket).await {
             Ok(s) => s,
             Err(e)
@@ -263,6 +340,11 @@ impl Client {
     ) -> Result<(Probe, bool), ClientError> {
         if let Some(p) = self.probe().await? {
             return Ok((p, false));
+        }
+        if let Some(r) = &self.remote {
+            // The remote `dial-stdio` starts its server itself; a probe that found none is
+            // a link that failed.
+            return Err(r.down("no answer").into());
         }
         home.ensure().map_err(server::ServerError::from)?;
         // Only one client starts a server; the others wait on the lock and then find it.
@@ -378,8 +460,13 @@ impl Client {
         path: &str,
         body: Option<Value>,
     ) -> Result<Value, ClientError> {
-        let stream = self.connect().await?;
-        let (status, value) = self.send(stream, method, path, body, true).await?;
+        let (status, value) = match &self.remote {
+            Some(r) => self.send_shared(r, method, path, body, true).await?,
+            None => {
+                let stream = self.connect().await?;
+                self.send(stream, method, path, body, true).await?
+            }
+        };
         if status.is_success() {
             return Ok(value);
         }
@@ -436,7 +523,7 @@ impl Client {
     /// answer becomes [`ClientError::Api`], like [`Client::call`]; a 2xx answer that is not an
     /// event stream is a [`ClientError::Http`]. Read the events with [`EventStream::next`].
     pub async fn stream(&self, path: &str) -> Result<EventStream, ClientError> {
-        let http = |e: &dyn std::fmt::Display| ClientError::Http(e.to_string());
+        let http = |e: &dyn std::fmt::Display| self.http_err(e);
         let stream = self.connect().await?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
@@ -482,6 +569,9 @@ impl Client {
     }
 
     async fn connect(&self) -> Result<tokio::net::UnixStream, ClientError> {
+        if let Some(r) = &self.remote {
+            return Ok(r.dial()?);
+        }
         tokio::net::UnixStream::connect(&self.socket)
             .await
             .map_err(|e| match e.kind() {
@@ -504,11 +594,70 @@ impl Client {
         body: Option<Value>,
         auth: bool,
     ) -> Result<(StatusCode, Value), ClientError> {
-        let http = |e: &dyn std::fmt::Display| ClientError::Http(e.to_string());
+        let http = |e: &dyn std::fmt::Display| self.http_err(e);
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| http(&e))?;
         tokio::spawn(conn);
+        self.exchange(&mut sender, method, path, body, auth).await
+    }
+
+    /// One request over a host's shared link ([`crate::remote::Remote::link`]): the one
+    /// HTTP/1.1 keep-alive connection of this client to that host, made again when it
+    /// closed. Requests take turns on it; event streams have channels of their own.
+    async fn send_shared(
+        &self,
+        r: &crate::remote::Remote,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        auth: bool,
+    ) -> Result<(StatusCode, Value), ClientError> {
+        let http = |e: &dyn std::fmt::Display| self.http_err(e);
+        let mut link = r.link.lock().await;
+        // A reused link the server closed while idle (its head timeout) as a GET went out:
+        // the GET is sent once more on a new one. Nothing else is sent twice.
+        let mut tries = if method == Method::GET { 2 } else { 1 };
+        loop {
+            tries -= 1;
+            let fresh = link.as_ref().is_none_or(|s| s.is_closed());
+            if fresh {
+                let (stream, handle) = r.dial_on_link()?;
+                let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                    .await
+                    .map_err(|e| http(&e))?;
+                handle.spawn(conn);
+                *link = Some(sender);
+            }
+            let Some(sender) = link.as_mut() else {
+                return Err(r.down("no link").into());
+            };
+            let out = match sender.ready().await {
+                Ok(()) => {
+                    self.exchange(sender, method.clone(), path, body.clone(), auth)
+                        .await
+                }
+                Err(e) => Err(http(&e)),
+            };
+            if out.is_err() {
+                *link = None;
+                if !fresh && tries > 0 {
+                    continue;
+                }
+            }
+            return out;
+        }
+    }
+
+    async fn exchange(
+        &self,
+        sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        auth: bool,
+    ) -> Result<(StatusCode, Value), ClientError> {
+        let http = |e: &dyn std::fmt::Display| self.http_err(e);
         let mut req = Request::builder()
             .method(method)
             .uri(path)
@@ -735,6 +884,8 @@ fn spawn_detached_server(
         err,
     })?;
     let mut cmd = std::process::Command::new(&exe);
+    // The server and its runs speak to this home's own server, never to a remote one.
+    cmd.env_remove(crate::remote::HOST_ENV);
     // An XDG home is resolved by the child the same way; a single-folder home is passed on.
     if let Some(root) = &home.root {
         cmd.arg("--home").arg(root);
@@ -1123,7 +1274,7 @@ impl Client {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Vec<u8>, ClientError> {
-        let http = |e: &dyn std::fmt::Display| ClientError::Http(e.to_string());
+        let http = |e: &dyn std::fmt::Display| self.http_err(e);
         let stream = self.connect().await?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await

@@ -20,6 +20,7 @@ pub mod peer;
 pub mod process_group;
 pub mod providers;
 pub mod publish;
+pub mod remote;
 pub mod rigs;
 pub mod runs;
 pub mod server;

@@ -11,139 +11,14 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::sshd::{SSHD, Sshd, sh_quote, text};
 use common::tmux::Tmux;
 use serde_json::Value;
 
 /// How long a wait may take before the test gives up (a hang, not a speed requirement).
 const HANG: Duration = Duration::from_secs(60);
-const SSHD: &str = "/usr/sbin/sshd";
-
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// A running sshd and what a client needs to log in; killed on drop.
-struct Sshd {
-    dir: tempfile::TempDir,
-    port: u16,
-    child: Child,
-}
-
-impl Sshd {
-    fn start() -> Sshd {
-        let dir = tempfile::Builder::new()
-            .prefix("pssh")
-            .tempdir_in("/tmp")
-            .unwrap();
-        let d = dir.path();
-        for f in ["hostkey", "key"] {
-            let out = Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-                .arg(d.join(f))
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "ssh-keygen: {}", text(&out));
-        }
-        std::fs::copy(d.join("key.pub"), d.join("authorized_keys")).unwrap();
-        // sshd refuses to start without its privilege separation folder.
-        if !Path::new("/run/sshd").is_dir() {
-            std::fs::create_dir_all("/run/sshd").unwrap();
-        }
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let config = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nPidFile {d}/sshd.pid\n\
-             UsePAM no\nStrictModes no\nAuthorizedKeysFile {d}/authorized_keys\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-             PermitRootLogin prohibit-password\nLogLevel ERROR\n",
-            d = d.display()
-        );
-        std::fs::write(d.join("sshd_config"), config).unwrap();
-        let child = Command::new(SSHD)
-            .args(["-D", "-e", "-f"])
-            .arg(d.join("sshd_config"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(d.join("sshd.log")).unwrap())
-            .spawn()
-            .unwrap();
-        let s = Sshd { dir, port, child };
-        let deadline = Instant::now() + HANG;
-        loop {
-            let out = s.ssh(&[], "true");
-            if out.status.success() {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "sshd never accepted a login: {}\nsshd log: {}",
-                text(&out),
-                std::fs::read_to_string(s.dir.path().join("sshd.log")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// The ssh client's arguments up to the destination.
-    fn args(&self, extra: &[&str]) -> Vec<String> {
-        let mut a: Vec<String> = [
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "LogLevel=ERROR",
-            "-i",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        a.push(self.dir.path().join("key").display().to_string());
-        a.push("-p".into());
-        a.push(self.port.to_string());
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a.push(format!("{}@127.0.0.1", whoami()));
-        a
-    }
-
-    fn ssh(&self, extra: &[&str], remote: &str) -> Output {
-        Command::new("ssh")
-            .args(self.args(extra))
-            .arg(remote)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn whoami() -> String {
-    let out = Command::new("id").arg("-un").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 /// The operator's side: an XDG home (no --home), the provider fakes first on PATH.
 struct Operator {
     _dir: tempfile::TempDir,

@@ -28,6 +28,7 @@ mod rig_image;
 mod rig_internal;
 mod server;
 mod session;
+mod system;
 mod token;
 mod tribunal;
 mod workspace;
@@ -53,6 +54,11 @@ pub struct Cli {
     /// Keep all state in this one folder (overrides $PROCTOR_HOME and the XDG folders).
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
+
+    /// Speak to the proctor of another host over ssh: ssh://[user@]host[:port], or a host
+    /// named in <config>/hosts.toml (overrides $PROCTOR_HOST; docs/remote.md).
+    #[arg(long, global = true, value_name = "HOST")]
+    pub host: Option<String>,
 
     /// The verb; none opens the cockpit.
     #[command(subcommand)]
@@ -83,6 +89,8 @@ pub enum Command {
     DemoAgent(demo_agent::DemoAgentArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
+    #[command(hide = true)]
+    System(system::SystemArgs),
 }
 
 /// An error that carries its own exit code (bad input that the operator must fix).
@@ -138,6 +146,11 @@ pub fn main() -> ExitCode {
         // SAFETY: restoring a default signal disposition before any thread exists.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
+    if let Some(h) = &cli.host {
+        // SAFETY: no other thread exists yet. Every client of this process reads it
+        // (`Client::new`); the server it may start is not given it.
+        unsafe { std::env::set_var(crate::remote::HOST_ENV, h) };
+    }
     let ctx = Ctx {
         home_flag: cli.home,
     };
@@ -166,6 +179,7 @@ pub fn main() -> ExitCode {
             Command::Tribunal(args) => tribunal::run(&ctx, args),
             Command::Factory(args) => factory::run(&ctx, args),
             Command::Rig(args) => rig::run(&ctx, args),
+            Command::System(args) => system::run(&ctx, args),
         },
     };
     match result {

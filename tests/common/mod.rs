@@ -5,6 +5,7 @@ pub mod factory;
 pub mod keys;
 pub mod pty;
 pub mod rigs;
+pub mod sshd;
 pub mod tmux;
 
 use std::path::{Path, PathBuf};

@@ -611,7 +611,12 @@ fn start(c: &Client, a: StartArgs) -> anyhow::Result<ExitCode> {
         worktree: a.worktree.then_some(true),
         worktree_from: a.worktree.then(|| a.from.clone()).flatten(),
         no_setup: (a.worktree && a.no_setup).then_some(true),
-        path: client_path()?,
+        // This machine's PATH means nothing on another host: its server uses its own.
+        path: if c.remote_host().is_some() {
+            None
+        } else {
+            client_path()?
+        },
         rig: a.rig.clone(),
     };
     let v: RunView = c.request_blocking(Method::POST, wire::RUNS, Some(&body))?;
