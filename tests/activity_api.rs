@@ -1,6 +1,6 @@
 //! `GET /runs/{ref}/activity` and `/activity/agents/{agent}` through the socket, over the
 //! native records the fakes write in the real tools' formats (a claude transcript with tool
-//! uses, a todo list and a sub-agent's own file).
+//! uses, a todo list and a sub-agent's own file), and `proctor session activity`.
 
 mod common;
 use common::DemoServer;
@@ -185,6 +185,16 @@ fn a_demo_claude_sessions_activity_is_read_from_its_transcript() {
     assert_eq!(kinds(&s, &run, "sessions.run.activity"), 1);
     assert_eq!(kinds(&s, &run, "sessions.run.activity.agent"), 1);
 
+    // The CLI: sanitised lines, the JSON, a sub-agent's turns.
+    let out = s.home.ok(&["session", "activity", &run]);
+    assert!(out.contains("transcript read"), "{out}");
+    assert!(out.contains("failed     Bash         false"), "{out}");
+    assert!(out.contains("[~] Fix it"), "{out}");
+    assert!(out.contains("(created)"), "{out}");
+    let j = s.home.json(&["session", "activity", &run, "--json"]);
+    assert_eq!(j["context_window"], 200_000, "{j}");
+    let a = s.home.ok(&["session", "activity", &run, "--agent", id]);
+    assert!(a.contains("Review the fix"), "{a}");
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
 }
 
@@ -217,6 +227,8 @@ fn codex_reports_its_children_in_the_activity_and_other_tools_are_refused() {
     );
     s.expect(422, "GET", &s.run_path(&grok, "/activity/agents/a"), None);
     s.expect(404, "GET", &s.run_path("run-9999", "/activity"), None);
+    let bad = s.home.run(&["session", "activity", &grok]);
+    assert_eq!(bad.status.code(), Some(1));
 }
 
 #[test]
