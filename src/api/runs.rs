@@ -11,6 +11,10 @@ use utoipa::{IntoParams, ToSchema};
 
 pub use crate::providers::conversation::{PlanEntry, Said, ToolStatus, TurnOutcome};
 pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
+pub use crate::sessions::activity::{
+    ActivityAgent, ActivityTask, ActivityTodo, AgentTranscript, AgentTurn, FileActivity, McpServer,
+    RunActivity, WorkState,
+};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
 pub use crate::sessions::messages::{
     MessageItem, MessagePage, MessagesQuery, Role as MessageRole, TranscriptState,
@@ -64,6 +68,10 @@ pub const DIFF_FILE: &str = "/v1/m/sessions/runs/{run}/diff/file";
 pub const PERMISSIONS: &str = "/v1/m/sessions/runs/{run}/permissions";
 /// `GET`: the run's messages, read from its tool's own record (claude, codex).
 pub const MESSAGES: &str = "/v1/m/sessions/runs/{run}/messages";
+/// `GET`: what the run's tool did, read from its own record (claude, codex).
+pub const ACTIVITY: &str = "/v1/m/sessions/runs/{run}/activity";
+/// `GET`: a Claude Code sub-agent's transcript in simple turns.
+pub const ACTIVITY_AGENT: &str = "/v1/m/sessions/runs/{run}/activity/agents/{agent}";
 /// `POST`: a person's decision on one (write role and a person principal).
 pub const PERMISSION: &str = "/v1/m/sessions/runs/{run}/permissions/{id}";
 /// `POST`: a tool's own hook reports (claude's on a PTY run, through `proctor session
@@ -80,6 +88,11 @@ pub fn at(pattern: &str, run: &str) -> String {
 /// `POST /runs/{ref}/permissions/{id}` (the id is proctor's, digits only).
 pub fn permission(run: &str, id: &str) -> String {
     at(PERMISSION, run).replace("{id}", &percent_encode(id))
+}
+
+/// `GET /runs/{ref}/activity/agents/{agent}` (the agent id percent-encoded).
+pub fn activity_agent(run: &str, agent: &str) -> String {
+    at(ACTIVITY_AGENT, run).replace("{agent}", &percent_encode(agent))
 }
 
 /// `GET /runs?limit=N[&state=S]`.
@@ -436,6 +449,46 @@ mod ops {
     pub fn messages() {}
     #[utoipa::path(
         get,
+        path = ACTIVITY,
+        tag = "runs",
+        description = "What the tool of a Claude Code or Codex session did, read at each request \
+            from its own record under the profile's account home (codex's rollout: no other \
+            app-server): agents (claude's Task tool uses, codex's child agents), tasks (commands \
+            and other tool uses: running, completed, failed, stopped or scheduled), files (path, \
+            added, removed, created), todos, skills, mcp_servers, model, context_tokens (the \
+            last request's, not a sum), context_window (null unless the tool reports it), \
+            context_percent (claude only, null when unknown), compactions, transcript (read, \
+            pending, missing, unreadable). Audited once per reader, run and 15 minutes \
+            (sessions.run.activity). 422 a tool without it; 409 a run in a rig (read).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = RunActivity),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn activity() {}
+    #[utoipa::path(
+        get,
+        path = ACTIVITY_AGENT,
+        tag = "runs",
+        description = "A Claude Code sub-agent's transcript in simple turns (role, text; 64 KiB \
+            a turn, then [...]), read from its own file beside the session's transcript. \
+            Audited once per reader, run and 15 minutes (sessions.run.activity.agent). 404 an \
+            unknown agent (an id that is not letters, digits, - and _ included); 422 codex \
+            (its children's state is in the activity) and tools without records; 409 a run in \
+            a rig (read).",
+        params(
+            ("run" = String, Path, description = "the run's ref, run-0001"),
+            ("agent" = String, Path, description = "an agent id from the activity's agents"),
+        ),
+        responses(
+        (status = 200, description = "the answer", body = AgentTranscript),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn activity_agent() {}
+    #[utoipa::path(
+        get,
         path = ATTACH,
         tag = "runs",
         description = "Server-sent events (read): `output` (OutputEvent, id = last seq), `lag` (LagEvent), `end` (EndEvent), `notice` (NoticeEvent).",
@@ -770,6 +823,8 @@ mod ops {
         ops::permit,
         ops::hook,
         ops::messages,
+        ops::activity,
+        ops::activity_agent,
     ),
     components(schemas(
         ErrorBody,
@@ -830,6 +885,15 @@ mod ops {
         HookReport,
         HookRecorded,
         MessagePage,
+        RunActivity,
+        ActivityAgent,
+        ActivityTask,
+        FileActivity,
+        ActivityTodo,
+        McpServer,
+        WorkState,
+        AgentTranscript,
+        AgentTurn,
         MessageItem,
         MessageRole,
         TranscriptState,

@@ -173,7 +173,7 @@ fn runs_role(method: &str, route: &str) -> Option<Role> {
         ("GET", RUNS | RUN | EVENTS | ATTACH | SCREEN) => Read,
         ("GET", DIFF | DIFF_FILE) => Read,
         ("GET", CAST) => Read,
-        ("GET", PERMISSIONS | MESSAGES) => Read,
+        ("GET", PERMISSIONS | MESSAGES | ACTIVITY | ACTIVITY_AGENT) => Read,
         // And a person principal: the handler refuses an agent (`person_only`).
         ("POST", PERMISSION) => Write,
         ("POST" | "DELETE", PIN | SNOOZE | DONE) => Read,

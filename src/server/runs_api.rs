@@ -117,6 +117,28 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(r(wire::PERMISSIONS), get(permissions))
         .route(r(wire::PERMISSION), post(permit))
         .route(r(wire::MESSAGES), get(messages))
+        .route(r(wire::ACTIVITY), get(activity))
+        .route(r(wire::ACTIVITY_AGENT), get(activity_agent))
+}
+
+/// `GET /runs/{ref}/activity`.
+async fn activity(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.activity(&run, &c.token_id)).await?)
+}
+
+/// `GET /runs/{ref}/activity/agents/{agent}`.
+async fn activity_agent(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path((run, agent)): Path<(String, String)>,
+) -> ApiResult {
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.agent_transcript(&run, &agent, &c.token_id)).await?)
 }
 
 /// `GET /runs/{ref}/messages`: every parameter arrives as text and is checked by the

@@ -392,6 +392,26 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// The last `max` bytes of proctor's own file at `path` (from the first whole line), if it
+/// is a plain file.
+fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = files::open_private_read(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let start = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut b = Vec::new();
+    f.take(max).read_to_end(&mut b).ok()?;
+    if start > 0 {
+        let cut = b
+            .iter()
+            .position(|c| *c == b'\n')
+            .map_or(b.len(), |i| i + 1);
+        b.drain(..cut);
+    }
+    Some(b)
+}
+
 fn runs_dir(home: &Home) -> PathBuf {
     home.data.join("runs")
 }
@@ -2200,6 +2220,172 @@ impl Sessions {
             json!({"by": caller, "transcript": read.state.as_str()}),
         )?;
         Ok(page)
+    }
+
+    /// What `activity` and `agent_transcript` read from: the run's tool, whether it may
+    /// still write, its conversation and its profile's account home. 422 for a tool whose
+    /// record is not read, 409 for a run in a rig or a profile no longer usable.
+    fn record_target(
+        &self,
+        run_ref: &str,
+    ) -> Result<(RunRecord, Tool, bool, Option<String>, std::path::PathBuf), SessionError> {
+        use crate::providers::records;
+        let (rec, live, conversation) = {
+            let inner = self.lock();
+            let rec = self.get_record(&inner, run_ref)?.clone();
+            let d = rec.derive();
+            let live = d.state.is_live() || inner.recovering.contains(run_ref);
+            (rec, live, d.conversation_id)
+        };
+        let tool = Tool::parse(&rec.tool).map_err(|e| SessionError::Internal(e.to_string()))?;
+        if !records::has_messages(tool) {
+            return Err(SessionError::Unprocessable(format!(
+                "{tool} sessions have no activity proctor reads: activity is read from Claude \
+                 Code's transcript and Codex's rollout only"
+            )));
+        }
+        if let Some(b) = &rec.boundary
+            && b.kind != BoundaryKind::Host
+        {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} ran in rig {}: its tool's record is inside the rig, and proctor \
+                 reads records on the host only",
+                b.rig.as_deref().unwrap_or("?")
+            )));
+        }
+        let profile = Store::new(&self.home.config)
+            .find(&rec.profile, &self.user_home())
+            .map_err(|e| {
+                SessionError::Conflict(format!(
+                    "profile {} is no longer usable, so its account home is unknown: {e}",
+                    rec.profile
+                ))
+            })?;
+        Ok((rec, tool, live, conversation, profile.home))
+    }
+
+    /// `GET /runs/{ref}/activity`: what the run's tool did, read now from its own record.
+    /// 422 / 409 as [`Self::messages`]. Audited once per reader and run per 15 minutes
+    /// (`sessions.run.activity`).
+    pub fn activity(
+        &self,
+        run_ref: &str,
+        caller: &str,
+    ) -> Result<super::activity::RunActivity, SessionError> {
+        use crate::providers::records::{self, activity};
+        let (rec, tool, live, conversation, home) = self.record_target(run_ref)?;
+        let cwd = Path::new(&rec.workspace);
+        let t = records::Target {
+            tool,
+            home: &home,
+            cwd,
+            conversation_id: conversation.as_deref(),
+            live,
+        };
+        let raw = records::raw(&t, &mut records::Budget::default())
+            .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
+        let a = match (&raw.bytes, tool) {
+            (Some(b), Tool::Codex) => activity::codex(b, live),
+            (Some(b), _) => {
+                let id = conversation.clone().unwrap_or_default();
+                activity::claude(b, live, &|agent| {
+                    records::claude::agent_path(&home, cwd, &id, agent)
+                        .is_some_and(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+                })
+            }
+            (None, _) => activity::Activity::default(),
+        };
+        // Claude's window is its own report, in the current launch's result frames (a new
+        // launch starts a new generation's output: the previous report no longer counts).
+        let window = match tool {
+            Tool::Claude => {
+                let stdout = runs_dir(&self.home)
+                    .join(run_ref)
+                    .join(format!("gen-{}", rec.derive().generation))
+                    .join(runs::transcript::file_name(false, Stream::Stdout));
+                read_tail(&stdout, records::MAX_FILE)
+                    .and_then(|b| activity::claude_reported_window(&b, a.model.as_deref()))
+            }
+            _ => None,
+        };
+        let out = super::activity::RunActivity::new(
+            run_ref,
+            tool.name(),
+            a,
+            raw.state,
+            raw.reason,
+            window,
+        );
+        self.audit_read(
+            run_ref,
+            caller,
+            kinds::ACTIVITY,
+            json!({"by": caller, "transcript": raw.state.as_str()}),
+        )?;
+        Ok(out)
+    }
+
+    /// `GET /runs/{ref}/activity/agents/{agent}`: a Claude Code sub-agent's transcript in
+    /// simple turns. 404 for an agent the session does not have (an id that could not name
+    /// a sub-agent file, `../` included, is unknown too); 422 for codex (its children's
+    /// state is in the activity, their transcripts are not offered). Audited
+    /// (`sessions.run.activity.agent`) once per reader and run per 15 minutes.
+    pub fn agent_transcript(
+        &self,
+        run_ref: &str,
+        agent: &str,
+        caller: &str,
+    ) -> Result<super::activity::AgentTranscript, SessionError> {
+        use crate::providers::records;
+        let (rec, tool, _live, conversation, home) = self.record_target(run_ref)?;
+        if tool != Tool::Claude {
+            return Err(SessionError::Unprocessable(format!(
+                "{tool} reports its child agents' state in the activity; their transcripts \
+                 are not offered (Claude Code sub-agents only)"
+            )));
+        }
+        let unknown = || {
+            SessionError::NotFound(format!(
+                "agent {} of run {run_ref}: no such sub-agent transcript",
+                crate::text::one_line(agent, 80)
+            ))
+        };
+        let id = conversation.ok_or_else(unknown)?;
+        let path = records::claude::agent_path(&home, Path::new(&rec.workspace), &id, agent)
+            .ok_or_else(unknown)?;
+        let mut budget = records::Budget::default();
+        let (state, reason, turns) = match records::read_file(&home, &path, &mut budget) {
+            Ok(None) => return Err(unknown()),
+            Ok(Some(bytes)) => (
+                records::TranscriptState::Read,
+                None,
+                records::claude::agent_turns(&bytes)
+                    .into_iter()
+                    .map(|m| super::activity::AgentTurn {
+                        role: m.role,
+                        text: super::activity::clip(&m.text),
+                    })
+                    .collect(),
+            ),
+            Err(e) => (
+                records::TranscriptState::Unreadable,
+                Some(e.to_string()),
+                Vec::new(),
+            ),
+        };
+        self.audit_read(
+            run_ref,
+            caller,
+            kinds::ACTIVITY_AGENT,
+            json!({"by": caller, "agent": agent, "transcript": state.as_str()}),
+        )?;
+        Ok(super::activity::AgentTranscript {
+            run_ref: run_ref.to_string(),
+            agent: agent.to_string(),
+            turns,
+            transcript: state,
+            reason,
+        })
     }
 
     /// Records a read of `run_ref` by `caller` under `kind`, unless the same reader's read

@@ -1,5 +1,6 @@
 //! Agent sessions ("runs"): their records, their derived state, and each caller's marks.
 
+pub mod activity;
 pub mod manager;
 pub mod marks;
 pub mod messages;

@@ -256,6 +256,12 @@ pub mod kinds {
     pub const MESSAGES: &str = "sessions.run.messages";
     /// The same for a read of whole texts (`text=1`, or one message by `id`).
     pub const MESSAGES_TEXT: &str = "sessions.run.messages.text";
+    /// A reader read the run's activity (`{by, transcript}`), once per reader per 15
+    /// minutes.
+    pub const ACTIVITY: &str = "sessions.run.activity";
+    /// A reader read a sub-agent's transcript (`{by, agent, transcript}`), once per reader
+    /// and run per 15 minutes (the first agent read in the window is the one named).
+    pub const ACTIVITY_AGENT: &str = "sessions.run.activity.agent";
 }
 
 /// The protocol requests without which a stdio tool cannot work: a refusal of one of them

@@ -19,6 +19,7 @@ use crate::api::runs::{
 use crate::client::{self, Client};
 use crate::text;
 
+mod activity;
 pub(crate) mod attach;
 mod export;
 mod hook;
@@ -104,6 +105,7 @@ pub enum SessionCommand {
     Permissions(permissions::PermissionsArgs),
     Permit(permissions::PermitArgs),
     Messages(messages::MessagesArgs),
+    Activity(activity::ActivityArgs),
     Hook(hook::HookArgs),
 }
 
@@ -485,6 +487,7 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         SessionCommand::Permissions(a) => permissions::list(&c, a),
         SessionCommand::Permit(a) => permissions::permit(&c, a),
         SessionCommand::Messages(a) => messages::run(&c, a),
+        SessionCommand::Activity(a) => activity::run(&c, a),
     }
 }
 

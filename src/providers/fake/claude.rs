@@ -423,6 +423,11 @@ impl Session {
                         json!({"file_path": arg, "content": ""}),
                     ),
                     "read" => ("Read".to_string(), json!({"file_path": arg})),
+                    "task" => (
+                        "Task".to_string(),
+                        json!({"description": arg, "prompt": arg,
+                               "subagent_type": "general-purpose"}),
+                    ),
                     other => {
                         let mut c = other.chars();
                         let name = c
@@ -432,16 +437,51 @@ impl Session {
                         (name, json!({"command": arg}))
                     }
                 };
-                super::write_json(&self.content_frame(
-                    n,
-                    json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
-                ))?;
+                let uses = json!([{"type": "tool_use", "id": id, "name": name, "input": input}]);
+                super::write_json(&self.content_frame(n, uses.clone()))?;
                 let content = if exit == 0 {
                     output.to_string()
                 } else {
                     format!("Exit code {exit}\n{output}")
                 };
-                super::write_json(&self.tool_result_frame(&id, &content, exit != 0))
+                super::write_json(&self.tool_result_frame(&id, &content, exit != 0))?;
+                // The same in the transcript, as Claude Code keeps it: the tool use, its
+                // result with the structured `toolUseResult`, and a Task's sub-agent file.
+                let agent = format!("demo{n}x{call}");
+                let structured = match kind {
+                    "write" => json!({"type": "create", "filePath": arg, "content": "",
+                                      "structuredPatch": []}),
+                    "edit" => json!({"filePath": arg, "oldString": "", "newString": "",
+                                     "structuredPatch": []}),
+                    "task" => json!({"status": if exit == 0 { "completed" } else { "failed" },
+                                     "prompt": arg, "agentId": agent,
+                                     "content": [{"type": "text", "text": output}]}),
+                    _ => json!({"stdout": output, "stderr": "", "interrupted": false}),
+                };
+                if kind == "task" {
+                    self.transcript.claude_subagent(
+                        &self.session_id,
+                        &self.cwd,
+                        &agent,
+                        arg,
+                        output,
+                    )?;
+                }
+                self.transcript.claude_line(
+                    &self.session_id,
+                    &self.cwd,
+                    "assistant",
+                    uses,
+                    json!({}),
+                )?;
+                self.transcript.claude_line(
+                    &self.session_id,
+                    &self.cwd,
+                    "user",
+                    json!([{"tool_use_id": id, "type": "tool_result", "content": content,
+                            "is_error": exit != 0}]),
+                    json!({"toolUseResult": structured}),
+                )
             }
             Emit::Think(t) => super::write_json(&self.content_frame(
                 n,
@@ -456,16 +496,25 @@ impl Session {
                                "activeForm": e})
                     })
                     .collect();
-                super::write_json(&self.content_frame(
-                    n,
-                    json!([{"type": "tool_use", "id": id, "name": "TodoWrite",
-                            "input": {"todos": todos}}]),
-                ))?;
-                super::write_json(&self.tool_result_frame(
-                    &id,
-                    "Todos have been modified successfully.",
-                    false,
-                ))
+                let uses = json!([{"type": "tool_use", "id": id, "name": "TodoWrite",
+                                   "input": {"todos": todos}}]);
+                super::write_json(&self.content_frame(n, uses.clone()))?;
+                let done = "Todos have been modified successfully.";
+                super::write_json(&self.tool_result_frame(&id, done, false))?;
+                self.transcript.claude_line(
+                    &self.session_id,
+                    &self.cwd,
+                    "assistant",
+                    uses,
+                    json!({}),
+                )?;
+                self.transcript.claude_line(
+                    &self.session_id,
+                    &self.cwd,
+                    "user",
+                    json!([{"tool_use_id": id, "type": "tool_result", "content": done}]),
+                    json!({"toolUseResult": {"oldTodos": [], "newTodos": todos}}),
+                )
             }
             Emit::Fail(t) => super::write_json(&json!({
                 "type": "system",

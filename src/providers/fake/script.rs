@@ -12,7 +12,7 @@
 //! | `!env NAME` | reports whether NAME is in the environment, and its value |
 //! | `!say TEXT` | emits TEXT and a newline at once, as reply text (for narrated demos) |
 //! | `!narrate N` | emits a fixed, plausible work log N times, a line every second or so (`proctor demo`) |
-//! | `!tool KIND ARG… EXIT` | a tool call in the tool's own shape, started then ended with exit status EXIT (0–255): KIND `bash` (ARG is the command), `edit`, `write` or `read` (ARG is the file), or another word (ARG is its input); its output is a fixed demo line |
+//! | `!tool KIND ARG… EXIT` | a tool call in the tool's own shape, started then ended with exit status EXIT (0–255): KIND `bash` (ARG is the command), `edit`, `write` or `read` (ARG is the file), `task` (ARG is a sub-agent's task: the fake claude writes the sub-agent's own transcript too), or another word (ARG is its input); its output is a fixed demo line |
 //! | `!think TEXT` | a reasoning summary (claude `thinking` block, codex `reasoning` item, ACP `agent_thought_chunk`) |
 //! | `!plan A\|B\|C` | the plan or todo list, the first entry in progress (claude `TodoWrite`, codex `turn/plan/updated`, ACP `plan`) |
 //! | `!fail TEXT` | an error in the tool's shape: claude `system/api_retry`, codex `error` with `willRetry: true` (the turn goes on), ACP an error answer to the prompt (the turn fails) |

@@ -179,25 +179,7 @@ impl Transcript {
                 } else {
                     json!(text)
                 };
-                let mut message = json!({"role": role, "content": content});
-                if role == "assistant" {
-                    message["model"] = json!(super::DEMO_NAME);
-                    message["type"] = json!("message");
-                    message["stop_reason"] = json!("end_turn");
-                }
-                self.append(&json!({
-                    "parentUuid": null,
-                    "isSidechain": false,
-                    "userType": "external",
-                    "cwd": cwd.to_string_lossy(),
-                    "sessionId": id,
-                    "version": super::DEMO_NAME,
-                    "type": role,
-                    "message": message,
-                    "uuid": super::new_uuid().unwrap_or_default(),
-                    "timestamp": now,
-                    "demo": true,
-                }))
+                self.claude_line(id, cwd, role, content, json!({}))
             }
             Tool::Codex => {
                 let (kind, block, item) = if role == "assistant" {
@@ -230,6 +212,86 @@ impl Transcript {
                 "demo": true,
             })),
         }
+    }
+
+    /// Appends a Claude Code transcript line of `role` (`user` or `assistant`) whose
+    /// `message.content` is `content` (text, `tool_use` or `tool_result` blocks), with the
+    /// top-level fields of `extra` (e.g. `toolUseResult`). An assistant line carries the
+    /// demo model and a `usage` whose input is the transcript's size so far over 4 (it
+    /// grows as the conversation does, like a real request's context).
+    pub fn claude_line(
+        &self,
+        id: &str,
+        cwd: &Path,
+        role: &str,
+        content: Value,
+        extra: Value,
+    ) -> std::io::Result<()> {
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut message = json!({"role": role, "content": content});
+        if role == "assistant" {
+            let so_far = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+            message["model"] = json!(super::DEMO_MODEL);
+            message["type"] = json!("message");
+            message["stop_reason"] = json!("end_turn");
+            message["usage"] = json!({
+                "input_tokens": so_far / 4,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "output_tokens": message["content"].to_string().len() / 4,
+            });
+        }
+        let mut line = json!({
+            "parentUuid": null,
+            "isSidechain": false,
+            "userType": "external",
+            "cwd": cwd.to_string_lossy(),
+            "sessionId": id,
+            "version": super::DEMO_NAME,
+            "type": role,
+            "message": message,
+            "uuid": super::new_uuid().unwrap_or_default(),
+            "timestamp": now,
+            "demo": true,
+        });
+        if let (Some(l), Some(e)) = (line.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                l.insert(k.clone(), v.clone());
+            }
+        }
+        self.append(&line)
+    }
+
+    /// Writes sub-agent `agent`'s own transcript beside this one, as Claude Code does
+    /// (`<session>/subagents/agent-<agent>.jsonl`, every line `isSidechain: true` with its
+    /// `agentId`): the task's prompt and the agent's answer.
+    pub fn claude_subagent(
+        &self,
+        id: &str,
+        cwd: &Path,
+        agent: &str,
+        prompt: &str,
+        answer: &str,
+    ) -> std::io::Result<()> {
+        let path = self
+            .path
+            .with_extension("")
+            .join("subagents")
+            .join(format!("agent-{agent}.jsonl"));
+        let sub = Transcript::open(path)?;
+        for (role, content) in [
+            ("user", json!(prompt)),
+            ("assistant", json!([{"type": "text", "text": answer}])),
+        ] {
+            sub.claude_line(
+                id,
+                cwd,
+                role,
+                content,
+                json!({"isSidechain": true, "agentId": agent}),
+            )?;
+        }
+        Ok(())
     }
 
     /// The (role, text) of every message, in order, read by the native-record readers

@@ -69,6 +69,38 @@ fn content_text(content: &Value) -> Option<String> {
 
 /// The messages of a transcript, in order.
 pub fn messages(bytes: &[u8]) -> Vec<Message> {
+    parse(bytes, false)
+}
+
+/// The turns of a sub-agent's own transcript (every line of it is `isSidechain: true`).
+pub fn agent_turns(bytes: &[u8]) -> Vec<Message> {
+    parse(bytes, true)
+}
+
+/// True for an agent id a sub-agent file may be named by (`agent-<id>.jsonl`): 1 to 128
+/// ASCII letters, digits, `-` and `_` (so never `..`, `/` or a NUL).
+pub fn valid_agent_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The transcript of sub-agent `agent` of session `id`, when `agent` is a valid id.
+pub fn agent_path(home: &Path, cwd: &Path, id: &str, agent: &str) -> Option<PathBuf> {
+    valid_agent_id(agent).then(|| {
+        home.join("projects")
+            .join(crate::providers::fake::store::sanitize(
+                &cwd.to_string_lossy(),
+            ))
+            .join(id)
+            .join("subagents")
+            .join(format!("agent-{agent}.jsonl"))
+    })
+}
+
+fn parse(bytes: &[u8], sidechain: bool) -> Vec<Message> {
     let mut out = Vec::new();
     for v in json_lines(bytes) {
         let role = match v.get("type").and_then(Value::as_str) {
@@ -77,7 +109,7 @@ pub fn messages(bytes: &[u8]) -> Vec<Message> {
             _ => continue,
         };
         let flag = |k: &str| v.get(k).and_then(Value::as_bool) == Some(true);
-        if flag("isSidechain") || flag("isMeta") || flag("isCompactSummary") {
+        if (flag("isSidechain") && !sidechain) || flag("isMeta") || flag("isCompactSummary") {
             continue;
         }
         let Some(text) = v.pointer("/message/content").and_then(content_text) else {

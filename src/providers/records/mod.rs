@@ -19,6 +19,7 @@
 //! 8 MiB on disk and once decompressed ([`unzstd`]). A record refused or failing
 //! to read is [`TranscriptState::Unreadable`] with the reason: never an empty success.
 
+pub mod activity;
 pub mod claude;
 pub mod codex;
 
@@ -314,9 +315,19 @@ pub fn has_messages(tool: Tool) -> bool {
 /// A tool's reader of its record's bytes.
 type Parser = fn(&[u8]) -> Vec<Message>;
 
-/// The messages of the run's conversation, read from the tool's own record.
-pub fn messages(t: &Target<'_>, budget: &mut Budget) -> Result<Read, Unsupported> {
-    let absent = |path: Option<PathBuf>| Read {
+/// A record's bytes as read for one request: its state, the file (when one was found),
+/// why it is unreadable, and its (decompressed) bytes when `state` is `read`.
+#[derive(Debug, Clone)]
+pub struct Raw {
+    pub state: TranscriptState,
+    pub path: Option<PathBuf>,
+    pub reason: Option<String>,
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// Reads the run's record (claude's transcript, codex's rollout) within the budget.
+pub fn raw(t: &Target<'_>, budget: &mut Budget) -> Result<Raw, Unsupported> {
+    let absent = |path: Option<PathBuf>| Raw {
         state: if t.live || t.conversation_id.is_none() {
             TranscriptState::Pending
         } else {
@@ -324,7 +335,7 @@ pub fn messages(t: &Target<'_>, budget: &mut Budget) -> Result<Read, Unsupported
         },
         path,
         reason: None,
-        messages: Vec::new(),
+        bytes: None,
     };
     let Some(id) = t.conversation_id else {
         return if has_messages(t.tool) {
@@ -333,9 +344,9 @@ pub fn messages(t: &Target<'_>, budget: &mut Budget) -> Result<Read, Unsupported
             Err(Unsupported(t.tool))
         };
     };
-    let (path, parse): (Option<PathBuf>, Parser) = match t.tool {
-        Tool::Claude => (Some(claude::path(t.home, t.cwd, id)), claude::messages),
-        Tool::Codex => (codex::find(t.home, id), codex::messages),
+    let path = match t.tool {
+        Tool::Claude => Some(claude::path(t.home, t.cwd, id)),
+        Tool::Codex => codex::find(t.home, id),
         other => return Err(Unsupported(other)),
     };
     let Some(path) = path else {
@@ -348,18 +359,33 @@ pub fn messages(t: &Target<'_>, budget: &mut Budget) -> Result<Read, Unsupported
     });
     Ok(match read {
         Ok(None) => absent(Some(path)),
-        Ok(Some(bytes)) => Read {
+        Ok(Some(bytes)) => Raw {
             state: TranscriptState::Read,
-            messages: parse(&bytes),
             path: Some(path),
             reason: None,
+            bytes: Some(bytes),
         },
-        Err(e) => Read {
+        Err(e) => Raw {
             state: TranscriptState::Unreadable,
             reason: Some(e.to_string()),
             path: Some(path),
-            messages: Vec::new(),
+            bytes: None,
         },
+    })
+}
+
+/// The messages of the run's conversation, read from the tool's own record.
+pub fn messages(t: &Target<'_>, budget: &mut Budget) -> Result<Read, Unsupported> {
+    let parse: Parser = match t.tool {
+        Tool::Codex => codex::messages,
+        _ => claude::messages,
+    };
+    let r = raw(t, budget)?;
+    Ok(Read {
+        state: r.state,
+        messages: r.bytes.as_deref().map(parse).unwrap_or_default(),
+        path: r.path,
+        reason: r.reason,
     })
 }
 

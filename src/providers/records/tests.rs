@@ -288,3 +288,205 @@ fn a_compressed_codex_rollout_is_read_and_bounded_once_decompressed() {
     .unwrap();
     assert_eq!(r.state, TranscriptState::Unreadable);
 }
+
+const CLAUDE_ACTIVITY: &[u8] =
+    include_bytes!("../../../tests/data/records/claude-activity-published.jsonl");
+const CLAUDE_SUBAGENT: &[u8] =
+    include_bytes!("../../../tests/data/records/claude-subagent-published.jsonl");
+const CODEX_ACTIVITY: &[u8] =
+    include_bytes!("../../../tests/data/records/codex-activity-published.jsonl");
+
+fn task_states(a: &activity::Activity) -> Vec<(&str, Option<&str>, activity::WorkState)> {
+    a.tasks
+        .iter()
+        .map(|t| (t.tool.as_str(), t.command.as_deref(), t.state))
+        .collect()
+}
+
+#[test]
+fn claudes_activity_in_the_published_shapes() {
+    use activity::WorkState::*;
+    let a = activity::claude(CLAUDE_ACTIVITY, false, &|id| id == "a1b2c3d4");
+    assert_eq!(a.agents.len(), 1);
+    let ag = &a.agents[0];
+    assert_eq!(
+        (
+            ag.id.as_str(),
+            ag.description.as_deref(),
+            ag.kind.as_deref()
+        ),
+        ("a1b2c3d4", Some("Review the fix"), Some("code-reviewer"))
+    );
+    assert_eq!((ag.state, ag.transcript), (Completed, true));
+    assert_eq!(
+        task_states(&a),
+        [
+            ("Bash", Some("cargo test --lib"), Failed),
+            ("Bash", Some("npm run dev"), Stopped),
+            ("Bash", Some("sleep 100"), Stopped),
+            ("Grep", Some("fn parse"), Stopped),
+        ]
+    );
+    assert!(a.tasks[1].background);
+    let files: Vec<_> = a
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.added, f.removed, f.created))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("/w/src/parse.rs", Some(2), Some(1), false),
+            ("/w/tests/parse.rs", Some(4), Some(0), true),
+        ]
+    );
+    let todos: Vec<_> = a
+        .todos
+        .iter()
+        .map(|t| (t.content.as_str(), t.status.as_str()))
+        .collect();
+    assert_eq!(
+        todos,
+        [("Fix the parser", "in_progress"), ("Add a test", "pending")]
+    );
+    assert_eq!(a.skills, ["pdf"]);
+    assert_eq!(
+        (a.mcp_servers[0].name.as_str(), a.mcp_servers[0].calls),
+        ("github", 1)
+    );
+    // The main thread's model and its LAST request's context (3 + 40 + 12600), never the
+    // sum over the session, nor the sidechain line's.
+    assert_eq!(a.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+    assert_eq!(a.context_tokens, Some(12_643));
+    assert_eq!(a.context_window, None);
+    assert_eq!(a.compactions, 1);
+    // While the run is live, what has no result yet (and the background server) runs.
+    let live = activity::claude(CLAUDE_ACTIVITY, true, &|_| false);
+    assert_eq!(live.tasks[1].state, Running);
+    assert_eq!(live.tasks[3].state, Running);
+    assert!(!live.agents[0].transcript);
+}
+
+#[test]
+fn a_claude_sub_agents_transcript_is_its_turns() {
+    let t = claude::agent_turns(CLAUDE_SUBAGENT);
+    assert_eq!(
+        roles_texts(&t),
+        [
+            (Role::User, "Review src/parse.rs"),
+            (Role::Assistant, "Reading it."),
+            (Role::Assistant, "The fix looks right."),
+        ]
+    );
+    // The main transcript's reader never shows them.
+    assert!(claude::messages(CLAUDE_SUBAGENT).is_empty());
+}
+
+#[test]
+fn agent_ids_that_could_leave_the_subagents_folder_name_no_file() {
+    let (home, cwd) = (Path::new("/h"), Path::new("/w"));
+    for bad in ["../x", "..", "a/b", "", "a\0b", "x.jsonl", &"a".repeat(129)] {
+        assert!(claude::agent_path(home, cwd, "s", bad).is_none(), "{bad:?}");
+    }
+    let p = claude::agent_path(home, cwd, "s", "a1b2-c_3").unwrap();
+    assert_eq!(
+        p,
+        Path::new("/h/projects/-w/s/subagents/agent-a1b2-c_3.jsonl")
+    );
+}
+
+#[test]
+fn codexs_activity_in_the_published_shapes() {
+    use activity::WorkState::*;
+    let a = activity::codex(CODEX_ACTIVITY, false);
+    assert_eq!(a.model.as_deref(), Some("gpt-5-codex"));
+    assert_eq!(
+        task_states(&a),
+        [
+            ("shell", Some("cargo test --lib"), Failed),
+            ("shell", Some("cargo test --lib"), Completed),
+            ("exec_command", Some("tail -f log"), Stopped),
+        ]
+    );
+    assert_eq!(
+        a.tasks.iter().map(|t| t.exit_code).collect::<Vec<_>>(),
+        [Some(101), Some(0), None]
+    );
+    let files: Vec<_> = a
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.added, f.removed, f.created))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("src/parse.rs", Some(2), Some(1), false),
+            ("tests/parse.rs", Some(2), Some(0), true),
+        ]
+    );
+    assert_eq!(a.todos.len(), 2);
+    assert_eq!(a.todos[1].content, "Run the tests");
+    assert_eq!(a.mcp_servers[0].name, "docs");
+    let agents: Vec<_> = a
+        .agents
+        .iter()
+        .map(|g| (g.id.as_str(), g.description.as_deref(), g.state))
+        .collect();
+    assert_eq!(
+        agents,
+        [
+            ("0199a213-child-0001", Some("Check the docs"), Completed),
+            ("0199a213-child-0002", Some("Lint"), Failed),
+        ]
+    );
+    // The last request's tokens (3100), not the cumulative 20900.
+    assert_eq!(
+        (a.context_tokens, a.context_window),
+        (Some(3100), Some(272_000))
+    );
+    assert_eq!(a.compactions, 1);
+    assert_eq!(
+        activity::codex(CODEX_ACTIVITY, true).tasks[2].state,
+        Running
+    );
+}
+
+#[test]
+fn a_huge_record_keeps_the_newest_tasks_and_counts_the_rest() {
+    let mut b = Vec::new();
+    for i in 0..(activity::MAX_ITEMS + 20) {
+        b.extend_from_slice(
+            format!(
+                r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","id":"t{i}","name":"Bash","input":{{"command":"{}"}}}}]}}}}"#,
+                "x".repeat(2000)
+            )
+            .as_bytes(),
+        );
+        b.push(b'\n');
+    }
+    let a = activity::claude(&b, false, &|_| false);
+    assert_eq!(a.tasks.len(), activity::MAX_ITEMS);
+    assert_eq!(a.tasks_omitted, 20);
+    assert_eq!(a.tasks[0].id, "t20");
+    assert!(a.tasks[0].command.as_ref().unwrap().len() <= activity::MAX_FIELD);
+}
+
+#[test]
+fn claudes_window_is_its_result_frames_report_for_the_transcripts_model_only() {
+    let frames = br#"{"type":"system","subtype":"init","model":"m1"}
+{"type":"result","modelUsage":{"m1":{"contextWindow":100000}}}
+{"type":"result","modelUsage":{"m1":{"contextWindow":200000},"m2":{"contextWindow":1000000}}}
+{"type":"result","subtype":"su"#;
+    assert_eq!(
+        activity::claude_reported_window(frames, Some("m1")),
+        Some(200_000)
+    );
+    assert_eq!(
+        activity::claude_reported_window(frames, Some("m2")),
+        Some(1_000_000)
+    );
+    // Another model than the transcript's, or no model known: no report.
+    assert_eq!(activity::claude_reported_window(frames, Some("m3")), None);
+    assert_eq!(activity::claude_reported_window(frames, None), None);
+    assert_eq!(activity::claude_reported_window(b"", Some("m1")), None);
+}
