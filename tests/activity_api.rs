@@ -58,7 +58,7 @@ fn record_dir(s: &DemoServer, run: &str, ws: &str) -> (std::path::PathBuf, Strin
         .to_string();
     let dir = account_home(s, run)
         .join("projects")
-        .join(proctor::providers::fake::store::sanitize(ws));
+        .join(proctor::providers::records::claude::project_folder(ws));
     (dir, conv)
 }
 

@@ -252,7 +252,7 @@ fn a_hostile_record_is_unreadable_never_an_empty_success() {
         .to_string();
     let dir = account_home(&s, &run)
         .join("projects")
-        .join(proctor::providers::fake::store::sanitize(&ws));
+        .join(proctor::providers::records::claude::project_folder(&ws));
     let record = dir.join(format!("{conv}.jsonl"));
     assert!(record.is_file(), "{}", record.display());
     let saved = s.home.path().join("saved.jsonl");

@@ -2166,40 +2166,12 @@ impl Sessions {
     ) -> Result<super::messages::MessagePage, SessionError> {
         use crate::providers::records;
         let q = super::messages::Query::parse(query)?;
-        let (rec, live, conversation) = {
-            let inner = self.lock();
-            let rec = self.get_record(&inner, run_ref)?.clone();
-            let d = rec.derive();
-            let live = d.state.is_live() || inner.recovering.contains(run_ref);
-            (rec, live, d.conversation_id)
-        };
-        let tool = Tool::parse(&rec.tool).map_err(|e| SessionError::Internal(e.to_string()))?;
-        if !records::has_messages(tool) {
-            return Err(SessionError::Unprocessable(
-                records::Unsupported(tool).to_string(),
-            ));
-        }
-        if let Some(b) = &rec.boundary
-            && b.kind != BoundaryKind::Host
-        {
-            return Err(SessionError::Conflict(format!(
-                "run {run_ref} ran in rig {}: its tool's record is inside the rig, and proctor \
-                 reads records on the host only",
-                b.rig.as_deref().unwrap_or("?")
-            )));
-        }
-        let profile = Store::new(&self.home.config)
-            .find(&rec.profile, &self.user_home())
-            .map_err(|e| {
-                SessionError::Conflict(format!(
-                    "profile {} is no longer usable, so its account home is unknown: {e}",
-                    rec.profile
-                ))
-            })?;
+        let (rec, tool, live, conversation, home) =
+            self.record_target(run_ref, |tool| records::Unsupported(tool).to_string())?;
         let read = records::messages(
             &records::Target {
                 tool,
-                home: &profile.home,
+                home: &home,
                 cwd: Path::new(&rec.workspace),
                 conversation_id: conversation.as_deref(),
                 live,
@@ -2222,12 +2194,14 @@ impl Sessions {
         Ok(page)
     }
 
-    /// What `activity` and `agent_transcript` read from: the run's tool, whether it may
-    /// still write, its conversation and its profile's account home. 422 for a tool whose
-    /// record is not read, 409 for a run in a rig or a profile no longer usable.
+    /// What `messages`, `activity` and `agent_transcript` read from: the run's tool, whether
+    /// it may still write, its conversation and its profile's account home. 422 for a tool
+    /// whose record is not read (`unsupported` says why), 409 for a run in a rig or a
+    /// profile no longer usable.
     fn record_target(
         &self,
         run_ref: &str,
+        unsupported: impl FnOnce(Tool) -> String,
     ) -> Result<(RunRecord, Tool, bool, Option<String>, std::path::PathBuf), SessionError> {
         use crate::providers::records;
         let (rec, live, conversation) = {
@@ -2239,10 +2213,7 @@ impl Sessions {
         };
         let tool = Tool::parse(&rec.tool).map_err(|e| SessionError::Internal(e.to_string()))?;
         if !records::has_messages(tool) {
-            return Err(SessionError::Unprocessable(format!(
-                "{tool} sessions have no activity proctor reads: activity is read from Claude \
-                 Code's transcript and Codex's rollout only"
-            )));
+            return Err(SessionError::Unprocessable(unsupported(tool)));
         }
         if let Some(b) = &rec.boundary
             && b.kind != BoundaryKind::Host
@@ -2273,7 +2244,7 @@ impl Sessions {
         caller: &str,
     ) -> Result<super::activity::RunActivity, SessionError> {
         use crate::providers::records::{self, activity};
-        let (rec, tool, live, conversation, home) = self.record_target(run_ref)?;
+        let (rec, tool, live, conversation, home) = self.record_target(run_ref, no_activity)?;
         let cwd = Path::new(&rec.workspace);
         let t = records::Target {
             tool,
@@ -2337,7 +2308,7 @@ impl Sessions {
         caller: &str,
     ) -> Result<super::activity::AgentTranscript, SessionError> {
         use crate::providers::records;
-        let (rec, tool, _live, conversation, home) = self.record_target(run_ref)?;
+        let (rec, tool, _live, conversation, home) = self.record_target(run_ref, no_activity)?;
         if tool != Tool::Claude {
             return Err(SessionError::Unprocessable(format!(
                 "{tool} reports its child agents' state in the activity; their transcripts \
@@ -3646,4 +3617,12 @@ fn recorded_path(rec: &RunRecord) -> Option<String> {
         .and_then(|e| e.fields.get("path"))
         .and_then(Value::as_str)
         .map(str::to_string)
+}
+
+/// Why a tool's session has no activity to read (the 422 of `activity` and its agents).
+fn no_activity(tool: Tool) -> String {
+    format!(
+        "{tool} sessions have no activity proctor reads: activity is read from Claude Code's \
+         transcript and Codex's rollout only"
+    )
 }

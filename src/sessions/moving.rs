@@ -98,7 +98,7 @@ fn check_kind(m: &fs::Metadata, shown: &str) -> Result<bool, MoveError> {
 }
 
 /// Finds conversation `id` under `home/projects/`: in the folder Claude Code names for
-/// `cwd` (see [`crate::providers::fake::store::sanitize`]), else the one project folder
+/// `cwd` (see [`crate::providers::records::claude::project_folder`]), else the one project folder
 /// that holds `<id>.jsonl`. `None` when the home holds no such transcript.
 pub fn plan(home: &Path, cwd: &Path, id: &str) -> Result<Option<Plan>, MoveError> {
     if id.is_empty() || id.contains('/') || id.starts_with('.') {
@@ -107,7 +107,7 @@ pub fn plan(home: &Path, cwd: &Path, id: &str) -> Result<Option<Plan>, MoveError
         )));
     }
     let projects = home.join("projects");
-    let named = crate::providers::fake::store::sanitize(&cwd.to_string_lossy());
+    let named = crate::providers::records::claude::project_folder(&cwd.to_string_lossy());
     let mut project = None;
     if fs::symlink_metadata(projects.join(&named).join(format!("{id}.jsonl"))).is_ok() {
         project = Some(named);

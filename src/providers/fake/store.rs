@@ -21,43 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::providers::Tool;
 
-/// The longest sanitised folder name before a hash suffix (Agent SDK `MAX_SANITIZED_LENGTH`).
-const MAX_SANITIZED: usize = 200;
-
-/// Claude Code's project folder name for a working folder: every character that is not an
-/// ASCII letter or digit becomes `-`; a name over 200 characters is cut and suffixed with a
-/// hash (the Agent SDK's `_sanitize_path` / `_simple_hash`).
-pub fn sanitize(path: &str) -> String {
-    let s: String = path
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    if s.chars().count() <= MAX_SANITIZED {
-        return s;
-    }
-    let cut: String = s.chars().take(MAX_SANITIZED).collect();
-    format!("{cut}-{}", simple_hash(path))
-}
-
-/// The JavaScript-style 32-bit string hash in base 36 that Claude Code appends.
-fn simple_hash(s: &str) -> String {
-    let mut h: i32 = 0;
-    for c in s.chars() {
-        h = h.wrapping_shl(5).wrapping_sub(h).wrapping_add(c as i32);
-    }
-    let mut n = u64::from(h.unsigned_abs());
-    if n == 0 {
-        return "0".into();
-    }
-    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut out = Vec::new();
-    while n > 0 {
-        out.push(digits[(n % 36) as usize]);
-        n /= 36;
-    }
-    out.reverse();
-    String::from_utf8(out).unwrap_or_default()
-}
+use crate::providers::records::claude::project_folder as sanitize;
 
 /// The transcript path of conversation `id` for the tools whose path does not depend on
 /// time (all but codex).
@@ -320,19 +284,6 @@ impl Transcript {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sanitize_matches_the_sdk_rule() {
-        assert_eq!(sanitize("/home/u/my.project"), "-home-u-my-project");
-        let long = format!("/{}", "a".repeat(300));
-        let s = sanitize(&long);
-        assert!(s.starts_with(&format!("-{}", "a".repeat(199))));
-        assert_eq!(s.chars().nth(200), Some('-'));
-        assert!(s.len() > 201);
-        assert_eq!(simple_hash(""), "0");
-        // "a" = 97 = "2p" in base 36.
-        assert_eq!(simple_hash("a"), "2p");
-    }
 
     #[test]
     fn codex_rollouts_are_found_by_id() {

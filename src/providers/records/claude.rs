@@ -17,12 +17,48 @@ use serde_json::Value;
 
 use super::{Message, Role, json_lines};
 
+/// The longest sanitised folder name before a hash suffix (Agent SDK `MAX_SANITIZED_LENGTH`).
+const MAX_SANITIZED: usize = 200;
+
+/// Claude Code's project folder name for a working folder: every character that is not an
+/// ASCII letter or digit becomes `-`; a name over 200 characters is cut and suffixed with a
+/// hash (the Agent SDK's `_sanitize_path` / `_simple_hash`).
+pub fn project_folder(path: &str) -> String {
+    let s: String = path
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    if s.chars().count() <= MAX_SANITIZED {
+        return s;
+    }
+    let cut: String = s.chars().take(MAX_SANITIZED).collect();
+    format!("{cut}-{}", simple_hash(path))
+}
+
+/// The JavaScript-style 32-bit string hash in base 36 that Claude Code appends.
+fn simple_hash(s: &str) -> String {
+    let mut h: i32 = 0;
+    for c in s.chars() {
+        h = h.wrapping_shl(5).wrapping_sub(h).wrapping_add(c as i32);
+    }
+    let mut n = u64::from(h.unsigned_abs());
+    if n == 0 {
+        return "0".into();
+    }
+    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(digits[(n % 36) as usize]);
+        n /= 36;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
 /// The transcript of session `id` run in `cwd`.
 pub fn path(home: &Path, cwd: &Path, id: &str) -> PathBuf {
     home.join("projects")
-        .join(crate::providers::fake::store::sanitize(
-            &cwd.to_string_lossy(),
-        ))
+        .join(project_folder(&cwd.to_string_lossy()))
         .join(format!("{id}.jsonl"))
 }
 
@@ -31,9 +67,7 @@ pub fn path(home: &Path, cwd: &Path, id: &str) -> PathBuf {
 pub fn subagents(home: &Path, cwd: &Path, id: &str) -> Vec<PathBuf> {
     let dir = home
         .join("projects")
-        .join(crate::providers::fake::store::sanitize(
-            &cwd.to_string_lossy(),
-        ))
+        .join(project_folder(&cwd.to_string_lossy()))
         .join(id)
         .join("subagents");
     let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -91,9 +125,7 @@ pub fn valid_agent_id(id: &str) -> bool {
 pub fn agent_path(home: &Path, cwd: &Path, id: &str, agent: &str) -> Option<PathBuf> {
     valid_agent_id(agent).then(|| {
         home.join("projects")
-            .join(crate::providers::fake::store::sanitize(
-                &cwd.to_string_lossy(),
-            ))
+            .join(project_folder(&cwd.to_string_lossy()))
             .join(id)
             .join("subagents")
             .join(format!("agent-{agent}.jsonl"))
@@ -125,4 +157,22 @@ fn parse(bytes: &[u8], sidechain: bool) -> Vec<Message> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod folder_tests {
+    use super::*;
+
+    #[test]
+    fn project_folders_follow_the_sdk_rule() {
+        assert_eq!(project_folder("/home/u/my.project"), "-home-u-my-project");
+        let long = format!("/{}", "a".repeat(300));
+        let s = project_folder(&long);
+        assert!(s.starts_with(&format!("-{}", "a".repeat(199))));
+        assert_eq!(s.chars().nth(200), Some('-'));
+        assert!(s.len() > 201);
+        assert_eq!(simple_hash(""), "0");
+        // "a" = 97 = "2p" in base 36.
+        assert_eq!(simple_hash("a"), "2p");
+    }
 }
