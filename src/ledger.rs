@@ -225,6 +225,9 @@ pub struct Ledger {
     file: File,
     state: Mutex<State>,
     flushed: Condvar,
+    /// The seq of the latest durable event, for whoever waits on the ledger to move (the
+    /// server's change stream, `GET /v1/m/sessions/changes`).
+    head: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -317,6 +320,7 @@ impl Ledger {
                 failed: None,
             }),
             flushed: Condvar::new(),
+            head: tokio::sync::watch::Sender::new(walk.events),
         };
         let mut opened = Opened {
             created: !existed,
@@ -458,6 +462,15 @@ impl Ledger {
         st.pending.extend_from_slice(&line);
         loop {
             if st.durable >= seq {
+                drop(st);
+                // Said once the event is durable: whoever reads after this sees it.
+                self.head.send_if_modified(|h| {
+                    let newer = seq > *h;
+                    if newer {
+                        *h = seq;
+                    }
+                    newer
+                });
                 return Ok(seq);
             }
             if let Some(cause) = &st.failed {
@@ -488,6 +501,12 @@ impl Ledger {
             }
             self.flushed.notify_all();
         }
+    }
+
+    /// The seq of the latest durable event, changed at every append (a receiver that waits
+    /// on it wakes once the appended event can be read).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.head.subscribe()
     }
 
     fn failed(&self, cause: &str) -> LedgerError {

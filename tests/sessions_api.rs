@@ -856,3 +856,61 @@ fn stopping_many_runs_holds_no_thread_per_run() {
         assert!(exited.to_string().contains("SIGKILL"), "{run}: {exited}");
     }
 }
+
+#[test]
+fn stop_requests_waiting_out_their_grace_hold_no_thread_each() {
+    // Issue 17 §2: a `POST /stop` waits out the grace on the reactor's timers. Before, each
+    // request held a thread of the server's blocking pool for its whole stop: ten stops of
+    // children that ignore SIGTERM, asked 150 ms apart within one grace, were ten more
+    // threads at once. The stops' short steps (recording the request, the attribution pass,
+    // reading the recorded exit) still use the pool, one after the other here.
+    const N: usize = 10;
+    let s = DemoServer::start(&["--stop-grace-ms", "3000"]);
+    let ws = workspace(&s);
+    let runs: Vec<String> = (0..N)
+        .map(|_| {
+            start(
+                &s,
+                json!({"tool": "claude", "transport": "pipe", "workspace": ws,
+                       "prompt": "!ignore-term\nready"}),
+            )
+        })
+        .collect();
+    for run in &runs {
+        s.attach(run, 0, |e| {
+            String::from_utf8_lossy(&output_of(e)).contains("ignoring SIGTERM")
+        });
+    }
+    let server = s.home.server_pid().unwrap();
+    // Settled: the pool's threads from the starts have left (they live 3 s idle).
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let before = threads_of(server).unwrap();
+    let socket = s.home.socket();
+    let stops: Vec<_> = runs
+        .iter()
+        .map(|run| {
+            let (socket, token, path) = (socket.clone(), s.token.clone(), s.run_path(run, "/stop"));
+            let h = std::thread::spawn(move || call_as(&socket, Some(&token), "POST", &path, None));
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            h
+        })
+        .collect();
+    let mut most = before;
+    while !stops.iter().all(|h| h.is_finished()) {
+        most = most.max(threads_of(server).unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for (run, h) in runs.iter().zip(stops) {
+        let (status, v) = h.join().unwrap();
+        assert_eq!(status, 200, "{run}: {v}");
+        assert_eq!(v["stop"]["sent_kill"], true, "{run}: TERM ignored, so KILL: {v}");
+        assert_eq!(v["state"], "stopped", "{run}: {v}");
+    }
+    eprintln!("{before} threads before {N} stops, {most} at most during them");
+    // Measured: 8 before, 12 at most (the short steps of stops asked while another's were
+    // still running, on a loaded machine). Holding a thread per stop would be 10 more.
+    assert!(
+        most <= before + N / 2 + 2,
+        "{before} threads before {N} overlapping stops, {most} at most during them"
+    );
+}

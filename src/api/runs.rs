@@ -78,6 +78,10 @@ pub const PERMISSION: &str = "/v1/m/sessions/runs/{run}/permissions/{id}";
 /// hook`). No token: the kernel's attribution of the caller's pid to a live run authorises
 /// it, and it is recorded for that run only.
 pub const HOOK: &str = "/v1/m/sessions/hook";
+/// `GET`: a stream (server-sent events) of [`ChangesEvent`]: one when it opens, then one
+/// whenever something the sessions list, a run's events or the factory runs show may have
+/// changed. A client refetches what a count says changed, instead of polling.
+pub const CHANGES: &str = "/v1/m/sessions/changes";
 
 /// A route pattern with its run filled in: `at(STOP, "run-0001")`. The ref must already be
 /// a ref (`run-` and digits), which never needs escaping.
@@ -265,6 +269,24 @@ pub mod sse {
     pub const END: &str = "end";
     /// Data: [`super::NoticeEvent`].
     pub const NOTICE: &str = "notice";
+}
+
+/// The SSE event name of `GET /v1/m/sessions/changes`; data: [`ChangesEvent`].
+pub const CHANGES_EVENT: &str = "changes";
+
+/// What may have changed, as counts that only grow while the server runs (compare with
+/// the previous event; a new server starts them again). `ledger` is the ledger's head seq:
+/// every lifecycle fact of a run (state, waiting, name, limit, archive, …) is a ledger
+/// event, so a list or a run's events read after it has moved show the change. `factory`
+/// counts the updates of the factory runs in progress; `marks` the callers' marks set or
+/// cleared (pin, snooze, done). A run's output is not in it: it has its own stream
+/// (`attach`), and the list's output counters are read when the list is read. Bursts are
+/// coalesced (an event at most every 100 ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+pub struct ChangesEvent {
+    pub ledger: u64,
+    pub factory: u64,
+    pub marks: u64,
 }
 
 /// An `output` event: frames of the run's output, in seq order.
@@ -499,6 +521,17 @@ mod ops {
     )
     )]
     pub fn attach() {}
+    #[utoipa::path(
+        get,
+        path = CHANGES,
+        tag = "runs",
+        description = "Server-sent events (read): `changes` (ChangesEvent) when the stream opens, then whenever the ledger's head, the factory runs in progress or the callers' marks moved, at most one every 100 ms. A client refetches the list, a run's events or the factory runs when a count moved, instead of polling them.",
+        responses(
+        (status = 200, content_type = "text/event-stream", description = "the event stream"),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn changes() {}
     #[utoipa::path(
         get,
         path = SCREEN,
@@ -825,6 +858,7 @@ mod ops {
         ops::messages,
         ops::activity,
         ops::activity_agent,
+        ops::changes,
     ),
     components(schemas(
         ErrorBody,
@@ -845,6 +879,7 @@ mod ops {
         RunPage,
         RunEvents,
         RunEvent,
+        ChangesEvent,
         MarksView,
         StopSignals,
         Stopped,

@@ -249,7 +249,8 @@ impl TimingWriter {
             file,
             path,
             start,
-            buf: Vec::with_capacity(FLUSH_AT + 128),
+            // Grown as lines come: an idle run holds no buffer of FLUSH_AT bytes.
+            buf: Vec::new(),
             len: head.len() as u64,
             cap: cap.max(head.len() as u64 + RESERVE),
             timed_end: 0,
@@ -316,6 +317,8 @@ impl TimingWriter {
             self.error = Some(format!("cannot write {}: {e}", self.path.display()));
         }
         self.buf.clear();
+        // What a burst grew is given back: a run that went quiet holds a few lines' room.
+        self.buf.shrink_to(256);
     }
 
     /// fsyncs the file (after [`TimingWriter::end`]).

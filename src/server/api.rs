@@ -170,7 +170,7 @@ fn runs_role(method: &str, route: &str) -> Option<Role> {
     use crate::api::runs::*;
     use Role::*;
     Some(match (method, route) {
-        ("GET", RUNS | RUN | EVENTS | ATTACH | SCREEN) => Read,
+        ("GET", RUNS | RUN | EVENTS | ATTACH | SCREEN | CHANGES) => Read,
         ("GET", DIFF | DIFF_FILE) => Read,
         ("GET", CAST) => Read,
         ("GET", PERMISSIONS | MESSAGES | ACTIVITY | ACTIVITY_AGENT) => Read,

@@ -33,6 +33,8 @@ pub struct FactoryState {
     live: Arc<Mutex<HashMap<String, FactoryRun>>>,
     /// Set when the server stops: every invocation in progress is stopped.
     cancel: Arc<std::sync::atomic::AtomicBool>,
+    /// Counts the updates of the runs in progress (the change stream's `factory`).
+    changed: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Watch for FactoryState {
@@ -43,10 +45,17 @@ impl Watch for FactoryState {
         } else {
             live.remove(&run.id);
         }
+        drop(live);
+        self.changed.send_modify(|n| *n += 1);
     }
 }
 
 impl FactoryState {
+    /// The count of updates of the runs in progress, changed at each.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
     /// Stops every run in progress (its provider's whole tree) and waits, at most `bound`,
     /// for their records to be final.
     pub fn stop_all(&self, bound: Duration) {

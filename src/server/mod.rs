@@ -113,6 +113,8 @@ pub struct Shared {
     pub rigs: Arc<crate::rigs::Rigs>,
     /// The rig engines' availability, probed once.
     pub rig_engines: rigs_api::EnginesCache,
+    /// Counts the callers' marks set or cleared (the change stream's `marks`).
+    pub marks_changed: tokio::sync::watch::Sender<u64>,
     shutdown: tokio::sync::Notify,
 }
 
@@ -273,6 +275,7 @@ pub fn run_foreground(
         workspaces,
         tribunal: Default::default(),
         factory: Default::default(),
+        marks_changed: Default::default(),
         rigs: crate::rigs::Rigs::new(home.clone(), ledger_for_rigs, proctor_exe()),
         rig_engines: Default::default(),
         shutdown: tokio::sync::Notify::new(),

@@ -97,6 +97,7 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(r(wire::RUNS), get(list).post(start))
         .route(r(wire::RUN), get(show).delete(delete_run))
         .route(r(wire::EVENTS), get(events))
+        .route(r(wire::CHANGES), get(changes))
         .route(r(wire::ATTACH), get(attach))
         .route(r(wire::SCREEN), get(screen))
         .route(r(wire::INPUT), post(input))
@@ -315,6 +316,57 @@ async fn show(
 ) -> ApiResult {
     ok(s.sessions.get(&run, &c.token_id)?)
 }
+
+/// A caller's mark changed: said on the change stream.
+fn marked(s: &Shared) {
+    s.marks_changed.send_modify(|n| *n += 1);
+}
+
+/// Server-sent events: a `changes` event when the stream opens, then one whenever the
+/// ledger's head, the factory runs in progress or the callers' marks moved, at most one
+/// every [`CHANGES_COALESCE`] (what a burst changed is in the event that follows it).
+async fn changes(State(s): State<Arc<Shared>>) -> ApiResult {
+    let counts = Counts {
+        ledger: s.ledger.subscribe(),
+        factory: s.factory.subscribe(),
+        marks: s.marks_changed.subscribe(),
+    };
+    let stream = futures_util::stream::unfold((counts, true), |(mut c, first)| async move {
+        if !first {
+            let changed = tokio::select! {
+                r = c.ledger.changed() => r,
+                r = c.factory.changed() => r,
+                r = c.marks.changed() => r,
+            };
+            // A sender gone is a server stopping: the stream ends.
+            changed.ok()?;
+            tokio::time::sleep(CHANGES_COALESCE).await;
+        }
+        let now = wire::ChangesEvent {
+            ledger: *c.ledger.borrow_and_update(),
+            factory: *c.factory.borrow_and_update(),
+            marks: *c.marks.borrow_and_update(),
+        };
+        let ev = SseEvent::default()
+            .event(wire::CHANGES_EVENT)
+            .json_data(now)
+            .unwrap_or_default();
+        Some((Ok::<_, Infallible>(ev), (c, false)))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// What the change stream waits on.
+struct Counts {
+    ledger: tokio::sync::watch::Receiver<u64>,
+    factory: tokio::sync::watch::Receiver<u64>,
+    marks: tokio::sync::watch::Receiver<u64>,
+}
+
+/// The shortest gap between two events of the change stream.
+const CHANGES_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
 
 async fn events(State(s): State<Arc<Shared>>, Path(run): Path<String>) -> ApiResult {
     ok(s.sessions.events(&run)?)
@@ -577,8 +629,8 @@ async fn stop(
     Extension(c): Extension<Caller>,
     Path(run): Path<String>,
 ) -> ApiResult {
-    let sessions = s.sessions.clone();
-    ok(blocking(move || sessions.stop(&run, &c.token_id)).await?)
+    // On the reactor's timers: a stop that waits out its grace holds no thread.
+    ok(s.sessions.stop_async(&run, &c.token_id).await?)
 }
 
 async fn resume(
@@ -650,7 +702,9 @@ async fn pin(
     Extension(c): Extension<Caller>,
     Path(run): Path<String>,
 ) -> ApiResult {
-    ok(s.sessions.pin(&run, &c.token_id, true)?)
+    let v = s.sessions.pin(&run, &c.token_id, true)?;
+    marked(&s);
+    ok(v)
 }
 
 async fn unpin(
@@ -658,7 +712,9 @@ async fn unpin(
     Extension(c): Extension<Caller>,
     Path(run): Path<String>,
 ) -> ApiResult {
-    ok(s.sessions.pin(&run, &c.token_id, false)?)
+    let v = s.sessions.pin(&run, &c.token_id, false)?;
+    marked(&s);
+    ok(v)
 }
 
 async fn snooze(
@@ -675,7 +731,9 @@ async fn snooze(
             "snooze needs {\"until\": RFC 3339 instant in the future}",
         )
     })?;
-    ok(s.sessions.snooze(&run, &c.token_id, Some(&until))?)
+    let v = s.sessions.snooze(&run, &c.token_id, Some(&until))?;
+    marked(&s);
+    ok(v)
 }
 
 async fn unsnooze(
@@ -683,7 +741,9 @@ async fn unsnooze(
     Extension(c): Extension<Caller>,
     Path(run): Path<String>,
 ) -> ApiResult {
-    ok(s.sessions.snooze(&run, &c.token_id, None)?)
+    let v = s.sessions.snooze(&run, &c.token_id, None)?;
+    marked(&s);
+    ok(v)
 }
 
 async fn done(
@@ -691,7 +751,9 @@ async fn done(
     Extension(c): Extension<Caller>,
     Path(run): Path<String>,
 ) -> ApiResult {
-    ok(s.sessions.done(&run, &c.token_id, true)?)
+    let v = s.sessions.done(&run, &c.token_id, true)?;
+    marked(&s);
+    ok(v)
 }
 
 async fn undone(
@@ -699,7 +761,9 @@ async fn undone(
     Extension(c): Extension<Caller>,
     Path(run): Path<String>,
 ) -> ApiResult {
-    ok(s.sessions.done(&run, &c.token_id, false)?)
+    let v = s.sessions.done(&run, &c.token_id, false)?;
+    marked(&s);
+    ok(v)
 }
 
 async fn rename(

@@ -67,6 +67,7 @@ impl TestServer {
             workspaces,
             tribunal: Default::default(),
             factory: Default::default(),
+            marks_changed: Default::default(),
             rigs,
             rig_engines: Default::default(),
             shutdown: tokio::sync::Notify::new(),

@@ -2698,6 +2698,54 @@ impl Sessions {
         self.finish_stop(run_ref, by, &run, &report)
     }
 
+    /// [`Sessions::stop`] for a request handler: the same steps, answer and errors, but the
+    /// grace, the SIGKILL, the reap and the end of the output are awaited on the reactor's
+    /// timers ([`Run::stop_async`]), so a stop in progress holds no thread; only its short
+    /// steps (recording the request, the attribution pass, reading the recorded exit) run
+    /// on the blocking pool, each for its own length.
+    pub async fn stop_async(
+        self: &Arc<Self>,
+        run_ref: &str,
+        by: &str,
+    ) -> Result<Stopped, SessionError> {
+        let (me, r, b) = (self.clone(), run_ref.to_string(), by.to_string());
+        let begun = tokio::task::spawn_blocking(move || me.begin_stop(&r, &b))
+            .await
+            .map_err(SessionError::internal)??;
+        let run = match begun {
+            Begun::Done(stopped) => return Ok(*stopped),
+            Begun::Stop(run) => run,
+        };
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.keep())
+            .await
+            .map_err(SessionError::internal)?;
+        let grace = self.settings.stop_grace;
+        let stopping = run.clone();
+        let report = self
+            .reactor
+            .handle()
+            .spawn(async move {
+                let report = stopping.stop_async(grace).await;
+                // The exit is recorded once the output has drained: awaited here, as the
+                // blocking form's `wait_end`.
+                let mut ended = stopping.ring().subscribe();
+                let _ = tokio::time::timeout(
+                    runs::DEFAULT_DRAIN_AFTER_EXIT + STOP_RECORD_WAIT,
+                    ended.wait_for(|s| s.end.is_some()),
+                )
+                .await;
+                report
+            })
+            .await
+            .map_err(SessionError::internal)?
+            .map_err(|e| SessionError::Internal(e.to_string()))?;
+        let (me, r, b) = (self.clone(), run_ref.to_string(), by.to_string());
+        tokio::task::spawn_blocking(move || me.finish_stop(&r, &b, &run, &report))
+            .await
+            .map_err(SessionError::internal)?
+    }
+
     /// A stop's first step: records that it was asked for, and gives the run to signal (or
     /// the answer, when the run is not live).
     fn begin_stop(&self, run_ref: &str, by: &str) -> Result<Begun, SessionError> {

@@ -42,8 +42,8 @@ use super::data;
 use super::evidence::{self, ReceiptItem};
 use super::views::{self, Pace};
 use crate::api::runs::{
-    self as wire, EndEvent, InputRequest, LagEvent, NoticeEvent, OutputEvent, ScreenSnapshot,
-    Stream,
+    self as wire, ChangesEvent, EndEvent, InputRequest, LagEvent, NoticeEvent, OutputEvent,
+    ScreenSnapshot, Stream,
 };
 use crate::client::{Client, ClientError};
 
@@ -340,11 +340,14 @@ pub async fn run(
     let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE);
     let poke = std::sync::Arc::new(Notify::new());
     let (focus_tx, focus_rx) = watch::channel::<Option<String>>(None);
+    let (changes_tx, changes_rx) = watch::channel::<Option<ChangesEvent>>(None);
+    let changes = tokio::spawn(changes_task(client.clone(), changes_tx));
     let data = tokio::spawn(data_task(
         client.clone(),
         tx.clone(),
         poke.clone(),
         focus_rx,
+        changes_rx,
     ));
     let (type_tx, type_rx) = mpsc::unbounded_channel::<(String, String)>();
     let typing = tokio::spawn(typing_task(client.clone(), tx.clone(), type_rx));
@@ -516,6 +519,7 @@ pub async fn run(
             break Exit::Quit;
         }
     };
+    changes.abort();
     data.abort();
     typing.abort();
     evidence.abort();
@@ -641,14 +645,51 @@ async fn verify_task(
     }
 }
 
+/// Follows the server's change stream (`GET /v1/m/sessions/changes`): each event it sends
+/// becomes `tx`'s value, `None` while the stream is not open (the data task then polls at
+/// its own pace). A stream that fails or ends is opened again after a backoff.
+async fn changes_task(client: Client, tx: watch::Sender<Option<ChangesEvent>>) {
+    let mut failures = 0u32;
+    loop {
+        if let Ok(mut stream) = client.stream(wire::CHANGES).await {
+            while let Ok(Some(ev)) = stream.next().await {
+                if ev.event != wire::CHANGES_EVENT {
+                    continue;
+                }
+                let Ok(c) = serde_json::from_str::<ChangesEvent>(&ev.data) else {
+                    continue;
+                };
+                failures = 0;
+                tx.send_if_modified(|held| {
+                    let moved = *held != Some(c);
+                    *held = Some(c);
+                    moved
+                });
+            }
+        }
+        // Closed: the data task polls again until the stream is back.
+        tx.send_if_modified(|held| held.take().is_some());
+        if tx.is_closed() {
+            return;
+        }
+        failures += 1;
+        tokio::time::sleep(backoff(failures)).await;
+    }
+}
+
 async fn data_task(
     client: Client,
     tx: mpsc::Sender<Msg>,
     poke: std::sync::Arc<Notify>,
     mut focus: watch::Receiver<Option<String>>,
+    mut changes: watch::Receiver<Option<ChangesEvent>>,
 ) {
-    // How many polls in a row brought nothing new: a quiet list is polled less often (up to
-    // QUIET_POLL_MAX); an action or a change of focus polls at once and resets the pace.
+    // While the server's change stream is open, the list, the factory runs and the focused
+    // run's events are fetched when it says something moved, and otherwise every
+    // QUIET_POLL_MAX (what the stream does not carry: the order by output, the output
+    // counters, a snooze that ran out). Without it, how many polls in a row brought nothing
+    // new: a quiet list is polled less often (up to QUIET_POLL_MAX); an action or a change of
+    // focus polls at once and resets the pace.
     type Factory = Result<Vec<crate::api::factory::FactoryRun>, String>;
     let mut last: Option<(Result<data::RunsPage, String>, Factory, Option<Msg>)> = None;
     let mut quiet: u32 = 0;
@@ -686,11 +727,17 @@ async fn data_task(
         {
             return;
         }
-        let pace = (POLL * (1 + quiet.min(4))).min(QUIET_POLL_MAX);
+        let streamed = changes.borrow_and_update().is_some();
+        let pace = if streamed {
+            QUIET_POLL_MAX
+        } else {
+            (POLL * (1 + quiet.min(4))).min(QUIET_POLL_MAX)
+        };
         tokio::select! {
             _ = tokio::time::sleep(pace) => {}
             _ = poke.notified() => {}
             r = focus.changed() => if r.is_err() { return },
+            r = changes.changed() => if r.is_err() { return },
         }
     }
 }
