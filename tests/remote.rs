@@ -574,8 +574,16 @@ fn tail_follow_over_ssh_reconnects_when_the_link_dies_and_loses_and_repeats_noth
         at_reconnect < out.len(),
         "output came after the reconnection (the link died mid-run)"
     );
-    assert_eq!(err.matches("reconnecting to continue from seq").count(), 1, "{err}");
-    assert_eq!(err.matches("reconnected; continuing from seq").count(), 1, "{err}");
+    assert_eq!(
+        err.matches("reconnecting to continue from seq").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("reconnected; continuing from seq").count(),
+        1,
+        "{err}"
+    );
     assert!(err.contains(&format!("[{run} exited: code 0]")), "{err}");
     assert!(out == sequence(n), "no gap, no repeat:\n{out}");
     assert_eq!(
@@ -597,7 +605,9 @@ fn tail_with_no_reconnect_exits_1_naming_the_seq_that_continues_exactly() {
     let (first, err) = (w.out(), w.err());
     assert!(!err.contains("reconnect"), "{err}");
     let hint = "`proctor --host box session tail --from ";
-    let at = err.find(&hint).unwrap_or_else(|| panic!("the remedy: {err}"));
+    let at = err
+        .find(&hint)
+        .unwrap_or_else(|| panic!("the remedy: {err}"));
     let rest = &err[at + hint.len()..];
     let seq: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
     assert!(
@@ -632,7 +642,10 @@ fn a_reconnection_that_meets_another_protocol_is_refused() {
     std::fs::rename(&h.wrapper, &moved).unwrap();
     write_exec(
         &h.wrapper,
-        &format!("#!/bin/sh\nexec {} \"$@\"\n", sh_quote(&old.display().to_string())),
+        &format!(
+            "#!/bin/sh\nexec {} \"$@\"\n",
+            sh_quote(&old.display().to_string())
+        ),
     );
     assert!(kill_links(w.child.id()) >= 1);
     assert_eq!(w.exit(), Some(1), "stderr:\n{}", w.err());
@@ -656,7 +669,10 @@ fn numbers_shown(text: &str) -> Vec<u32> {
         let Some(len) = t[a..].find("\x1b8") else {
             break;
         };
-        assert!(t[a..a + len].contains("reconnect"), "a notice of attach's own");
+        assert!(
+            t[a..a + len].contains("reconnect"),
+            "a notice of attach's own"
+        );
         t.replace_range(a..a + len + 2, "");
     }
     let mut got = Vec::new();
@@ -742,7 +758,15 @@ fn a_local_tail_follow_waits_through_a_server_restart_then_says_what_became_of_t
     let out = home
         .cmd()
         .current_dir(ws.path())
-        .args(["session", "start", "--json", "--tool", "claude", "--transport", "pipe"])
+        .args([
+            "session",
+            "start",
+            "--json",
+            "--tool",
+            "claude",
+            "--transport",
+            "pipe",
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -761,7 +785,11 @@ fn a_local_tail_follow_waits_through_a_server_restart_then_says_what_became_of_t
     home.ok(&["serve"]);
     assert_eq!(w.exit(), Some(1), "stderr:\n{}", w.err());
     let (out, err) = (w.out(), w.err());
-    assert_eq!(err.matches("reconnecting to continue from seq").count(), 1, "{err}");
+    assert_eq!(
+        err.matches("reconnecting to continue from seq").count(),
+        1,
+        "{err}"
+    );
     assert!(err.contains("reconnected; continuing from seq"), "{err}");
     assert!(err.contains("no output held by this server"), "{err}");
     assert!(out.contains("line 0030"), "{out}");
@@ -770,5 +798,8 @@ fn a_local_tail_follow_waits_through_a_server_restart_then_says_what_became_of_t
         "a prefix of the output, no gap, no repeat:\n{out}"
     );
     let raw = transcript(home.path(), &run, "stdout.raw");
-    assert!(raw.starts_with(out.as_bytes()), "the transcript begins with it");
+    assert!(
+        raw.starts_with(out.as_bytes()),
+        "the transcript begins with it"
+    );
 }

@@ -624,15 +624,7 @@ async fn attach_pty(
             .map(|n| format!(", {}", text::one_line(n, 60)))
             .unwrap_or_default()
     );
-    attach_terminal(
-        c,
-        Target::run(run_ref),
-        &banner,
-        key,
-        clipboard,
-        reconnect,
-    )
-    .await
+    attach_terminal(c, Target::run(run_ref), &banner, key, clipboard, reconnect).await
 }
 
 /// `proctor rig attach`: this terminal on a rig's console, the same loop as a PTY run's.
@@ -778,10 +770,11 @@ async fn pty_wait_back(
         match done {
             Ok(s) => return Ok(Back::Stream(s)),
             Err(reconnect::Failed::Fatal(e)) => {
-                return Err(anyhow::Error::new(e)
-                    .context(format!("reconnecting to {}", target.label)));
+                return Err(
+                    anyhow::Error::new(e).context(format!("reconnecting to {}", target.label))
+                );
             }
-            Err(reconnect::Failed::Retry(_)) => {}
+            Err(reconnect::Failed::Retry) => {}
         }
     }
 }
@@ -815,8 +808,9 @@ async fn pty_loop(
                         if !reconnecting {
                             break Outcome::Closed(from, why);
                         }
+                        // The reason last: the row is cut to the terminal's width.
                         pane_notice(&format!(
-                            "[{}: {why}; reconnecting to continue from seq {from}; {} detaches]",
+                            "[{}: reconnecting to continue from seq {from}; {} detaches; {why}]",
                             target.label,
                             key.label()
                         ));
@@ -1085,10 +1079,11 @@ async fn pipe_wait_back(
         match done {
             Ok(s) => return Ok(Back::Stream(s)),
             Err(reconnect::Failed::Fatal(e)) => {
-                return Err(anyhow::Error::new(e)
-                    .context(format!("reconnecting to {}", target.label)));
+                return Err(
+                    anyhow::Error::new(e).context(format!("reconnecting to {}", target.label))
+                );
             }
-            Err(reconnect::Failed::Retry(_)) => {}
+            Err(reconnect::Failed::Retry) => {}
         }
     }
 }

@@ -42,7 +42,7 @@ impl Backoff {
 /// Why a try did not bring the stream back.
 pub enum Failed {
     /// The link or the server is not back yet: try again.
-    Retry(String),
+    Retry,
     /// The server answered and refused (another protocol, a refusal of the stream): stop.
     Fatal(ClientError),
 }
@@ -51,10 +51,11 @@ pub enum Failed {
 pub fn lost_reason(err: Option<&ClientError>) -> String {
     match err {
         None => "the server closed the stream".to_string(),
-        Some(e) => format!(
-            "the connection to the server broke: {}",
-            text::one_line(&e.to_string(), 300)
+        Some(ClientError::Http(m)) => format!(
+            "the stream broke ({})",
+            text::one_line(m.strip_prefix("the event stream broke: ").unwrap_or(m), 300)
         ),
+        Some(e) => format!("the stream broke ({})", text::one_line(&e.to_string(), 300)),
     }
 }
 
@@ -73,19 +74,17 @@ pub async fn attempt(c: &Client, path: &str, delay: Duration) -> Result<EventStr
     tokio::time::sleep(delay).await;
     match c.probe().await {
         Ok(Some(_)) => {}
-        Ok(None) => return Err(Failed::Retry("no server answers yet".to_string())),
+        Ok(None) => return Err(Failed::Retry),
         Err(e @ (ClientError::Protocol { .. } | ClientError::RemoteProtocol { .. })) => {
             return Err(Failed::Fatal(e));
         }
-        Err(e) => return Err(Failed::Retry(e.to_string())),
+        Err(_) => return Err(Failed::Retry),
     }
     match c.stream(path).await {
         Ok(s) => Ok(s),
-        Err(ClientError::Api { status, .. }) if status.is_server_error() => {
-            Err(Failed::Retry(format!("the server answered {status}")))
-        }
+        Err(ClientError::Api { status, .. }) if status.is_server_error() => Err(Failed::Retry),
         Err(e @ ClientError::Api { .. }) => Err(Failed::Fatal(e)),
-        Err(e) => Err(Failed::Retry(e.to_string())),
+        Err(_) => Err(Failed::Retry),
     }
 }
 
@@ -96,7 +95,7 @@ pub async fn until_back(c: &Client, path: &str) -> Result<EventStream, ClientErr
         match attempt(c, path, backoff.delay()).await {
             Ok(s) => return Ok(s),
             Err(Failed::Fatal(e)) => return Err(e),
-            Err(Failed::Retry(_)) => {}
+            Err(Failed::Retry) => {}
         }
     }
 }
