@@ -65,14 +65,14 @@ use crate::text;
 /// transcript on disk keeps what was written.
 ///
 /// With --follow, a stream that dies before the run ends (the server went away, or the ssh
-/// link to a --host dropped) is a notice on stderr (`[run-0001: the stream broke (…); reconnecting
-/// …]`); the command tries again (0.2 s, doubling, at most 5 s
-/// apart, until it is back or interrupted) and, once back, says `reconnected` and continues
-/// from the seq after the last one printed: nothing is printed twice, nothing is skipped
-/// (a `lag` notice says when the server's buffer evicted some meanwhile). A server of
-/// another protocol met on the way back is refused (exit 1). With --no-reconnect (or
-/// without --follow), a stream that dies ends the command with exit 1 and names the
-/// --from SEQ that continues exactly where it stopped.
+/// link to a --host dropped) is a notice on stderr (`[run-0001: the stream broke (…);
+/// reconnecting …]`); the command tries again (0.2 s, doubling, at most 5 s apart, until it
+/// is back or interrupted) and, once back, says `reconnected` and continues from the seq
+/// after the last one printed: nothing is printed twice, nothing is skipped (a `lag` notice
+/// says when the server's buffer evicted some meanwhile). A server of another protocol met
+/// on the way back is refused (exit 1). With --no-reconnect (or without --follow), a stream
+/// that dies ends the command with exit 1 and names the --from SEQ that continues exactly
+/// where it stopped.
 #[derive(Debug, Args)]
 pub struct TailArgs {
     /// The run: run-0001 (or 1, or run-1).
