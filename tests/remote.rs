@@ -606,7 +606,7 @@ fn tail_with_no_reconnect_exits_1_naming_the_seq_that_continues_exactly() {
     assert!(!err.contains("reconnect"), "{err}");
     let hint = "`proctor --host box session tail --from ";
     let at = err
-        .find(&hint)
+        .find(hint)
         .unwrap_or_else(|| panic!("the remedy: {err}"));
     let rest = &err[at + hint.len()..];
     let seq: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
