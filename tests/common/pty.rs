@@ -90,6 +90,11 @@ impl Term {
         Term::spawn(env!("CARGO_BIN_EXE_proctor"), &all, 50, 160)
     }
 
+    /// The program's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().unwrap()
+    }
+
     /// Everything written so far, lossily decoded.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()

@@ -21,7 +21,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::output::{self, Exit, Sanitiser};
-use super::{UsageError, normalise_ref, tool_label};
+use super::{UsageError, normalise_ref, reconnect, tool_label};
 use crate::api::runs::{
     self as wire, EndEvent, InputRequest, LagEvent, NoticeEvent, RunView, ScreenSnapshot, SizeBody,
 };
@@ -63,8 +63,18 @@ use crate::tui::config::CockpitConfig;
 /// terminal use `proctor session tail --follow REF` and `proctor session input REF -`.
 ///
 /// Detaching leaves the run running. When the run ends while attached, its exit is printed
-/// (`[run-0001 exited: code 0]`) and the command returns. Exit 0 on detach or end; 1 when the
-/// server refused or closed the stream; 2 without a terminal.
+/// (`[run-0001 exited: code 0]`) and the command returns.
+///
+/// A stream that dies while attached (the server went away, the ssh link to a --host
+/// dropped) is a notice (PTY runs: on the bottom row of the pane, in reverse video; pipe
+/// runs: a line), and attach tries again (0.2 s, doubling, at most 5 s apart) until the
+/// link is back, then says `reconnected` and goes on from the seq after the last one shown,
+/// without redrawing the screen (unless output was evicted meanwhile). The detach key
+/// works while it waits. A server of another protocol met on the way back is refused.
+/// --no-reconnect ends the attach instead (exit 1).
+///
+/// Exit 0 on detach or end; 1 when the server refused the stream, or closed it with
+/// --no-reconnect; 2 without a terminal.
 #[derive(Debug, Args)]
 pub struct AttachArgs {
     /// The run: run-0001 (or 1, or run-1).
@@ -74,6 +84,9 @@ pub struct AttachArgs {
     /// except ctrl-c, ctrl-d, ctrl-h, ctrl-i, ctrl-j, ctrl-m, ctrl-q, ctrl-s and ctrl-z.
     #[arg(long, value_name = "KEY", default_value = "ctrl-\\")]
     pub detach_key: String,
+    /// When the stream dies, end the attach (exit 1) instead of reconnecting.
+    #[arg(long)]
+    pub no_reconnect: bool,
 }
 
 /// A detach key: the byte the terminal sends for it, and its name.
@@ -137,9 +150,16 @@ pub fn run(c: &Client, home: &Home, a: AttachArgs) -> anyhow::Result<ExitCode> {
                  `proctor session tail --follow {run_ref}` prints its output"
             )));
         }
-        client::block_on(attach_pty(c, &run_ref, &view, key, clipboard))?
+        client::block_on(attach_pty(
+            c,
+            &run_ref,
+            &view,
+            key,
+            clipboard,
+            !a.no_reconnect,
+        ))?
     } else {
-        client::block_on(attach_pipe(c, &run_ref, &view, key))?
+        client::block_on(attach_pipe(c, &run_ref, &view, key, !a.no_reconnect))?
     }
 }
 
@@ -149,11 +169,12 @@ enum Outcome {
     Signal(&'static str),
     Ended(Exit),
     NotLive(String),
-    Closed(u64),
+    /// The stream died at this next seq, for this reason (no reconnecting).
+    Closed(u64, String),
 }
 
 impl Outcome {
-    fn report(&self, target: &Target) -> ExitCode {
+    fn report(&self, target: &Target, c: &Client) -> ExitCode {
         let label = &target.label;
         match self {
             Outcome::Detached => {
@@ -172,11 +193,8 @@ impl Outcome {
                 eprintln!("[{label}: {msg}]");
                 ExitCode::from(1)
             }
-            Outcome::Closed(next) => {
-                eprintln!(
-                    "[{label}: the server closed the stream; {}]",
-                    target.after_close(*next)
-                );
+            Outcome::Closed(next, why) => {
+                eprintln!("[{label}: {why}; {}]", target.after_close(c, *next));
                 ExitCode::from(1)
             }
         }
@@ -295,12 +313,12 @@ impl Target {
         };
     }
 
-    /// What to run to see what followed a stream the server closed.
-    fn after_close(&self, next: u64) -> String {
+    /// What to run to see what followed a stream that died.
+    fn after_close(&self, c: &Client, next: u64) -> String {
         match self.kind {
             TargetKind::Run => format!(
-                "`proctor session tail --from {next} {}` shows what followed",
-                self.label
+                "`{}` shows what followed",
+                super::reconnect::tail_from(c, &self.label, next)
             ),
             TargetKind::Rig => format!(
                 "`proctor rig screen {}` shows what its terminal shows now",
@@ -503,12 +521,16 @@ impl KeyText {
 }
 
 /// Sends keys in order, one request at a time; reports a refusal other than 409 (a run
-/// that ended while keys were in flight: its `end` event follows).
+/// that ended while keys were in flight: its `end` event follows). When `unsent` is given
+/// (the attach reconnects), a batch that could not reach the server (the link is down) is
+/// counted there and the next one is tried on a new connection; otherwise that ends the
+/// attach too.
 fn spawn_key_sender(
     c: Client,
     target: Arc<Target>,
     mut rx: mpsc::UnboundedReceiver<String>,
     errors: mpsc::UnboundedSender<ClientError>,
+    unsent: Option<Arc<AtomicU64>>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let path = target.input();
@@ -519,6 +541,17 @@ fn spawn_key_sender(
             {
                 Ok(_) => {}
                 Err(ClientError::Api { status, .. }) if status.as_u16() == 409 => {}
+                // The server answered (and refused): that ends the attach, as it always did.
+                Err(e @ (ClientError::Api { .. } | ClientError::Contract { .. })) => {
+                    let _ = errors.send(e);
+                    return;
+                }
+                // The link is down: the batch is lost, counted; the next one dials again.
+                Err(_) if unsent.is_some() => {
+                    if let Some(n) = &unsent {
+                        n.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
                 Err(e) => {
                     let _ = errors.send(e);
                     return;
@@ -581,6 +614,7 @@ async fn attach_pty(
     view: &RunView,
     key: DetachKey,
     clipboard: Clipboard,
+    reconnect: bool,
 ) -> anyhow::Result<ExitCode> {
     let banner = format!(
         "{}, pty{}",
@@ -590,11 +624,12 @@ async fn attach_pty(
             .map(|n| format!(", {}", text::one_line(n, 60)))
             .unwrap_or_default()
     );
-    attach_terminal(c, Target::run(run_ref), &banner, key, clipboard).await
+    attach_terminal(c, Target::run(run_ref), &banner, key, clipboard, reconnect).await
 }
 
 /// `proctor rig attach`: this terminal on a rig's console, the same loop as a PTY run's.
 /// `banner` (already one clean line) follows the rig's id in the first line printed.
+/// A rig's stream that dies ends the attach (it does not reconnect).
 pub(crate) fn attach_rig(
     c: &Client,
     home: &Home,
@@ -605,18 +640,34 @@ pub(crate) fn attach_rig(
     let key = DetachKey::parse(detach_key).map_err(UsageError::new)?;
     let clipboard = CockpitConfig::load(&home.config)?.attach_clipboard;
     // The caller checked that stdin and stdout are terminals.
-    client::block_on(attach_terminal(c, Target::rig(id), banner, key, clipboard))?
+    client::block_on(attach_terminal(
+        c,
+        Target::rig(id),
+        banner,
+        key,
+        clipboard,
+        false,
+    ))?
+}
+
+/// The signals a terminal attach answers.
+struct Signals {
+    winch: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
 }
 
 /// A terminal attach (a PTY run or a rig's console): raw mode and the alternate screen,
 /// the screen drawn, then the stream from the next seq, keys sent as typed, resizes
-/// forwarded, the terminal restored on every way out.
+/// forwarded, the terminal restored on every way out. With `reconnect`, a stream that dies
+/// is waited for and resumed (see [`super::reconnect`]).
 async fn attach_terminal(
     c: &Client,
     target: Target,
     banner: &str,
     key: DetachKey,
     clipboard: Clipboard,
+    reconnect: bool,
 ) -> anyhow::Result<ExitCode> {
     target.resize(c).await;
     // Check that there is a screen before taking the terminal over.
@@ -627,21 +678,15 @@ async fn attach_terminal(
         key.label()
     );
     let target = Arc::new(target);
-    let mut winch = signal(SignalKind::window_change())?;
-    let mut term = signal(SignalKind::terminate())?;
-    let mut hup = signal(SignalKind::hangup())?;
+    let mut sig = Signals {
+        winch: signal(SignalKind::window_change())?,
+        term: signal(SignalKind::terminate())?,
+        hup: signal(SignalKind::hangup())?,
+    };
+    let unsent = reconnect.then(|| Arc::new(AtomicU64::new(0)));
     let guard = TerminalGuard::raw()?;
     let mut filter = AttachFilter::new(clipboard);
-    let result = pty_loop(
-        c,
-        &target,
-        key,
-        &mut filter,
-        &mut winch,
-        &mut term,
-        &mut hup,
-    )
-    .await;
+    let result = pty_loop(c, &target, key, &mut filter, &mut sig, unsent.clone()).await;
     // A sequence cut by the detach is dropped; a passed string is closed.
     let mut tail = Vec::new();
     filter.finish(&mut tail);
@@ -659,7 +704,79 @@ async fn attach_terminal(
         // Keys typed before the detach key still reach the run.
         let _ = tokio::time::timeout(Duration::from_secs(5), sender).await;
     }
-    Ok(outcome.report(&target))
+    if let Some(n) = unsent.map(|n| n.load(Ordering::SeqCst)).filter(|n| *n > 0) {
+        eprintln!(
+            "[{}: {n} batch{} of keys typed while the link was down did not reach it]",
+            target.label,
+            if n == 1 { "" } else { "es" }
+        );
+    }
+    Ok(outcome.report(&target, c))
+}
+
+/// A notice of attach's own on the bottom row of the pane (reverse video, one row, never
+/// wider than the terminal), the child's cursor and attributes saved and restored around
+/// it. The child's text on that row stays hidden until the child draws it again.
+fn pane_notice(line: &str) {
+    let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+    let line = text::one_line(line, usize::from(cols.saturating_sub(1).max(1)));
+    let s = format!("\x1b7\x1b[{rows};1H\x1b[0m\x1b[2K\x1b[7m{line}\x1b[0m\x1b8");
+    write_fd(1, s.as_bytes());
+}
+
+/// How a wait for the link ended.
+enum Back {
+    Stream(EventStream),
+    Out(Outcome),
+}
+
+/// Waits for a terminal attach's stream to come back from `from`: tries with backoff, keys
+/// still go to the run (those that cannot reach it are counted by the sender), the detach
+/// key and the signals end the wait. A refusal on the way back is an error.
+async fn pty_wait_back(
+    c: &Client,
+    target: &Target,
+    from: u64,
+    keys: &mut mpsc::UnboundedReceiver<Key>,
+    utf8: &mut KeyText,
+    text_tx: Option<&mpsc::UnboundedSender<String>>,
+    sig: &mut Signals,
+) -> anyhow::Result<Back> {
+    let path = target.attach(from);
+    let mut backoff = reconnect::Backoff::default();
+    loop {
+        let attempt = reconnect::attempt(c, &path, backoff.delay());
+        tokio::pin!(attempt);
+        let done = loop {
+            tokio::select! {
+                r = &mut attempt => break r,
+                k = keys.recv() => match k {
+                    Some(Key::Bytes(b)) => {
+                        let t = utf8.push(&b);
+                        if !t.is_empty() && let Some(tx) = text_tx {
+                            let _ = tx.send(t);
+                        }
+                    }
+                    Some(Key::Detach) | Some(Key::Eof) | None => {
+                        return Ok(Back::Out(Outcome::Detached));
+                    }
+                },
+                // The size is sent once the link is back.
+                _ = sig.winch.recv() => {}
+                _ = sig.term.recv() => return Ok(Back::Out(Outcome::Signal("SIGTERM"))),
+                _ = sig.hup.recv() => return Ok(Back::Out(Outcome::Signal("SIGHUP"))),
+            }
+        };
+        match done {
+            Ok(s) => return Ok(Back::Stream(s)),
+            Err(reconnect::Failed::Fatal(e)) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("reconnecting to {}", target.label))
+                );
+            }
+            Err(reconnect::Failed::Retry) => {}
+        }
+    }
 }
 
 async fn pty_loop(
@@ -667,10 +784,10 @@ async fn pty_loop(
     target: &Arc<Target>,
     key: DetachKey,
     filter: &mut AttachFilter,
-    winch: &mut tokio::signal::unix::Signal,
-    term: &mut tokio::signal::unix::Signal,
-    hup: &mut tokio::signal::unix::Signal,
+    sig: &mut Signals,
+    unsent: Option<Arc<AtomicU64>>,
 ) -> anyhow::Result<(Outcome, Option<tokio::task::JoinHandle<()>>)> {
+    let reconnecting = unsent.is_some();
     let mut from = draw_screen(c, target, filter).await?;
     let mut stream = open_stream(c, target, from).await?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -678,13 +795,47 @@ async fn pty_loop(
     spawn_key_reader(key.byte, stop.clone(), key_tx);
     let (text_tx, text_rx) = mpsc::unbounded_channel::<String>();
     let (err_tx, mut errors) = mpsc::unbounded_channel();
-    let sender = spawn_key_sender(c.clone(), Arc::clone(target), text_rx, err_tx);
+    let sender = spawn_key_sender(c.clone(), Arc::clone(target), text_rx, err_tx, unsent);
     let mut text_tx = Some(text_tx);
     let mut utf8 = KeyText::default();
     let outcome = loop {
         tokio::select! {
             ev = stream.next() => {
-                let Some(ev) = ev? else { break Outcome::Closed(from) };
+                let ev = match ev {
+                    Ok(Some(ev)) => ev,
+                    lost => {
+                        let why = reconnect::lost_reason(lost.as_ref().err());
+                        if !reconnecting {
+                            break Outcome::Closed(from, why);
+                        }
+                        // The reason last: the row is cut to the terminal's width.
+                        pane_notice(&format!(
+                            "[{}: reconnecting to continue from seq {from}; {} detaches; {why}]",
+                            target.label,
+                            key.label()
+                        ));
+                        let back = pty_wait_back(
+                            c, target, from, &mut keys, &mut utf8, text_tx.as_ref(), sig,
+                        )
+                        .await;
+                        match back {
+                            Ok(Back::Stream(s)) => {
+                                stream = s;
+                                pane_notice(&format!(
+                                    "[{}: reconnected; continuing from seq {from}]",
+                                    target.label
+                                ));
+                                target.resize(c).await;
+                                continue;
+                            }
+                            Ok(Back::Out(o)) => break o,
+                            Err(e) => {
+                                stop.store(true, Ordering::SeqCst);
+                                return Err(e);
+                            }
+                        }
+                    }
+                };
                 match ev.event.as_str() {
                     wire::sse::OUTPUT => {
                         let (last, frames) = output::frames(&ev.data).map_err(anyhow::Error::msg)?;
@@ -735,9 +886,9 @@ async fn pty_loop(
                     return Err(anyhow::Error::new(e).context(format!("typing into {}", target.label)));
                 }
             }
-            _ = winch.recv() => target.resize(c).await,
-            _ = term.recv() => break Outcome::Signal("SIGTERM"),
-            _ = hup.recv() => break Outcome::Signal("SIGHUP"),
+            _ = sig.winch.recv() => target.resize(c).await,
+            _ = sig.term.recv() => break Outcome::Signal("SIGTERM"),
+            _ = sig.hup.recv() => break Outcome::Signal("SIGHUP"),
         }
     };
     stop.store(true, Ordering::SeqCst);
@@ -833,6 +984,18 @@ impl PipeView {
         o.flush()
     }
 
+    /// Ends a line left open, so that a notice starts on a line of its own; what the
+    /// sanitisers hold stays held.
+    fn break_line(&mut self) -> std::io::Result<()> {
+        if !self.at_line_start {
+            let mut out = std::io::stdout().lock();
+            out.write_all(b"\n")?;
+            out.flush()?;
+            self.at_line_start = true;
+        }
+        Ok(())
+    }
+
     fn finish(&mut self) -> std::io::Result<()> {
         let o = self.out.finish();
         self.print(false, &o)?;
@@ -848,11 +1011,89 @@ impl PipeView {
     }
 }
 
+/// Sends a line typed as a turn; a refusal or a dead link is a notice.
+async fn send_turn(c: &Client, run_ref: &str, t: String) {
+    let input_path = wire::at(wire::INPUT, run_ref);
+    if let Err(e) = c
+        .request::<_, IgnoredAny>(Method::POST, &input_path, Some(&typed(t)))
+        .await
+    {
+        eprintln!(
+            "[{run_ref}: the turn was not sent: {}]",
+            text::one_line(&e.to_string(), 300)
+        );
+    }
+}
+
+/// Interrupts the run's turn (Ctrl-C); says what the server answered.
+async fn send_interrupt(c: &Client, run_ref: &str) {
+    match c
+        .request::<(), RunView>(Method::POST, &wire::at(wire::INTERRUPT, run_ref), None)
+        .await
+    {
+        Ok(v) => eprintln!("[interrupt sent to {run_ref} (state {})]", v.state.as_str()),
+        Err(e) => eprintln!(
+            "[{run_ref}: interrupt refused: {}]",
+            text::one_line(&e.to_string(), 300)
+        ),
+    }
+}
+
+/// The signals a pipe attach answers.
+struct PipeSignals {
+    quit: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+/// Waits for a pipe attach's stream to come back from `next`: tries with backoff; lines
+/// typed meanwhile are still sent as turns (or said not sent), the detach key, Ctrl-D and
+/// the signals end the wait. A refusal on the way back is an error.
+async fn pipe_wait_back(
+    c: &Client,
+    target: &Target,
+    next: u64,
+    lines: &mut mpsc::UnboundedReceiver<Line>,
+    sig: &mut PipeSignals,
+) -> anyhow::Result<Back> {
+    let path = target.attach(next);
+    let mut backoff = reconnect::Backoff::default();
+    loop {
+        let attempt = reconnect::attempt(c, &path, backoff.delay());
+        tokio::pin!(attempt);
+        let done = loop {
+            tokio::select! {
+                r = &mut attempt => break r,
+                l = lines.recv() => match l {
+                    Some(Line::Text(t)) if t.trim().is_empty() => {}
+                    Some(Line::Text(t)) => send_turn(c, &target.label, t).await,
+                    Some(Line::Eof) | None => return Ok(Back::Out(Outcome::Detached)),
+                },
+                _ = sig.quit.recv() => return Ok(Back::Out(Outcome::Detached)),
+                _ = sig.int.recv() => send_interrupt(c, &target.label).await,
+                _ = sig.term.recv() => return Ok(Back::Out(Outcome::Signal("SIGTERM"))),
+                _ = sig.hup.recv() => return Ok(Back::Out(Outcome::Signal("SIGHUP"))),
+            }
+        };
+        match done {
+            Ok(s) => return Ok(Back::Stream(s)),
+            Err(reconnect::Failed::Fatal(e)) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("reconnecting to {}", target.label))
+                );
+            }
+            Err(reconnect::Failed::Retry) => {}
+        }
+    }
+}
+
 async fn attach_pipe(
     c: &Client,
     run_ref: &str,
     view: &RunView,
     key: DetachKey,
+    reconnect: bool,
 ) -> anyhow::Result<ExitCode> {
     let target = Target::run(run_ref);
     let mut stream = open_stream(c, &target, 1).await?;
@@ -867,20 +1108,50 @@ async fn attach_pipe(
             .unwrap_or_default(),
         key.label()
     );
-    let mut quit = signal(SignalKind::quit())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
-    let mut hup = signal(SignalKind::hangup())?;
+    let mut sig = PipeSignals {
+        quit: signal(SignalKind::quit())?,
+        int: signal(SignalKind::interrupt())?,
+        term: signal(SignalKind::terminate())?,
+        hup: signal(SignalKind::hangup())?,
+    };
     let guard = TerminalGuard::quit_key(key.byte)?;
     let (tx, mut lines) = mpsc::unbounded_channel();
     spawn_line_reader(tx);
     let mut shown = PipeView::new();
     let mut next = 1u64;
-    let input_path = wire::at(wire::INPUT, run_ref);
     let outcome = loop {
         tokio::select! {
             ev = stream.next() => {
-                let Some(ev) = ev? else { break Outcome::Closed(next) };
+                let ev = match ev {
+                    Ok(Some(ev)) => ev,
+                    lost => {
+                        let why = reconnect::lost_reason(lost.as_ref().err());
+                        if !reconnect {
+                            break Outcome::Closed(next, why);
+                        }
+                        // The sanitisers keep what they hold: the output goes on from
+                        // `next` as if it had not stopped.
+                        shown.break_line()?;
+                        eprintln!(
+                            "[{run_ref}: {why}; reconnecting to continue from seq {next}; {} \
+                             detaches]",
+                            key.label()
+                        );
+                        match pipe_wait_back(c, &target, next, &mut lines, &mut sig).await {
+                            Ok(Back::Stream(s)) => {
+                                stream = s;
+                                eprintln!("[{run_ref}: reconnected; continuing from seq {next}]");
+                                continue;
+                            }
+                            Ok(Back::Out(o)) => break o,
+                            Err(e) => {
+                                shown.finish()?;
+                                drop(guard);
+                                return Err(e);
+                            }
+                        }
+                    }
+                };
                 match ev.event.as_str() {
                     wire::sse::OUTPUT => {
                         let (last, frames) = output::frames(&ev.data).map_err(anyhow::Error::msg)?;
@@ -912,27 +1183,18 @@ async fn attach_pipe(
             }
             l = lines.recv() => match l {
                 Some(Line::Text(t)) if t.trim().is_empty() => {}
-                Some(Line::Text(t)) => {
-                    if let Err(e) = c.request::<_, IgnoredAny>(Method::POST, &input_path, Some(&typed(t))).await {
-                        eprintln!("[{run_ref}: the turn was not sent: {}]", text::one_line(&e.to_string(), 300));
-                    }
-                }
+                Some(Line::Text(t)) => send_turn(c, run_ref, t).await,
                 Some(Line::Eof) | None => break Outcome::Detached,
             },
-            _ = quit.recv() => break Outcome::Detached,
-            _ = int.recv() => {
-                match c.request::<(), RunView>(Method::POST, &wire::at(wire::INTERRUPT, run_ref), None).await {
-                    Ok(v) => eprintln!("[interrupt sent to {run_ref} (state {})]", v.state.as_str()),
-                    Err(e) => eprintln!("[{run_ref}: interrupt refused: {}]", text::one_line(&e.to_string(), 300)),
-                }
-            }
-            _ = term.recv() => break Outcome::Signal("SIGTERM"),
-            _ = hup.recv() => break Outcome::Signal("SIGHUP"),
+            _ = sig.quit.recv() => break Outcome::Detached,
+            _ = sig.int.recv() => send_interrupt(c, run_ref).await,
+            _ = sig.term.recv() => break Outcome::Signal("SIGTERM"),
+            _ = sig.hup.recv() => break Outcome::Signal("SIGHUP"),
         }
     };
     shown.finish()?;
     drop(guard);
-    Ok(outcome.report(&target))
+    Ok(outcome.report(&target, c))
 }
 
 #[cfg(test)]

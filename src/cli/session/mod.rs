@@ -26,6 +26,7 @@ mod hook;
 mod messages;
 mod output;
 pub(crate) mod permissions;
+mod reconnect;
 mod tail;
 
 /// Start, watch, steer and tidy agent sessions (runs) held by the server.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use super::output::{self, Exit, Sanitiser, ScreenText};
-use super::{event_data, normalise_ref};
+use super::{event_data, normalise_ref, reconnect};
 use crate::api::runs::{self as wire, EndEvent, LagEvent, NoticeEvent, RunView, State};
 use crate::client::{self, Client};
 use crate::text;
@@ -64,8 +64,15 @@ use crate::text;
 /// could not print the output; `proctor session show` has the recorded exit, and the
 /// transcript on disk keeps what was written.
 ///
-/// If the server closes the stream before the run ends, the command exits 1 and names the
-/// --from SEQ that continues exactly where it stopped.
+/// With --follow, a stream that dies before the run ends (the server went away, or the ssh
+/// link to a --host dropped) is a notice on stderr (`[run-0001: the stream broke (…);
+/// reconnecting …]`); the command tries again (0.2 s, doubling, at most 5 s apart, until it
+/// is back or interrupted) and, once back, says `reconnected` and continues from the seq
+/// after the last one printed: nothing is printed twice, nothing is skipped (a `lag` notice
+/// says when the server's buffer evicted some meanwhile). A server of another protocol met
+/// on the way back is refused (exit 1). With --no-reconnect (or without --follow), a stream
+/// that dies ends the command with exit 1 and names the --from SEQ that continues exactly
+/// where it stopped.
 #[derive(Debug, Args)]
 pub struct TailArgs {
     /// The run: run-0001 (or 1, or run-1).
@@ -86,6 +93,10 @@ pub struct TailArgs {
     /// A pipe run: one JSON object per event of the conversation (`{"type":"person_turn",…}`).
     #[arg(long, conflicts_with_all = ["raw", "color"])]
     pub json: bool,
+    /// With --follow: when the stream dies, exit 1 (naming the --from SEQ that continues)
+    /// instead of reconnecting.
+    #[arg(long)]
+    pub no_reconnect: bool,
 }
 
 pub fn run(c: &Client, a: TailArgs) -> anyhow::Result<ExitCode> {
@@ -342,9 +353,9 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
             Printer::Streams { .. } | Printer::Conversation(_) => None,
         };
         let ev = match due {
-            None => stream.next().await?,
+            None => stream.next().await,
             Some(at) => tokio::select! {
-                ev = stream.next() => ev?,
+                ev = stream.next() => ev,
                 () = tokio::time::sleep_until(at.into()) => {
                     if let Printer::Screen(s) = &mut p {
                         s.draw_live()?;
@@ -353,13 +364,27 @@ async fn tail(c: &Client, run_ref: &str, a: &TailArgs) -> anyhow::Result<ExitCod
                 }
             },
         };
-        let Some(ev) = ev else {
-            p.finish()?;
-            eprintln!(
-                "[{run_ref}: the server closed the stream before the run ended; \
-                 `proctor session tail --from {next} {run_ref}` continues from here]"
-            );
-            return Ok(ExitCode::from(1));
+        let ev = match ev {
+            Ok(Some(ev)) => ev,
+            lost => {
+                let why = reconnect::lost_reason(lost.as_ref().err());
+                if !a.follow || a.no_reconnect {
+                    p.finish()?;
+                    eprintln!(
+                        "[{run_ref}: {why} before the run ended; `{}` continues from here]",
+                        reconnect::tail_from(c, run_ref, next)
+                    );
+                    return Ok(ExitCode::from(1));
+                }
+                // The printer keeps what it holds (a cut sequence, a partial line): the
+                // stream goes on from `next` as if it had not stopped.
+                p.before_notice()?;
+                p.flush()?;
+                eprintln!("[{run_ref}: {why}; reconnecting to continue from seq {next} …]");
+                stream = reconnect::until_back(c, &wire::attach(run_ref, next)).await?;
+                eprintln!("[{run_ref}: reconnected; continuing from seq {next}]");
+                continue;
+            }
         };
         match ev.event.as_str() {
             wire::sse::OUTPUT => {
