@@ -808,7 +808,10 @@ fn native_record(s: &DemoServer, tool: &str, run: &str) {
             );
             let a = s.expect(200, "GET", &s.run_path(run, "/activity"), None);
             assert_eq!(a["transcript"], "read", "{a}");
-            assert!(a["context_tokens"].is_null(), "no request reached a model: {a}");
+            assert!(
+                a["context_tokens"].is_null(),
+                "no request reached a model: {a}"
+            );
         }
         "gemini" => assert_eq!(v["transcript"], "pending", "{v}"),
         _ => {}

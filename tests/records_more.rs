@@ -106,7 +106,11 @@ fn gemini_and_opencode_sessions_have_messages_and_activity_from_their_own_record
         assert_eq!(all["transcript"], "read", "{tool}: {all}");
         let items = all["items"].as_array().unwrap();
         let roles: Vec<&str> = items.iter().map(|i| i["role"].as_str().unwrap()).collect();
-        assert_eq!(roles, ["user", "assistant", "user", "assistant"], "{tool}: {all}");
+        assert_eq!(
+            roles,
+            ["user", "assistant", "user", "assistant"],
+            "{tool}: {all}"
+        );
         assert_eq!(items[0]["first_line"], "work on it", "{tool}");
         assert!(
             items[1]["first_line"]
@@ -116,15 +120,27 @@ fn gemini_and_opencode_sessions_have_messages_and_activity_from_their_own_record
             "{tool}: {all}"
         );
         assert!(items.iter().all(|i| i["at"].is_string()), "{tool}: {all}");
-        let mine = s.expect(200, "GET", &s.run_path(&run, "/messages?q=SECOND%20line"), None);
+        let mine = s.expect(
+            200,
+            "GET",
+            &s.run_path(&run, "/messages?q=SECOND%20line"),
+            None,
+        );
         assert_eq!(mine["total"], 1, "{tool}: {mine}");
         let one = s.expect(200, "GET", &s.run_path(&run, "/messages?id=3"), None);
         assert_eq!(one["items"][0]["text"], "Second TURN\nwith a second line");
 
         let a = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
-        assert_eq!((a["transcript"].as_str(), a["tool"].as_str()), (Some("read"), Some(tool)), "{a}");
+        assert_eq!(
+            (a["transcript"].as_str(), a["tool"].as_str()),
+            (Some("read"), Some(tool)),
+            "{a}"
+        );
         let t = tasks(&a);
-        assert!(t.contains(&s3(shell, "cargo test", "completed")), "{tool}: {t:?}");
+        assert!(
+            t.contains(&s3(shell, "cargo test", "completed")),
+            "{tool}: {t:?}"
+        );
         assert!(t.contains(&s3(shell, "false", "failed")), "{tool}: {t:?}");
         let failed = a["tasks"]
             .as_array()
@@ -136,10 +152,22 @@ fn gemini_and_opencode_sessions_have_messages_and_activity_from_their_own_record
         assert_eq!(failed["exit_code"], 1, "{tool}: {failed}");
         let files = a["files"].as_array().unwrap();
         assert_eq!(files.len(), 1, "{tool}: {a}");
-        assert!(files[0]["path"].as_str().unwrap().ends_with("/ws/notes.txt"), "{a}");
+        assert!(
+            files[0]["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("/ws/notes.txt"),
+            "{a}"
+        );
         assert_eq!(files[0]["created"], true, "{tool}: {a}");
-        assert!(a["context_tokens"].as_u64().is_some_and(|t| t > 0), "{tool}: {a}");
-        assert!(a["context_window"].is_null() && a["context_percent"].is_null(), "{a}");
+        assert!(
+            a["context_tokens"].as_u64().is_some_and(|t| t > 0),
+            "{tool}: {a}"
+        );
+        assert!(
+            a["context_window"].is_null() && a["context_percent"].is_null(),
+            "{a}"
+        );
         if tool == "opencode" {
             // OpenCode's `task` tool is a sub-agent; gemini's record has none.
             assert_eq!(a["agents"][0]["description"], "Review the fix", "{a}");
@@ -149,7 +177,12 @@ fn gemini_and_opencode_sessions_have_messages_and_activity_from_their_own_record
             assert_eq!(a["model"], "demo", "{a}");
         }
         // The ids stay as the record grows.
-        s.expect(202, "POST", &s.run_path(&run, "/input"), Some(json!({"text": "third"})));
+        s.expect(
+            202,
+            "POST",
+            &s.run_path(&run, "/input"),
+            Some(json!({"text": "third"})),
+        );
         let grown = wait_messages(&s, &run, 6);
         assert_eq!(grown["items"].as_array().unwrap()[..4], items[..], "{tool}");
         s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
@@ -169,7 +202,11 @@ fn gemini_and_opencode_sessions_have_messages_and_activity_from_their_own_record
 fn gemini_log(home: &std::path::Path, conv: &str) -> std::path::PathBuf {
     let mut found = Vec::new();
     for p in std::fs::read_dir(home.join("tmp")).unwrap().flatten() {
-        for f in std::fs::read_dir(p.path().join("chats")).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(p.path().join("chats"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let n = f.file_name().to_string_lossy().to_string();
             if n.ends_with(&format!("-{}.jsonl", &conv[..8])) {
                 found.push(f.path());
@@ -195,7 +232,10 @@ fn a_gemini_log_that_is_gone_a_link_or_too_large_is_never_an_empty_success() {
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
     // Ended and not there: missing.
     let v = s.expect(200, "GET", &s.run_path(&run, "/messages"), None);
-    assert_eq!((v["transcript"].as_str(), v["total"].as_u64()), (Some("missing"), Some(0)));
+    assert_eq!(
+        (v["transcript"].as_str(), v["total"].as_u64()),
+        (Some("missing"), Some(0))
+    );
     let a = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
     assert_eq!(a["transcript"], "missing", "{a}");
 
@@ -203,8 +243,14 @@ fn a_gemini_log_that_is_gone_a_link_or_too_large_is_never_an_empty_success() {
     std::os::unix::fs::symlink(&saved, &log).unwrap();
     let v = s.expect(200, "GET", &s.run_path(&run, "/messages"), None);
     assert_eq!(v["transcript"], "unreadable", "{v}");
-    assert!(v["total"].is_null() && v["items"].as_array().unwrap().is_empty(), "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("symbolic link"), "{v}");
+    assert!(
+        v["total"].is_null() && v["items"].as_array().unwrap().is_empty(),
+        "{v}"
+    );
+    assert!(
+        v["reason"].as_str().unwrap().contains("symbolic link"),
+        "{v}"
+    );
     let a = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
     assert_eq!(a["transcript"], "unreadable", "{a}");
     std::fs::remove_file(&log).unwrap();
@@ -221,8 +267,10 @@ fn a_gemini_log_that_is_gone_a_link_or_too_large_is_never_an_empty_success() {
 
     // A decoy that names another session with the same 8 first characters is not read.
     std::fs::remove_file(&log).unwrap();
-    let decoy = String::from_utf8_lossy(&std::fs::read(&saved).unwrap())
-        .replace(&conv, &format!("{}-0000-4000-8000-000000000000", &conv[..8]));
+    let decoy = String::from_utf8_lossy(&std::fs::read(&saved).unwrap()).replace(
+        &conv,
+        &format!("{}-0000-4000-8000-000000000000", &conv[..8]),
+    );
     std::fs::write(&log, decoy).unwrap();
     let v = s.expect(200, "GET", &s.run_path(&run, "/messages"), None);
     assert_eq!(v["transcript"], "missing", "{v}");
@@ -230,7 +278,11 @@ fn a_gemini_log_that_is_gone_a_link_or_too_large_is_never_an_empty_success() {
     // Back in place: read.
     std::fs::rename(&saved, &log).unwrap();
     let v = s.expect(200, "GET", &s.run_path(&run, "/messages?role=all"), None);
-    assert_eq!((v["transcript"].as_str(), v["total"].as_u64()), (Some("read"), Some(2)), "{v}");
+    assert_eq!(
+        (v["transcript"].as_str(), v["total"].as_u64()),
+        (Some("read"), Some(2)),
+        "{v}"
+    );
 }
 
 #[test]
@@ -252,17 +304,23 @@ fn an_opencode_export_that_finds_nothing_fails_or_is_too_large_is_never_an_empty
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
     // Ended: missing ("Session not found" from the export itself).
     let v = s.expect(200, "GET", &s.run_path(&run, "/messages"), None);
-    assert_eq!((v["transcript"].as_str(), v["total"].as_u64()), (Some("missing"), Some(0)), "{v}");
+    assert_eq!(
+        (v["transcript"].as_str(), v["total"].as_u64()),
+        (Some("missing"), Some(0)),
+        "{v}"
+    );
 
-    // The export fails (its storage is not a file): unreadable, with its words.
-    std::fs::create_dir(&file).unwrap();
+    // The export fails (its storage is damaged): unreadable, with its words.
+    std::fs::write(&file, b"not the storage\n").unwrap();
     let v = s.expect(200, "GET", &s.run_path(&run, "/messages"), None);
     assert_eq!(v["transcript"], "unreadable", "{v}");
     let why = v["reason"].as_str().unwrap();
-    assert!(why.contains("export") && why.contains("exited with status 1"), "{why}");
+    assert!(
+        why.contains("export") && why.contains("exited with status 1") && why.contains("damaged"),
+        "{why}"
+    );
     let a = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
     assert_eq!(a["transcript"], "unreadable", "{a}");
-    std::fs::remove_dir(&file).unwrap();
 
     // The export prints more than 8 MiB: refused whole.
     let mut big = std::fs::read(&saved).unwrap();
@@ -281,5 +339,9 @@ fn an_opencode_export_that_finds_nothing_fails_or_is_too_large_is_never_an_empty
     // Back: read, once per request.
     std::fs::rename(&saved, &file).unwrap();
     let v = s.expect(200, "GET", &s.run_path(&run, "/messages?role=all"), None);
-    assert_eq!((v["transcript"].as_str(), v["total"].as_u64()), (Some("read"), Some(2)), "{v}");
+    assert_eq!(
+        (v["transcript"].as_str(), v["total"].as_u64()),
+        (Some("read"), Some(2)),
+        "{v}"
+    );
 }

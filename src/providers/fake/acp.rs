@@ -107,6 +107,15 @@ fn export(args: &[String]) -> Result<i32, Failure> {
         return Err(Failure::new(1, format!("Error: Session not found: {id}")));
     };
     let bytes = std::fs::read(&t.path)?;
+    // A storage that is not the fake's own (its first line is the session's info) fails as
+    // a damaged database does: an error, no output.
+    let head = crate::providers::records::json_lines(&bytes).next();
+    if !head.is_some_and(|v| v.get("session").is_some()) {
+        return Err(Failure::new(
+            1,
+            format!("Error: the storage of session {id} is damaged (demo)"),
+        ));
+    }
     let mut out = store::opencode_export(&bytes);
     out.push(b'\n');
     super::write_out(&out)?;

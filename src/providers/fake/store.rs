@@ -264,7 +264,11 @@ impl Transcript {
                         json!(output),
                     ),
                     "write" | "edit" => (
-                        if kind == "write" { "write_file" } else { "replace" },
+                        if kind == "write" {
+                            "write_file"
+                        } else {
+                            "replace"
+                        },
                         json!({"file_path": arg, "content": ""}),
                         json!({"fileName": arg, "filePath": cwd.join(arg).to_string_lossy(),
                                "isNewFile": kind == "write",

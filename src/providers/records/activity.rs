@@ -916,8 +916,8 @@ pub fn gemini(bytes: &[u8], live: bool) -> Activity {
                         continue;
                     };
                     let s = |k: &str| u64_at(d, &format!("/diffStat/{k}"));
-                    let person = s("user_added_lines").unwrap_or(0)
-                        + s("user_removed_lines").unwrap_or(0);
+                    let person =
+                        s("user_added_lines").unwrap_or(0) + s("user_removed_lines").unwrap_or(0);
                     let (added, removed) = if person == 0 {
                         (s("model_added_lines"), s("model_removed_lines"))
                     } else {

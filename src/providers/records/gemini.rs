@@ -83,8 +83,11 @@ fn session_of(bytes: &[u8]) -> Option<String> {
     {
         return Some(s.to_string());
     }
-    json_lines(bytes)
-        .find_map(|v| v.get("sessionId").and_then(Value::as_str).map(str::to_string))
+    json_lines(bytes).find_map(|v| {
+        v.get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    })
 }
 
 /// Finds and reads session `id`'s log: `Ok(None)` when no log names it. A candidate that

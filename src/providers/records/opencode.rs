@@ -26,8 +26,8 @@
 
 use std::ffi::OsString;
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -82,11 +82,7 @@ pub fn export_args(id: &str) -> Vec<String> {
 /// found, its stdout (at most [`MAX_FILE`] bytes, counted in the budget) when it exits 0,
 /// and an error naming why otherwise (another status, a signal, the deadline, too much
 /// output, output that is not one JSON object).
-pub fn export(
-    x: &Exporter,
-    id: &str,
-    budget: &mut Budget,
-) -> Result<Option<Vec<u8>>, RecordError> {
+pub fn export(x: &Exporter, id: &str, budget: &mut Budget) -> Result<Option<Vec<u8>>, RecordError> {
     let what = || format!("`{} export {id}`", x.program.display());
     if !valid_id(id) {
         return Err(RecordError::Export(format!(

@@ -527,7 +527,10 @@ fn geminis_recorded_log_has_the_persons_turns_and_the_answers() {
             (Role::Assistant, "stub answer: done"),
         ]
     );
-    assert!(m.iter().all(|m| m.at.as_deref().is_some_and(|a| a.starts_with("2026-12-03T16:"))));
+    assert!(m.iter().all(|m| {
+        m.at.as_deref()
+            .is_some_and(|a| a.starts_with("2026-12-03T16:"))
+    }));
 }
 
 #[test]
@@ -585,16 +588,32 @@ fn geminis_recorded_activity_has_its_model_files_and_commands() {
 #[test]
 fn geminis_published_activity_todos_skills_and_states() {
     let a = activity::gemini(GEMINI_PUBLISHED, true);
-    assert_eq!(a.model.as_deref(), Some("gemini-2.5-pro"), "the rewound flash is gone");
+    assert_eq!(
+        a.model.as_deref(),
+        Some("gemini-2.5-pro"),
+        "the rewound flash is gone"
+    );
     assert_eq!(a.context_tokens, Some(7000));
     assert_eq!(
         task_states(&a),
         [
-            ("run_shell_command", Some("cargo test"), activity::WorkState::Completed),
+            (
+                "run_shell_command",
+                Some("cargo test"),
+                activity::WorkState::Completed
+            ),
             ("read_file", Some("src/lib.rs"), activity::WorkState::Failed),
-            ("run_shell_command", Some("false"), activity::WorkState::Failed),
+            (
+                "run_shell_command",
+                Some("false"),
+                activity::WorkState::Failed
+            ),
             // No status yet, the run is live.
-            ("google_web_search", Some("rust borrow"), activity::WorkState::Running),
+            (
+                "google_web_search",
+                Some("rust borrow"),
+                activity::WorkState::Running
+            ),
         ]
     );
     // The cancelled replace changed nothing; the one the person edited has unknown counts.
@@ -622,7 +641,10 @@ fn geminis_published_activity_todos_skills_and_states() {
         .collect();
     assert_eq!(
         todos,
-        [("read the code", "completed"), ("write the fix", "in_progress")]
+        [
+            ("read the code", "completed"),
+            ("write the fix", "in_progress")
+        ]
     );
     assert_eq!(a.skills, ["rust-review"]);
     let ended = activity::gemini(GEMINI_PUBLISHED, false);
@@ -642,16 +664,42 @@ fn a_gemini_log_is_found_by_the_session_it_names_and_states_follow_what_is_there
     let cwd = Path::new("/tmp/gem-try/ws");
     let tg = target(Tool::Gemini, &home, cwd, GEMINI_REAL_ID, false);
     // Nothing yet: missing once the run ended, pending while it is live.
-    assert_eq!(messages(&tg, &mut Budget::default()).unwrap().state, TranscriptState::Missing);
-    let live = Target { live: true, ..tg.clone() };
-    assert_eq!(messages(&live, &mut Budget::default()).unwrap().state, TranscriptState::Pending);
+    assert_eq!(
+        messages(&tg, &mut Budget::default()).unwrap().state,
+        TranscriptState::Missing
+    );
+    let live = Target {
+        live: true,
+        ..tg.clone()
+    };
+    assert_eq!(
+        messages(&live, &mut Budget::default()).unwrap().state,
+        TranscriptState::Pending
+    );
     // Another session whose id shares the 8 first characters is not this one.
-    let other = String::from_utf8_lossy(GEMINI_REAL).replace(GEMINI_REAL_ID, "02abc005-0000-4000-8000-000000000000");
-    gemini_log(&home, "ws", "session-2026-12-03T16-00-02abc005.jsonl", other.as_bytes());
-    assert_eq!(messages(&tg, &mut Budget::default()).unwrap().state, TranscriptState::Missing);
-    let p = gemini_log(&home, "ws-1", "session-2026-12-03T16-18-02abc005.jsonl", GEMINI_REAL);
+    let other = String::from_utf8_lossy(GEMINI_REAL)
+        .replace(GEMINI_REAL_ID, "02abc005-0000-4000-8000-000000000000");
+    gemini_log(
+        &home,
+        "ws",
+        "session-2026-12-03T16-00-02abc005.jsonl",
+        other.as_bytes(),
+    );
+    assert_eq!(
+        messages(&tg, &mut Budget::default()).unwrap().state,
+        TranscriptState::Missing
+    );
+    let p = gemini_log(
+        &home,
+        "ws-1",
+        "session-2026-12-03T16-18-02abc005.jsonl",
+        GEMINI_REAL,
+    );
     let r = messages(&tg, &mut Budget::default()).unwrap();
-    assert_eq!((r.state, r.path.as_deref()), (TranscriptState::Read, Some(p.as_path())));
+    assert_eq!(
+        (r.state, r.path.as_deref()),
+        (TranscriptState::Read, Some(p.as_path()))
+    );
     assert_eq!(r.messages.len(), 10);
     // An id that could not name a log names none.
     for bad in ["../../etc", "short", "02abc005/x", ""] {
@@ -711,11 +759,18 @@ fn opencodes_published_activity() {
     let m = opencode::messages(OPENCODE_PUBLISHED);
     assert_eq!(
         roles_texts(&m),
-        [(Role::User, "fix the bug"), (Role::Assistant, "I will run the tests.")]
+        [
+            (Role::User, "fix the bug"),
+            (Role::Assistant, "I will run the tests.")
+        ]
     );
     let a = activity::opencode(OPENCODE_PUBLISHED, true);
     assert_eq!(a.model.as_deref(), Some("anthropic/claude-sonnet-4"));
-    assert_eq!(a.context_tokens, Some(4700), "the last request that reached its model");
+    assert_eq!(
+        a.context_tokens,
+        Some(4700),
+        "the last request that reached its model"
+    );
     assert_eq!(a.compactions, 1);
     assert_eq!(
         task_states(&a),
@@ -723,7 +778,11 @@ fn opencodes_published_activity() {
             ("bash", Some("cargo test"), activity::WorkState::Completed),
             ("bash", Some("false"), activity::WorkState::Failed),
             ("read", Some("/w/missing.rs"), activity::WorkState::Failed),
-            ("webfetch", Some("https://example.com/doc"), activity::WorkState::Running),
+            (
+                "webfetch",
+                Some("https://example.com/doc"),
+                activity::WorkState::Running
+            ),
         ]
     );
     assert_eq!(a.tasks[1].exit_code, Some(1));
@@ -747,7 +806,11 @@ fn opencodes_published_activity() {
     assert_eq!(a.todos.len(), 2);
     assert_eq!(a.agents.len(), 1);
     assert_eq!(
-        (a.agents[0].id.as_str(), a.agents[0].kind.as_deref(), a.agents[0].state),
+        (
+            a.agents[0].id.as_str(),
+            a.agents[0].kind.as_deref(),
+            a.agents[0].state
+        ),
         ("ses_child1", Some("general"), activity::WorkState::Running)
     );
 }
@@ -799,22 +862,34 @@ fn opencode_export_is_run_once_and_what_it_says_is_the_state() {
     assert_eq!(r.state, TranscriptState::Read, "{r:?}");
     assert_eq!(r.bytes.as_deref(), Some(OPENCODE_REAL));
     let argv = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(argv, "export --pure ses_abc\n6\n", "once, with --pure and the offline switches");
+    assert_eq!(
+        argv, "export --pure ses_abc\n6\n",
+        "once, with --pure and the offline switches"
+    );
 
     // What it says for a session it does not have (an empty storage): absent, not empty.
     let none = program(
         t.path(),
         "echo 'Exporting session: x' >&2; printf '\\033[91m\\033[1mError: \\033[0mSession not found: x\\n' >&2; exit 1",
     );
-    assert_eq!(export_state(&exporter(none.clone(), t.path(), 10), false).state, TranscriptState::Missing);
-    assert_eq!(export_state(&exporter(none, t.path(), 10), true).state, TranscriptState::Pending);
+    assert_eq!(
+        export_state(&exporter(none.clone(), t.path(), 10), false).state,
+        TranscriptState::Missing
+    );
+    assert_eq!(
+        export_state(&exporter(none, t.path(), 10), true).state,
+        TranscriptState::Pending
+    );
 
     // Any other failure is unreadable, with the reason.
     let fail = program(t.path(), "echo 'database is locked' >&2; exit 3");
     let r = export_state(&exporter(fail, t.path(), 10), false);
     assert_eq!(r.state, TranscriptState::Unreadable);
     let why = r.reason.unwrap();
-    assert!(why.contains("exited with status 3") && why.contains("database is locked"), "{why}");
+    assert!(
+        why.contains("exited with status 3") && why.contains("database is locked"),
+        "{why}"
+    );
 
     let junk = program(t.path(), "echo not json");
     let r = export_state(&exporter(junk, t.path(), 10), false);
@@ -841,5 +916,9 @@ fn opencode_export_is_run_once_and_what_it_says_is_the_state() {
     )
     .unwrap();
     assert_eq!(r.state, TranscriptState::Unreadable);
-    assert!(!opencode::valid_id("--help") && !opencode::valid_id("a/b") && opencode::valid_id("ses_dc35b18d1ffe0PsN7Wj3xgHqyk"));
+    assert!(
+        !opencode::valid_id("--help")
+            && !opencode::valid_id("a/b")
+            && opencode::valid_id("ses_dc35b18d1ffe0PsN7Wj3xgHqyk")
+    );
 }
