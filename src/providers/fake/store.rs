@@ -201,7 +201,7 @@ impl Transcript {
 
     /// True while nothing was written.
     fn is_empty(&self) -> bool {
-        std::fs::metadata(&self.path).map_or(true, |m| m.len() == 0)
+        !std::fs::metadata(&self.path).is_ok_and(|m| m.len() > 0)
     }
 
     /// The first line of a new gemini chat log or opencode session: gemini's metadata
