@@ -110,7 +110,7 @@ fn export(args: &[String]) -> Result<i32, Failure> {
     // A storage that is not the fake's own (its first line is the session's info) fails as
     // a damaged database does: an error, no output.
     let head = crate::providers::records::json_lines(&bytes).next();
-    if !head.is_some_and(|v| v.get("session").is_some()) {
+    if head.is_none_or(|v| v.get("session").is_none()) {
         return Err(Failure::new(
             1,
             format!("Error: the storage of session {id} is damaged (demo)"),
