@@ -788,6 +788,36 @@ fn record(s: &DemoServer, tool: &str, version: &str, run: &str) {
 
 static START: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The pipe run's messages, read from the real tool's own record: opencode's through its own
+/// `opencode export` (run by the server, offline, under the run's profile), which holds the
+/// person's turns though no model answered; gemini without a login has no session, so its
+/// record is `pending`.
+fn native_record(s: &DemoServer, tool: &str, run: &str) {
+    let v = s.expect(200, "GET", &s.run_path(run, "/messages?role=all"), None);
+    say(tool, "pipe", "native record", &v["transcript"]);
+    match tool {
+        "opencode" => {
+            assert_eq!(v["transcript"], "read", "{v}");
+            let mine = v["items"].as_array().unwrap();
+            assert!(
+                mine.iter().any(|i| i["role"] == "user"
+                    && i["first_line"]
+                        .as_str()
+                        .is_some_and(|l| l.starts_with("proctor real-tool battery"))),
+                "{v}"
+            );
+            let a = s.expect(200, "GET", &s.run_path(run, "/activity"), None);
+            assert_eq!(a["transcript"], "read", "{a}");
+            assert!(
+                a["context_tokens"].is_null(),
+                "no request reached a model: {a}"
+            );
+        }
+        "gemini" => assert_eq!(v["transcript"], "pending", "{v}"),
+        _ => {}
+    }
+}
+
 fn battery(tool: &str) {
     let Some((_, version)) = present(tool) else {
         return;
@@ -804,6 +834,7 @@ fn battery(tool: &str) {
     std::fs::create_dir_all(&ws).unwrap();
     let run = pipe_form(&s, tool, &ws);
     record(&s, tool, &version, &run);
+    native_record(&s, tool, &run);
     pty_form(&s, tool, &ws);
     say(tool, "both forms", "done", version);
 }

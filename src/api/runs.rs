@@ -450,7 +450,7 @@ mod ops {
         get,
         path = MESSAGES,
         tag = "runs",
-        description = "The messages of a Claude Code or Codex session, read at each request from \
+        description = "The messages of a Claude Code, Codex, Gemini CLI or OpenCode session, read at each request from \
             the tool's own record under the profile's account home, in pages: items (id, role, at, \
             first_line), total, next, transcript (read, pending, missing, unreadable). Only the \
             person's messages unless role=all; q (case-insensitive, at most 256 bytes), at (RFC \
@@ -473,7 +473,7 @@ mod ops {
         get,
         path = ACTIVITY,
         tag = "runs",
-        description = "What the tool of a Claude Code or Codex session did, read at each request \
+        description = "What the tool of a Claude Code, Codex, Gemini CLI or OpenCode session did, read at each request \
             from its own record under the profile's account home (codex's rollout: no other \
             app-server): agents (claude's Task tool uses, codex's child agents), tasks (commands \
             and other tool uses: running, completed, failed, stopped or scheduled), files (path, \

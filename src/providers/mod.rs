@@ -131,7 +131,7 @@ impl Tool {
     ///   `codexHome`, "the server's $CODEX_HOME"); rollouts under `sessions/YYYY/MM/DD/`;
     /// - gemini: `GEMINI_CLI_HOME` is the *parent* of `.gemini`
     ///   (google-gemini/gemini-cli `packages/core/src/utils/paths.ts`, `homedir()`);
-    ///   chats under `tmp/<project>/chats/`;
+    ///   chats under `tmp/<project>/chats/` (0.61.0: `session-<time>-<id[..8]>.jsonl`);
     /// - grok: `GROK_HOME` (docs.x.ai/build/settings: "To configure the default home
     ///   directory, you can set $GROK_HOME"); sessions under `sessions/`;
     /// - opencode: no home variable of its own; it keeps its account (`auth.json`) and its
@@ -168,7 +168,7 @@ impl Tool {
                     folder_name: ".gemini",
                 },
                 default_home: ".gemini",
-                transcripts: "tmp/<sha256 of the project path>/chats/",
+                transcripts: "tmp/<project>/chats/session-<YYYY-MM-DDThh-mm>-<id[..8]>.jsonl",
             },
             Tool::Grok => &ToolSpec {
                 tool: Tool::Grok,
@@ -190,7 +190,7 @@ impl Tool {
                     folder_name: "opencode",
                 },
                 default_home: ".local/share/opencode",
-                transcripts: "storage/session/",
+                transcripts: "opencode.db (SQLite), read through `opencode export <id>`",
             },
         }
     }

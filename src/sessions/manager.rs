@@ -2166,7 +2166,7 @@ impl Sessions {
     ) -> Result<super::messages::MessagePage, SessionError> {
         use crate::providers::records;
         let q = super::messages::Query::parse(query)?;
-        let (rec, tool, live, conversation, home) =
+        let (rec, tool, live, conversation, home, exporter) =
             self.record_target(run_ref, |tool| records::Unsupported(tool).to_string())?;
         let read = records::messages(
             &records::Target {
@@ -2175,6 +2175,7 @@ impl Sessions {
                 cwd: Path::new(&rec.workspace),
                 conversation_id: conversation.as_deref(),
                 live,
+                exporter: exporter.as_ref(),
             },
             &mut records::Budget::default(),
         )
@@ -2195,14 +2196,27 @@ impl Sessions {
     }
 
     /// What `messages`, `activity` and `agent_transcript` read from: the run's tool, whether
-    /// it may still write, its conversation and its profile's account home. 422 for a tool
+    /// it may still write, its conversation, its profile's account home and, for opencode,
+    /// how to run its `opencode export` (the program the run resolved on its recorded PATH,
+    /// the profile's launch environment, from the account home's folder). 422 for a tool
     /// whose record is not read (`unsupported` says why), 409 for a run in a rig or a
     /// profile no longer usable.
+    #[allow(clippy::type_complexity)]
     fn record_target(
         &self,
         run_ref: &str,
         unsupported: impl FnOnce(Tool) -> String,
-    ) -> Result<(RunRecord, Tool, bool, Option<String>, std::path::PathBuf), SessionError> {
+    ) -> Result<
+        (
+            RunRecord,
+            Tool,
+            bool,
+            Option<String>,
+            std::path::PathBuf,
+            Option<crate::providers::records::opencode::Exporter>,
+        ),
+        SessionError,
+    > {
         use crate::providers::records;
         let (rec, live, conversation) = {
             let inner = self.lock();
@@ -2232,7 +2246,41 @@ impl Sessions {
                     rec.profile
                 ))
             })?;
-        Ok((rec, tool, live, conversation, profile.home))
+        let exporter = (tool == Tool::Opencode).then(|| self.exporter(&rec, &profile));
+        Ok((rec, tool, live, conversation, profile.home, exporter))
+    }
+
+    /// How to run `opencode export` for run `rec` under `profile`: the program on the PATH
+    /// the run was started with (as a resume finds it), the profile's launch environment
+    /// (the allowlist, its account-home variable) with that PATH. A program that is no
+    /// longer there is run by name and fails, which the record reports as unreadable.
+    fn exporter(
+        &self,
+        rec: &RunRecord,
+        profile: &providers::profile::Profile,
+    ) -> crate::providers::records::opencode::Exporter {
+        use crate::providers::records::opencode;
+        let path_var = rec
+            .path
+            .clone()
+            .or_else(|| recorded_path(rec))
+            .map(OsString::from)
+            .or_else(|| self.parent_var("PATH"));
+        let program = providers::resolve(profile.tool, path_var.as_deref())
+            .unwrap_or_else(|_| PathBuf::from(profile.tool.name()));
+        let parent = self
+            .parent_env
+            .iter()
+            .filter(|(k, _)| k != "PATH")
+            .cloned()
+            .chain(path_var.map(|p| (OsString::from("PATH"), p)));
+        let env = providers::env::launch_env(profile, parent, Transport::Pipe);
+        opencode::Exporter {
+            program,
+            env: env.into_iter().collect(),
+            dir: opencode::run_dir(&profile.home),
+            deadline: opencode::EXPORT_DEADLINE,
+        }
     }
 
     /// `GET /runs/{ref}/activity`: what the run's tool did, read now from its own record.
@@ -2244,7 +2292,8 @@ impl Sessions {
         caller: &str,
     ) -> Result<super::activity::RunActivity, SessionError> {
         use crate::providers::records::{self, activity};
-        let (rec, tool, live, conversation, home) = self.record_target(run_ref, no_activity)?;
+        let (rec, tool, live, conversation, home, exporter) =
+            self.record_target(run_ref, no_activity)?;
         let cwd = Path::new(&rec.workspace);
         let t = records::Target {
             tool,
@@ -2252,11 +2301,14 @@ impl Sessions {
             cwd,
             conversation_id: conversation.as_deref(),
             live,
+            exporter: exporter.as_ref(),
         };
         let raw = records::raw(&t, &mut records::Budget::default())
             .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
         let a = match (&raw.bytes, tool) {
             (Some(b), Tool::Codex) => activity::codex(b, live),
+            (Some(b), Tool::Gemini) => activity::gemini(b, live),
+            (Some(b), Tool::Opencode) => activity::opencode(b, live),
             (Some(b), _) => {
                 let id = conversation.clone().unwrap_or_default();
                 activity::claude(b, live, &|agent| {
@@ -2308,7 +2360,7 @@ impl Sessions {
         caller: &str,
     ) -> Result<super::activity::AgentTranscript, SessionError> {
         use crate::providers::records;
-        let (rec, tool, _live, conversation, home) = self.record_target(run_ref, no_activity)?;
+        let (rec, tool, _live, conversation, home, _) = self.record_target(run_ref, no_activity)?;
         if tool != Tool::Claude {
             return Err(SessionError::Unprocessable(format!(
                 "{tool} reports its child agents' state in the activity; their transcripts \
@@ -3671,6 +3723,6 @@ fn recorded_path(rec: &RunRecord) -> Option<String> {
 fn no_activity(tool: Tool) -> String {
     format!(
         "{tool} sessions have no activity proctor reads: activity is read from Claude Code's \
-         transcript and Codex's rollout only"
+         transcript, Codex's rollout, Gemini CLI's chat log and OpenCode's export only"
     )
 }

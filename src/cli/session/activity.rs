@@ -11,7 +11,7 @@ use crate::api::runs::{
 };
 use crate::text;
 
-/// What the tool of a Claude Code or Codex session did, read from its own record.
+/// What the tool of a Claude Code, Codex, Gemini CLI or OpenCode session did, read from its own record.
 ///
 /// Model and context (the last request's tokens, and the share of the window when the tool
 /// reports one; otherwise the tokens with "window unknown"), compactions, agents, tasks

@@ -9,7 +9,7 @@ use super::{Client, normalise_ref, t};
 use crate::api::runs::{self as wire, MessagePage, MessageRole, MessagesQuery, TranscriptState};
 use crate::text;
 
-/// The messages of a Claude Code or Codex session, read from the tool's own record.
+/// The messages of a Claude Code, Codex, Gemini CLI or OpenCode session, read from the tool's own record.
 ///
 /// By default what the person sent, oldest first, one line each: its id (its position in
 /// the session, which does not change as the conversation grows), when, and its first line.

@@ -54,6 +54,9 @@ pub(super) fn main(
     args: &[String],
     answer: super::headless::Answerer,
 ) -> Result<i32, Failure> {
+    if tool == Tool::Opencode && args.first().is_some_and(|a| a == "export") {
+        return export(&args[1..]);
+    }
     if tool == Tool::Gemini {
         if matches!(args, [v] if v == "--version" || v == "-v") {
             super::write_out(format!("{}\n", super::headless::version_line("gemini")).as_bytes())?;
@@ -82,6 +85,41 @@ pub(super) fn main(
             )),
         },
     }
+}
+
+/// `opencode export [--pure] ID` as 1.18.33 answers it: `Exporting session: ID` on stderr,
+/// then the session's document on stdout, status 0; an unknown session is
+/// `Error: Session not found: ID` on stderr, status 1 (the real one colours `Error:`).
+fn export(args: &[String]) -> Result<i32, Failure> {
+    let ids: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let [id] = ids.as_slice() else {
+        return Err(Failure::new(
+            1,
+            format!("{DEMO_NAME}: the fake opencode export takes one session id"),
+        ));
+    };
+    let home = super::account_home(Tool::Opencode).map_err(|m| Failure::new(1, m))?;
+    eprintln!("Exporting session: {id}");
+    let found = super::usable_id(id)
+        .then(|| store::find(Tool::Opencode, &home, std::path::Path::new("/"), id))
+        .flatten();
+    let Some(t) = found else {
+        return Err(Failure::new(1, format!("Error: Session not found: {id}")));
+    };
+    let bytes = std::fs::read(&t.path)?;
+    // A storage that is not the fake's own (its first line is the session's info) fails as
+    // a damaged database does: an error, no output.
+    let head = crate::providers::records::json_lines(&bytes).next();
+    if head.is_none_or(|v| v.get("session").is_none()) {
+        return Err(Failure::new(
+            1,
+            format!("Error: the storage of session {id} is damaged (demo)"),
+        ));
+    }
+    let mut out = store::opencode_export(&bytes);
+    out.push(b'\n');
+    super::write_out(&out)?;
+    Ok(0)
 }
 
 struct Session {
@@ -374,6 +412,8 @@ impl Agent {
                 let sid = self.new_session_id()?;
                 let transcript =
                     Transcript::open(store::path_for(self.tool, &self.home, &cwd, &sid))?;
+                // Gemini CLI and OpenCode record the session as it is created.
+                transcript.head(self.tool, &sid, &cwd)?;
                 self.session = Some(Session {
                     id: sid.clone(),
                     cwd,
@@ -388,9 +428,7 @@ impl Agent {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let found = super::usable_id(sid)
-                    .then(|| {
-                        Transcript::existing(store::path_for(self.tool, &self.home, &cwd, sid))
-                    })
+                    .then(|| store::find(self.tool, &self.home, &cwd, sid))
                     .flatten();
                 let Some(transcript) = found else {
                     return Ok(Some(error(
@@ -480,7 +518,27 @@ impl Agent {
                 return Ok(());
             }
             calls += 1;
-            write_conversation(&session.id, &format!("call_{n}_{calls}"), e)
+            let call_id = format!("call_{n}_{calls}");
+            // Gemini CLI and OpenCode keep their tool calls in their own record.
+            if let Emit::Tool {
+                kind,
+                arg,
+                exit,
+                output,
+            } = e
+            {
+                session.transcript.tool_call(
+                    self.tool,
+                    &session.id,
+                    &session.cwd,
+                    &call_id,
+                    kind,
+                    arg,
+                    exit,
+                    output,
+                )?;
+            }
+            write_conversation(&session.id, &call_id, e)
                 .map_err(|f| std::io::Error::other(f.message))
         };
         // The transcript keeps the reply, not the bulk of `!emit` (noted in the reply).

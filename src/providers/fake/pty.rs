@@ -88,10 +88,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
             if !super::usable_id(id) {
                 return Err(refuse(tool, id));
             }
-            let found = match tool {
-                Tool::Codex => store::codex_find(&home, id).map(|path| Transcript { path }),
-                _ => Transcript::existing(store::path_for(tool, &home, &cwd, id)),
-            };
+            let found = store::find(tool, &home, &cwd, id);
             (id.to_string(), found.ok_or_else(|| refuse(tool, id))?)
         }
         None => {
@@ -101,6 +98,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
                 _ => u,
             };
             let t = Transcript::open(store::path_for(tool, &home, &cwd, &id))?;
+            t.head(tool, &id, &cwd)?;
             (id, t)
         }
     };

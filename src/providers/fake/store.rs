@@ -1,16 +1,18 @@
 //! Where the fakes keep their transcripts: the places the real tools use, under the
 //! account home. The *place* follows the real tool (see [`super::super::ToolSpec::transcripts`]);
-//! the *content* is the real tool's own format for claude and codex (what
-//! [`crate::providers::records`] reads: a demo session has messages), and the fake's own JSON
-//! lines for the others; every line says `"demo":true`. The fake reads them back on resume.
+//! the *content* is the real tool's own format for claude, codex and gemini (what
+//! [`crate::providers::records`] reads: a demo session has messages), for opencode the
+//! entries its `opencode export` prints (the fake's `export` prints them in that document),
+//! and the fake's own JSON lines for grok; every line says `"demo":true`. The fake reads them
+//! back on resume.
 //!
 //! | tool | transcript of conversation ID | confirmed |
 //! |---|---|---|
 //! | claude | `projects/<cwd, non-alphanumerics → '-'>/ID.jsonl` | place and naming (Agent SDK `sessions.py`) |
 //! | codex | `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-ID.jsonl` | place and naming (public rollout paths) |
-//! | gemini | `tmp/<sha256(cwd) hex>/chats/session-ID.jsonl` | the `tmp/<project>/chats` folder; the real file is one JSON document with another name |
+//! | gemini | `tmp/<slug of the folder's name>/chats/session-YYYY-MM-DDThh-mm-ID[..8].jsonl` (+ `tmp/<slug>/.project_root`) | place, naming and lines (0.61.0, recorded) |
 //! | grok | `sessions/<cwd, non-alphanumerics → '-'>/ID/transcript.jsonl` | only "one folder per session under sessions/" |
-//! | opencode | `storage/session/global/ID.jsonl` | only the `storage/session` folder |
+//! | opencode | `storage/session/global/ID.jsonl` (the fake's own; the real 1.18.33 keeps a SQLite `opencode.db`) | what `opencode export` prints (1.18.33, recorded) |
 
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
@@ -32,11 +34,7 @@ pub fn path_for(tool: Tool, home: &Path, cwd: &Path, id: &str) -> PathBuf {
             .join("projects")
             .join(sanitize(&cwd_s))
             .join(format!("{id}.jsonl")),
-        Tool::Gemini => home
-            .join("tmp")
-            .join(hex::encode(Sha256::digest(cwd_s.as_bytes())))
-            .join("chats")
-            .join(format!("session-{id}.jsonl")),
+        Tool::Gemini => gemini_new_path(home, cwd, id),
         Tool::Grok => home
             .join("sessions")
             .join(sanitize(&cwd_s))
@@ -49,6 +47,85 @@ pub fn path_for(tool: Tool, home: &Path, cwd: &Path, id: &str) -> PathBuf {
             .join(format!("{id}.jsonl")),
         Tool::Codex => codex_new_path(home, id),
     }
+}
+
+/// Gemini CLI 0.61.0's project folder name for `cwd` (its `ProjectRegistry.slugify` of the
+/// folder's name: lowercase, runs of other characters than letters and digits as one `-`),
+/// `-1`, `-2`… when another folder already owns it (its `.project_root` names another path).
+/// The folder's `.project_root` is written, as gemini writes it.
+fn gemini_project(home: &Path, cwd: &Path) -> PathBuf {
+    let name = cwd
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = match slug.trim_matches('-') {
+        "" => "project".to_string(),
+        s => s.to_string(),
+    };
+    let root = cwd.to_string_lossy();
+    for n in 0..1000 {
+        let candidate = if n == 0 {
+            slug.clone()
+        } else {
+            format!("{slug}-{n}")
+        };
+        let dir = home.join("tmp").join(&candidate);
+        let marker = dir.join(".project_root");
+        match std::fs::read_to_string(&marker) {
+            Ok(owner) if owner.trim() == root => return dir,
+            Ok(_) => continue,
+            Err(_) => {
+                let _ = std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&dir);
+                let _ = crate::files::write_atomic(&marker, root.as_bytes());
+                return dir;
+            }
+        }
+    }
+    home.join("tmp").join(slug)
+}
+
+/// A new Gemini CLI chat log path for session `id` in `cwd`, named at this minute (UTC) as
+/// 0.61.0 names them.
+pub fn gemini_new_path(home: &Path, cwd: &Path, id: &str) -> PathBuf {
+    let short: String = id.chars().take(8).collect();
+    gemini_project(home, cwd).join("chats").join(format!(
+        "session-{}-{short}.jsonl",
+        chrono::Utc::now().format("%Y-%m-%dT%H-%M")
+    ))
+}
+
+/// The chat log of gemini session `id`, found as the record reader finds it.
+pub fn gemini_find(home: &Path, id: &str) -> Option<PathBuf> {
+    crate::providers::records::gemini::candidates(home, id)
+        .into_iter()
+        .find(|p| {
+            std::fs::read(p).is_ok_and(|b| {
+                crate::providers::records::json_lines(&b)
+                    .next()
+                    .is_some_and(|v| v.get("sessionId").and_then(Value::as_str) == Some(id))
+            })
+        })
+}
+
+/// The transcript of conversation `id` of `tool`, if the fake wrote one.
+pub fn find(tool: Tool, home: &Path, cwd: &Path, id: &str) -> Option<Transcript> {
+    let path = match tool {
+        Tool::Codex => codex_find(home, id)?,
+        Tool::Gemini => gemini_find(home, id)?,
+        _ => path_for(tool, home, cwd, id),
+    };
+    Transcript::existing(path)
 }
 
 /// A new codex rollout path, dated now (local time, as codex names them).
@@ -122,11 +199,177 @@ impl Transcript {
         f.write_all(&line)
     }
 
+    /// True while nothing was written.
+    fn is_empty(&self) -> bool {
+        !std::fs::metadata(&self.path).is_ok_and(|m| m.len() > 0)
+    }
+
+    /// The first line of a new gemini chat log or opencode session: gemini's metadata
+    /// `{sessionId, projectHash, startTime, lastUpdated, kind}`, opencode's session `info`.
+    pub fn head(&self, tool: Tool, id: &str, cwd: &Path) -> std::io::Result<()> {
+        if !self.is_empty() {
+            return Ok(());
+        }
+        let now = chrono::Utc::now();
+        let cwd_s = cwd.to_string_lossy();
+        match tool {
+            Tool::Gemini => self.append(&json!({
+                "sessionId": id,
+                "projectHash": hex::encode(Sha256::digest(cwd_s.as_bytes())),
+                "startTime": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                "lastUpdated": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                "kind": "main",
+                "demo": true,
+            })),
+            Tool::Opencode => self.append(&json!({
+                "session": {
+                    "id": id, "slug": "demo-session", "projectID": "global",
+                    "directory": cwd_s, "title": "proctor demo session",
+                    "agent": "build",
+                    "model": {"id": super::DEMO_MODEL, "providerID": "demo"},
+                    "version": super::DEMO_NAME,
+                    "time": {"created": now.timestamp_millis(), "updated": now.timestamp_millis()},
+                },
+                "demo": true,
+            })),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records a tool call of the fake's script in `tool`'s own shape (gemini: a `gemini`
+    /// record with `toolCalls`; opencode: an assistant message with a `tool` part). The
+    /// other tools' fakes record theirs elsewhere (claude) or not at all.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tool_call(
+        &self,
+        tool: Tool,
+        id: &str,
+        cwd: &Path,
+        call_id: &str,
+        kind: &str,
+        arg: &str,
+        exit: i32,
+        output: &str,
+    ) -> std::io::Result<()> {
+        self.head(tool, id, cwd)?;
+        let now = chrono::Utc::now();
+        let at = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let ms = now.timestamp_millis();
+        match tool {
+            Tool::Gemini => {
+                let (name, args, display) = match kind {
+                    "bash" => (
+                        "run_shell_command",
+                        json!({"command": arg, "description": format!("Run {arg}")}),
+                        json!(output),
+                    ),
+                    "write" | "edit" => (
+                        if kind == "write" {
+                            "write_file"
+                        } else {
+                            "replace"
+                        },
+                        json!({"file_path": arg, "content": ""}),
+                        json!({"fileName": arg, "filePath": cwd.join(arg).to_string_lossy(),
+                               "isNewFile": kind == "write",
+                               "diffStat": {"model_added_lines": 1, "model_removed_lines": 0,
+                                            "user_added_lines": 0, "user_removed_lines": 0}}),
+                    ),
+                    "read" => ("read_file", json!({"file_path": arg}), json!("")),
+                    other => (other, json!({"description": arg}), json!(output)),
+                };
+                let result_text = if name == "run_shell_command" {
+                    format!("Output: {output}\nExit Code: {exit}")
+                } else {
+                    output.to_string()
+                };
+                let status = if exit == 0 || name == "run_shell_command" {
+                    "success"
+                } else {
+                    "error"
+                };
+                self.append(&json!({
+                    "id": super::new_uuid()?, "timestamp": at, "type": "gemini", "content": "",
+                    "toolCalls": [{
+                        "id": call_id, "name": name, "args": args,
+                        "result": [{"functionResponse": {"id": call_id, "name": name,
+                                    "response": {"output": result_text}}}],
+                        "status": status, "timestamp": at, "resultDisplay": display,
+                        "displayName": name, "description": arg,
+                    }],
+                    "thoughts": [], "model": super::DEMO_MODEL, "demo": true,
+                }))
+            }
+            Tool::Opencode => {
+                let (name, input, metadata) = match kind {
+                    "bash" => (
+                        "bash",
+                        json!({"command": arg, "description": format!("Run {arg}")}),
+                        json!({"output": output, "exit": exit, "description": format!("Run {arg}")}),
+                    ),
+                    "write" => (
+                        "write",
+                        json!({"filePath": cwd.join(arg).to_string_lossy(), "content": ""}),
+                        json!({"filepath": cwd.join(arg).to_string_lossy(), "exists": false}),
+                    ),
+                    "edit" => (
+                        "edit",
+                        json!({"filePath": cwd.join(arg).to_string_lossy(),
+                               "oldString": "", "newString": ""}),
+                        json!({"filediff": {"file": cwd.join(arg).to_string_lossy(),
+                                            "additions": 1, "deletions": 0}}),
+                    ),
+                    "read" => (
+                        "read",
+                        json!({"filePath": cwd.join(arg).to_string_lossy()}),
+                        json!({}),
+                    ),
+                    other => (other, json!({"description": arg}), json!({})),
+                };
+                let state = if exit == 0 || name == "bash" {
+                    json!({"status": "completed", "input": input, "output": output,
+                           "title": arg, "metadata": metadata,
+                           "time": {"start": ms, "end": ms}})
+                } else {
+                    json!({"status": "error", "input": input, "error": output,
+                           "metadata": metadata, "time": {"start": ms, "end": ms}})
+                };
+                let mid = format!("msg_demo_{}", super::new_uuid()?.replace('-', ""));
+                self.append(&json!({
+                    "info": self.opencode_assistant(id, cwd, &mid, ms),
+                    "parts": [{"type": "tool", "callID": call_id, "tool": name, "state": state,
+                               "id": format!("prt_demo_{call_id}"), "sessionID": id,
+                               "messageID": mid}],
+                    "demo": true,
+                }))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// An opencode assistant message's `info` (1.18.33's fields), with the demo model and
+    /// tokens that grow with the session as a real request's context would.
+    fn opencode_assistant(&self, id: &str, cwd: &Path, mid: &str, ms: i64) -> Value {
+        let so_far = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        json!({
+            "role": "assistant", "mode": "build", "agent": "build",
+            "path": {"cwd": cwd.to_string_lossy(), "root": cwd.to_string_lossy()},
+            "cost": 0,
+            "tokens": {"input": so_far / 4, "output": 8, "reasoning": 0,
+                       "cache": {"read": 0, "write": 0}},
+            "modelID": super::DEMO_MODEL, "providerID": "demo",
+            "time": {"created": ms, "completed": ms},
+            "finish": "stop",
+            "id": mid, "sessionID": id,
+        })
+    }
+
     /// Appends a user or assistant message in `tool`'s own record format (see
     /// [`crate::providers::records`]): a claude transcript line, a codex rollout's
-    /// `response_item` and `event_msg` `item_completed` lines; the other tools' fakes keep
-    /// the fake's own lines (`{type, message: {role, content}}`). Every line says
-    /// `"demo": true`.
+    /// `response_item` and `event_msg` `item_completed` lines, a gemini chat log's message
+    /// record (and its `$set` of `lastUpdated`), an opencode export's message entry
+    /// (`{info, parts}`); grok's fake keeps the fake's own lines (`{type, message: {role,
+    /// content}}`). Every line says `"demo": true`.
     pub fn message(
         &self,
         tool: Tool,
@@ -136,6 +379,7 @@ impl Transcript {
         text: &str,
     ) -> std::io::Result<()> {
         let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        self.head(tool, id, cwd)?;
         match tool {
             Tool::Claude => {
                 let content = if role == "assistant" {
@@ -164,6 +408,45 @@ impl Transcript {
                     "payload": {"type": "item_completed", "thread_id": id,
                                 "item": {"type": item, "id": super::new_uuid().unwrap_or_default(),
                                          "content": [{"type": "text", "text": text}]}},
+                    "demo": true,
+                }))
+            }
+            Tool::Gemini => {
+                let mut r = json!({
+                    "id": super::new_uuid()?,
+                    "timestamp": now,
+                    "type": if role == "assistant" { "gemini" } else { "user" },
+                    "demo": true,
+                });
+                if role == "assistant" {
+                    let so_far = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+                    r["content"] = json!(text);
+                    r["thoughts"] = json!([]);
+                    r["tokens"] = json!({"input": so_far / 4, "output": text.len() / 4,
+                                         "cached": 0, "thoughts": 0, "tool": 0,
+                                         "total": so_far / 4 + text.len() as u64 / 4});
+                    r["model"] = json!(super::DEMO_MODEL);
+                } else {
+                    r["content"] = json!([{"text": text}]);
+                }
+                self.append(&r)?;
+                self.append(&json!({"$set": {"lastUpdated": now}, "demo": true}))
+            }
+            Tool::Opencode => {
+                let ms = chrono::Utc::now().timestamp_millis();
+                let mid = format!("msg_demo_{}", super::new_uuid()?.replace('-', ""));
+                let info = if role == "assistant" {
+                    self.opencode_assistant(id, cwd, &mid, ms)
+                } else {
+                    json!({"role": "user", "time": {"created": ms}, "agent": "build",
+                           "model": {"providerID": "demo", "modelID": super::DEMO_MODEL},
+                           "summary": {"diffs": []}, "id": mid, "sessionID": id})
+                };
+                self.append(&json!({
+                    "info": info,
+                    "parts": [{"type": "text", "text": text,
+                               "id": format!("prt_demo_{}", super::new_uuid()?.replace('-', "")),
+                               "sessionID": id, "messageID": mid}],
                     "demo": true,
                 }))
             }
@@ -267,6 +550,12 @@ impl Transcript {
         f.read_to_end(&mut bytes)?;
         let mut m = crate::providers::records::codex::messages(&bytes);
         if m.is_empty() {
+            m = crate::providers::records::gemini::messages(&bytes);
+        }
+        if m.is_empty() {
+            m = crate::providers::records::opencode::messages(&opencode_export(&bytes));
+        }
+        if m.is_empty() {
             m = crate::providers::records::claude::messages(&bytes);
         }
         Ok(m.into_iter()
@@ -279,6 +568,25 @@ impl Transcript {
             })
             .collect())
     }
+}
+
+/// The document `opencode export` prints for the fake's session file: `{info, messages}`
+/// from its `session` line and its message entries (the `demo` marks dropped, as the real
+/// export has none).
+pub fn opencode_export(bytes: &[u8]) -> Vec<u8> {
+    let mut info = Value::Null;
+    let mut messages = Vec::new();
+    for mut v in crate::providers::records::json_lines(bytes) {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("demo");
+        }
+        if let Some(s) = v.get("session") {
+            info = s.clone();
+        } else if v.get("info").is_some() && v.get("parts").is_some() {
+            messages.push(v);
+        }
+    }
+    serde_json::to_vec_pretty(&json!({"info": info, "messages": messages})).unwrap_or_default()
 }
 
 #[cfg(test)]

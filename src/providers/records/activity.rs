@@ -826,3 +826,303 @@ pub fn claude_reported_window(stream: &[u8], model: Option<&str>) -> Option<u64>
         .and_then(|u| u64_at(u, "/contextWindow"))
         .filter(|w| *w > 0)
 }
+
+/// The state of a tool call from its status word, `pending` when it has none yet.
+fn status_state(status: Option<&str>, pending: WorkState) -> WorkState {
+    match status {
+        Some("success" | "completed") => WorkState::Completed,
+        Some("error" | "failed") => WorkState::Failed,
+        Some("cancelled" | "canceled" | "aborted") => WorkState::Stopped,
+        Some("scheduled") => WorkState::Scheduled,
+        _ => pending,
+    }
+}
+
+/// The `Exit Code: N` a Gemini CLI shell result reports.
+fn gemini_exit(result: Option<&Value>) -> Option<i64> {
+    let text = result?.to_string();
+    let at = text.find("Exit Code: ")? + "Exit Code: ".len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
+}
+
+/// The main argument of a tool call's arguments (gemini and opencode names).
+fn arg_command(args: &Value) -> Option<String> {
+    [
+        "/command",
+        "/file_path",
+        "/filePath",
+        "/dir_path",
+        "/path",
+        "/pattern",
+        "/url",
+        "/query",
+        "/prompt",
+        "/description",
+    ]
+    .iter()
+    .find_map(|k| str_at(args, k))
+    .map(first_line)
+}
+
+/// The activity of a Gemini CLI chat log (`super::gemini::records`): each `gemini` record's
+/// `model`, `tokens.input` (the request's prompt: the last one is the context) and
+/// `toolCalls[] {id, name, args, status, result, resultDisplay}`. `write_file` / `replace`
+/// that succeeded are files (`resultDisplay.diffStat.model_added_lines` /
+/// `model_removed_lines`, unknown when the person edited the proposal; `isNewFile` →
+/// created); `write_todos` is the todo list (`todos[{description, status}]`, the last wins);
+/// `activate_skill` a skill; every other call a task (`run_shell_command`'s `Exit Code: N`
+/// is its exit code, non-zero → failed). Gemini's record names no MCP server, no sub-agent
+/// state and no compaction: those stay empty. `live` as for [`claude`].
+pub fn gemini(bytes: &[u8], live: bool) -> Activity {
+    let pending = if live {
+        WorkState::Running
+    } else {
+        WorkState::Stopped
+    };
+    let mut a = Activity::default();
+    let mut files = Files::default();
+    let mut tasks = Vec::new();
+    let mut skills: Vec<String> = Vec::new();
+    for r in super::gemini::records(bytes) {
+        if str_at(&r, "/type") != Some("gemini") {
+            continue;
+        }
+        if let Some(m) = str_at(&r, "/model") {
+            a.model = Some(bound(m, MAX_FIELD));
+        }
+        if let Some(t) = u64_at(&r, "/tokens/input") {
+            a.context_tokens = Some(t);
+        }
+        for c in r
+            .get("toolCalls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = str_at(c, "/name").unwrap_or("?");
+            let args = c.get("args").cloned().unwrap_or(Value::Null);
+            let mut state = status_state(str_at(c, "/status"), pending);
+            match name {
+                "write_file" | "replace" => {
+                    if state != WorkState::Completed {
+                        continue;
+                    }
+                    let d = c.get("resultDisplay").unwrap_or(&Value::Null);
+                    let Some(path) = str_at(d, "/filePath").or(str_at(&args, "/file_path")) else {
+                        continue;
+                    };
+                    let s = |k: &str| u64_at(d, &format!("/diffStat/{k}"));
+                    let person =
+                        s("user_added_lines").unwrap_or(0) + s("user_removed_lines").unwrap_or(0);
+                    let (added, removed) = if person == 0 {
+                        (s("model_added_lines"), s("model_removed_lines"))
+                    } else {
+                        (None, None)
+                    };
+                    let created = d.get("isNewFile").and_then(Value::as_bool) == Some(true);
+                    files.add(path, added, removed, created);
+                }
+                "write_todos" => {
+                    if let Some(t) = args.get("todos").and_then(Value::as_array) {
+                        a.todos = t
+                            .iter()
+                            .take(MAX_ITEMS)
+                            .filter_map(|t| {
+                                Some(ActivityTodo {
+                                    content: first_line(str_at(t, "/description")?),
+                                    status: bound(str_at(t, "/status").unwrap_or("pending"), 32),
+                                })
+                            })
+                            .collect();
+                    }
+                }
+                "activate_skill" => {
+                    if let Some(s) = str_at(&args, "/name").or(str_at(&args, "/skill"))
+                        && skills.len() < MAX_ITEMS
+                        && !skills.iter().any(|k| k == s)
+                    {
+                        skills.push(bound(s, MAX_FIELD));
+                    }
+                }
+                _ => {
+                    let exit_code = (name == "run_shell_command")
+                        .then(|| gemini_exit(c.get("result")))
+                        .flatten();
+                    if state == WorkState::Completed && exit_code.is_some_and(|c| c != 0) {
+                        state = WorkState::Failed;
+                    }
+                    tasks.push(ActivityTask {
+                        id: bound(str_at(c, "/id").unwrap_or("?"), MAX_FIELD),
+                        tool: bound(name, MAX_FIELD),
+                        command: arg_command(&args),
+                        background: false,
+                        state,
+                        exit_code,
+                    });
+                }
+            }
+        }
+    }
+    (a.tasks, a.tasks_omitted) = keep_newest(tasks);
+    a.files = files.done();
+    a.skills = skills;
+    a
+}
+
+/// The activity of an OpenCode export (`super::opencode`): each assistant message's
+/// `providerID/modelID` and, for one that reached its model (no `error`, some tokens),
+/// `tokens.input + tokens.cache.read + tokens.cache.write` (the last is the context); its
+/// `tool` parts `{callID, tool, state: {status, input, output, metadata}}`: `edit` / `write`
+/// / `patch` that completed are files (`metadata.filediff.additions` / `deletions`; a
+/// `write` counts its content's lines and is created unless `metadata.exists`), `todowrite`
+/// the todo list (`todos[{content, status}]`, the last wins), `task` a sub-agent
+/// (`description`, `subagent_type`, `metadata.sessionId` when given), `skill` a skill,
+/// every other tool a task (`bash`'s `metadata.exit` its exit code, non-zero → failed);
+/// `compaction` parts are compactions. MCP tools are named `<server>_<tool>` in OpenCode,
+/// which cannot be split with certainty: they are tasks, no MCP server is named.
+pub fn opencode(bytes: &[u8], live: bool) -> Activity {
+    let pending = if live {
+        WorkState::Running
+    } else {
+        WorkState::Stopped
+    };
+    let mut a = Activity::default();
+    let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+        return a;
+    };
+    let mut files = Files::default();
+    let mut tasks = Vec::new();
+    let mut skills: Vec<String> = Vec::new();
+    for m in v
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let info = m.get("info").unwrap_or(&Value::Null);
+        if str_at(info, "/role") == Some("assistant") {
+            match (str_at(info, "/providerID"), str_at(info, "/modelID")) {
+                (Some(p), Some(id)) => a.model = Some(bound(&format!("{p}/{id}"), MAX_FIELD)),
+                (None, Some(id)) => a.model = Some(bound(id, MAX_FIELD)),
+                _ => {}
+            }
+            let t = |k: &str| u64_at(info, &format!("/tokens/{k}"));
+            let ctx = t("input").unwrap_or(0)
+                + t("cache/read").unwrap_or(0)
+                + t("cache/write").unwrap_or(0);
+            if info.get("error").is_none() && (ctx > 0 || t("output").unwrap_or(0) > 0) {
+                a.context_tokens = Some(ctx);
+            }
+        }
+        for p in m
+            .get("parts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            match str_at(p, "/type") {
+                Some("compaction") => {
+                    a.compactions += 1;
+                    continue;
+                }
+                Some("tool") => {}
+                _ => continue,
+            }
+            let name = str_at(p, "/tool").unwrap_or("?");
+            let st = p.get("state").unwrap_or(&Value::Null);
+            let input = st.get("input").cloned().unwrap_or(Value::Null);
+            let meta = st.get("metadata").unwrap_or(&Value::Null);
+            let mut state = status_state(str_at(st, "/status"), pending);
+            let id = bound(
+                str_at(p, "/callID").or(str_at(p, "/id")).unwrap_or("?"),
+                MAX_FIELD,
+            );
+            match name {
+                "edit" | "write" | "patch" | "apply_patch" | "multiedit" => {
+                    if state != WorkState::Completed {
+                        continue;
+                    }
+                    let Some(path) = str_at(meta, "/filediff/file")
+                        .or(str_at(&input, "/filePath"))
+                        .or(str_at(meta, "/filepath"))
+                    else {
+                        continue;
+                    };
+                    let (added, removed) = (
+                        u64_at(meta, "/filediff/additions"),
+                        u64_at(meta, "/filediff/deletions"),
+                    );
+                    let existed = meta.get("exists").and_then(Value::as_bool);
+                    if name == "write" && added.is_none() {
+                        let created = existed == Some(false);
+                        files.add(
+                            path,
+                            str_at(&input, "/content").map(lines_of),
+                            if created { Some(0) } else { None },
+                            created,
+                        );
+                    } else {
+                        files.add(path, added, removed, existed == Some(false));
+                    }
+                }
+                "todowrite" => {
+                    if let Some(t) = input.get("todos").and_then(Value::as_array) {
+                        a.todos = t
+                            .iter()
+                            .take(MAX_ITEMS)
+                            .filter_map(|t| {
+                                Some(ActivityTodo {
+                                    content: first_line(str_at(t, "/content")?),
+                                    status: bound(str_at(t, "/status").unwrap_or("pending"), 32),
+                                })
+                            })
+                            .collect();
+                    }
+                }
+                "task" => {
+                    if a.agents.len() < MAX_ITEMS {
+                        a.agents.push(ActivityAgent {
+                            id: str_at(meta, "/sessionId")
+                                .map(|s| bound(s, MAX_FIELD))
+                                .unwrap_or(id),
+                            description: str_at(&input, "/description").map(first_line),
+                            kind: str_at(&input, "/subagent_type").map(|s| bound(s, MAX_FIELD)),
+                            state,
+                            transcript: false,
+                        });
+                    }
+                }
+                "skill" => {
+                    if let Some(s) = str_at(&input, "/name")
+                        && skills.len() < MAX_ITEMS
+                        && !skills.iter().any(|k| k == s)
+                    {
+                        skills.push(bound(s, MAX_FIELD));
+                    }
+                }
+                _ => {
+                    let exit_code = meta.get("exit").and_then(Value::as_i64);
+                    if state == WorkState::Completed && exit_code.is_some_and(|c| c != 0) {
+                        state = WorkState::Failed;
+                    }
+                    tasks.push(ActivityTask {
+                        id,
+                        tool: bound(name, MAX_FIELD),
+                        command: arg_command(&input),
+                        background: false,
+                        state,
+                        exit_code,
+                    });
+                }
+            }
+        }
+    }
+    (a.tasks, a.tasks_omitted) = keep_newest(tasks);
+    a.files = files.done();
+    a.skills = skills;
+    a
+}

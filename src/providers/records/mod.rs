@@ -5,10 +5,11 @@
 //! |---|---|---|
 //! | claude | `projects/<cwd, non-alphanumerics → '-'>/ID.jsonl` (+ `ID/subagents/agent-*.jsonl`) | [`claude`] |
 //! | codex | `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-ID.jsonl` (or `.jsonl.zst`, zstd) | [`codex`] |
+//! | gemini | `tmp/<project>/chats/session-<time>-<ID[..8]>.jsonl` whose metadata names ID | [`gemini`] |
+//! | opencode | what `opencode export ID` prints (run once, offline, under the profile) | [`opencode`] |
 //!
 //! The formats, and the versions they were checked on, are in `docs/providers.md`
-//! ("Native records"). Gemini CLI's chat logs and OpenCode's `opencode export` are not read
-//! yet: [`messages`] answers [`Unsupported`] for them (and for grok, which has none).
+//! ("Native records"). Grok has no reader: [`messages`] answers [`Unsupported`] for it.
 //!
 //! Every read is bounded and refuses what is not the tool's own plain file: a record is
 //! opened with `O_NOFOLLOW` (a symlink is refused), `fstat`ed (a FIFO, socket or device is
@@ -22,6 +23,8 @@
 pub mod activity;
 pub mod claude;
 pub mod codex;
+pub mod gemini;
+pub mod opencode;
 
 use std::fs::File;
 use std::io::Read as _;
@@ -104,6 +107,11 @@ pub enum RecordError {
     RequestTooLarge { path: PathBuf, max: u64 },
     #[error("cannot read {path}: {err}")]
     Io { path: PathBuf, err: std::io::Error },
+    /// `opencode export` failed (its status, its last words, the deadline).
+    #[error("{0}")]
+    Export(String),
+    #[error("{what} printed more than the {max} bytes a record may be read to")]
+    ExportTooLarge { what: String, max: u64 },
 }
 
 /// What one request may still read ([`MAX_REQUEST`] in all).
@@ -121,6 +129,10 @@ impl Default for Budget {
 impl Budget {
     pub fn new(bytes: u64) -> Budget {
         Budget { left: bytes }
+    }
+
+    fn take(&mut self, n: u64) {
+        self.left = self.left.saturating_sub(n);
     }
 }
 
@@ -287,6 +299,9 @@ pub struct Target<'a> {
     pub conversation_id: Option<&'a str>,
     /// True while the run's process may still write the record.
     pub live: bool,
+    /// How to run the session's `opencode export` (opencode only; without it an opencode
+    /// record is unreadable).
+    pub exporter: Option<&'a opencode::Exporter>,
 }
 
 /// A record as read: its state, the file (when one was found), why it is unreadable, and
@@ -303,13 +318,16 @@ pub struct Read {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "{0} sessions have no messages proctor reads: messages are read from Claude Code's \
-     transcript and Codex's rollout only"
+     transcript, Codex's rollout, Gemini CLI's chat log and OpenCode's export only"
 )]
 pub struct Unsupported(pub Tool);
 
 /// True when [`messages`] reads the tool's record.
 pub fn has_messages(tool: Tool) -> bool {
-    matches!(tool, Tool::Claude | Tool::Codex)
+    matches!(
+        tool,
+        Tool::Claude | Tool::Codex | Tool::Gemini | Tool::Opencode
+    )
 }
 
 /// A tool's reader of its record's bytes.
@@ -325,7 +343,8 @@ pub struct Raw {
     pub bytes: Option<Vec<u8>>,
 }
 
-/// Reads the run's record (claude's transcript, codex's rollout) within the budget.
+/// Reads the run's record (claude's transcript, codex's rollout, gemini's chat log,
+/// opencode's export) within the budget.
 pub fn raw(t: &Target<'_>, budget: &mut Budget) -> Result<Raw, Unsupported> {
     let absent = |path: Option<PathBuf>| Raw {
         state: if t.live || t.conversation_id.is_none() {
@@ -347,6 +366,31 @@ pub fn raw(t: &Target<'_>, budget: &mut Budget) -> Result<Raw, Unsupported> {
     let path = match t.tool {
         Tool::Claude => Some(claude::path(t.home, t.cwd, id)),
         Tool::Codex => codex::find(t.home, id),
+        Tool::Gemini => {
+            return Ok(match gemini::find(t.home, id, budget) {
+                Ok(Some((path, bytes))) => read_ok(path, bytes),
+                Ok(None) => absent(None),
+                Err(e) => unreadable(None, e),
+            });
+        }
+        Tool::Opencode => {
+            let Some(x) = t.exporter else {
+                return Ok(unreadable(
+                    None,
+                    RecordError::Export("no way to run opencode export was given".into()),
+                ));
+            };
+            return Ok(match opencode::export(x, id, budget) {
+                Ok(Some(bytes)) => Raw {
+                    state: TranscriptState::Read,
+                    path: None,
+                    reason: None,
+                    bytes: Some(bytes),
+                },
+                Ok(None) => absent(None),
+                Err(e) => unreadable(None, e),
+            });
+        }
         other => return Err(Unsupported(other)),
     };
     let Some(path) = path else {
@@ -359,25 +403,35 @@ pub fn raw(t: &Target<'_>, budget: &mut Budget) -> Result<Raw, Unsupported> {
     });
     Ok(match read {
         Ok(None) => absent(Some(path)),
-        Ok(Some(bytes)) => Raw {
-            state: TranscriptState::Read,
-            path: Some(path),
-            reason: None,
-            bytes: Some(bytes),
-        },
-        Err(e) => Raw {
-            state: TranscriptState::Unreadable,
-            reason: Some(e.to_string()),
-            path: Some(path),
-            bytes: None,
-        },
+        Ok(Some(bytes)) => read_ok(path, bytes),
+        Err(e) => unreadable(Some(path), e),
     })
+}
+
+fn read_ok(path: PathBuf, bytes: Vec<u8>) -> Raw {
+    Raw {
+        state: TranscriptState::Read,
+        path: Some(path),
+        reason: None,
+        bytes: Some(bytes),
+    }
+}
+
+fn unreadable(path: Option<PathBuf>, e: RecordError) -> Raw {
+    Raw {
+        state: TranscriptState::Unreadable,
+        reason: Some(e.to_string()),
+        path,
+        bytes: None,
+    }
 }
 
 /// The messages of the run's conversation, read from the tool's own record.
 pub fn messages(t: &Target<'_>, budget: &mut Budget) -> Result<Read, Unsupported> {
     let parse: Parser = match t.tool {
         Tool::Codex => codex::messages,
+        Tool::Gemini => gemini::messages,
+        Tool::Opencode => opencode::messages,
         _ => claude::messages,
     };
     let r = raw(t, budget)?;

@@ -10,6 +10,17 @@ const CODEX_REAL: &[u8] =
 const CLAUDE_PUBLISHED: &[u8] =
     include_bytes!("../../../tests/data/records/claude-published.jsonl");
 const CODEX_PUBLISHED: &[u8] = include_bytes!("../../../tests/data/records/codex-published.jsonl");
+const GEMINI_REAL: &[u8] =
+    include_bytes!("../../../tests/data/real/records/gemini-0.61.0-acp-stub-model.jsonl");
+const GEMINI_REAL_ID: &str = "02abc005-f27a-4935-ae29-32f62e4a2f85";
+const GEMINI_PUBLISHED: &[u8] =
+    include_bytes!("../../../tests/data/records/gemini-published.jsonl");
+const GEMINI_LEGACY: &[u8] =
+    include_bytes!("../../../tests/data/records/gemini-legacy-published.json");
+const OPENCODE_REAL: &[u8] =
+    include_bytes!("../../../tests/data/real/records/opencode-1.18.33-export-offline.json");
+const OPENCODE_PUBLISHED: &[u8] =
+    include_bytes!("../../../tests/data/records/opencode-activity-published.json");
 
 fn roles_texts(m: &[Message]) -> Vec<(Role, &str)> {
     m.iter().map(|m| (m.role, m.text.as_str())).collect()
@@ -99,6 +110,7 @@ fn target<'a>(tool: Tool, home: &'a Path, cwd: &'a Path, id: &'a str, live: bool
         cwd,
         conversation_id: Some(id),
         live,
+        exporter: None,
     }
 }
 
@@ -162,15 +174,16 @@ fn a_codex_rollout_is_found_by_its_thread_id() {
 #[test]
 fn tools_without_a_reader_are_unsupported() {
     let t = tempfile::tempdir().unwrap();
-    for tool in [Tool::Grok, Tool::Gemini, Tool::Opencode] {
-        assert!(
-            messages(
-                &target(tool, t.path(), Path::new("/w"), "x", false),
-                &mut Budget::default()
-            )
-            .is_err()
-        );
-        assert!(!has_messages(tool));
+    assert!(
+        messages(
+            &target(Tool::Grok, t.path(), Path::new("/w"), "x", false),
+            &mut Budget::default()
+        )
+        .is_err()
+    );
+    assert!(!has_messages(Tool::Grok));
+    for tool in [Tool::Claude, Tool::Codex, Tool::Gemini, Tool::Opencode] {
+        assert!(has_messages(tool), "{tool}");
     }
 }
 
@@ -489,4 +502,423 @@ fn claudes_window_is_its_result_frames_report_for_the_transcripts_model_only() {
     assert_eq!(activity::claude_reported_window(frames, Some("m3")), None);
     assert_eq!(activity::claude_reported_window(frames, None), None);
     assert_eq!(activity::claude_reported_window(b"", Some("m1")), None);
+}
+
+// ---- Gemini CLI
+
+#[test]
+fn geminis_recorded_log_has_the_persons_turns_and_the_answers() {
+    let m = gemini::messages(GEMINI_REAL);
+    let got = roles_texts(&m);
+    // The `<session_context>` gemini adds, the empty records that only carry tokens or tool
+    // calls, and the functionResponse records are not messages.
+    assert_eq!(
+        got,
+        [
+            (Role::User, "first words\nsecond line"),
+            (Role::Assistant, "stub answer: done"),
+            (Role::User, "please list the folder"),
+            (Role::Assistant, "stub answer: done"),
+            (Role::User, "write a file"),
+            (Role::Assistant, "stub answer: done"),
+            (Role::User, "edit it"),
+            (Role::Assistant, "stub answer: done"),
+            (Role::User, "run a command"),
+            (Role::Assistant, "stub answer: done"),
+        ]
+    );
+    assert!(m.iter().all(|m| {
+        m.at.as_deref()
+            .is_some_and(|a| a.starts_with("2026-12-03T16:"))
+    }));
+}
+
+#[test]
+fn geminis_published_rules_replace_by_id_rewind_and_skip_what_gemini_skips() {
+    let m = gemini::messages(GEMINI_PUBLISHED);
+    assert_eq!(
+        roles_texts(&m),
+        [
+            // Parts joined as gemini joins them; the info record, the /help command, the
+            // thought part and the rewound turn are not there; the replaced g1 is in g1's
+            // place; the error record and the torn line are not messages.
+            (Role::User, "fix the bug"),
+            (Role::Assistant, "Looking at it."),
+            (Role::User, "now write it"),
+            (Role::Assistant, "Done."),
+        ]
+    );
+    let legacy = gemini::messages(GEMINI_LEGACY);
+    assert_eq!(
+        roles_texts(&legacy),
+        [(Role::User, "hello"), (Role::Assistant, "hi there")]
+    );
+}
+
+#[test]
+fn geminis_recorded_activity_has_its_model_files_and_commands() {
+    let a = activity::gemini(GEMINI_REAL, false);
+    assert_eq!(a.model.as_deref(), Some("gemini-3.8-flash"));
+    assert_eq!(a.context_tokens, Some(1234));
+    assert_eq!(a.context_window, None);
+    assert_eq!(
+        task_states(&a),
+        [
+            ("list_directory", Some("."), activity::WorkState::Completed),
+            (
+                "run_shell_command",
+                Some("echo hi; exit 3"),
+                activity::WorkState::Failed
+            ),
+        ]
+    );
+    assert_eq!(a.tasks[1].exit_code, Some(3));
+    // write_file created it with 2 lines, replace took 1 and added 2.
+    assert_eq!(
+        a.files,
+        [activity::FileActivity {
+            path: "/tmp/gem-try/ws/new.txt".into(),
+            added: Some(4),
+            removed: Some(1),
+            created: true,
+        }]
+    );
+}
+
+#[test]
+fn geminis_published_activity_todos_skills_and_states() {
+    let a = activity::gemini(GEMINI_PUBLISHED, true);
+    assert_eq!(
+        a.model.as_deref(),
+        Some("gemini-2.5-pro"),
+        "the rewound flash is gone"
+    );
+    assert_eq!(a.context_tokens, Some(7000));
+    assert_eq!(
+        task_states(&a),
+        [
+            (
+                "run_shell_command",
+                Some("cargo test"),
+                activity::WorkState::Completed
+            ),
+            ("read_file", Some("src/lib.rs"), activity::WorkState::Failed),
+            (
+                "run_shell_command",
+                Some("false"),
+                activity::WorkState::Failed
+            ),
+            // No status yet, the run is live.
+            (
+                "google_web_search",
+                Some("rust borrow"),
+                activity::WorkState::Running
+            ),
+        ]
+    );
+    // The cancelled replace changed nothing; the one the person edited has unknown counts.
+    assert_eq!(
+        a.files,
+        [
+            activity::FileActivity {
+                path: "/w/new.rs".into(),
+                added: Some(2),
+                removed: Some(0),
+                created: true,
+            },
+            activity::FileActivity {
+                path: "/w/src/lib.rs".into(),
+                added: None,
+                removed: None,
+                created: false,
+            },
+        ]
+    );
+    let todos: Vec<(&str, &str)> = a
+        .todos
+        .iter()
+        .map(|t| (t.content.as_str(), t.status.as_str()))
+        .collect();
+    assert_eq!(
+        todos,
+        [
+            ("read the code", "completed"),
+            ("write the fix", "in_progress")
+        ]
+    );
+    assert_eq!(a.skills, ["rust-review"]);
+    let ended = activity::gemini(GEMINI_PUBLISHED, false);
+    assert_eq!(ended.tasks[3].state, activity::WorkState::Stopped);
+}
+
+fn gemini_log(home: &Path, project: &str, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let p = home.join("tmp").join(project).join("chats").join(name);
+    write(&p, bytes);
+    p
+}
+
+#[test]
+fn a_gemini_log_is_found_by_the_session_it_names_and_states_follow_what_is_there() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join(".gemini");
+    let cwd = Path::new("/tmp/gem-try/ws");
+    let tg = target(Tool::Gemini, &home, cwd, GEMINI_REAL_ID, false);
+    // Nothing yet: missing once the run ended, pending while it is live.
+    assert_eq!(
+        messages(&tg, &mut Budget::default()).unwrap().state,
+        TranscriptState::Missing
+    );
+    let live = Target {
+        live: true,
+        ..tg.clone()
+    };
+    assert_eq!(
+        messages(&live, &mut Budget::default()).unwrap().state,
+        TranscriptState::Pending
+    );
+    // Another session whose id shares the 8 first characters is not this one.
+    let other = String::from_utf8_lossy(GEMINI_REAL)
+        .replace(GEMINI_REAL_ID, "02abc005-0000-4000-8000-000000000000");
+    gemini_log(
+        &home,
+        "ws",
+        "session-2026-12-03T16-00-02abc005.jsonl",
+        other.as_bytes(),
+    );
+    assert_eq!(
+        messages(&tg, &mut Budget::default()).unwrap().state,
+        TranscriptState::Missing
+    );
+    let p = gemini_log(
+        &home,
+        "ws-1",
+        "session-2026-12-03T16-18-02abc005.jsonl",
+        GEMINI_REAL,
+    );
+    let r = messages(&tg, &mut Budget::default()).unwrap();
+    assert_eq!(
+        (r.state, r.path.as_deref()),
+        (TranscriptState::Read, Some(p.as_path()))
+    );
+    assert_eq!(r.messages.len(), 10);
+    // An id that could not name a log names none.
+    for bad in ["../../etc", "short", "02abc005/x", ""] {
+        assert!(gemini::candidates(&home, bad).is_empty(), "{bad}");
+    }
+}
+
+#[test]
+fn a_symlinked_or_huge_gemini_log_is_unreadable_never_empty() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join(".gemini");
+    let tg = target(Tool::Gemini, &home, Path::new("/w"), GEMINI_REAL_ID, false);
+    let outside = t.path().join("elsewhere.jsonl");
+    write(&outside, GEMINI_REAL);
+    let dir = home.join("tmp/ws/chats");
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("session-2026-12-03T16-18-02abc005.jsonl");
+    symlink(&outside, &link).unwrap();
+    let r = messages(&tg, &mut Budget::default()).unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable, "{r:?}");
+    assert!(r.messages.is_empty());
+    assert!(r.reason.unwrap().contains("symbolic link"));
+    std::fs::remove_file(&link).unwrap();
+    let mut big = GEMINI_REAL.to_vec();
+    while big.len() < 9 * 1024 * 1024 {
+        big.extend_from_slice(b"{\"$set\":{\"lastUpdated\":\"2026-12-03T16:21:16.594Z\"}}\n");
+    }
+    write(&link, &big);
+    let r = messages(&tg, &mut Budget::default()).unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable);
+    assert!(r.reason.unwrap().contains("more than the 8388608 bytes"));
+}
+
+// ---- OpenCode
+
+#[test]
+fn opencodes_recorded_export_has_the_persons_turns() {
+    let m = opencode::messages(OPENCODE_REAL);
+    // The two assistant messages that failed to reach a model have no text.
+    assert_eq!(
+        roles_texts(&m),
+        [
+            (Role::User, "first words\nsecond line"),
+            (Role::User, "Second TURN"),
+        ]
+    );
+    assert_eq!(m[0].at.as_deref(), Some("2026-12-03T16:02:49.830Z"));
+    let a = activity::opencode(OPENCODE_REAL, false);
+    assert_eq!(a.model.as_deref(), Some("opencode/big-pickle"));
+    // No request reached the model: the context is unknown, not 0.
+    assert_eq!(a.context_tokens, None);
+    assert!(a.tasks.is_empty() && a.files.is_empty());
+}
+
+#[test]
+fn opencodes_published_activity() {
+    let m = opencode::messages(OPENCODE_PUBLISHED);
+    assert_eq!(
+        roles_texts(&m),
+        [
+            (Role::User, "fix the bug"),
+            (Role::Assistant, "I will run the tests.")
+        ]
+    );
+    let a = activity::opencode(OPENCODE_PUBLISHED, true);
+    assert_eq!(a.model.as_deref(), Some("anthropic/claude-sonnet-4"));
+    assert_eq!(
+        a.context_tokens,
+        Some(4700),
+        "the last request that reached its model"
+    );
+    assert_eq!(a.compactions, 1);
+    assert_eq!(
+        task_states(&a),
+        [
+            ("bash", Some("cargo test"), activity::WorkState::Completed),
+            ("bash", Some("false"), activity::WorkState::Failed),
+            ("read", Some("/w/missing.rs"), activity::WorkState::Failed),
+            (
+                "webfetch",
+                Some("https://example.com/doc"),
+                activity::WorkState::Running
+            ),
+        ]
+    );
+    assert_eq!(a.tasks[1].exit_code, Some(1));
+    assert_eq!(
+        a.files,
+        [
+            activity::FileActivity {
+                path: "/w/new.rs".into(),
+                added: Some(3),
+                removed: Some(0),
+                created: true,
+            },
+            activity::FileActivity {
+                path: "/w/src/lib.rs".into(),
+                added: Some(2),
+                removed: Some(1),
+                created: false,
+            },
+        ]
+    );
+    assert_eq!(a.todos.len(), 2);
+    assert_eq!(a.agents.len(), 1);
+    assert_eq!(
+        (
+            a.agents[0].id.as_str(),
+            a.agents[0].kind.as_deref(),
+            a.agents[0].state
+        ),
+        ("ses_child1", Some("general"), activity::WorkState::Running)
+    );
+}
+
+/// An executable script standing where `opencode` would be, that does what `body` says.
+fn program(dir: &Path, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("opencode");
+    let _ = std::fs::remove_file(&p);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700)).unwrap();
+    p
+}
+
+fn exporter(program: std::path::PathBuf, dir: &Path, secs: u64) -> opencode::Exporter {
+    opencode::Exporter {
+        program,
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        dir: dir.to_path_buf(),
+        deadline: std::time::Duration::from_secs(secs),
+    }
+}
+
+fn export_state(x: &opencode::Exporter, live: bool) -> Raw {
+    let t = tempfile::tempdir().unwrap();
+    let tg = Target {
+        exporter: Some(x),
+        ..target(Tool::Opencode, t.path(), Path::new("/w"), "ses_abc", live)
+    };
+    raw(&tg, &mut Budget::default()).unwrap()
+}
+
+#[test]
+fn opencode_export_is_run_once_and_what_it_says_is_the_state() {
+    let t = tempfile::tempdir().unwrap();
+    let log = t.path().join("argv");
+    // What the real 1.18.33 prints for a session it has.
+    let doc = t.path().join("doc.json");
+    write(&doc, OPENCODE_REAL);
+    let ok = program(
+        t.path(),
+        &format!(
+            "echo \"$@\" >> {log}; env | grep -c OPENCODE_DISABLE_ >> {log}; echo 'Exporting session: '\"$3\" >&2; cat {doc}",
+            log = log.display(),
+            doc = doc.display()
+        ),
+    );
+    let r = export_state(&exporter(ok, t.path(), 10), false);
+    assert_eq!(r.state, TranscriptState::Read, "{r:?}");
+    assert_eq!(r.bytes.as_deref(), Some(OPENCODE_REAL));
+    let argv = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        argv, "export --pure ses_abc\n6\n",
+        "once, with --pure and the offline switches"
+    );
+
+    // What it says for a session it does not have (an empty storage): absent, not empty.
+    let none = program(
+        t.path(),
+        "echo 'Exporting session: x' >&2; printf '\\033[91m\\033[1mError: \\033[0mSession not found: x\\n' >&2; exit 1",
+    );
+    assert_eq!(
+        export_state(&exporter(none.clone(), t.path(), 10), false).state,
+        TranscriptState::Missing
+    );
+    assert_eq!(
+        export_state(&exporter(none, t.path(), 10), true).state,
+        TranscriptState::Pending
+    );
+
+    // Any other failure is unreadable, with the reason.
+    let fail = program(t.path(), "echo 'database is locked' >&2; exit 3");
+    let r = export_state(&exporter(fail, t.path(), 10), false);
+    assert_eq!(r.state, TranscriptState::Unreadable);
+    let why = r.reason.unwrap();
+    assert!(
+        why.contains("exited with status 3") && why.contains("database is locked"),
+        "{why}"
+    );
+
+    let junk = program(t.path(), "echo not json");
+    let r = export_state(&exporter(junk, t.path(), 10), false);
+    assert!(r.reason.unwrap().contains("not one JSON object"));
+
+    // Past the deadline: killed, with what it left in its group.
+    let slow = program(t.path(), "sleep 30 & sleep 30");
+    let started = std::time::Instant::now();
+    let r = export_state(&exporter(slow, t.path(), 1), false);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(r.reason.unwrap().contains("did not finish within 1 s"));
+
+    // More than 8 MiB: refused at once, not read to the end.
+    let huge = program(t.path(), "head -c 20000000 /dev/zero");
+    let r = export_state(&exporter(huge, t.path(), 20), false);
+    assert_eq!(r.state, TranscriptState::Unreadable);
+    assert!(r.reason.unwrap().contains("more than the 8388608 bytes"));
+
+    // No way to run it, or an id that is an option: unreadable, nothing run.
+    let t2 = tempfile::tempdir().unwrap();
+    let r = raw(
+        &target(Tool::Opencode, t2.path(), Path::new("/w"), "ses_abc", false),
+        &mut Budget::default(),
+    )
+    .unwrap();
+    assert_eq!(r.state, TranscriptState::Unreadable);
+    assert!(
+        !opencode::valid_id("--help")
+            && !opencode::valid_id("a/b")
+            && opencode::valid_id("ses_dc35b18d1ffe0PsN7Wj3xgHqyk")
+    );
 }
