@@ -78,7 +78,10 @@ impl Hosts {
     /// One host: every request goes to `client`, paths as they are.
     pub fn one(client: Client) -> Hosts {
         Hosts {
-            list: vec![(String::new(), std::sync::Arc::new(std::sync::RwLock::new(client)))],
+            list: vec![(
+                String::new(),
+                std::sync::Arc::new(std::sync::RwLock::new(client)),
+            )],
             multi: false,
         }
     }
@@ -136,7 +139,11 @@ impl Hosts {
         {
             return (c, format!("{prefix}{tail}"), Some(host.to_string()));
         }
-        (self.primary(), path.to_string(), Some(self.list[0].0.clone()))
+        (
+            self.primary(),
+            path.to_string(),
+            Some(self.list[0].0.clone()),
+        )
     }
 }
 
@@ -907,7 +914,9 @@ async fn data_task(
         if tx.send(runs).await.is_err() {
             return;
         }
-        if follow.as_ref().is_none_or(|f| f.primary) && tx.send(Msg::Factory(factory)).await.is_err() {
+        if follow.as_ref().is_none_or(|f| f.primary)
+            && tx.send(Msg::Factory(factory)).await.is_err()
+        {
             return;
         }
         if let Some(m) = events
@@ -1179,6 +1188,41 @@ mod tests {
         let said = hand_over_to(&mut screen, &missing).await.unwrap();
         assert!(said.contains("did not start"), "{said}");
         assert_eq!(screen.0.len(), 6, "every hand-over is taken back");
+    }
+
+    /// In a cockpit of several hosts a run's call, stream and keystrokes go to the host its
+    /// ref names, with that host's own ref; anything else to the first host; one host's
+    /// paths are never rewritten.
+    #[test]
+    fn each_run_goes_to_its_own_host() {
+        let a = || Client::for_socket("/a.sock".into());
+        let b = || Client::for_socket("/b.sock".into());
+        let h = Hosts::many(vec![("build".into(), a()), ("local".into(), b())]);
+        let (c, p, host) = h.by_path("/v1/m/sessions/runs/local/run-0001/stop");
+        assert_eq!(c.socket, std::path::PathBuf::from("/b.sock"));
+        assert_eq!(p, "/v1/m/sessions/runs/run-0001/stop");
+        assert_eq!(host.as_deref(), Some("local"));
+        let (c, p, _) = h.by_path("/v1/m/sessions/runs/build/run-0001/stop");
+        assert_eq!(c.socket, std::path::PathBuf::from("/a.sock"));
+        assert_eq!(p, "/v1/m/sessions/runs/run-0001/stop");
+        let (c, p, host) = h.by_path("/v1/m/sessions/runs");
+        assert_eq!(c.socket, std::path::PathBuf::from("/a.sock"));
+        assert_eq!(p, "/v1/m/sessions/runs");
+        assert_eq!(host.as_deref(), Some("build"));
+        let (c, r, _) = h.by_ref("local/run-0002");
+        assert_eq!(
+            (c.socket.to_str().unwrap(), r.as_str()),
+            ("/b.sock", "run-0002")
+        );
+        // A host nobody follows is not a host: the path goes as it is, to the first.
+        let (c, p, _) = h.by_path("/v1/m/sessions/runs/other/run-0001/stop");
+        assert_eq!(c.socket, std::path::PathBuf::from("/a.sock"));
+        assert_eq!(p, "/v1/m/sessions/runs/other/run-0001/stop");
+        let one = Hosts::one(b());
+        let (_, p, host) = one.by_path("/v1/m/sessions/runs/local/run-0001/stop");
+        assert_eq!(p, "/v1/m/sessions/runs/local/run-0001/stop");
+        assert_eq!(host, None);
+        assert_eq!(one.by_ref("local/run-0001").1, "local/run-0001");
     }
 
     fn pacing_app() -> (App, Msg) {

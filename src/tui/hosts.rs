@@ -35,7 +35,10 @@ pub enum Reach {
     Connecting,
     Reachable,
     /// Its last request failed, at `since` (the first failure of the run of failures).
-    Unreachable { since: DateTime<Utc>, error: String },
+    Unreachable {
+        since: DateTime<Utc>,
+        error: String,
+    },
 }
 
 /// What the cockpit knows of one host.
@@ -176,9 +179,8 @@ impl Hosts {
             .iter()
             .map(|h| {
                 let name = text::one_line(&h.name, 40);
-                let pad = " ".repeat(w.saturating_sub(unicode_width::UnicodeWidthStr::width(
-                    name.as_str(),
-                )));
+                let pad = " "
+                    .repeat(w.saturating_sub(unicode_width::UnicodeWidthStr::width(name.as_str())));
                 let version = h
                     .version
                     .as_deref()
@@ -204,7 +206,16 @@ impl Hosts {
                             "{name}{pad}  unreachable since {} ({} ago): {}",
                             since.format("%H:%M:%SZ"),
                             super::data::ago(now, *since),
-                            text::one_line(error, 300)
+                            // The line names the host already: what ssh said comes first.
+                            text::one_line(
+                                error
+                                    .strip_prefix(&format!(
+                                        "the host {} cannot be reached: ",
+                                        h.name
+                                    ))
+                                    .unwrap_or(error),
+                                300
+                            )
                         ),
                         false,
                     ),
@@ -256,11 +267,18 @@ mod tests {
         let mut h = Hosts::new(&["build".into(), "local".into()]);
         assert!(h.is_multi());
         assert!(!Hosts::default().is_multi());
-        assert!(h.lines(t0).iter().all(|(l, ok)| l.contains("connecting") && !ok));
+        assert!(
+            h.lines(t0)
+                .iter()
+                .all(|(l, ok)| l.contains("connecting") && !ok)
+        );
         h.on_runs("build", Ok(page(vec![run("build", 1, "running")])), t0);
         h.on_runs(
             "local",
-            Ok(page(vec![run("local", 1, "idle"), run("local", 2, "stopped")])),
+            Ok(page(vec![
+                run("local", 1, "idle"),
+                run("local", 2, "stopped"),
+            ])),
             t0,
         );
         h.on_version("build", "0.1.0".into());
@@ -283,7 +301,15 @@ mod tests {
 
         // build drops: its row stays, stale; nothing of it counts live.
         let t1 = t0 + chrono::Duration::seconds(5);
-        h.on_runs("build", Err("the host build cannot be reached: \x1b[31mrefused".into()), t1);
+        h.on_runs(
+            "build",
+            Err("the host build cannot be reached: \x1b[31mrefused".into()),
+            t1,
+        );
+        let (line, _) = h.lines(t1)[0].clone();
+        assert!(!line.contains('\x1b'), "sanitised: {line:?}");
+        assert!(line.ends_with("refused"), "{line}");
+        assert!(!line.contains("cannot be reached"), "{line}");
         assert!(h.stale("build/run-0001"));
         assert!(!h.stale("local/run-0001"));
         let m = h.merged();

@@ -96,7 +96,9 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     // live and idle counts; or unreachable since when, and why).
     let inner = if app.hosts.is_multi() {
         let lines = app.hosts.lines(app.now);
-        let n = u16::try_from(lines.len()).unwrap_or(u16::MAX).min(inner.height);
+        let n = u16::try_from(lines.len())
+            .unwrap_or(u16::MAX)
+            .min(inner.height);
         for (k, (l, ok)) in lines.iter().take(usize::from(n)).enumerate() {
             let role = if *ok { Role::Dim } else { Role::Error };
             buf.set_stringn(

@@ -443,7 +443,10 @@ impl Dialog for Approval {
                 text::one_line(&self.intent, 24),
                 text::one_line(h, 24)
             ),
-            None => format!(" Authorise publication {} ", text::one_line(&self.intent, 24)),
+            None => format!(
+                " Authorise publication {} ",
+                text::one_line(&self.intent, 24)
+            ),
         };
         let block = Block::default()
             .borders(Borders::ALL)
