@@ -163,6 +163,20 @@ impl Client {
         })
     }
 
+    /// A client of the host `name` names, for the cockpit of several hosts:
+    /// [`crate::remote::LOCAL`] is the home's own server, anything else a host as `--host`
+    /// takes it, its ssh always in batch mode (the terminal is the cockpit's; no token yet:
+    /// [`Client::with_token`]).
+    pub fn for_host(home: &Home, name: &str) -> Result<Client, ClientError> {
+        let mut c = Client::local(home)?;
+        if name != crate::remote::LOCAL {
+            let mut r = crate::remote::Remote::resolve(name, &home.config)?;
+            r.batch = true;
+            c.remote = Some(std::sync::Arc::new(r));
+        }
+        Ok(c)
+    }
+
     /// The remote host this client speaks to, if any.
     pub fn remote_host(&self) -> Option<&str> {
         self.remote.as_deref().map(|r| r.name.as_str())

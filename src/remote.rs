@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 /// Environment variable that names the host (as `--host` does).
 pub const HOST_ENV: &str = "PROCTOR_HOST";
+/// The name of this home's own server in a cockpit of several hosts (`--host local`).
+pub const LOCAL: &str = "local";
 /// The file of named hosts, in the home's config folder.
 pub const HOSTS_FILE: &str = "hosts.toml";
 /// How long the shared ssh connection outlives its last client.
@@ -76,6 +78,9 @@ pub struct Remote {
     ssh_args: Vec<String>,
     hosts_file: PathBuf,
     control_dir: Option<PathBuf>,
+    /// `BatchMode=yes` even when stdin is a terminal: the cockpit's terminal is its own, and
+    /// no ssh may prompt on it.
+    pub batch: bool,
     /// What the last ssh said on stderr, and whether it has exited.
     last: Mutex<Option<Arc<SshState>>>,
     /// The client's one keep-alive HTTP/1.1 connection to this host (one ssh channel), for
@@ -248,6 +253,7 @@ impl Remote {
             ssh_args,
             hosts_file,
             control_dir: control_dir(),
+            batch: false,
             last: Mutex::new(None),
             link: tokio::sync::Mutex::new(None),
             link_rt: std::sync::OnceLock::new(),
@@ -271,7 +277,7 @@ impl Remote {
     /// The ssh argv, up to and including the remote command's words.
     pub fn ssh_command(&self, remote: &[&str]) -> Command {
         let mut cmd = Command::new("ssh");
-        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        if self.batch || !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
             cmd.args(["-o", "BatchMode=yes"]);
         }
         if let Some(dir) = &self.control_dir {

@@ -14,6 +14,12 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
         return Err(UsageError::new(tui::TuiError::DumbTerminal.to_string()));
     }
     let home = ctx.home()?;
-    tui::run(&home, tui::Options::default())?;
+    tui::run(
+        &home,
+        tui::Options {
+            hosts: ctx.hosts.clone(),
+            ..tui::Options::default()
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
 }

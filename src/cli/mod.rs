@@ -56,9 +56,11 @@ pub struct Cli {
     pub home: Option<PathBuf>,
 
     /// Speak to the proctor of another host over ssh: ssh://[user@]host[:port], or a host
-    /// named in <config>/hosts.toml (overrides $PROCTOR_HOST; docs/remote.md).
-    #[arg(long, global = true, value_name = "HOST")]
-    pub host: Option<String>,
+    /// named in <config>/hosts.toml (overrides $PROCTOR_HOST; docs/remote.md). `local` is
+    /// this home's own server. Repeated, for the cockpit only: it follows every host named
+    /// (`proctor --host build --host local`).
+    #[arg(long, global = true, value_name = "HOST", action = clap::ArgAction::Append)]
+    pub host: Vec<String>,
 
     /// The verb; none opens the cockpit.
     #[command(subcommand)]
@@ -111,6 +113,8 @@ impl UsageError {
 
 pub(crate) struct Ctx {
     pub home_flag: Option<PathBuf>,
+    /// The hosts a cockpit of several follows (two or more `--host`); empty otherwise.
+    pub hosts: Vec<String>,
 }
 
 impl Ctx {
@@ -146,13 +150,43 @@ pub fn main() -> ExitCode {
         // SAFETY: restoring a default signal disposition before any thread exists.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
-    if let Some(h) = &cli.host {
-        // SAFETY: no other thread exists yet. Every client of this process reads it
-        // (`Client::new`); the server it may start is not given it.
-        unsafe { std::env::set_var(crate::remote::HOST_ENV, h) };
+    let mut hosts = Vec::new();
+    match cli.host.as_slice() {
+        [] => {}
+        // `local`: this home's own server, whatever PROCTOR_HOST says.
+        [h] if h == crate::remote::LOCAL => {
+            // SAFETY: no other thread exists yet.
+            unsafe { std::env::remove_var(crate::remote::HOST_ENV) };
+        }
+        [h] => {
+            // SAFETY: no other thread exists yet. Every client of this process reads it
+            // (`Client::new`); the server it may start is not given it.
+            unsafe { std::env::set_var(crate::remote::HOST_ENV, h) };
+        }
+        several => {
+            if cli.command.is_some() {
+                eprintln!(
+                    "proctor: error: several --host are for the cockpit only (`proctor --host A \
+                     --host B`); a verb speaks to one host"
+                );
+                return ExitCode::from(2);
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for h in several {
+                if !seen.insert(h.clone()) {
+                    eprintln!(
+                        "proctor: error: the host {} is named twice",
+                        text::one_line(h, 80)
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+            hosts = several.to_vec();
+        }
     }
     let ctx = Ctx {
         home_flag: cli.home,
+        hosts,
     };
     let result = match cli.command {
         None => cockpit::run(&ctx),

@@ -276,6 +276,16 @@ pub enum LiveEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Msg {
     Runs(Result<RunsPage, String>),
+    /// One host's list, in a cockpit of several (refs already `HOST/REF`: super::hosts).
+    HostRuns {
+        host: String,
+        result: Result<RunsPage, String>,
+    },
+    /// A host's proctor version, from its probe.
+    HostVersion {
+        host: String,
+        version: String,
+    },
     /// The factory runs (`GET /v1/m/factory/runs`), polled with the runs.
     Factory(Result<Vec<crate::api::factory::FactoryRun>, String>),
     Events {
@@ -320,6 +330,8 @@ pub struct App {
     pub keymap: Keymap,
     pub theme: Theme,
 
+    /// The hosts of a cockpit of several (empty: one host, unchanged).
+    pub hosts: super::hosts::Hosts,
     /// The views' parts, each owning its state and its keys.
     pub sessions: SessionList,
     /// The factory runs, shown as groups in the sessions list.
@@ -352,6 +364,10 @@ pub struct App {
     pub key_path: Option<PathBuf>,
     /// A home `proctor demo` prepared: with no key, `P` offers a throwaway demo key.
     pub demo_key_offer: bool,
+    /// The host whose intents the cockpit shows and approves (the first `--host`), when it
+    /// is not this machine: its approval is refused here (docs/security.md, "Remote
+    /// clients": the key and the controlling terminal that approve are that host's).
+    pub remote_intents_host: Option<String>,
     last_watch: Option<ViewWatch>,
 
     /// The terminal draws ASCII only (`TERM=linux`, `vt…`): every frame goes through
@@ -390,6 +406,7 @@ impl App {
             who: None,
             keymap,
             theme,
+            hosts: super::hosts::Hosts::default(),
             sessions: SessionList::default(),
             factory: FactoryGroups::default(),
             live: LivePane::default(),
@@ -413,6 +430,7 @@ impl App {
             client_path: None,
             key_path: None,
             demo_key_offer: false,
+            remote_intents_host: None,
             last_watch: None,
             ascii: false,
             test_panic_key: None,
@@ -788,6 +806,12 @@ impl App {
             Msg::Runs(Err(e)) => {
                 self.sessions.server_error.as_deref() == Some(text::one_line(e, 300).as_str())
             }
+            Msg::HostRuns { host, result } => self.hosts.unchanged(host, result),
+            Msg::HostVersion { host, version } => self
+                .hosts
+                .list
+                .iter()
+                .any(|h| h.name == *host && h.version.as_deref() == Some(version.as_str())),
             Msg::Factory(answer) => match (answer, &self.factory.runs) {
                 // The part keeps them sorted by id (the server's own order).
                 (Ok(v), Some(Ok(held))) => v == held,
@@ -894,6 +918,15 @@ impl App {
             Msg::Runs(Err(e)) => {
                 self.sessions.server_error = Some(text::one_line(&e, 300));
             }
+            Msg::HostRuns { host, result } => {
+                self.hosts.on_runs(&host, result, Utc::now());
+                // The one list of every host; a host's staleness changes rows the merged
+                // list alone would not (so the frame is drawn whatever it says).
+                let merged = self.hosts.merged();
+                self.on_msg(Msg::Runs(Ok(merged)));
+                self.dirty = true;
+            }
+            Msg::HostVersion { host, version } => self.hosts.on_version(&host, version),
             Msg::Factory(answer) => self.factory.on_runs(answer),
             Msg::Events { run, result } => {
                 if self.sessions.selected.as_deref() != Some(run.as_str()) {
@@ -1016,6 +1049,11 @@ impl App {
                             PromptFor::NewSession(first) => {
                                 let r = answer::<RunView>(v)
                                     .map_or_else(|| "?".to_string(), |v| v.run_ref);
+                                // A cockpit of several hosts starts on the first one.
+                                let r = match self.hosts.list.first() {
+                                    Some(h) => super::hosts::join(&h.name, &r),
+                                    None => r,
+                                };
                                 self.sessions.selected = Some(r.clone());
                                 self.sessions.chosen = Some(r.clone());
                                 if *first {
@@ -1349,6 +1387,16 @@ impl App {
             }
             Action::Approve => match self.approve_target() {
                 Err(why) => self.info(why),
+                Ok(intent) if self.remote_intents_host.is_some() => {
+                    let host = self.remote_intents_host.clone().unwrap_or_default();
+                    self.error(format!(
+                        "{} is an intent of the host {host}: approve it there, at its terminal \
+                         (`ssh -t {host} proctor publish approve {}`); an approval never \
+                         crosses the link (docs/security.md)",
+                        text::one_line(&intent, 24),
+                        text::one_line(&intent, 24),
+                    ));
+                }
                 Ok(intent) => {
                     match &self.key_path {
                         Some(p) if p.exists() || self.demo_key_offer => {}
@@ -1365,7 +1413,11 @@ impl App {
                             return;
                         }
                     }
-                    self.open(Modal::Approval(Box::new(Approval::new(intent.clone()))));
+                    let mut dialog = Approval::new(intent.clone());
+                    if self.hosts.is_multi() {
+                        dialog.host = Some(crate::remote::LOCAL.to_string());
+                    }
+                    self.open(Modal::Approval(Box::new(dialog)));
                     self.push(Effect::Approve { intent });
                 }
             },

@@ -64,6 +64,175 @@ pub const RESIZE_DEBOUNCE: Duration = Duration::from_millis(150);
 /// reports `lag` rather than the cockpit growing without bound).
 const QUEUE: usize = 256;
 
+/// The hosts the cockpit speaks to, each with its own client: one (the cockpit of one host,
+/// whose refs are its server's), or several (`proctor --host A --host B`: refs are
+/// `HOST/REF`, super::hosts), the first of which holds what is not a run's (new sessions,
+/// the evidence, the rigs, the publication intents).
+#[derive(Clone)]
+pub struct Hosts {
+    list: Vec<(String, std::sync::Arc<std::sync::RwLock<Client>>)>,
+    multi: bool,
+}
+
+impl Hosts {
+    /// One host: every request goes to `client`, paths as they are.
+    pub fn one(client: Client) -> Hosts {
+        Hosts {
+            list: vec![(
+                String::new(),
+                std::sync::Arc::new(std::sync::RwLock::new(client)),
+            )],
+            multi: false,
+        }
+    }
+
+    /// Several hosts, by name; the first is the primary.
+    pub fn many(list: Vec<(String, Client)>) -> Hosts {
+        Hosts {
+            list: list
+                .into_iter()
+                .map(|(n, c)| (n, std::sync::Arc::new(std::sync::RwLock::new(c))))
+                .collect(),
+            multi: true,
+        }
+    }
+
+    fn read(slot: &std::sync::RwLock<Client>) -> Client {
+        slot.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn primary(&self) -> Client {
+        Hosts::read(&self.list[0].1)
+    }
+
+    fn named(&self, host: &str) -> Option<Client> {
+        self.list
+            .iter()
+            .find(|(n, _)| n == host)
+            .map(|(_, c)| Hosts::read(c))
+    }
+
+    /// The client of the run `run` names and the host's own ref, with the host's name (in a
+    /// cockpit of several).
+    pub fn by_ref(&self, run: &str) -> (Client, String, Option<String>) {
+        if self.multi
+            && let Some((host, own)) = super::hosts::split(run)
+            && let Some(c) = self.named(host)
+        {
+            return (c, own.to_string(), Some(host.to_string()));
+        }
+        (self.primary(), run.to_string(), None)
+    }
+
+    /// The client a call's `path` goes to and the path that host understands: a run's
+    /// path (`/runs/HOST/REF/…`) goes to HOST with `/runs/REF/…`; any other to the primary
+    /// (a new session's answer is named as the primary's run: `App::on_call_done`). The
+    /// host's name is returned in a cockpit of several.
+    pub fn by_path(&self, path: &str) -> (Client, String, Option<String>) {
+        if !self.multi {
+            return (self.primary(), path.to_string(), None);
+        }
+        let prefix = format!("{}/", wire::RUNS);
+        if let Some(rest) = path.strip_prefix(&prefix)
+            && let Some((host, tail)) = rest.split_once('/')
+            && let Some(c) = self.named(host)
+        {
+            return (c, format!("{prefix}{tail}"), Some(host.to_string()));
+        }
+        (
+            self.primary(),
+            path.to_string(),
+            Some(self.list[0].0.clone()),
+        )
+    }
+}
+
+/// Which host a data task follows in a cockpit of several.
+#[derive(Debug, Clone)]
+pub struct Follow {
+    pub host: String,
+    /// The first host: its factory runs are the cockpit's.
+    pub primary: bool,
+}
+
+/// How long a host that cannot be reached waits before its task tries again.
+const HOST_RETRY: Duration = Duration::from_secs(2);
+
+/// One host of a cockpit of several: its token (read over ssh for a remote host, tried
+/// again until the host answers), its version, then its data task (tagged with its name).
+async fn host_task(
+    slot: std::sync::Arc<std::sync::RwLock<Client>>,
+    home: crate::home::Home,
+    tx: mpsc::Sender<Msg>,
+    poke: std::sync::Arc<Notify>,
+    focus: watch::Receiver<Option<String>>,
+    follow: Follow,
+) {
+    let host = follow.host.clone();
+    let client = loop {
+        let c = Hosts::read(&slot);
+        let c = if c.bearer().is_some() {
+            c
+        } else {
+            let home = home.clone();
+            match tokio::task::spawn_blocking(move || c.with_token(&home)).await {
+                Ok(Ok(c)) => {
+                    *slot.write().unwrap_or_else(|e| e.into_inner()) = c.clone();
+                    c
+                }
+                Ok(Err(e)) => {
+                    let m = Msg::HostRuns {
+                        host: host.clone(),
+                        result: Err(show(&e)),
+                    };
+                    if tx.send(m).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(HOST_RETRY).await;
+                    continue;
+                }
+                Err(_) => return,
+            }
+        };
+        match c.probe().await {
+            Ok(p) => {
+                let version = p.map_or_else(|| "?".to_string(), |p| p.version);
+                let m = Msg::HostVersion {
+                    host: host.clone(),
+                    version,
+                };
+                if tx.send(m).await.is_err() {
+                    return;
+                }
+                break c;
+            }
+            Err(e) => {
+                let m = Msg::HostRuns {
+                    host: host.clone(),
+                    result: Err(show(&e)),
+                };
+                if tx.send(m).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(HOST_RETRY).await;
+            }
+        }
+    };
+    // The host's own change stream, ended with this task.
+    let (changes_tx, changes_rx) = watch::channel::<Option<ChangesEvent>>(None);
+    let _changes = AbortOnDrop(tokio::spawn(changes_task(client.clone(), changes_tx)));
+    data_task(client, tx, poke, focus, changes_rx, Some(follow)).await;
+}
+
+/// A task that ends when this value is dropped (with the task that holds it).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// What a failed request says, for the status line and the panes.
 pub(crate) fn show(e: &ClientError) -> String {
     match e {
@@ -337,20 +506,62 @@ pub async fn run(
     client: Client,
     fps: u32,
 ) -> std::io::Result<Exit> {
+    run_hosts(app, screen, Hosts::one(client), None, fps).await
+}
+
+/// [`run`] for the hosts `hosts`; `home` (a cockpit of several) reads a host's token.
+pub async fn run_hosts(
+    app: &mut App,
+    screen: &mut dyn Screen,
+    hosts: Hosts,
+    home: Option<crate::home::Home>,
+    fps: u32,
+) -> std::io::Result<Exit> {
+    let client = hosts.primary();
     let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE);
     let poke = std::sync::Arc::new(Notify::new());
     let (focus_tx, focus_rx) = watch::channel::<Option<String>>(None);
-    let (changes_tx, changes_rx) = watch::channel::<Option<ChangesEvent>>(None);
-    let changes = tokio::spawn(changes_task(client.clone(), changes_tx));
-    let data = tokio::spawn(data_task(
-        client.clone(),
-        tx.clone(),
-        poke.clone(),
-        focus_rx,
-        changes_rx,
-    ));
+    // One data task per host, each with its own client and its own wake-up.
+    let mut pokes = vec![poke.clone()];
+    let mut data = Vec::new();
+    match (&home, hosts.multi) {
+        (Some(home), true) => {
+            for (k, (name, slot)) in hosts.list.iter().enumerate() {
+                let p = if k == 0 {
+                    poke.clone()
+                } else {
+                    let p = std::sync::Arc::new(Notify::new());
+                    pokes.push(p.clone());
+                    p
+                };
+                data.push(tokio::spawn(host_task(
+                    slot.clone(),
+                    home.clone(),
+                    tx.clone(),
+                    p,
+                    focus_rx.clone(),
+                    Follow {
+                        host: name.clone(),
+                        primary: k == 0,
+                    },
+                )));
+            }
+        }
+        _ => {
+            let (changes_tx, changes_rx) = watch::channel::<Option<ChangesEvent>>(None);
+            data.push(tokio::spawn(changes_task(client.clone(), changes_tx)));
+            data.push(tokio::spawn(data_task(
+                client.clone(),
+                tx.clone(),
+                poke.clone(),
+                focus_rx,
+                changes_rx,
+                None,
+            )));
+        }
+    }
     let (type_tx, type_rx) = mpsc::unbounded_channel::<(String, String)>();
-    let typing = tokio::spawn(typing_task(client.clone(), tx.clone(), type_rx));
+    let typing = tokio::spawn(typing_task(hosts.clone(), tx.clone(), type_rx));
     let mut live: Option<tokio::task::JoinHandle<()>> = None;
     let evidence_poke = std::sync::Arc::new(Notify::new());
     let (view_tx, view_rx) = watch::channel::<ViewWatch>(ViewWatch::default());
@@ -429,10 +640,12 @@ pub async fn run(
         for eff in app.take_effects() {
             match eff {
                 Effect::Call(call) => {
-                    let (client, tx) = (client.clone(), tx.clone());
+                    // A run's call goes to the run's own host (super::hosts).
+                    let (client, path, _) = hosts.by_path(&call.path);
+                    let tx = tx.clone();
                     tokio::spawn(async move {
                         let result = client
-                            .call(call.method, &call.path, call.body)
+                            .call(call.method, &path, call.body)
                             .await
                             .map_err(|e| show(&e));
                         let _ = tx
@@ -452,8 +665,9 @@ pub async fn run(
                     if let Some(h) = live.take() {
                         h.abort();
                     }
+                    let (client, run, _) = hosts.by_ref(&run);
                     live = Some(tokio::spawn(live_task(
-                        client.clone(),
+                        client,
                         tx.clone(),
                         run,
                         epoch,
@@ -470,7 +684,9 @@ pub async fn run(
                     let _ = type_tx.send((run, text));
                 }
                 Effect::Refresh => {
-                    poke.notify_one();
+                    for p in &pokes {
+                        p.notify_one();
+                    }
                     evidence_poke.notify_one();
                 }
                 Effect::WatchEvents(run) => {
@@ -501,6 +717,17 @@ pub async fn run(
                             app.mode = Mode::Normal;
                             app.error("no publish key is configured for this home");
                         }
+                        (_, false) if client.remote_host().is_some() => {
+                            // The relay has no controlling terminal: the remote server would
+                            // refuse; the person approves at that host's own terminal.
+                            app.mode = Mode::Normal;
+                            app.error(format!(
+                                "approve it on {0} at its terminal: `ssh -t {0} proctor publish \
+                                 approve {1}` (an approval never crosses the link)",
+                                client.remote_host().unwrap_or_default(),
+                                crate::text::one_line(&intent, 24)
+                            ));
+                        }
                         (Some(key), false) => {
                             approving = Some(super::approval::spawn(
                                 client.clone(),
@@ -519,8 +746,9 @@ pub async fn run(
             break Exit::Quit;
         }
     };
-    changes.abort();
-    data.abort();
+    for d in data {
+        d.abort();
+    }
     typing.abort();
     evidence.abort();
     verifier.abort();
@@ -683,6 +911,7 @@ async fn data_task(
     poke: std::sync::Arc<Notify>,
     mut focus: watch::Receiver<Option<String>>,
     mut changes: watch::Receiver<Option<ChangesEvent>>,
+    follow: Option<Follow>,
 ) {
     // While the server's change stream is open, the list, the factory runs and the focused
     // run's events are fetched when it says something moved, and otherwise every
@@ -700,9 +929,17 @@ async fn data_task(
         // The factory runs at the same cadence: a failed poll is said, never old runs.
         let factory = client.factory_runs().await.map_err(|e| show(&e));
         let run = focus.borrow_and_update().clone();
+        // Several hosts: the focused run's events are its own host's to fetch.
+        let run = match &follow {
+            None => run.map(|r| (r.clone(), r)),
+            Some(f) => run.and_then(|r| {
+                let (h, own) = super::hosts::split(&r)?;
+                (h == f.host).then(|| (own.to_string(), r.clone()))
+            }),
+        };
         let events = match run {
-            Some(run) => {
-                let result = data::fetch_events(&client, &run)
+            Some((own, run)) => {
+                let result = data::fetch_events(&client, &own)
                     .await
                     .map_err(|e| show(&e));
                 Some(Msg::Events { run, result })
@@ -716,10 +953,24 @@ async fn data_task(
             quiet = 0;
             last = Some(now);
         }
-        if tx.send(Msg::Runs(page)).await.is_err() {
+        let runs = match &follow {
+            None => Msg::Runs(page),
+            Some(f) => Msg::HostRuns {
+                host: f.host.clone(),
+                result: page.map(|mut p| {
+                    for r in &mut p.items {
+                        r.run_ref = super::hosts::join(&f.host, &r.run_ref);
+                    }
+                    p
+                }),
+            },
+        };
+        if tx.send(runs).await.is_err() {
             return;
         }
-        if tx.send(Msg::Factory(factory)).await.is_err() {
+        if follow.as_ref().is_none_or(|f| f.primary)
+            && tx.send(Msg::Factory(factory)).await.is_err()
+        {
             return;
         }
         if let Some(m) = events
@@ -743,7 +994,7 @@ async fn data_task(
 }
 
 async fn typing_task(
-    client: Client,
+    hosts: Hosts,
     tx: mpsc::Sender<Msg>,
     mut rx: mpsc::UnboundedReceiver<(String, String)>,
 ) {
@@ -763,6 +1014,7 @@ async fn typing_task(
                 text: Some(text),
                 ..Default::default()
             };
+            let (client, run, _) = hosts.by_ref(&run);
             let r = client
                 .request::<_, IgnoredAny>(Method::POST, &wire::at(wire::INPUT, &run), Some(&body))
                 .await;
@@ -996,6 +1248,41 @@ mod tests {
         let said = hand_over_to(&mut screen, &missing).await.unwrap();
         assert!(said.contains("did not start"), "{said}");
         assert_eq!(screen.0.len(), 6, "every hand-over is taken back");
+    }
+
+    /// In a cockpit of several hosts a run's call, stream and keystrokes go to the host its
+    /// ref names, with that host's own ref; anything else to the first host; one host's
+    /// paths are never rewritten.
+    #[test]
+    fn each_run_goes_to_its_own_host() {
+        let a = || Client::for_socket("/a.sock".into());
+        let b = || Client::for_socket("/b.sock".into());
+        let h = Hosts::many(vec![("build".into(), a()), ("local".into(), b())]);
+        let (c, p, host) = h.by_path("/v1/m/sessions/runs/local/run-0001/stop");
+        assert_eq!(c.socket, std::path::PathBuf::from("/b.sock"));
+        assert_eq!(p, "/v1/m/sessions/runs/run-0001/stop");
+        assert_eq!(host.as_deref(), Some("local"));
+        let (c, p, _) = h.by_path("/v1/m/sessions/runs/build/run-0001/stop");
+        assert_eq!(c.socket, std::path::PathBuf::from("/a.sock"));
+        assert_eq!(p, "/v1/m/sessions/runs/run-0001/stop");
+        let (c, p, host) = h.by_path("/v1/m/sessions/runs");
+        assert_eq!(c.socket, std::path::PathBuf::from("/a.sock"));
+        assert_eq!(p, "/v1/m/sessions/runs");
+        assert_eq!(host.as_deref(), Some("build"));
+        let (c, r, _) = h.by_ref("local/run-0002");
+        assert_eq!(
+            (c.socket.to_str().unwrap(), r.as_str()),
+            ("/b.sock", "run-0002")
+        );
+        // A host nobody follows is not a host: the path goes as it is, to the first.
+        let (c, p, _) = h.by_path("/v1/m/sessions/runs/other/run-0001/stop");
+        assert_eq!(c.socket, std::path::PathBuf::from("/a.sock"));
+        assert_eq!(p, "/v1/m/sessions/runs/other/run-0001/stop");
+        let one = Hosts::one(b());
+        let (_, p, host) = one.by_path("/v1/m/sessions/runs/local/run-0001/stop");
+        assert_eq!(p, "/v1/m/sessions/runs/local/run-0001/stop");
+        assert_eq!(host, None);
+        assert_eq!(one.by_ref("local/run-0001").1, "local/run-0001");
     }
 
     fn pacing_app() -> (App, Msg) {

@@ -13,6 +13,7 @@ pub mod config;
 pub mod data;
 pub mod event_loop;
 pub mod evidence;
+pub mod hosts;
 pub mod keymap;
 pub mod keys;
 pub mod role;
@@ -34,6 +35,9 @@ pub struct Options {
     pub serve_args: Vec<String>,
     /// Tests only (`proctor demo --test-panic-on-key`): the cockpit panics on this key.
     pub test_panic_key: Option<char>,
+    /// Two or more hosts (`--host A --host B`; `local` is this home's server): the cockpit
+    /// follows them all (super::hosts). Empty: the one host `PROCTOR_HOST` names, or this one.
+    pub hosts: Vec<String>,
 }
 
 /// Why the cockpit could not run.
@@ -112,17 +116,49 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let client = Client::new(home)?;
-        client.ensure_server_with(home, &opts.serve_args).await?;
-        let client = client.with_token(home)?;
+        let several = opts.hosts.len() > 1;
+        let (client, hosts) = if several {
+            // Every host named, each with its own client: this home's server is started
+            // (and must answer: it is this machine's); a remote host that does not answer
+            // now is shown unreachable, and its task tries again (event_loop::host_task).
+            let mut list = Vec::new();
+            for name in &opts.hosts {
+                let c = Client::for_host(home, name)?;
+                let c = if c.remote_host().is_none() {
+                    c.ensure_server_with(home, &opts.serve_args).await?;
+                    c.with_token(home)?
+                } else {
+                    let h = home.clone();
+                    let try_c = c.clone();
+                    match tokio::task::spawn_blocking(move || try_c.with_token(&h)).await {
+                        Ok(Ok(c)) => c,
+                        _ => c,
+                    }
+                };
+                list.push((name.clone(), c));
+            }
+            (list[0].1.clone(), event_loop::Hosts::many(list))
+        } else {
+            let client = Client::new(home)?;
+            client.ensure_server_with(home, &opts.serve_args).await?;
+            let client = client.with_token(home)?;
+            (client.clone(), event_loop::Hosts::one(client))
+        };
         // The role decides which actions are shown as unavailable. A server without the
-        // route (older) leaves it unknown: actions are tried and its answer is shown.
+        // route (older) leaves it unknown: actions are tried and its answer is shown. In a
+        // cockpit of several hosts the first host's token says it (each host's server
+        // answers for its own).
         let who = match data::whoami(&client).await {
             Ok(w) => Some(w),
             Err(ClientError::Api { status, .. }) if status.as_u16() == 404 => None,
+            Err(_) if several => None,
             Err(e) => return Err(e.into()),
         };
         let mut app = app::App::new(host_name(), home_label(home), keymap, theme);
+        if several {
+            app.hosts = crate::tui::hosts::Hosts::new(&opts.hosts);
+        }
+        app.remote_intents_host = client.remote_host().map(str::to_string);
         app.notify = app::NotifySettings {
             enabled: settings.notify,
             command: settings.notify_command.clone(),
@@ -160,7 +196,9 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
         // a slow link or a terminal without the query turns into a 2 s wait); the guard
         // cleared the alternate screen already.
         let mut terminal = ratatui::Terminal::new(backend)?;
-        let result = event_loop::run(&mut app, &mut terminal, client, settings.fps).await;
+        let multi_home = several.then(|| home.clone());
+        let result =
+            event_loop::run_hosts(&mut app, &mut terminal, hosts, multi_home, settings.fps).await;
         drop(terminal);
         drop(guard);
         result?;

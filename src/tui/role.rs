@@ -57,10 +57,13 @@ pub enum Role {
     GateAwaitingHuman,
     /// A person's publication authorisation for these bytes was spent.
     GatePassed,
+    /// A row of a host that does not answer (a cockpit of several hosts): its state is
+    /// unknown, never shown as live.
+    Stale,
 }
 
 impl Role {
-    pub const ALL: [Role; 30] = [
+    pub const ALL: [Role; 31] = [
         Role::Text,
         Role::Dim,
         Role::Title,
@@ -91,6 +94,7 @@ impl Role {
         Role::GateStale,
         Role::GateAwaitingHuman,
         Role::GatePassed,
+        Role::Stale,
     ];
 
     /// The key used in theme files (snake_case).
@@ -126,6 +130,7 @@ impl Role {
             Role::GateStale => "gate_stale",
             Role::GateAwaitingHuman => "gate_awaiting_human",
             Role::GatePassed => "gate_passed",
+            Role::Stale => "stale",
         }
     }
 

@@ -161,4 +161,23 @@ impl Sshd {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Starts the sshd again on the same port, with the same keys, after [`Sshd::kill`]; it
+    /// returns once a login works.
+    pub fn restart(&mut self) {
+        let d = self.dir.path();
+        self.child = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(d.join("sshd.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + HANG;
+        while !self.ssh(&[], "true").status.success() {
+            assert!(Instant::now() < deadline, "sshd did not come back");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }

@@ -73,6 +73,10 @@ impl App {
                 next = Some(t);
             }
         };
+        // An unreachable host's line says how long ago it stopped answering.
+        if let Some(t) = self.hosts.next_clock_change(now) {
+            at(t);
+        }
         let s = &self.sessions;
         let sources = crate::tui::ui::sessions::sources_shown(self);
         for (k, &i) in s.view.iter().enumerate() {

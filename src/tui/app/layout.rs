@@ -18,8 +18,11 @@ impl App {
         // Every run the cockpit holds, not only the listed ones: typing a filter does not
         // resize the live terminal.
         // The factory's groups ask for their rows too (they share the list's pane).
+        // A cockpit of several hosts has one line per host above the list.
+        let host_lines = self.hosts.list.len();
         let list_rows =
-            u16::try_from(self.sessions.runs.len() + ui::factory::wanted(self)).unwrap_or(u16::MAX);
+            u16::try_from(self.sessions.runs.len() + ui::factory::wanted(self) + host_lines)
+                .unwrap_or(u16::MAX);
         let areas = ui::layout(screen, zoomed, self.tab, list_rows);
         self.areas = areas;
         // The PTY follows the live pane only while it is drawn.
@@ -31,7 +34,8 @@ impl App {
             };
         }
         if self.tab.body() != Body::Whole {
-            let avail = usize::from(ui::inner(areas.sessions).height.saturating_sub(1));
+            let avail = usize::from(ui::inner(areas.sessions).height.saturating_sub(1))
+                .saturating_sub(host_lines);
             self.sessions.rows = ui::factory::split(self, avail).0;
             self.events.rows = usize::from(ui::inner(areas.events).height);
             if !areas.zoomed {
@@ -51,7 +55,8 @@ impl App {
         if inner.is_empty() || l.server_error.is_some() || l.view.is_empty() {
             return;
         }
-        let (rows, _) = ui::factory::split(self, usize::from(inner.height) - 1);
+        let avail = (usize::from(inner.height) - 1).saturating_sub(self.hosts.list.len());
+        let (rows, _) = ui::factory::split(self, avail);
         self.sessions.follow(rows);
     }
 

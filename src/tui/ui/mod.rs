@@ -10,6 +10,8 @@ pub(crate) mod factory;
 mod factory_tests;
 pub(crate) mod gate;
 mod header;
+#[cfg(test)]
+mod hosts_tests;
 pub(crate) mod intents;
 #[cfg(test)]
 mod layout_tests;

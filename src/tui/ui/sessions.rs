@@ -92,6 +92,34 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     if inner.height == 0 || inner.width == 0 {
         return;
     }
+    // A cockpit of several hosts: one line per host above the list (reachable, version,
+    // live and idle counts; or unreachable since when, and why).
+    let inner = if app.hosts.is_multi() {
+        let lines = app.hosts.lines(app.now);
+        let n = u16::try_from(lines.len())
+            .unwrap_or(u16::MAX)
+            .min(inner.height);
+        for (k, (l, ok)) in lines.iter().take(usize::from(n)).enumerate() {
+            let role = if *ok { Role::Dim } else { Role::Error };
+            buf.set_stringn(
+                inner.x + 1,
+                inner.y + k as u16,
+                l,
+                usize::from(inner.width.saturating_sub(1)),
+                app.theme.style(role),
+            );
+        }
+        Rect {
+            y: inner.y + n,
+            height: inner.height - n,
+            ..inner
+        }
+    } else {
+        inner
+    };
+    if inner.height == 0 {
+        return;
+    }
     if let Some(e) = &app.sessions.server_error {
         // Said in place, where the list should be, with the remedy the error carries.
         let lines = textwrap_lines(&format!("the server does not answer: {e}"), inner.width);
@@ -199,10 +227,27 @@ fn list_lines(app: &App, w: usize) -> (String, Vec<(ratatui::style::Style, Line<
         .iter()
         .map(|&i| cells(app, &app.sessions.runs[i]))
         .collect();
-    let plan = Plan::new(&cells, w);
+    // A cockpit of several hosts: a HOST column after the marks, taken from the width.
+    let host_w = if app.hosts.is_multi() {
+        app.hosts
+            .list
+            .iter()
+            .map(|h| text::one_line(&h.name, 20).width())
+            .max()
+            .unwrap_or(0)
+            .max("HOST".len())
+    } else {
+        0
+    };
+    let host_cols = if host_w > 0 { host_w + 1 } else { 0 };
+    let plan = Plan::new(&cells, w.saturating_sub(host_cols));
 
     // Header row.
     let mut head = " ".repeat(plan.marks.len());
+    if host_w > 0 {
+        head.push_str(&pad("HOST", host_w));
+        head.push(' ');
+    }
     for (title, width) in [
         ("REF", plan.ref_w),
         ("NAME", plan.name_w),
@@ -221,8 +266,25 @@ fn list_lines(app: &App, w: usize) -> (String, Vec<(ratatui::style::Style, Line<
     for (&i, c) in app.sessions.view.iter().zip(&cells) {
         let r = &app.sessions.runs[i];
         let selected = app.sessions.selected.as_deref() == Some(r.run_ref.as_str());
+        let stale = app.hosts.stale(&r.run_ref);
         let base = row_style(app, selected, list_focused);
-        let st = |role: Role| base.patch(app.theme.style(role));
+        // A host that does not answer: its rows greyed, whatever their last state said.
+        let base = if stale {
+            base.patch(app.theme.style(Role::Stale))
+        } else {
+            base
+        };
+        let st = |role: Role| {
+            if stale {
+                base
+            } else {
+                base.patch(app.theme.style(role))
+            }
+        };
+        let (host, shown_ref) = match crate::tui::hosts::split(&r.run_ref) {
+            Some((h, rest)) if host_w > 0 => (h, rest),
+            _ => ("", r.run_ref.as_str()),
+        };
         let mut marks = String::new();
         marks.push(if selected { '›' } else { ' ' });
         if plan.marks.pin {
@@ -241,11 +303,13 @@ fn list_lines(app: &App, w: usize) -> (String, Vec<(ratatui::style::Style, Line<
             marks.push(if r.done { '✓' } else { ' ' });
         }
         marks.push(' ');
-        let mut spans = vec![
-            Span::styled(marks, st(Role::Marker)),
-            Span::styled(pad(&r.run_ref, plan.ref_w), st(Role::Text)),
-            Span::styled(" ", base),
-        ];
+        let mut spans = vec![Span::styled(marks, st(Role::Marker))];
+        if host_w > 0 {
+            spans.push(Span::styled(pad(host, host_w), st(Role::Title)));
+            spans.push(Span::styled(" ", base));
+        }
+        spans.push(Span::styled(pad(shown_ref, plan.ref_w), st(Role::Text)));
+        spans.push(Span::styled(" ", base));
         let cell = |spans: &mut Vec<Span<'static>>, text: &str, width: usize, role: Role| {
             if width > 0 {
                 spans.push(Span::styled(pad(text, width), st(role)));
@@ -335,9 +399,15 @@ fn cells(app: &App, r: &RunView) -> Cells {
         Some(l) => ("limit".to_string(), limit_source(l, now)),
         None => (state, source),
     };
+    // A run of a host that does not answer: what it was doing is not known now.
+    let (state, source) = if app.hosts.stale(&r.run_ref) {
+        ("stale".to_string(), "host unreachable".to_string())
+    } else {
+        (state, source)
+    };
     let state_full = if source.is_empty() {
         state.clone()
-    } else if r.waiting.is_some() && r.limit.is_none() {
+    } else if r.waiting.is_some() && r.limit.is_none() && !app.hosts.stale(&r.run_ref) {
         format!("{state} {source}")
     } else {
         format!("{state} · {source}")
@@ -366,7 +436,14 @@ fn cells(app: &App, r: &RunView) -> Cells {
         name: text::one_line(&name, usize::MAX),
         name_core_w,
         tool: text::one_line(&tool_label(r), usize::MAX),
-        ref_w: text::one_line(&r.run_ref, usize::MAX).width(),
+        ref_w: text::one_line(
+            match crate::tui::hosts::split(&r.run_ref) {
+                Some((_, rest)) if app.hosts.is_multi() => rest,
+                _ => &r.run_ref,
+            },
+            usize::MAX,
+        )
+        .width(),
         state_word: state,
         state_full,
         gate,

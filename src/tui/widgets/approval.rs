@@ -139,6 +139,8 @@ pub enum Stage {
 
 /// The dialog's state.
 pub struct Approval {
+    /// The host whose intent and key these are, named in the title in a cockpit of several.
+    pub host: Option<String>,
     pub intent: String,
     text: Option<String>,
     stage: Stage,
@@ -168,6 +170,7 @@ impl fmt::Debug for Approval {
 impl Approval {
     pub fn new(intent: impl Into<String>) -> Approval {
         Approval {
+            host: None,
             intent: intent.into(),
             text: None,
             stage: Stage::Checking,
@@ -432,10 +435,19 @@ impl Dialog for Approval {
         }
         frame.render_widget(Clear, screen);
         let seen_all = self.seen_all || self.page_plan(screen).is_some_and(|p| p.shows_last);
-        let title = format!(
-            " Authorise publication {} ",
-            text::one_line(&self.intent, 24)
-        );
+        let title = match &self.host {
+            // A cockpit of several hosts: the dialog names the host whose key signs (this
+            // machine's: a remote host's intent is refused before any dialog).
+            Some(h) => format!(
+                " Authorise publication {} on host {} (this machine's key) ",
+                text::one_line(&self.intent, 24),
+                text::one_line(h, 24)
+            ),
+            None => format!(
+                " Authorise publication {} ",
+                text::one_line(&self.intent, 24)
+            ),
+        };
         let block = Block::default()
             .borders(Borders::ALL)
             .border_type(BorderType::Double)
