@@ -194,7 +194,10 @@ pub struct Source<'a> {
 /// The transcript file's bytes (format [`FORMAT`], `docs/formats.md`).
 pub fn transcript(src: &Source<'_>, messages: &[Message]) -> Vec<u8> {
     let asks = messages.iter().filter(|m| m.role == Role::User).count();
-    let clipped = messages.iter().filter(|m| m.text.len() > MAX_MESSAGE).count();
+    let clipped = messages
+        .iter()
+        .filter(|m| m.text.len() > MAX_MESSAGE)
+        .count();
     let mut out = String::new();
     out.push_str("# proctor handoff transcript\n\n");
     let mut header = |k: &str, v: &str| {
@@ -222,8 +225,10 @@ pub fn transcript(src: &Source<'_>, messages: &[Message]) -> Vec<u8> {
     );
     header(
         "unreadable records",
-        &src.unreadable
-            .map_or_else(|| "not counted for this tool".to_string(), |n| n.to_string()),
+        &src.unreadable.map_or_else(
+            || "not counted for this tool".to_string(),
+            |n| n.to_string(),
+        ),
     );
     header(
         "messages cut",
@@ -242,7 +247,9 @@ pub fn transcript(src: &Source<'_>, messages: &[Message]) -> Vec<u8> {
         out.push_str(&format!(
             "\n## message {} {role} {} {} bytes{cut_note}\n",
             i + 1,
-            m.at.as_deref().unwrap_or("-").replace(['\n', '\r', ' '], "_"),
+            m.at.as_deref()
+                .unwrap_or("-")
+                .replace(['\n', '\r', ' '], "_"),
             body.len()
         ));
         out.push_str(body);

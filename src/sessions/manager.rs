@@ -3423,9 +3423,7 @@ impl Sessions {
         let (activity, unreadable) = match src.tool {
             Tool::Claude | Tool::Codex if read.state == records::TranscriptState::Read => {
                 match records::raw(&target, &mut budget) {
-                    Ok(records::Raw {
-                        bytes: Some(b), ..
-                    }) => {
+                    Ok(records::Raw { bytes: Some(b), .. }) => {
                         let a = if src.tool == Tool::Codex {
                             records::activity::codex(&b, false)
                         } else {
@@ -3459,12 +3457,7 @@ impl Sessions {
         let msgs = &conv.read.messages;
         let out = super::handoff::HandoffPreview {
             run_ref: run_ref.to_string(),
-            summary: super::handoff::digest(
-                run_ref,
-                src.tool.name(),
-                &src.rec.profile,
-                msgs,
-            ),
+            summary: super::handoff::digest(run_ref, src.tool.name(), &src.rec.profile, msgs),
             source_driver: src.tool.name().to_string(),
             turns: msgs
                 .iter()
@@ -3597,8 +3590,8 @@ impl Sessions {
         }
         let msgs = &conv.read.messages;
         let generated = summary.is_none();
-        let summary = summary
-            .unwrap_or_else(|| h::digest(run_ref, src.tool.name(), &src.rec.profile, msgs));
+        let summary =
+            summary.unwrap_or_else(|| h::digest(run_ref, src.tool.name(), &src.rec.profile, msgs));
         // The transcript file: a name of its own, 0600, in a 0700 folder of the target home.
         let dir = to_home.join(h::FOLDER);
         let made_dir = std::fs::symlink_metadata(&dir).is_err();

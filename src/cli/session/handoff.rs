@@ -74,13 +74,14 @@ pub fn run(c: &Client, a: HandoffArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let summary = match (&a.summary, &a.summary_file) {
-        (Some(s), _) => Some(s.clone()),
-        (None, Some(f)) => Some(std::fs::read_to_string(f).map_err(|e| {
-            anyhow::anyhow!("cannot read the summary file {}: {e}", f.display())
-        })?),
-        (None, None) => None,
-    };
+    let summary =
+        match (&a.summary, &a.summary_file) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(f)) => Some(std::fs::read_to_string(f).map_err(|e| {
+                anyhow::anyhow!("cannot read the summary file {}: {e}", f.display())
+            })?),
+            (None, None) => None,
+        };
     let body = HandoffBody {
         provider_profile_ref: Some(to),
         summary,
