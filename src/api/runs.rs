@@ -15,6 +15,7 @@ pub use crate::sessions::activity::{
     ActivityAgent, ActivityTask, ActivityTodo, AgentTranscript, AgentTurn, FileActivity, McpServer,
     RunActivity, WorkState,
 };
+pub use crate::sessions::handoff::{Handoff, HandoffBody, HandoffPreview, SummaryState};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
 pub use crate::sessions::messages::{
     MessageItem, MessagePage, MessagesQuery, Role as MessageRole, TranscriptState,
@@ -49,6 +50,9 @@ pub const RESUME: &str = "/v1/m/sessions/runs/{run}/resume";
 pub const RESIZE: &str = "/v1/m/sessions/runs/{run}/resize";
 /// `POST {provider_profile_ref}`: a stopped or failed Claude Code run to another profile.
 pub const MOVE: &str = "/v1/m/sessions/runs/{run}/move";
+/// `GET`: the digest a handoff would start from; `POST {provider_profile_ref, summary?,
+/// name?}`: a new session in that profile, started from this one's conversation.
+pub const HANDOFF: &str = "/v1/m/sessions/runs/{run}/handoff";
 /// `GET`: a PTY run's output as an asciicast (`?version=2|3`, `&generation=N`).
 pub const CAST: &str = "/v1/m/sessions/runs/{run}/cast";
 /// The media type of `GET /runs/{ref}/cast`'s answer (asciinema's).
@@ -608,6 +612,51 @@ mod ops {
     )]
     pub fn move_run() {}
     #[utoipa::path(
+        get,
+        path = HANDOFF,
+        tag = "runs",
+        description = "The summary a handoff would start from (read): summary, a digest made \
+            WITHOUT a model from the stored conversation (the person's first ask, the tool's \
+            last answer, the counts), for a person to review and edit; source_driver, turns, \
+            messages, transcript_bytes, transcript. A running session is read as it is. \
+            Audited once per reader, run and 15 minutes (sessions.run.handoff_preview). 409 a \
+            run that never started, a cleaned-up run, a run in a rig; 422 a tool whose \
+            conversation proctor does not read (grok) and a record refused (a link, a hard \
+            link, a special file, over the reader's 8 MiB per file, over 256 MiB, or one \
+            record over 32 MiB).",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        responses(
+        (status = 200, description = "the answer", body = HandoffPreview),
+        (status = "4XX", description = "refused: the error names the remedy", body = ErrorBody),
+    )
+    )]
+    pub fn handoff_preview() {}
+    #[utoipa::path(
+        post,
+        path = HANDOFF,
+        tag = "runs",
+        description = "Starts a new session in provider_profile_ref (any tool), in the same \
+            workspace and transport (a new worktree when the source had one), linked to this \
+            one (write). Refusals that need no stop come first (400 the body or the name; \
+            422 an unknown target profile, the tool not installed, a refused record; 409 a \
+            target whose home a launch refuses, the workspace's admission); then a running \
+            source is stopped as POST /stop does, its conversation read, and a transcript file \
+            (proctor-handoff-transcript/1) written 0600 in a 0700 folder proctor-handoffs/ of \
+            the target's account home. The first turn is the summary (or the digest) and the \
+            transcript's path. 201 {run (with handoff_of), summary_state delivered | \
+            not_delivered | unknown, first_turn when not delivered, transcript_path, \
+            stopped_source}; the source's ledger gets sessions.run.handed_off. A refusal \
+            after the stop says the source was stopped and can be resumed; a refusal writes \
+            no file and no run. Never 202: proctor's launch holds nothing for an approval.",
+        params(("run" = String, Path, description = "the run's ref, run-0001")),
+        request_body = HandoffBody,
+        responses(
+        (status = 201, description = "the new session", body = Handoff),
+        (status = "4XX", description = "refused: the error names the cause", body = ErrorBody),
+    )
+    )]
+    pub fn handoff() {}
+    #[utoipa::path(
         post,
         path = RESIZE,
         tag = "runs",
@@ -838,6 +887,8 @@ mod ops {
         ops::stop,
         ops::resume,
         ops::move_run,
+        ops::handoff_preview,
+        ops::handoff,
         ops::resize,
         ops::cast,
         ops::pin,
@@ -864,6 +915,10 @@ mod ops {
         ErrorBody,
         RunView,
         MoveBody,
+        HandoffPreview,
+        HandoffBody,
+        Handoff,
+        SummaryState,
         State,
         Blocked,
         Limit,

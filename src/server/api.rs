@@ -173,11 +173,11 @@ fn runs_role(method: &str, route: &str) -> Option<Role> {
         ("GET", RUNS | RUN | EVENTS | ATTACH | SCREEN | CHANGES) => Read,
         ("GET", DIFF | DIFF_FILE) => Read,
         ("GET", CAST) => Read,
-        ("GET", PERMISSIONS | MESSAGES | ACTIVITY | ACTIVITY_AGENT) => Read,
+        ("GET", PERMISSIONS | MESSAGES | ACTIVITY | ACTIVITY_AGENT | HANDOFF) => Read,
         // And a person principal: the handler refuses an agent (`person_only`).
         ("POST", PERMISSION) => Write,
         ("POST" | "DELETE", PIN | SNOOZE | DONE) => Read,
-        ("POST", RUNS | INPUT | INTERRUPT | STOP | RESUME | RESIZE | MOVE) => Write,
+        ("POST", RUNS | INPUT | INTERRUPT | STOP | RESUME | RESIZE | MOVE | HANDOFF) => Write,
         ("PUT", NAME) => Write,
         ("POST" | "DELETE", ARCHIVE) => Write,
         ("POST", CLEANUP) => Admin,

@@ -106,6 +106,7 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(r(wire::RESUME), post(resume))
         .route(r(wire::RESIZE), post(resize))
         .route(r(wire::MOVE), post(move_run))
+        .route(r(wire::HANDOFF), get(handoff_preview).post(handoff))
         .route(r(wire::CAST), get(cast))
         .route(r(wire::PIN), post(pin).delete(unpin))
         .route(r(wire::SNOOZE), post(snooze).delete(unsnooze))
@@ -673,6 +674,45 @@ async fn move_run(
     let sessions = s.sessions.clone();
     ok(blocking(move || sessions.move_run(&run, &target, &c.token_id)).await?)
 }
+
+/// `GET /runs/{ref}/handoff`.
+async fn handoff_preview(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+) -> ApiResult {
+    let sessions = s.sessions.clone();
+    ok(blocking(move || sessions.handoff_preview(&run, &c.token_id)).await?)
+}
+
+/// `POST /runs/{ref}/handoff`: 201 with the new run.
+async fn handoff(
+    State(s): State<Arc<Shared>>,
+    Extension(c): Extension<Caller>,
+    Path(run): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    if body.len() > HANDOFF_BODY_MAX {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!(
+                "a handoff body is at most {HANDOFF_BODY_MAX} bytes (a summary of at most {} \
+                 bytes, JSON-escaped)",
+                crate::sessions::handoff::MAX_SUMMARY
+            ),
+        ));
+    }
+    let b: wire::HandoffBody = json_body(&body, true)?;
+    let sessions = s.sessions.clone();
+    let by = c.token_id.clone();
+    let h = blocking(move || sessions.handoff(&run, &b, &by)).await?;
+    Ok((StatusCode::CREATED, axum::Json(h)).into_response())
+}
+
+/// The largest `POST /runs/{ref}/handoff` body read: the summary's bound, escaped (at most
+/// six bytes per byte), and room for the rest.
+const HANDOFF_BODY_MAX: usize = crate::sessions::handoff::MAX_SUMMARY * 6 + 64 * 1024;
 
 async fn resize(
     State(s): State<Arc<Shared>>,

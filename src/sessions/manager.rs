@@ -187,6 +187,21 @@ pub struct Enclosure {
     pub hold: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
+/// A start's checked inputs ([`Sessions::plan_start`]), ready to launch.
+struct StartPlan {
+    profile: providers::profile::Profile,
+    transport: Transport,
+    name: Option<String>,
+    size: TermSize,
+    path_var: Option<OsString>,
+    path_from: PathFrom,
+    program: PathBuf,
+    demo: bool,
+    admitted: workspaces::Admitted,
+    /// For a worktree start: the repository and the commit it starts at.
+    worktree: Option<(worktrees::Repo, String)>,
+}
+
 /// What `POST /runs/{ref}/input` carries: exactly one of `text`, `line`, `message`.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -1197,6 +1212,51 @@ impl Sessions {
         req: StartRequest,
         enclosure: Option<Enclosure>,
     ) -> Result<RunView, SessionError> {
+        let plan = self.plan_start(&req, enclosure.as_ref())?;
+        let prompt = req.prompt.filter(|p| !p.is_empty());
+        let (run_ref, mut inner) = self.launch_planned(plan, enclosure, None)?;
+        if let Some(prompt) = prompt
+            && inner.live.contains_key(&run_ref)
+        {
+            self.first_turn_locked(&mut inner, &run_ref, prompt)?;
+        }
+        self.view(&inner, &run_ref, None)
+    }
+
+    /// Sends a new run's first turn: typed into a PTY run once the tool is up
+    /// ([`Self::type_first_prompt`]), a turn of a stdio run (queued until its handshake).
+    fn first_turn_locked(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        run_ref: &str,
+        prompt: String,
+    ) -> Result<(), SessionError> {
+        let pty = inner
+            .live
+            .get(run_ref)
+            .is_some_and(|l| l.transport == Transport::Pty);
+        if pty {
+            self.type_first_prompt(inner, run_ref, prompt);
+            return Ok(());
+        }
+        self.input_locked(
+            inner,
+            run_ref,
+            &InputRequest {
+                text: Some(prompt),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Every check of a start, before anything is created: the profile, the transport, the
+    /// name, the tool on the PATH, the workspace's admission and, for a worktree, its
+    /// repository and starting commit.
+    fn plan_start(
+        &self,
+        req: &StartRequest,
+        enclosure: Option<&Enclosure>,
+    ) -> Result<StartPlan, SessionError> {
         if enclosure.is_some() && req.worktree.unwrap_or(false) {
             return Err(SessionError::Unprocessable(
                 "a run in a rig works in the rig's own /work (the copy `rig open --workspace` \
@@ -1294,7 +1354,7 @@ impl Sessions {
         )
         .map_err(admit_error)?;
         let ws_ref = admitted.workspace_ref.clone();
-        let plan = if worktree {
+        let worktree_plan = if worktree {
             let repo = worktrees::validate_repo(&admitted.path)?;
             let commit = worktrees::resolve_from(&repo, req.worktree_from.as_deref())?;
             Some((repo, commit))
@@ -1303,6 +1363,44 @@ impl Sessions {
                 .map_err(admit_error)?;
             None
         };
+        Ok(StartPlan {
+            profile,
+            transport,
+            name,
+            size,
+            path_var,
+            path_from,
+            program,
+            demo,
+            admitted,
+            worktree: worktree_plan,
+        })
+    }
+
+    /// Creates and launches the run a [`StartPlan`] checked; its ref, and the manager's lock
+    /// still held since the launch (so a first turn goes to the process just spawned).
+    /// `handoff_of` names the run a handoff started it from (its `created` event carries
+    /// it). A launch that fails after the run is created is recorded (`launch_failed`), and
+    /// the ref is still given.
+    fn launch_planned(
+        self: &Arc<Self>,
+        plan: StartPlan,
+        enclosure: Option<Enclosure>,
+        handoff_of: Option<&str>,
+    ) -> Result<(String, MutexGuard<'_, Inner>), SessionError> {
+        let StartPlan {
+            profile,
+            transport,
+            name,
+            size,
+            path_var,
+            path_from,
+            program,
+            demo,
+            admitted,
+            worktree: plan,
+        } = plan;
+        let ws_ref = admitted.workspace_ref.clone();
         let (number, run_ref) = self.reserve_ref();
         let info = match plan {
             None => None,
@@ -1362,6 +1460,9 @@ impl Sessions {
         if let Some(enc) = &enclosure {
             created["boundary"] = json!(enc.boundary);
         }
+        if let Some(from) = handoff_of {
+            created["handoff_of"] = json!(from);
+        }
 
         let mut inner = self.lock();
         let rec = RunRecord {
@@ -1403,28 +1504,8 @@ impl Sessions {
                 kinds::LAUNCH_FAILED,
                 json!({"generation": 1, "error": e.to_string()}),
             )?;
-            return self.view(&inner, &run_ref, None);
         }
-        if let Some(prompt) = req.prompt.filter(|p| !p.is_empty()) {
-            let now = match transport {
-                Transport::Pty => {
-                    self.type_first_prompt(&inner, &run_ref, prompt);
-                    None
-                }
-                Transport::Pipe => Some(prompt),
-            };
-            if let Some(text) = now {
-                self.input_locked(
-                    &mut inner,
-                    &run_ref,
-                    &InputRequest {
-                        text: Some(text),
-                        ..Default::default()
-                    },
-                )?;
-            }
-        }
-        self.view(&inner, &run_ref, None)
+        Ok((run_ref, inner))
     }
 
     /// A PTY run's first prompt is typed as a person would: once the tool has written its
@@ -2048,6 +2129,7 @@ impl Sessions {
             waiting_known: rec.waiting_known(),
             permissions_open: d.permissions_open,
             limit: d.limit,
+            handoff_of: d.handoff_of,
             hold: hold_view(inner, rec),
             archived_at: rec.archived_at.clone(),
             worktree_branch: rec.worktree.as_ref().map(|w| w.branch.clone()),
@@ -3364,6 +3446,397 @@ impl Sessions {
         self.view(&inner, run_ref, Some(caller))
     }
 
+    /// The source of a handoff (`GET`/`POST /runs/{ref}/handoff`): a run whose tool's
+    /// conversation proctor reads (422 otherwise, grok included), that started (409 for one
+    /// that never did), that is not cleaned up, on the host, under a usable profile (409).
+    fn handoff_source(&self, run_ref: &str) -> Result<HandoffSource, SessionError> {
+        let (rec, tool, live, conversation, home) = self.record_target(run_ref, |tool| {
+            format!(
+                "{tool} sessions have no conversation proctor reads, so none is handed off: a \
+                 handoff reads the stored conversation of {}",
+                handoff_readers()
+            )
+        })?;
+        let d = rec.derive();
+        if d.started_at.is_none() {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} never started (state={}): it has no conversation to hand off",
+                d.state.as_str()
+            )));
+        }
+        if d.state == State::Cleaned {
+            return Err(SessionError::Conflict(format!(
+                "run {run_ref} was cleaned up: a handoff continues a stopped, failed, running \
+                 or idle session"
+            )));
+        }
+        Ok(HandoffSource {
+            rec,
+            tool,
+            live,
+            conversation,
+            home,
+        })
+    }
+
+    /// Reads the source's conversation through its tool's reader (bounded: 256 MiB for the
+    /// request, the reader's own bounds per file). An unreadable record is refused (422),
+    /// naming the size rule it breaks when it breaks one.
+    fn handoff_read(
+        &self,
+        src: &HandoffSource,
+        live: bool,
+    ) -> Result<HandoffConversation, SessionError> {
+        use super::handoff;
+        use crate::providers::records;
+        let cwd = Path::new(&src.rec.workspace);
+        let target = records::Target {
+            tool: src.tool,
+            home: &src.home,
+            cwd,
+            conversation_id: src.conversation.as_deref(),
+            live,
+        };
+        let mut budget = records::Budget::new(handoff::MAX_TOTAL);
+        let read = records::messages(&target, &mut budget)
+            .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
+        if read.state == records::TranscriptState::Unreadable {
+            let why = read
+                .path
+                .as_deref()
+                .and_then(handoff::oversize)
+                .or(read.reason.clone())
+                .unwrap_or_else(|| "the record could not be read".into());
+            return Err(SessionError::Unprocessable(format!(
+                "the conversation of run {} cannot be handed off: {why}",
+                src.rec.run_ref
+            )));
+        }
+        let bytes = match (&read.path, read.state) {
+            (Some(p), records::TranscriptState::Read) => {
+                std::fs::symlink_metadata(p).map_or(0, |m| m.len())
+            }
+            _ => 0,
+        };
+        // The tool calls and the lines no reader took, for the tools whose record is JSON
+        // lines that proctor's activity reader knows.
+        let (activity, unreadable) = match src.tool {
+            Tool::Claude | Tool::Codex if read.state == records::TranscriptState::Read => {
+                match records::raw(&target, &mut budget) {
+                    Ok(records::Raw { bytes: Some(b), .. }) => {
+                        let a = if src.tool == Tool::Codex {
+                            records::activity::codex(&b, false)
+                        } else {
+                            records::activity::claude(&b, false, &|_| false)
+                        };
+                        (Some(a), Some(handoff::unreadable_lines(&b)))
+                    }
+                    _ => (None, None),
+                }
+            }
+            _ => (None, None),
+        };
+        Ok(HandoffConversation {
+            read,
+            bytes,
+            activity,
+            unreadable,
+        })
+    }
+
+    /// `GET /runs/{ref}/handoff`: the digest a handoff would start from, made without a
+    /// model from the stored conversation (a running session is read as it is). Audited
+    /// once per reader and run per 15 minutes (`sessions.run.handoff_preview`).
+    pub fn handoff_preview(
+        &self,
+        run_ref: &str,
+        caller: &str,
+    ) -> Result<super::handoff::HandoffPreview, SessionError> {
+        let src = self.handoff_source(run_ref)?;
+        let conv = self.handoff_read(&src, src.live)?;
+        let msgs = &conv.read.messages;
+        let out = super::handoff::HandoffPreview {
+            run_ref: run_ref.to_string(),
+            summary: super::handoff::digest(run_ref, src.tool.name(), &src.rec.profile, msgs),
+            source_driver: src.tool.name().to_string(),
+            turns: msgs
+                .iter()
+                .filter(|m| m.role == crate::providers::records::Role::User)
+                .count() as u64,
+            messages: msgs.len() as u64,
+            transcript_bytes: conv.bytes,
+            transcript: conv.read.state,
+        };
+        self.audit_read(
+            run_ref,
+            caller,
+            kinds::HANDOFF_PREVIEW,
+            json!({"by": caller, "transcript": conv.read.state.as_str()}),
+        )?;
+        Ok(out)
+    }
+
+    /// `POST /runs/{ref}/handoff`: starts a new session in profile `target` (any tool), in
+    /// the source's workspace (a new worktree when the source had one) and transport, whose
+    /// first turn is the summary (reviewed, or the digest) and the path of a transcript file
+    /// written under the target's account home. Every refusal that needs no stop comes
+    /// first (the body, the source, the target profile, the new start's own checks, a
+    /// hostile record); then a running source is stopped as `POST /stop` does and its
+    /// conversation read once its tool has ended; a refusal after the stop says so. A
+    /// refusal writes nothing (no transcript file, no run). The new run's `created` event
+    /// carries `handoff_of`; the source's ledger gets `sessions.run.handed_off`.
+    pub fn handoff(
+        self: &Arc<Self>,
+        run_ref: &str,
+        body: &super::handoff::HandoffBody,
+        caller: &str,
+    ) -> Result<super::handoff::Handoff, SessionError> {
+        use super::handoff::{self as h, SummaryState};
+        let target = body
+            .provider_profile_ref
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                SessionError::BadRequest(
+                    "handoff needs {\"provider_profile_ref\": string}, the profile the new \
+                     session starts in"
+                        .into(),
+                )
+            })?;
+        let summary = body
+            .summary
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string);
+        if let Some(s) = &summary {
+            if s.contains('\0') {
+                return Err(SessionError::BadRequest(
+                    "the summary holds a NUL byte, which no tool's input can carry".into(),
+                ));
+            }
+            if s.len() > h::MAX_SUMMARY {
+                return Err(SessionError::Unprocessable(format!(
+                    "the summary is {} bytes, more than the {} a handoff takes",
+                    s.len(),
+                    h::MAX_SUMMARY
+                )));
+            }
+        }
+        if let Some(n) = &body.name {
+            text::validate_run_name(n).map_err(|e| SessionError::BadRequest(e.to_string()))?;
+        }
+        let src = self.handoff_source(run_ref)?;
+        let store = Store::new(&self.home.config);
+        let to = store.find(target, &self.user_home()).map_err(|e| match e {
+            ProfileError::NotFound { .. } => {
+                SessionError::Unprocessable(format!("no target profile {target}: {e}"))
+            }
+            other => SessionError::BadRequest(other.to_string()),
+        })?;
+        let to_home = providers::profile::check_home(to.tool, &to.home).map_err(|e| {
+            SessionError::Conflict(format!("profile {} cannot take the session: {e}", to.name))
+        })?;
+        // The new start as POST /runs would take it, checked now: before any stop.
+        let workspace = match &src.rec.worktree {
+            Some(w) => w.workspace_ref.clone().unwrap_or_else(|| w.repo.clone()),
+            None => src.rec.workspace.clone(),
+        };
+        let req = StartRequest {
+            profile: Some(to.name.clone()),
+            transport: Some(src.rec.transport.clone()),
+            workspace: Some(workspace),
+            name: body.name.clone(),
+            worktree: src.rec.worktree.as_ref().map(|_| true),
+            path: src.rec.path.clone().or_else(|| recorded_path(&src.rec)),
+            ..Default::default()
+        };
+        let plan = self.plan_start(&req, None)?;
+        // A hostile record is refused before the stop too (read as it is).
+        self.handoff_read(&src, src.live)?;
+        let stopped = if src.live {
+            self.stop(run_ref, caller)?;
+            true
+        } else {
+            false
+        };
+        let after = |e: SessionError| -> SessionError {
+            if !stopped {
+                return e;
+            }
+            let note = format!(
+                " (run {run_ref} was stopped by this handoff and can be resumed: `proctor \
+                 session resume {run_ref}`)"
+            );
+            match e {
+                SessionError::Conflict(m) => SessionError::Conflict(m + &note),
+                SessionError::Unprocessable(m) => SessionError::Unprocessable(m + &note),
+                SessionError::BadRequest(m) => SessionError::BadRequest(m + &note),
+                SessionError::Missing(m) => SessionError::Missing(m + &note),
+                SessionError::Unavailable(m) => SessionError::Unavailable(m + &note),
+                SessionError::Internal(m) => SessionError::Internal(m + &note),
+                SessionError::NotFound(m) => SessionError::Conflict(m + &note),
+            }
+        };
+        // The conversation as the tool left it.
+        let src = self.handoff_source(run_ref).map_err(after)?;
+        let conv = self.handoff_read(&src, false).map_err(after)?;
+        if conv.read.state != crate::providers::records::TranscriptState::Read
+            || conv.read.messages.is_empty()
+        {
+            return Err(after(SessionError::Conflict(format!(
+                "run {run_ref} has no recorded conversation to hand off (its record is {})",
+                conv.read.state.as_str()
+            ))));
+        }
+        let msgs = &conv.read.messages;
+        let generated = summary.is_none();
+        let summary =
+            summary.unwrap_or_else(|| h::digest(run_ref, src.tool.name(), &src.rec.profile, msgs));
+        // The transcript file: a name of its own, 0600, in a 0700 folder of the target home.
+        let dir = to_home.join(h::FOLDER);
+        let made_dir = std::fs::symlink_metadata(&dir).is_err();
+        files::ensure_private_dir(&dir).map_err(|e| {
+            after(SessionError::Conflict(format!(
+                "the transcript folder in profile {}'s home cannot be used: {e}",
+                to.name
+            )))
+        })?;
+        let mut rand = [0u8; 6];
+        let _ = getrandom::fill(&mut rand);
+        let written_at = now();
+        let path = dir.join(format!(
+            "{run_ref}-{}-{}.md",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+            hex::encode(rand)
+        ));
+        let bytes = h::transcript(
+            &h::Source {
+                run_ref,
+                tool: src.tool.name(),
+                profile: &src.rec.profile,
+                conversation_id: src.conversation.as_deref(),
+                record: conv.read.path.as_deref(),
+                written_at: &written_at,
+                unreadable: conv.unreadable,
+                activity: conv.activity.as_ref(),
+            },
+            msgs,
+        );
+        let remove = |path: &Path| {
+            let _ = std::fs::remove_file(path);
+            if made_dir {
+                let _ = std::fs::remove_dir(&dir);
+            }
+        };
+        let wrote = files::create_private_new(&path).and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(&bytes)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| files::FilesError::io("write", &path, e))
+        });
+        if let Err(e) = wrote {
+            remove(&path);
+            return Err(after(SessionError::Internal(format!(
+                "writing the transcript file failed: {e}"
+            ))));
+        }
+        let first = h::first_turn(&summary, run_ref, src.tool.name(), &path);
+        let (new_ref, mut inner) = match self.launch_planned(plan, None, Some(run_ref)) {
+            Ok(x) => x,
+            Err(e) => {
+                remove(&path);
+                return Err(after(e));
+            }
+        };
+        let sent = inner.live.contains_key(&new_ref)
+            && self
+                .first_turn_locked(&mut inner, &new_ref, first.clone())
+                .is_ok();
+        self.record(
+            &mut inner,
+            run_ref,
+            kinds::HANDED_OFF,
+            json!({"to_run": new_ref, "to_profile": to.name, "to_tool": to.tool.name(),
+                   "transcript": path.to_string_lossy(), "messages": msgs.len(),
+                   "summary": if generated { "generated" } else { "reviewed" },
+                   "stopped": stopped, "by": caller}),
+        )?;
+        drop(inner);
+        let state = if sent {
+            self.handoff_delivery(&new_ref, &to_home, &first)
+        } else {
+            SummaryState::NotDelivered
+        };
+        let inner = self.lock();
+        Ok(h::Handoff {
+            run: self.view(&inner, &new_ref, Some(caller))?,
+            summary_state: state,
+            first_turn: (state != SummaryState::Delivered).then_some(first),
+            transcript_path: path.to_string_lossy().into_owned(),
+            stopped_source: stopped,
+        })
+    }
+
+    /// Whether a handed-off run's first turn reached it: its tool reported a turn of its
+    /// first generation, or recorded the turn in its own record. Waits at most
+    /// [`HANDOFF_DELIVERY_WAIT`]; a run that ends or a wait that runs out unconfirmed is
+    /// `unknown`.
+    fn handoff_delivery(
+        &self,
+        run_ref: &str,
+        home: &Path,
+        first: &str,
+    ) -> super::handoff::SummaryState {
+        use super::handoff::SummaryState;
+        use crate::providers::records;
+        let deadline = std::time::Instant::now() + HANDOFF_DELIVERY_WAIT;
+        loop {
+            let (tool, cwd, conversation, live, turned) = {
+                let inner = self.lock();
+                let Some(rec) = inner.records.get(run_ref) else {
+                    return SummaryState::Unknown;
+                };
+                let d = rec.derive();
+                let turned = rec.events.iter().any(|e| {
+                    (e.kind == kinds::TURN_STARTED || e.kind == kinds::TURN_ENDED)
+                        && e.fields.get("generation").and_then(Value::as_u64) == Some(1)
+                });
+                (
+                    Tool::parse(&rec.tool).ok(),
+                    rec.workspace.clone(),
+                    d.conversation_id,
+                    d.state.is_live(),
+                    turned,
+                )
+            };
+            if turned {
+                return SummaryState::Delivered;
+            }
+            if let (Some(tool), Some(id)) = (tool, &conversation)
+                && records::has_messages(tool)
+            {
+                let t = records::Target {
+                    tool,
+                    home,
+                    cwd: Path::new(&cwd),
+                    conversation_id: Some(id),
+                    live,
+                };
+                if let Ok(r) = records::messages(&t, &mut records::Budget::default())
+                    && r.messages
+                        .iter()
+                        .any(|m| m.role == records::Role::User && m.text.trim() == first.trim())
+                {
+                    return SummaryState::Delivered;
+                }
+            }
+            if !live || std::time::Instant::now() >= deadline {
+                return SummaryState::Unknown;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     pub fn rename(&self, run_ref: &str, raw: &str, caller: &str) -> Result<RunView, SessionError> {
         let name =
             text::validate_run_name(raw).map_err(|e| SessionError::BadRequest(e.to_string()))?;
@@ -3720,6 +4193,38 @@ fn recorded_path(rec: &RunRecord) -> Option<String> {
 }
 
 /// Why a tool's session has no activity to read (the 422 of `activity` and its agents).
+/// How long a handoff waits for its new session's tool to confirm the first turn.
+const HANDOFF_DELIVERY_WAIT: Duration = Duration::from_secs(20);
+
+/// A handoff's source run, as [`Sessions::handoff_source`] checked it.
+struct HandoffSource {
+    rec: RunRecord,
+    tool: Tool,
+    live: bool,
+    conversation: Option<String>,
+    /// Its profile's account home.
+    home: PathBuf,
+}
+
+/// A handoff source's conversation as read.
+struct HandoffConversation {
+    read: crate::providers::records::Read,
+    /// The record's size (0 when none was read).
+    bytes: u64,
+    activity: Option<crate::providers::records::activity::Activity>,
+    unreadable: Option<u64>,
+}
+
+/// The tools whose conversation a handoff reads, in words.
+fn handoff_readers() -> String {
+    let names: Vec<&str> = Tool::ALL
+        .iter()
+        .filter(|t| crate::providers::records::has_messages(**t))
+        .map(|t| t.name())
+        .collect();
+    names.join(", ")
+}
+
 fn no_activity(tool: Tool) -> String {
     format!(
         "{tool} sessions have no activity proctor reads: activity is read from Claude Code's \

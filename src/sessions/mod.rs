@@ -1,6 +1,7 @@
 //! Agent sessions ("runs"): their records, their derived state, and each caller's marks.
 
 pub mod activity;
+pub mod handoff;
 pub mod manager;
 pub mod marks;
 pub mod messages;

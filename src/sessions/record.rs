@@ -144,6 +144,9 @@ pub struct Derived {
     /// turn that completes, or by a move to another profile.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<Limit>,
+    /// The run this one was handed off from (its `created` event says so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff_of: Option<String>,
 }
 
 /// What kind of account limit ended a turn.
@@ -262,6 +265,12 @@ pub mod kinds {
     /// A reader read a sub-agent's transcript (`{by, agent, transcript}`), once per reader
     /// and run per 15 minutes (the first agent read in the window is the one named).
     pub const ACTIVITY_AGENT: &str = "sessions.run.activity.agent";
+    /// A reader read the run's handoff preview (`{by, transcript}`), once per reader and
+    /// run per 15 minutes.
+    pub const HANDOFF_PREVIEW: &str = "sessions.run.handoff_preview";
+    /// The run was handed off: a new session started from its conversation (`{to_run,
+    /// to_profile, to_tool, transcript, summary, stopped, by}`).
+    pub const HANDED_OFF: &str = "sessions.run.handed_off";
 }
 
 /// The protocol requests without which a stdio tool cannot work: a refusal of one of them
@@ -463,6 +472,7 @@ impl RunRecord {
             waiting: None,
             permissions_open: 0,
             limit: None,
+            handoff_of: None,
         };
         let mut stop_requested = false;
         let mut account_home: Option<String> = None;
@@ -485,6 +495,10 @@ impl RunRecord {
             match e.kind.as_str() {
                 kinds::CREATED => {
                     d.generation = 1;
+                    d.handoff_of = f
+                        .get("handoff_of")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
                 }
                 kinds::RESUMED => {
                     d.generation = f

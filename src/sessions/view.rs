@@ -87,6 +87,11 @@ pub struct RunView {
     #[serde(default)]
     #[schema(required = true)]
     pub limit: Option<Limit>,
+    /// The run this one was started from by a handoff (`POST /runs/{ref}/handoff`); null
+    /// otherwise.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub handoff_of: Option<String>,
     /// How the current generation's processes are held (null before any start).
     #[serde(default)]
     #[schema(required = true)]

@@ -22,6 +22,7 @@ use crate::text;
 mod activity;
 pub(crate) mod attach;
 mod export;
+mod handoff;
 mod hook;
 mod messages;
 mod output;
@@ -77,6 +78,7 @@ pub enum SessionCommand {
     Stop(RefArgs),
     Resume(ResumeArgs),
     Move(MoveArgs),
+    Handoff(handoff::HandoffArgs),
     /// Pin the run in your list (at most 20 pins; the oldest drops). Yours only.
     Pin(RefArgs),
     /// Unpin the run. Idempotent.
@@ -489,6 +491,7 @@ pub fn run(ctx: &Ctx, args: SessionArgs) -> anyhow::Result<ExitCode> {
         SessionCommand::Permit(a) => permissions::permit(&c, a),
         SessionCommand::Messages(a) => messages::run(&c, a),
         SessionCommand::Activity(a) => activity::run(&c, a),
+        SessionCommand::Handoff(a) => handoff::run(&c, a),
     }
 }
 
