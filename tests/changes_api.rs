@@ -55,8 +55,12 @@ fn the_change_stream_says_a_fact_once_it_can_be_read_and_a_mark_once_set() {
     let seen_name: Arc<Mutex<Option<String>>> = Arc::default();
     let path = s.run_path(&run, "");
     let reader = {
-        let (opened, seen_name, socket, token) =
-            (opened.clone(), seen_name.clone(), socket.clone(), token.clone());
+        let (opened, seen_name, socket, token) = (
+            opened.clone(),
+            seen_name.clone(),
+            socket.clone(),
+            token.clone(),
+        );
         std::thread::spawn(move || {
             sse(&socket, &token, CHANGES, |evs| {
                 let Some(first) = evs.first() else {
@@ -103,14 +107,20 @@ fn the_change_stream_needs_a_token_and_a_read_token_may_follow_it() {
     let s = DemoServer::start(&[]);
     let socket = s.home.socket();
     assert_eq!(http_status(&socket, "GET", CHANGES, None), 401);
-    assert_eq!(http_status(&socket, "GET", CHANGES, Some("not-a-token")), 401);
-    let c = s
-        .home
-        .json(&["token", "create", "--role", "read", "--name", "viewer", "--json"]);
+    assert_eq!(
+        http_status(&socket, "GET", CHANGES, Some("not-a-token")),
+        401
+    );
+    let c = s.home.json(&[
+        "token", "create", "--role", "read", "--name", "viewer", "--json",
+    ]);
     let secret = c["secret"].as_str().unwrap();
     let evs = sse(&socket, secret, CHANGES, |evs| !evs.is_empty());
     assert_eq!(evs.len(), 1, "{evs:?}");
     assert_eq!(evs[0].event, "changes");
     let (ledger, _, _) = counts(&evs[0]);
-    assert!(ledger > 0, "the server's own start is in the ledger: {evs:?}");
+    assert!(
+        ledger > 0,
+        "the server's own start is in the ledger: {evs:?}"
+    );
 }

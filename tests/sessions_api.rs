@@ -903,7 +903,10 @@ fn stop_requests_waiting_out_their_grace_hold_no_thread_each() {
     for (run, h) in runs.iter().zip(stops) {
         let (status, v) = h.join().unwrap();
         assert_eq!(status, 200, "{run}: {v}");
-        assert_eq!(v["stop"]["sent_kill"], true, "{run}: TERM ignored, so KILL: {v}");
+        assert_eq!(
+            v["stop"]["sent_kill"], true,
+            "{run}: TERM ignored, so KILL: {v}"
+        );
         assert_eq!(v["state"], "stopped", "{run}: {v}");
     }
     eprintln!("{before} threads before {N} stops, {most} at most during them");

@@ -3450,13 +3450,14 @@ impl Sessions {
     /// conversation proctor reads (422 otherwise, grok included), that started (409 for one
     /// that never did), that is not cleaned up, on the host, under a usable profile (409).
     fn handoff_source(&self, run_ref: &str) -> Result<HandoffSource, SessionError> {
-        let (rec, tool, live, conversation, home) = self.record_target(run_ref, |tool| {
-            format!(
-                "{tool} sessions have no conversation proctor reads, so none is handed off: a \
+        let (rec, tool, live, conversation, home, exporter) =
+            self.record_target(run_ref, |tool| {
+                format!(
+                    "{tool} sessions have no conversation proctor reads, so none is handed off: a \
                  handoff reads the stored conversation of {}",
-                handoff_readers()
-            )
-        })?;
+                    handoff_readers()
+                )
+            })?;
         let d = rec.derive();
         if d.started_at.is_none() {
             return Err(SessionError::Conflict(format!(
@@ -3476,6 +3477,7 @@ impl Sessions {
             live,
             conversation,
             home,
+            exporter,
         })
     }
 
@@ -3496,6 +3498,7 @@ impl Sessions {
             cwd,
             conversation_id: src.conversation.as_deref(),
             live,
+            exporter: src.exporter.as_ref(),
         };
         let mut budget = records::Budget::new(handoff::MAX_TOTAL);
         let read = records::messages(&target, &mut budget)
@@ -3790,6 +3793,12 @@ impl Sessions {
         use super::handoff::SummaryState;
         use crate::providers::records;
         let deadline = std::time::Instant::now() + HANDOFF_DELIVERY_WAIT;
+        // An OpenCode target's record is read through its own `opencode export`.
+        let exporter = self
+            .record_target(run_ref, |tool| tool.to_string())
+            .ok()
+            .and_then(|t| t.5);
+        let mut exported: Option<std::time::Instant> = None;
         loop {
             let (tool, cwd, conversation, live, turned) = {
                 let inner = self.lock();
@@ -3812,15 +3821,21 @@ impl Sessions {
             if turned {
                 return SummaryState::Delivered;
             }
-            if let (Some(tool), Some(id)) = (tool, &conversation)
+            // An `opencode export` is a process: run once a second at most.
+            let due = tool != Some(Tool::Opencode)
+                || exported
+                    .is_none_or(|t: std::time::Instant| t.elapsed() >= Duration::from_secs(1));
+            if let (Some(tool), Some(id), true) = (tool, &conversation, due)
                 && records::has_messages(tool)
             {
+                exported = Some(std::time::Instant::now());
                 let t = records::Target {
                     tool,
                     home,
                     cwd: Path::new(&cwd),
                     conversation_id: Some(id),
                     live,
+                    exporter: exporter.as_ref(),
                 };
                 if let Ok(r) = records::messages(&t, &mut records::Budget::default())
                     && r.messages
@@ -4204,6 +4219,8 @@ struct HandoffSource {
     conversation: Option<String>,
     /// Its profile's account home.
     home: PathBuf,
+    /// How its record is read when its tool is OpenCode (its own `opencode export`).
+    exporter: Option<crate::providers::records::opencode::Exporter>,
 }
 
 /// A handoff source's conversation as read.
