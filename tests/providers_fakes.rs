@@ -276,13 +276,18 @@ fn full_cycle(tool: Tool) {
     assert!(p.events.contains(&Event::ConversationId(id.clone())));
 
     // The transcript is under the profile's account home, not the parent's variable.
+    // Gemini CLI names its chat log by the id's first 8 characters (0.61.0:
+    // `chats/session-<time>-<id[..8]>.jsonl`) and its first line names the whole id.
     let transcripts = files_under(&profile.home);
-    assert!(
-        transcripts
-            .iter()
-            .any(|f| f.to_string_lossy().contains(&id)),
-        "{tool}: {transcripts:?}"
-    );
+    let names_id = |f: &std::path::PathBuf| {
+        f.to_string_lossy().contains(&id)
+            || tool == Tool::Gemini
+                && id.len() >= 8
+                && f.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(&id[..8]))
+                && std::fs::read_to_string(f).is_ok_and(|t| t.contains(&id))
+    };
+    assert!(transcripts.iter().any(names_id), "{tool}: {transcripts:?}");
     assert!(!w.root.join("elsewhere").exists());
 
     // Interrupt through the protocol: the turn ends interrupted, the process stays.
