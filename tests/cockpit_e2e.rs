@@ -12,7 +12,9 @@ use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use serde_json::json;
 
 const RUNS: &str = "/v1/m/sessions/runs";
-const WAIT: Duration = Duration::from_secs(20);
+// A demo brings up six sessions, a factory run, a rig and an intent: on a loaded 2-core CI machine
+// (debug build) that took more than 20 s once (ci34, with a release test run alongside).
+const WAIT: Duration = Duration::from_secs(45);
 
 fn nz(n: u16) -> std::num::NonZeroU16 {
     std::num::NonZeroU16::new(n).unwrap()
