@@ -928,16 +928,7 @@ pub fn gemini(bytes: &[u8], live: bool) -> Activity {
                 }
                 "write_todos" => {
                     if let Some(t) = args.get("todos").and_then(Value::as_array) {
-                        a.todos = t
-                            .iter()
-                            .take(MAX_ITEMS)
-                            .filter_map(|t| {
-                                Some(ActivityTodo {
-                                    content: first_line(str_at(t, "/description")?),
-                                    status: bound(str_at(t, "/status").unwrap_or("pending"), 32),
-                                })
-                            })
-                            .collect();
+                        a.todos = todo_list(t, "/description");
                     }
                 }
                 "activate_skill" => {
@@ -1071,16 +1062,7 @@ pub fn opencode(bytes: &[u8], live: bool) -> Activity {
                 }
                 "todowrite" => {
                     if let Some(t) = input.get("todos").and_then(Value::as_array) {
-                        a.todos = t
-                            .iter()
-                            .take(MAX_ITEMS)
-                            .filter_map(|t| {
-                                Some(ActivityTodo {
-                                    content: first_line(str_at(t, "/content")?),
-                                    status: bound(str_at(t, "/status").unwrap_or("pending"), 32),
-                                })
-                            })
-                            .collect();
+                        a.todos = todo_list(t, "/content");
                     }
                 }
                 "task" => {
@@ -1125,4 +1107,20 @@ pub fn opencode(bytes: &[u8], live: bool) -> Activity {
     a.files = files.done();
     a.skills = skills;
     a
+}
+
+/// A todo list as gemini's `write_todos` and opencode's `todowrite` write it: each item's
+/// text at `text` (its first line), its status (`pending` when absent), at most
+/// [`MAX_ITEMS`].
+fn todo_list(items: &[Value], text: &str) -> Vec<ActivityTodo> {
+    items
+        .iter()
+        .take(MAX_ITEMS)
+        .filter_map(|t| {
+            Some(ActivityTodo {
+                content: first_line(str_at(t, text)?),
+                status: bound(str_at(t, "/status").unwrap_or("pending"), 32),
+            })
+        })
+        .collect()
 }
