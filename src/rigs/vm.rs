@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -152,8 +153,8 @@ pub fn accel(rigs_dir: &Path, qemu: &Path, image: &Image) -> Result<AccelRecord,
 /// Boots `image` once under KVM (a throwaway snapshot of the base, no network, no agent) and
 /// waits for the init's marker.
 fn probe_kvm(qemu: &Path, image: &Image) -> Result<(), String> {
-    let mut child = Command::new(qemu)
-        .args(["-M", "microvm,acpi=on", "-accel", "kvm", "-cpu", "host"])
+    let mut cmd = Command::new(qemu);
+    cmd.args(["-M", "microvm,acpi=on", "-accel", "kvm", "-cpu", "host"])
         .args(["-m", "256", "-smp", "1", "-nodefaults", "-no-user-config"])
         .args(["-nographic", "-no-reboot", "-kernel"])
         .arg(&image.kernel)
@@ -174,7 +175,25 @@ fn probe_kvm(qemu: &Path, image: &Image) -> Result<(), String> {
         .env("PATH", TOOL_PATH)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The probe VM dies with the thread that started it: this thread waits for it (at most
+    // PROBE_TIMEOUT) and kills it, but a server killed meanwhile (SIGKILL, a crash) would
+    // otherwise leave a guest running under init with no deadline.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl(2) and getppid(2) are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The server died between the fork and the prctl: nobody waits for this guest.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .spawn()
         .map_err(|e| format!("start {}: {e}", qemu.display()))?;
     let mut out = child.stdout.take().expect("piped");
@@ -918,6 +937,90 @@ impl Machine for Vm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The test's child mode: run the probe against a fake QEMU (see the test below).
+    const PROBE_CHILD: &str = "PROCTOR_TEST_PROBE_CHILD";
+
+    #[test]
+    fn a_probe_vm_dies_with_the_process_that_started_it() {
+        if let Some(dir) = std::env::var_os(PROBE_CHILD) {
+            // In the child: the fake QEMU writes its pid and sleeps; the parent test kills
+            // this process while the probe waits for it.
+            let dir = PathBuf::from(dir);
+            let image = Image {
+                dir: dir.clone(),
+                base: dir.join("base.img"),
+                rootfs: dir.join("root"),
+                kernel: dir.join("vmlinuz"),
+                initrd: dir.join("initrd"),
+                digest: String::new(),
+                recipe: String::new(),
+            };
+            let _ = probe_kvm(&dir.join("qemu"), &image);
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("qemu.pid");
+        let fake = dir.path().join("qemu");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\necho $$ > {}\nexec sleep 600\n",
+                pidfile.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "rigs::vm::tests::a_probe_vm_dies_with_the_process_that_started_it",
+                "--nocapture",
+            ])
+            .env(PROBE_CHILD, dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let pid: i32 = loop {
+            if let Ok(t) = std::fs::read_to_string(&pidfile)
+                && let Ok(p) = t.trim().parse()
+            {
+                break p;
+            }
+            assert!(Instant::now() < deadline, "the fake QEMU never started");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // The server's death, as SIGKILL gives it: no cleanup runs.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let alive = |p: i32| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .map(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(false)
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let survived = alive(pid);
+        if survived {
+            // SAFETY: kill(2) of the fake's pid, which this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        assert!(
+            !survived,
+            "the probe VM outlived the process that started it"
+        );
+    }
 
     #[test]
     fn a_tcg_guest_is_told_the_hosts_tsc_rate_and_a_kvm_guest_is_not() {
