@@ -99,6 +99,11 @@ const C1_APC: char = '\u{9f}';
 ///
 /// `max_width == 0` gives `""`; `usize::MAX` means no width limit.
 pub fn one_line(input: &str, max_width: usize) -> String {
+    // Printable ASCII is its own clean form, one column a character: only the width applies
+    // (the cockpit draws most of its texts through here on every frame).
+    if input.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return truncate_to_width(input.to_owned(), max_width);
+    }
     one_line_chars(input.chars(), max_width)
 }
 
@@ -702,6 +707,38 @@ pub fn validate_run_name(name: &str) -> Result<Option<String>, NameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_lines_ascii_shortcut_gives_what_the_whole_sanitiser_gives() {
+        // Every printable ASCII character, alone and in strings of every length around the
+        // widths asked, plus the controls just outside the range (which take the long way).
+        let printable: String = (0x20u8..0x7f).map(char::from).collect();
+        let mut inputs: Vec<String> = printable.chars().map(String::from).collect();
+        inputs.push(String::new());
+        inputs.push(printable.clone());
+        let mut x: u32 = 7;
+        for len in 0..40 {
+            let s: String = (0..len)
+                .map(|_| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    char::from(0x20 + ((x >> 16) % 95) as u8)
+                })
+                .collect();
+            inputs.push(s);
+        }
+        inputs.push("tab\there".into());
+        inputs.push("del\u{7f}".into());
+        inputs.push("esc\u{1b}[31mred".into());
+        for s in &inputs {
+            for w in (0..s.len() + 3).chain([usize::MAX]) {
+                assert_eq!(
+                    one_line(s, w),
+                    one_line_chars(s.chars(), w),
+                    "{s:?} at width {w}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn plain_text_is_unchanged() {

@@ -329,15 +329,14 @@ impl VtTerm {
         let hist_len = self.parser.callbacks().lines.len();
         let scroll = self.scroll.min(hist_len + top0);
         let view_top = hist_len + top0 - scroll;
-        let style_default = Style::default();
         let mut cursor = None;
         for dy in 0..h {
             let y = area.y + dy as u16;
             let idx = view_top + dy;
             // Clear the row first: the screen may be narrower or shorter than the area.
-            for x in area.x..area.x + area.width {
-                buf[(x, y)].reset();
-                buf[(x, y)].set_style(style_default);
+            let start = buf.index_of(area.x, y);
+            for c in &mut buf.content[start..start + usize::from(area.width)] {
+                c.reset();
             }
             if idx < hist_len {
                 let line = &self.parser.callbacks().lines[idx];
@@ -391,9 +390,10 @@ fn draw_row(
     opts: RenderOpts,
 ) {
     let w = cols.min(area.width);
+    let start = buf.index_of(area.x, y);
+    let row_cells = &mut buf.content[start..start + usize::from(area.width)];
     let mut col = 0u16;
     while col < w {
-        let x = area.x + col;
         let Some(cell) = screen.cell(row, col) else {
             break;
         };
@@ -403,16 +403,17 @@ fn draw_row(
         }
         let width: u16 = if cell.is_wide() { 2 } else { 1 };
         let style = cell_style(cell, opts.no_color);
+        let at = usize::from(col);
         if width == 2 && col + 1 >= w {
             // A wide character cut by the edge of the area: show that something is there.
-            buf[(x, y)].set_symbol("…").set_style(style);
+            row_cells[at].set_symbol("…").set_style(style);
             break;
         }
         let sym = cell_symbol(cell.contents(), usize::from(width));
-        buf[(x, y)].set_symbol(&sym).set_style(style);
+        row_cells[at].set_symbol(&sym).set_style(style);
         let drawn = (unicode_width::UnicodeWidthStr::width(sym.as_ref()) as u16).clamp(1, width);
         for k in 1..width {
-            let c = &mut buf[(x + k, y)];
+            let c = &mut row_cells[at + usize::from(k)];
             c.reset();
             if k >= drawn {
                 // The replacement is narrower than the original: fill the rest.

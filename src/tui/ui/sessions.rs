@@ -48,9 +48,10 @@ pub fn tool_label(r: &RunView) -> String {
 }
 
 fn pad(s: &str, w: usize) -> String {
-    let s = text::one_line(s, w);
+    let mut s = text::one_line(s, w);
     let n = s.width();
-    format!("{s}{}", " ".repeat(w.saturating_sub(n)))
+    s.extend(std::iter::repeat_n(' ', w.saturating_sub(n)));
+    s
 }
 
 pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
@@ -166,9 +167,10 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let w = usize::from(inner.width);
-    let (head, lines) = list_lines(app, w);
-    buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
     let rows = session_rows;
+    // Only the rows in view are made into lines (the columns' widths still come from all).
+    let (head, lines) = list_lines(app, w, app.sessions.offset..app.sessions.offset + rows);
+    buf.set_stringn(inner.x, inner.y, head, w, app.theme.style(Role::Dim));
     if rows == 0 {
         return;
     }
@@ -177,12 +179,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         1 + rows.min(app.sessions.view.len().saturating_sub(app.sessions.offset)),
     );
     // The selection is in view: `App::lay_out` keeps the offset.
-    for (k, (base, line)) in lines
-        .into_iter()
-        .skip(app.sessions.offset)
-        .take(rows)
-        .enumerate()
-    {
+    for (k, (base, line)) in lines.into_iter().enumerate() {
         let y = inner.y + 1 + k as u16;
         // Fill the row so the selection covers it.
         for x in inner.x..inner.x + inner.width {
@@ -197,7 +194,11 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
 /// are drawn the same (an answer of the list poll that changes only what no row shows, an
 /// output's seq or instant, draws no frame: [`crate::tui::app::App::on_msg`]).
 pub fn shown(app: &App) -> (String, Vec<(ratatui::style::Style, Line<'static>)>) {
-    list_lines(app, usize::from(super::inner(app.areas.sessions).width))
+    list_lines(
+        app,
+        usize::from(super::inner(app.areas.sessions).width),
+        0..usize::MAX,
+    )
 }
 
 /// For each run of the view, whether its row shows its state's source (`output 2s ago`) at
@@ -218,8 +219,13 @@ pub fn sources_shown(app: &App) -> Vec<bool> {
         .collect()
 }
 
-/// The header and the rows of a list `w` columns wide.
-fn list_lines(app: &App, w: usize) -> (String, Vec<(ratatui::style::Style, Line<'static>)>) {
+/// The header and the rows `window` of a list `w` columns wide (the columns are sized for
+/// every row of the view, so scrolling does not move them).
+fn list_lines(
+    app: &App,
+    w: usize,
+    window: std::ops::Range<usize>,
+) -> (String, Vec<(ratatui::style::Style, Line<'static>)>) {
     let now = app.now;
     let cells: Vec<Cells> = app
         .sessions
@@ -262,8 +268,16 @@ fn list_lines(app: &App, w: usize) -> (String, Vec<(ratatui::style::Style, Line<
         }
     }
     let list_focused = focused(app, Pane::Sessions);
-    let mut lines = Vec::with_capacity(cells.len());
-    for (&i, c) in app.sessions.view.iter().zip(&cells) {
+    let take = window.end.saturating_sub(window.start);
+    let mut lines = Vec::with_capacity(cells.len().min(take));
+    for (&i, c) in app
+        .sessions
+        .view
+        .iter()
+        .zip(&cells)
+        .skip(window.start)
+        .take(take)
+    {
         let r = &app.sessions.runs[i];
         let selected = app.sessions.selected.as_deref() == Some(r.run_ref.as_str());
         let stale = app.hosts.stale(&r.run_ref);
