@@ -237,7 +237,7 @@ fn approve_remote(
     let id = intent::normalize_id(&a.intent).map_err(|e| UsageError::new(e.to_string()))?;
     let offered = drop_offered(&mut a);
     let shown = text::one_line(host, 80);
-    let refuse = |code: &str, why: String| {
+    let refuse = |code: &str, why: String| -> anyhow::Result<ExitCode> {
         eprintln!("proctor: refused ({code}): {why}");
         eprintln!("nothing was run on {shown}: no ssh was started");
         Ok(ExitCode::from(1))

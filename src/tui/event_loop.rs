@@ -1288,6 +1288,40 @@ mod tests {
         assert_eq!(screen.0.len(), 6, "every hand-over is taken back");
     }
 
+    /// The remote approval's child gets the terminal and gives it back; its last stderr
+    /// line (its outcome) comes back whatever its status, sanitised.
+    #[tokio::test]
+    async fn a_remote_approval_gives_the_terminal_back_and_says_its_outcome() {
+        let mut screen = Recorder::default();
+        let argv = |script: &str| -> Vec<String> {
+            ["sh", "-c", script].map(String::from).to_vec()
+        };
+        let (ok, said) = approve_remotely(
+            &mut screen,
+            &argv(
+                "printf 'proctor: on box: refused (wrong_revision): no\\033]0;x\\007\\n' >&2; \
+                 exit 1",
+            ),
+        )
+        .await
+        .unwrap();
+        assert!(!ok);
+        assert!(said.starts_with("proctor: on box: refused (wrong_revision): no"), "{said}");
+        assert!(!said.contains('\u{1b}') && !said.contains('\u{7}'), "{said:?}");
+        let (ok, said) = approve_remotely(
+            &mut screen,
+            &argv("echo 'proctor: on box: published int-0001: r pushed to b' >&2"),
+        )
+        .await
+        .unwrap();
+        assert!(ok);
+        assert_eq!(said, "proctor: on box: published int-0001: r pushed to b");
+        let (ok, said) = approve_remotely(&mut screen, &argv("exit 255")).await.unwrap();
+        assert!(!ok);
+        assert!(said.contains("exit status: 255"), "{said}");
+        assert_eq!(screen.0.len(), 6, "every hand-over is taken back");
+    }
+
     /// In a cockpit of several hosts a run's call, stream and keystrokes go to the host its
     /// ref names, with that host's own ref; anything else to the first host; one host's
     /// paths are never rewritten.
