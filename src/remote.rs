@@ -562,9 +562,26 @@ mod tests {
         let dd = argv.iter().position(|a| a == "--").unwrap();
         assert_eq!(
             &argv[dd..],
-            ["--", "build.example", "proctor", "--host", "local", "publish", "approve", "int-0001"]
+            [
+                "--",
+                "build.example",
+                "proctor",
+                "--host",
+                "local",
+                "publish",
+                "approve",
+                "int-0001"
+            ]
         );
-        for bad in ["int-0001;touch x", "$(id)", "a b", "`id`", "", "x\ny", "'q'"] {
+        for bad in [
+            "int-0001;touch x",
+            "$(id)",
+            "a b",
+            "`id`",
+            "",
+            "x\ny",
+            "'q'",
+        ] {
             assert!(
                 matches!(
                     r.terminal_command(&["publish", "approve", bad]),

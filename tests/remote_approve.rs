@@ -145,7 +145,10 @@ fn an_approval_over_ssh_t_runs_on_the_host_and_a_wrong_revision_approves_nothing
     let out = t.text();
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("refused (wrong_revision)"), "{out}");
-    assert!(out.contains("proctor: on box: refused (wrong_revision)"), "{out}");
+    assert!(
+        out.contains("proctor: on box: refused (wrong_revision)"),
+        "{out}"
+    );
     assert!(!out.contains("Passphrase for the publish key"), "{out}");
     assert_eq!(h.intent()["state"], "awaiting_authority");
     assert!(
@@ -165,7 +168,10 @@ fn an_approval_over_ssh_t_runs_on_the_host_and_a_wrong_revision_approves_nothing
     let out = t.text();
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("proctor: on box: published int-0001"), "{out}");
-    assert!(!out.contains(PASSPHRASE), "the passphrase was echoed: {out}");
+    assert!(
+        !out.contains(PASSPHRASE),
+        "the passphrase was echoed: {out}"
+    );
     let it = h.intent();
     assert_eq!(it["state"], "published", "{it}");
     // Box's key signed (it is the only key there); nothing was made on this machine.
@@ -202,7 +208,12 @@ fn a_remote_approval_without_a_terminal_runs_no_ssh() {
         "{err}"
     );
     assert!(!err.contains("hunter2"), "{err}");
-    for bad in ["int-1;touch /tmp/x", "$(id)", "int-0001 x", "-oProxyCommand=x"] {
+    for bad in [
+        "int-1;touch /tmp/x",
+        "$(id)",
+        "int-0001 x",
+        "-oProxyCommand=x",
+    ] {
         let out = run(&[bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out));
     }

@@ -519,7 +519,10 @@ mod tests {
         );
         let shown = b"\x1b[2Kpublished int-0001: abc pushed to fix\x1b]0;pwned\x07\r\npull request #1 u\r\n";
         let line = remote_outcome(shown).unwrap();
-        assert!(line.starts_with("published int-0001: abc pushed to fix"), "{line}");
+        assert!(
+            line.starts_with("published int-0001: abc pushed to fix"),
+            "{line}"
+        );
         assert!(!line.contains('\x1b') && !line.contains('\x07'), "{line:?}");
         assert_eq!(remote_outcome(b"Connection to h closed.\r\n"), None);
     }

@@ -1293,9 +1293,8 @@ mod tests {
     #[tokio::test]
     async fn a_remote_approval_gives_the_terminal_back_and_says_its_outcome() {
         let mut screen = Recorder::default();
-        let argv = |script: &str| -> Vec<String> {
-            ["sh", "-c", script].map(String::from).to_vec()
-        };
+        let argv =
+            |script: &str| -> Vec<String> { ["sh", "-c", script].map(String::from).to_vec() };
         let (ok, said) = approve_remotely(
             &mut screen,
             &argv(
@@ -1306,8 +1305,14 @@ mod tests {
         .await
         .unwrap();
         assert!(!ok);
-        assert!(said.starts_with("proctor: on box: refused (wrong_revision): no"), "{said}");
-        assert!(!said.contains('\u{1b}') && !said.contains('\u{7}'), "{said:?}");
+        assert!(
+            said.starts_with("proctor: on box: refused (wrong_revision): no"),
+            "{said}"
+        );
+        assert!(
+            !said.contains('\u{1b}') && !said.contains('\u{7}'),
+            "{said:?}"
+        );
         let (ok, said) = approve_remotely(
             &mut screen,
             &argv("echo 'proctor: on box: published int-0001: r pushed to b' >&2"),
@@ -1316,7 +1321,9 @@ mod tests {
         .unwrap();
         assert!(ok);
         assert_eq!(said, "proctor: on box: published int-0001: r pushed to b");
-        let (ok, said) = approve_remotely(&mut screen, &argv("exit 255")).await.unwrap();
+        let (ok, said) = approve_remotely(&mut screen, &argv("exit 255"))
+            .await
+            .unwrap();
         assert!(!ok);
         assert!(said.contains("exit status: 255"), "{said}");
         assert_eq!(screen.0.len(), 6, "every hand-over is taken back");

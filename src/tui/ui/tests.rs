@@ -1573,7 +1573,10 @@ fn a_remote_hosts_intent_is_approved_there_after_a_dialog_naming_the_host() {
         _ => panic!("no dialog"),
     };
     assert!(said.contains("with build's publish key"), "{said}");
-    assert!(said.contains("`ssh -t build proctor publish approve int-0003`"), "{said}");
+    assert!(
+        said.contains("`ssh -t build proctor publish approve int-0003`"),
+        "{said}"
+    );
     app.on_key(key(KeyCode::Esc));
     assert!(app.mode.is_normal());
     assert!(!sent(&app.take_effects()), "cancelled: nothing sent");
@@ -1581,7 +1584,8 @@ fn a_remote_hosts_intent_is_approved_there_after_a_dialog_naming_the_host() {
     app.on_key(ch('y'));
     let eff = app.take_effects();
     assert!(
-        eff.iter().any(|e| matches!(e, Effect::ApproveRemote { host, intent }
+        eff.iter()
+            .any(|e| matches!(e, Effect::ApproveRemote { host, intent }
             if host == "build" && intent == "int-0003")),
         "{eff:?}"
     );
@@ -1607,10 +1611,26 @@ fn a_remote_hosts_intent_is_approved_there_after_a_dialog_naming_the_host() {
     );
     let st = app.status.clone().unwrap();
     assert_eq!(st.tone, crate::tui::app::Tone::Error);
-    assert!(st.text.contains("on build: refused (wrong_revision)"), "{}", st.text);
-    assert!(app.take_effects().iter().any(|e| matches!(e, Effect::Refresh)));
-    app.approved_remotely("build", "int-0003", true, "proctor: on build: published".into());
-    assert_eq!(app.status.clone().unwrap().tone, crate::tui::app::Tone::Success);
+    assert!(
+        st.text.contains("on build: refused (wrong_revision)"),
+        "{}",
+        st.text
+    );
+    assert!(
+        app.take_effects()
+            .iter()
+            .any(|e| matches!(e, Effect::Refresh))
+    );
+    app.approved_remotely(
+        "build",
+        "int-0003",
+        true,
+        "proctor: on build: published".into(),
+    );
+    assert_eq!(
+        app.status.clone().unwrap().tone,
+        crate::tui::app::Tone::Success
+    );
 }
 
 #[test]
