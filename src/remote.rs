@@ -59,6 +59,11 @@ pub enum RemoteError {
         file: String,
         detail: String,
     },
+    #[error(
+        "the word {word:?} cannot be part of a remote command: only letters, digits, '.', '_' \
+         and '-' (it reaches the remote shell)"
+    )]
+    BadWord { word: String },
     #[error("cannot {op}: {err}")]
     Io {
         op: &'static str,
@@ -104,6 +109,15 @@ struct SshState {
 fn safe_word(s: &str) -> bool {
     !s.is_empty()
         && !s.starts_with('-')
+        && s.len() <= 255
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// A word of a remote command: it reaches the remote shell, so only characters no shell
+/// interprets.
+fn plain_word(s: &str) -> bool {
+    !s.is_empty()
         && s.len() <= 255
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
@@ -276,9 +290,33 @@ impl Remote {
 
     /// The ssh argv, up to and including the remote command's words.
     pub fn ssh_command(&self, remote: &[&str]) -> Command {
+        let batch = self.batch || !std::io::IsTerminal::is_terminal(&std::io::stdin());
+        self.build(batch, false, remote)
+    }
+
+    /// The ssh argv of a command a person runs at their own terminal on the host
+    /// (`proctor --host H publish approve ID`): `ssh -t`, never `BatchMode` (ssh may ask the
+    /// person for their own login's passphrase on this terminal; proctor reads nothing), so
+    /// that sshd allocates a PTY there and the remote proctor runs at a controlling terminal
+    /// on the remote machine. Every word of `remote` reaches the remote shell, so each must
+    /// be a plain word (letters, digits, `.`, `_`, `-`): anything else is refused before any
+    /// ssh runs.
+    pub fn terminal_command(&self, remote: &[&str]) -> Result<Command, RemoteError> {
+        if let Some(bad) = remote.iter().find(|w| !plain_word(w)) {
+            return Err(RemoteError::BadWord {
+                word: bad.to_string(),
+            });
+        }
+        Ok(self.build(false, true, remote))
+    }
+
+    fn build(&self, batch: bool, tty: bool, remote: &[&str]) -> Command {
         let mut cmd = Command::new("ssh");
-        if self.batch || !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        if batch {
             cmd.args(["-o", "BatchMode=yes"]);
+        }
+        if tty {
+            cmd.arg("-t");
         }
         if let Some(dir) = &self.control_dir {
             cmd.args(["-o", "ControlMaster=auto", "-o"]);
@@ -501,6 +539,56 @@ mod tests {
             "host",
         ] {
             assert!(parse_url(bad, f).is_err(), "{bad} was accepted");
+        }
+    }
+
+    /// The terminal command is `ssh -t`, never in batch mode, every remote word after `--`
+    /// and the host; a word a shell would read is refused before any ssh is built.
+    #[test]
+    fn the_terminal_command_is_ssh_t_and_refuses_shell_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Remote::resolve("ssh://me@build.example:2222", dir.path()).unwrap();
+        r.batch = true;
+        let cmd = r
+            .terminal_command(&["--host", "local", "publish", "approve", "int-0001"])
+            .unwrap();
+        let argv: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(cmd.get_program(), "ssh");
+        assert!(argv.iter().any(|a| a == "-t"), "{argv:?}");
+        assert!(!argv.iter().any(|a| a.contains("BatchMode")), "{argv:?}");
+        let dd = argv.iter().position(|a| a == "--").unwrap();
+        assert_eq!(
+            &argv[dd..],
+            [
+                "--",
+                "build.example",
+                "proctor",
+                "--host",
+                "local",
+                "publish",
+                "approve",
+                "int-0001"
+            ]
+        );
+        for bad in [
+            "int-0001;touch x",
+            "$(id)",
+            "a b",
+            "`id`",
+            "",
+            "x\ny",
+            "'q'",
+        ] {
+            assert!(
+                matches!(
+                    r.terminal_command(&["publish", "approve", bad]),
+                    Err(RemoteError::BadWord { .. })
+                ),
+                "{bad:?} was accepted"
+            );
         }
     }
 }

@@ -125,7 +125,16 @@ pub struct ShowArgs {
 /// INTENT is the last word: anything after it (an answer, `--passphrase …`, even `--home`)
 /// makes the approval refuse itself, unread. Put options before INTENT.
 ///
+/// With `--host H` (before INTENT) the approval runs on H, with H's key: proctor runs
+/// `ssh -t H proctor --host local publish approve INTENT` at this terminal (never in batch
+/// mode), sshd gives the remote proctor a terminal of its own on H, and you type the
+/// revision and the passphrase into this terminal; the key is decrypted on H and never
+/// leaves it. Refused before any ssh runs when stdin or stdout is not this process's
+/// terminal. The exit status is the remote approval's (255: ssh failed). See
+/// docs/remote.md.
+///
 /// Example: proctor publish approve int-0001
+/// Example: proctor --host build publish approve int-0001
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
     /// The intent: int-0001 (or 1).
@@ -144,10 +153,20 @@ pub struct ApproveArgs {
 
 pub fn run(ctx: &Ctx, args: PublishArgs) -> anyhow::Result<ExitCode> {
     let home = ctx.home()?;
+    // On another host, the approval runs there, at a PTY sshd allocates for the person.
+    let command = match args.command {
+        PublishCommand::Approve(a) => {
+            return match remote_host() {
+                Some(host) => approve_remote(&home, &host, a),
+                None => approve_here(&home, a),
+            };
+        }
+        other => other,
+    };
     let client = Client::new(&home)?;
     client::block_on(client.ensure_server(&home))??;
     let c = client.with_token(&home)?;
-    match args.command {
+    match command {
         PublishCommand::Propose(a) => propose(&c, a),
         PublishCommand::List(a) => list(&c, a),
         PublishCommand::Show(a) => {
@@ -160,23 +179,158 @@ pub fn run(ctx: &Ctx, args: PublishArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        PublishCommand::Approve(a) => {
-            let id = intent::normalize_id(&a.intent).map_err(|e| UsageError::new(e.to_string()))?;
-            let key = keys::default_key_path(&home);
-            let offered = a.offered.len();
-            // Dropped at once, never read: zeroed in place first.
-            for mut w in a.offered {
-                zeroize::Zeroize::zeroize(&mut w);
-            }
-            let outcome = if offered > 0 {
-                approve::run(&c, &key, &id, &mut approve::OfferedPrompter::new(offered))
-            } else {
-                approve::run(&c, &key, &id, &mut TtyPrompter::new())
-            };
-            report(&outcome);
-            Ok(ExitCode::from(outcome.exit_code()))
-        }
+        PublishCommand::Approve(_) => unreachable!("handled above"),
     }
+}
+
+/// The host `--host` (or `PROCTOR_HOST`) names, if any (`--host local` clears it).
+fn remote_host() -> Option<String> {
+    std::env::var_os(crate::remote::HOST_ENV)
+        .filter(|v| !v.is_empty())
+        .map(|v| v.to_string_lossy().into_owned())
+}
+
+/// The offered words, dropped at once and never read (zeroed in place first); how many.
+fn drop_offered(a: &mut ApproveArgs) -> usize {
+    let offered = a.offered.len();
+    for mut w in std::mem::take(&mut a.offered) {
+        zeroize::Zeroize::zeroize(&mut w);
+    }
+    offered
+}
+
+/// The approval on this machine's server, with this machine's key.
+fn approve_here(home: &crate::home::Home, mut a: ApproveArgs) -> anyhow::Result<ExitCode> {
+    let id = intent::normalize_id(&a.intent).map_err(|e| UsageError::new(e.to_string()))?;
+    let offered = drop_offered(&mut a);
+    let client = Client::new(home)?;
+    client::block_on(client.ensure_server(home))??;
+    let c = client.with_token(home)?;
+    let key = keys::default_key_path(home);
+    let outcome = if offered > 0 {
+        approve::run(&c, &key, &id, &mut approve::OfferedPrompter::new(offered))
+    } else {
+        approve::run(&c, &key, &id, &mut TtyPrompter::new())
+    };
+    report(&outcome);
+    Ok(ExitCode::from(outcome.exit_code()))
+}
+
+/// The most of the remote approval's output kept to find its outcome line.
+const REMOTE_TAIL: usize = 16 * 1024;
+
+/// `proctor --host H publish approve ID`: the approval runs on H, by `ssh -t H proctor --host
+/// local publish approve ID` (docs/remote.md, "Publication approvals"). sshd allocates a PTY
+/// on H for the person: the remote proctor runs at that controlling terminal and proves it to
+/// H's server exactly as a local approval does; the person types the revision and H's key's
+/// passphrase into this terminal, and ssh carries the keys; the key is decrypted on H and
+/// never leaves it. Refused here, before any ssh runs, when this is not a person's terminal,
+/// when words were offered after INTENT, or when the intent is not an intent id. The exit
+/// status is the remote approval's (255: ssh itself failed).
+fn approve_remote(
+    home: &crate::home::Home,
+    host: &str,
+    mut a: ApproveArgs,
+) -> anyhow::Result<ExitCode> {
+    use std::io::{IsTerminal, Read, Write};
+    // Validated as an intent id before it is placed in a remote command line.
+    let id = intent::normalize_id(&a.intent).map_err(|e| UsageError::new(e.to_string()))?;
+    let offered = drop_offered(&mut a);
+    let shown = text::one_line(host, 80);
+    let refuse = |code: &str, why: String| -> anyhow::Result<ExitCode> {
+        eprintln!("proctor: refused ({code}): {why}");
+        eprintln!("nothing was run on {shown}: no ssh was started");
+        Ok(ExitCode::from(1))
+    };
+    if offered > 0 {
+        return refuse(
+            approve::PromptError::Offered(offered).code(),
+            approve::PromptError::Offered(offered).to_string(),
+        );
+    }
+    let terminal = crate::authority::tty::check_input_terminal(libc::STDIN_FILENO)
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            if std::io::stdout().is_terminal() {
+                Ok(())
+            } else {
+                Err("stdout is not a terminal".to_string())
+            }
+        });
+    if let Err(why) = terminal {
+        return refuse(
+            "no_terminal",
+            format!(
+                "approving on {shown} runs `ssh -t {shown} proctor publish approve {id}` at                  your terminal: you type the revision and the passphrase there. Here {why}.                  Run it yourself, at a terminal (not through a pipe, a script or in the                  background)"
+            ),
+        );
+    }
+    let remote = crate::remote::Remote::resolve(host, &home.config)?;
+    let mut cmd = remote.terminal_command(&["--host", "local", "publish", "approve", &id])?;
+    cmd.stdin(std::process::Stdio::inherit())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("running ssh to {shown}"))?;
+    // What the remote terminal shows passes through to this one as it comes; its tail is
+    // kept to name the outcome afterwards (the remote's report is on its terminal: stdout).
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    if let Some(mut out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let mut tail = Vec::new();
+            let mut buf = [0u8; 4096];
+            let mut me = std::io::stdout();
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let _ = me.write_all(&buf[..n]);
+                let _ = me.flush();
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > 2 * REMOTE_TAIL {
+                    tail.drain(..tail.len() - REMOTE_TAIL);
+                }
+            }
+            let _ = done_tx.send(tail);
+        });
+    }
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for ssh to {shown}"))?;
+    let tail = done_rx
+        .recv_timeout(std::time::Duration::from_secs(2))
+        .unwrap_or_default();
+    let code = status.code().map_or(1, |c| u8::try_from(c).unwrap_or(1));
+    match remote_outcome(&tail) {
+        Some(line) => eprintln!("proctor: on {shown}: {line}"),
+        None if code == 0 => eprintln!("proctor: on {shown}: the approval ended with exit 0"),
+        None => eprintln!(
+            "proctor: on {shown}: the approval ended with {status}{}",
+            if code == 255 {
+                " (ssh failed: what it said is above)"
+            } else {
+                ""
+            }
+        ),
+    }
+    Ok(ExitCode::from(code))
+}
+
+/// The remote approval's outcome line in what its terminal showed (its `report`: `published
+/// …` or `proctor: refused (CODE): …`), the last one, sanitised.
+fn remote_outcome(tail: &[u8]) -> Option<String> {
+    let s = String::from_utf8_lossy(tail);
+    s.split('\n')
+        .map(|l| l.trim_matches(|c| c == '\r' || c == ' '))
+        .rev()
+        .find_map(|l| {
+            ["published int-", "proctor: refused ("]
+                .iter()
+                .find_map(|m| l.find(m))
+                .map(|at| &l[at..])
+        })
+        .map(|l| text::one_line(l.strip_prefix("proctor: ").unwrap_or(l), 300))
 }
 
 fn propose(c: &Client, a: ProposeArgs) -> anyhow::Result<ExitCode> {
@@ -345,5 +499,31 @@ fn report(outcome: &Outcome) {
                 None => eprintln!("nothing was reserved or done"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remote_outcome;
+
+    /// The remote approval's last outcome line is found in what its terminal showed, behind
+    /// an escape sequence too, and comes back sanitised.
+    #[test]
+    fn the_remote_outcome_line_is_found_and_sanitised() {
+        let shown = b"Revision: 0123\r\nPassphrase for the publish key: \r\n\
+            proctor: refused (wrong_revision): the revision typed is not the intent's\r\n\
+            receipt /h/rcpt-0001.json (redacted)\r\n";
+        assert_eq!(
+            remote_outcome(shown).as_deref(),
+            Some("refused (wrong_revision): the revision typed is not the intent's")
+        );
+        let shown = b"\x1b[2Kpublished int-0001: abc pushed to fix\x1b]0;pwned\x07\r\npull request #1 u\r\n";
+        let line = remote_outcome(shown).unwrap();
+        assert!(
+            line.starts_with("published int-0001: abc pushed to fix"),
+            "{line}"
+        );
+        assert!(!line.contains('\x1b') && !line.contains('\x07'), "{line:?}");
+        assert_eq!(remote_outcome(b"Connection to h closed.\r\n"), None);
     }
 }

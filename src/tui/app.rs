@@ -218,6 +218,13 @@ pub enum Effect {
     RigAttach {
         rig: String,
     },
+    /// Hand the terminal to `proctor --host HOST publish approve INTENT` (its `ssh -t`: the
+    /// approval runs on HOST, at a terminal there) until it exits, then take it back and
+    /// show its outcome.
+    ApproveRemote {
+        host: String,
+        intent: String,
+    },
 }
 
 /// A run that started waiting for the person after the cockpit opened (what the
@@ -1388,14 +1395,27 @@ impl App {
             Action::Approve => match self.approve_target() {
                 Err(why) => self.info(why),
                 Ok(intent) if self.remote_intents_host.is_some() => {
+                    // The approval runs on the intent's host, at a terminal there: the
+                    // cockpit hands this terminal to `ssh -t` (Effect::ApproveRemote).
                     let host = self.remote_intents_host.clone().unwrap_or_default();
-                    self.error(format!(
-                        "{} is an intent of the host {host}: approve it there, at its terminal \
-                         (`ssh -t {host} proctor publish approve {}`); an approval never \
-                         crosses the link (docs/security.md)",
-                        text::one_line(&intent, 24),
-                        text::one_line(&intent, 24),
-                    ));
+                    let (h, i) = (text::one_line(&host, 24), text::one_line(&intent, 24));
+                    self.open(Modal::Confirm {
+                        action: Action::Approve,
+                        run: intent.clone(),
+                        dialog: Confirm::new(
+                            format!("Approve {i} on host {h}?"),
+                            format!(
+                                "The intent is {h}'s: it is approved on {h}, with {h}'s publish \
+                                 key, and pushed to {h}'s remote of the run's repository. The \
+                                 cockpit steps aside and runs `ssh -t {h} proctor publish \
+                                 approve {i}` on this terminal: you type the full revision and \
+                                 the passphrase of {h}'s key there (ssh carries them; the key \
+                                 is decrypted on {h} and never crosses the link). The cockpit \
+                                 comes back when it ends and says how."
+                            ),
+                            "Approve on host",
+                        ),
+                    });
                 }
                 Ok(intent) => {
                     match &self.key_path {

@@ -305,6 +305,21 @@ where
 /// through to the terminal as it comes, and its last line is kept: a verb that refuses says
 /// why in the status line too, after the cockpit has redrawn over it.
 async fn hand_over_to(screen: &mut dyn Screen, argv: &[String]) -> std::io::Result<String> {
+    let (status, last) = hand_over_run(screen, argv).await?;
+    Ok(match status {
+        Ok(st) if st.success() => String::new(),
+        Ok(st) if last.is_empty() => format!("`{}` ended with {st}", shown_argv(argv)),
+        Ok(st) => format!("`{}` ended with {st}: {last}", shown_argv(argv)),
+        Err(e) => format!("`{}` did not start: {e}", shown_argv(argv)),
+    })
+}
+
+/// Runs `argv` with the terminal handed over (as [`hand_over_to`]); its exit status (or why
+/// it did not start) and its last stderr line (sanitised), whatever the status.
+async fn hand_over_run(
+    screen: &mut dyn Screen,
+    argv: &[String],
+) -> std::io::Result<(std::io::Result<std::process::ExitStatus>, String)> {
     use tokio::io::AsyncReadExt;
     screen.hand_over()?;
     let spawned = tokio::process::Command::new(&argv[0])
@@ -339,11 +354,22 @@ async fn hand_over_to(screen: &mut dyn Screen, argv: &[String]) -> std::io::Resu
         .find(|l| !l.trim().is_empty())
         .map(|l| crate::text::one_line(l, 300))
         .unwrap_or_default();
+    Ok((status, last))
+}
+
+/// Approves `intent` on the remote `host` at this terminal: `proctor --host HOST publish
+/// approve INTENT` with the terminal handed over (its `ssh -t` runs the approval on HOST);
+/// whether it exited 0, and what it said last (its outcome line).
+async fn approve_remotely(
+    screen: &mut dyn Screen,
+    argv: &[String],
+) -> std::io::Result<(bool, String)> {
+    let (status, last) = hand_over_run(screen, argv).await?;
     Ok(match status {
-        Ok(st) if st.success() => String::new(),
-        Ok(st) if last.is_empty() => format!("`{}` ended with {st}", shown_argv(argv)),
-        Ok(st) => format!("`{}` ended with {st}: {last}", shown_argv(argv)),
-        Err(e) => format!("`{}` did not start: {e}", shown_argv(argv)),
+        Ok(st) if st.success() => (true, last),
+        Ok(st) if last.is_empty() => (false, format!("`{}` ended with {st}", shown_argv(argv))),
+        Ok(_) => (false, last),
+        Err(e) => (false, format!("`{}` did not start: {e}", shown_argv(argv))),
     })
 }
 
@@ -705,6 +731,18 @@ pub async fn run_hosts(
                     let argv = app.rig_attach_argv(&rig);
                     let said = hand_over_to(screen, &argv).await?;
                     app.rig_attached(&rig, said);
+                }
+                Effect::ApproveRemote { host, intent } => {
+                    let running = approving.as_ref().is_some_and(|h| !h.is_finished());
+                    if running {
+                        app.error("an approval is already running");
+                    } else {
+                        // Nothing reads the terminal while ssh has it.
+                        input = EventStream::new();
+                        let argv = app.remote_approve_argv(&host, &intent);
+                        let (ok, said) = approve_remotely(screen, &argv).await?;
+                        app.approved_remotely(&host, &intent, ok, said);
+                    }
                 }
                 Effect::Approve { intent } => {
                     let running = approving.as_ref().is_some_and(|h| !h.is_finished());
@@ -1247,6 +1285,47 @@ mod tests {
         let missing = vec!["/nonexistent/proctor".to_string()];
         let said = hand_over_to(&mut screen, &missing).await.unwrap();
         assert!(said.contains("did not start"), "{said}");
+        assert_eq!(screen.0.len(), 6, "every hand-over is taken back");
+    }
+
+    /// The remote approval's child gets the terminal and gives it back; its last stderr
+    /// line (its outcome) comes back whatever its status, sanitised.
+    #[tokio::test]
+    async fn a_remote_approval_gives_the_terminal_back_and_says_its_outcome() {
+        let mut screen = Recorder::default();
+        let argv =
+            |script: &str| -> Vec<String> { ["sh", "-c", script].map(String::from).to_vec() };
+        let (ok, said) = approve_remotely(
+            &mut screen,
+            &argv(
+                "printf 'proctor: on box: refused (wrong_revision): no\\033]0;x\\007\\n' >&2; \
+                 exit 1",
+            ),
+        )
+        .await
+        .unwrap();
+        assert!(!ok);
+        assert!(
+            said.starts_with("proctor: on box: refused (wrong_revision): no"),
+            "{said}"
+        );
+        assert!(
+            !said.contains('\u{1b}') && !said.contains('\u{7}'),
+            "{said:?}"
+        );
+        let (ok, said) = approve_remotely(
+            &mut screen,
+            &argv("echo 'proctor: on box: published int-0001: r pushed to b' >&2"),
+        )
+        .await
+        .unwrap();
+        assert!(ok);
+        assert_eq!(said, "proctor: on box: published int-0001: r pushed to b");
+        let (ok, said) = approve_remotely(&mut screen, &argv("exit 255"))
+            .await
+            .unwrap();
+        assert!(!ok);
+        assert!(said.contains("exit status: 255"), "{said}");
         assert_eq!(screen.0.len(), 6, "every hand-over is taken back");
     }
 

@@ -299,6 +299,17 @@ impl App {
                     dialog,
                 }),
                 Outcome::Cancel => {}
+                // A remote host's intent (`run` holds its id): the approval runs there.
+                Outcome::Submit(()) if action == Action::Approve => {
+                    if let Some(host) = self.remote_intents_host.clone() {
+                        self.info(format!(
+                            "approving {} on {}: the terminal is ssh's until it ends…",
+                            text::one_line(&run, 24),
+                            text::one_line(&host, 24)
+                        ));
+                        self.push(Effect::ApproveRemote { host, intent: run });
+                    }
+                }
                 Outcome::Submit(()) => {
                     if let Some(call) = action_call(action, &run, None) {
                         self.info(format!("{} {run}…", action.name()));

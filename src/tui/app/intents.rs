@@ -65,3 +65,44 @@ impl Listing<IntentView> {
         self.follow(rows, first, last);
     }
 }
+
+impl App {
+    /// The argv that approves `intent` on `host` at this terminal: this same binary on this
+    /// same home, `--host HOST publish approve INTENT` (its `ssh -t`; src/cli/publish.rs).
+    pub fn remote_approve_argv(&self, host: &str, intent: &str) -> Vec<String> {
+        let mut argv = if self.proctor_argv.is_empty() {
+            vec!["proctor".to_string()]
+        } else {
+            self.proctor_argv.clone()
+        };
+        argv.extend([
+            "--host".into(),
+            host.to_string(),
+            "publish".into(),
+            "approve".into(),
+            intent.to_string(),
+        ]);
+        argv
+    }
+
+    /// Back from the remote approval: its outcome line (the verb's last stderr line, already
+    /// sanitised) as a notice when it exited 0, an error otherwise; the intents fetched again.
+    pub fn approved_remotely(&mut self, host: &str, intent: &str, ok: bool, said: String) {
+        self.dirty = true;
+        let said = if said.is_empty() {
+            format!(
+                "the approval of {} on {} ended without a word",
+                crate::text::one_line(intent, 24),
+                crate::text::one_line(host, 24)
+            )
+        } else {
+            said
+        };
+        if ok {
+            self.success(said);
+        } else {
+            self.error(said);
+        }
+        self.push(super::Effect::Refresh);
+    }
+}

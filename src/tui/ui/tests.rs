@@ -1545,6 +1545,94 @@ fn esc_and_ctrl_c_refuse_at_each_prompt() {
     }
 }
 
+/// An intent of a remote host (the cockpit's first host is `build`): `P` opens a dialog that
+/// names the host whose key and remote are used and sends nothing; `y` hands the terminal to
+/// `proctor --host build publish approve int-0003` (no in-cockpit prompt, no local key);
+/// the outcome it said comes back to the status line, a refusal as an error.
+#[test]
+fn a_remote_hosts_intent_is_approved_there_after_a_dialog_naming_the_host() {
+    let mut app = fixture_app(TokenRole::Write, Theme::default_theme());
+    app.remote_intents_host = Some("build".into());
+    app.key_path = None;
+    app.proctor_argv = vec!["/usr/bin/proctor".into(), "--home".into(), "/h".into()];
+    app.on_key(ch('3'));
+    app.take_effects();
+    app.on_key(ch('P'));
+    let sent = |eff: &[Effect]| {
+        eff.iter()
+            .any(|e| matches!(e, Effect::Approve { .. } | Effect::ApproveRemote { .. }))
+    };
+    assert!(!sent(&app.take_effects()), "nothing before the answer");
+    let t = text(&draw(&mut app, 120, 40));
+    assert!(t.contains("Approve int-0003 on host build?"), "{t}");
+    let said = match &app.mode {
+        Mode::Modal(m) => match &**m {
+            Modal::Confirm { dialog, .. } => dialog.consequence().to_string(),
+            _ => panic!("another dialog"),
+        },
+        _ => panic!("no dialog"),
+    };
+    assert!(said.contains("with build's publish key"), "{said}");
+    assert!(
+        said.contains("`ssh -t build proctor publish approve int-0003`"),
+        "{said}"
+    );
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.mode.is_normal());
+    assert!(!sent(&app.take_effects()), "cancelled: nothing sent");
+    app.on_key(ch('P'));
+    app.on_key(ch('y'));
+    let eff = app.take_effects();
+    assert!(
+        eff.iter()
+            .any(|e| matches!(e, Effect::ApproveRemote { host, intent }
+            if host == "build" && intent == "int-0003")),
+        "{eff:?}"
+    );
+    assert!(!eff.iter().any(|e| matches!(e, Effect::Approve { .. })));
+    assert_eq!(
+        app.remote_approve_argv("build", "int-0003"),
+        [
+            "/usr/bin/proctor",
+            "--home",
+            "/h",
+            "--host",
+            "build",
+            "publish",
+            "approve",
+            "int-0003"
+        ]
+    );
+    app.approved_remotely(
+        "build",
+        "int-0003",
+        false,
+        "proctor: on build: refused (wrong_revision): the revision typed is not".into(),
+    );
+    let st = app.status.clone().unwrap();
+    assert_eq!(st.tone, crate::tui::app::Tone::Error);
+    assert!(
+        st.text.contains("on build: refused (wrong_revision)"),
+        "{}",
+        st.text
+    );
+    assert!(
+        app.take_effects()
+            .iter()
+            .any(|e| matches!(e, Effect::Refresh))
+    );
+    app.approved_remotely(
+        "build",
+        "int-0003",
+        true,
+        "proctor: on build: published".into(),
+    );
+    assert_eq!(
+        app.status.clone().unwrap().tone,
+        crate::tui::app::Tone::Success
+    );
+}
+
 #[test]
 fn approving_needs_a_persons_write_token_and_an_intent_awaiting_authority() {
     // Read-only: unavailable with the role it needs; nothing opens or is sent.
