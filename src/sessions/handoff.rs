@@ -199,6 +199,10 @@ pub struct Source<'a> {
     pub tool: &'a str,
     pub profile: &'a str,
     pub conversation_id: Option<&'a str>,
+    /// The source's worktree and its branch, when it had one: the new session starts in a
+    /// worktree of its own (from the workspace's current commit), so this names where the
+    /// earlier work is.
+    pub worktree: Option<(&'a str, &'a str)>,
     pub record: Option<&'a Path>,
     pub written_at: &'a str,
     /// Lines of the record that could not be read (not JSON); `None` when this tool's
@@ -226,6 +230,11 @@ pub fn transcript(src: &Source<'_>, messages: &[Message]) -> Vec<u8> {
     header("source tool", src.tool);
     header("source profile", src.profile);
     header("conversation", src.conversation_id.unwrap_or("-"));
+    header(
+        "source worktree",
+        &src.worktree
+            .map_or_else(|| "-".to_string(), |(p, b)| format!("{p} (branch {b})")),
+    );
     header(
         "record",
         &src.record
@@ -456,6 +465,7 @@ mod tests {
             tool: "claude",
             profile: "work\nforged: header",
             conversation_id: Some("c1"),
+            worktree: Some(("/w/t", "proctor/run-0001")),
             record: None,
             written_at: "2026-12-03T10:00:00Z",
             unreadable: Some(2),
@@ -465,6 +475,10 @@ mod tests {
         assert!(t.contains("format: proctor-handoff-transcript/1\n"), "{t}");
         assert!(t.contains("source profile: work forged: header\n"), "{t}");
         assert!(t.contains("unreadable records: 2\n"));
+        assert!(
+            t.contains("source worktree: /w/t (branch proctor/run-0001)\n"),
+            "{t}"
+        );
         assert!(t.contains("messages cut: 1 "));
         let h = format!(
             "\n## message 1 user 2026-12-03T10:00:00Z {} bytes\n{forged}\n",

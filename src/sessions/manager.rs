@@ -3808,6 +3808,11 @@ impl Sessions {
                 tool: src.tool.name(),
                 profile: &src.rec.profile,
                 conversation_id: src.conversation.as_deref(),
+                worktree: src
+                    .rec
+                    .worktree
+                    .as_ref()
+                    .map(|w| (w.path.as_str(), w.branch.as_str())),
                 record: conv.read.path.as_deref(),
                 written_at: &written_at,
                 unreadable: conv.unreadable,
