@@ -295,3 +295,76 @@ fn hostile_records_are_unreadable_never_an_empty_activity() {
     assert!(t["turns"].as_array().unwrap().is_empty(), "{t}");
     assert!(!t.to_string().contains("secret\""), "{t}");
 }
+
+#[test]
+fn claude_workflow_snapshots_come_from_its_live_task_progress_frames() {
+    // Hand-written frames in claude 2.1.332's shapes (tests/data/records/
+    // claude-task-progress-2.1.332-shape.jsonl), sent by the fake claude as its own
+    // stream-json output: the server sees them as it sees the real tool's.
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let frames = include_str!("data/records/claude-task-progress-2.1.332-shape.jsonl");
+    let script: Vec<String> = frames
+        .lines()
+        .filter(|l| l.contains("\"task_"))
+        .map(|l| format!("!frame {l}"))
+        .collect();
+    let run = start(
+        &s,
+        "claude",
+        &ws,
+        &format!("run the review\n{}", script.join("\n")),
+    );
+    let v = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
+    let w = v["workflows"].as_array().unwrap();
+    assert_eq!(w.len(), 2, "{v}");
+    assert_eq!(w[0]["run_id"], "wf-1");
+    assert_eq!(w[0]["name"], "review");
+    assert_eq!(w[0]["tool_use_id"], "toolu_w1");
+    assert_eq!(w[0]["duration_ms"], 5400, "the latest snapshot: {v}");
+    assert_eq!(
+        (
+            &w[0]["agents_total"],
+            &w[0]["agents_done"],
+            &w[0]["agents_failed"]
+        ),
+        (&json!(4), &json!(2), &json!(1))
+    );
+    let phases: Vec<(i64, String, String)> = w[0]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["index"].as_i64().unwrap(),
+                p["title"].as_str().unwrap().to_string(),
+                p["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        vec![
+            (0, "Read".into(), "scheduled".into()),
+            (1, "Judge".into(), "failed".into()),
+            (2, "Report".into(), "scheduled".into()),
+        ],
+        "an agent's completion does not complete its phase: {v}"
+    );
+    assert_eq!(w[0]["phases"][1]["agents_total"], 3);
+    assert!(w[1]["name"].is_null(), "{v}");
+    // The CLI shows them, sanitised.
+    let out = s.home.ok(&["session", "activity", &run]);
+    assert!(out.contains("workflows (live):"), "{out}");
+    assert!(
+        out.contains("review wf-1: agents 2 done, 1 failed of 4, 5.4 s"),
+        "{out}"
+    );
+    // A codex session has none.
+    let cx = start(&s, "codex", &ws, "hi");
+    let v = s.expect(200, "GET", &s.run_path(&cx, "/activity"), None);
+    assert_eq!(v["workflows"], json!([]), "{v}");
+    for r in [&run, &cx] {
+        s.expect(200, "POST", &s.run_path(r, "/stop"), None);
+    }
+}

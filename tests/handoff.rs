@@ -492,6 +492,7 @@ fn a_round_trip_claude_to_codex_and_back_delivers_each_first_turn() {
     );
     assert!(body.contains(&format!("source run: {src}\n")), "{body}");
     assert!(body.contains("source tool: claude\n"));
+    assert!(body.contains("source worktree: -\n"), "{body}");
     assert!(body.contains("unreadable records: 0\n"), "{body}");
     let first = "first words\n!tool bash cargo test --lib 0";
     assert!(
@@ -582,6 +583,404 @@ fn a_round_trip_claude_to_codex_and_back_delivers_each_first_turn() {
         200,
         "POST",
         &s.run_path(last["to_run"].as_str().unwrap(), "/stop"),
+        None,
+    );
+}
+
+fn threads_of(pid: i32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn handoffs_of_term_ignoring_sources_wait_out_the_grace_on_timers_and_hold_no_thread_each() {
+    // Gap 1 of issue 18 §2: a handoff stopped a live source with the blocking stop (and
+    // waited for delivery on the blocking pool), holding one thread of the server's pool
+    // for the whole grace. N handoffs of sources that ignore SIGTERM, asked 150 ms apart
+    // within one grace: in the window where every one of them is waiting out its grace
+    // (none has launched yet), the server holds no more threads than before, and it
+    // answers other requests meanwhile.
+    const N: usize = 6;
+    const GRACE_MS: u64 = 4000;
+    let s = DemoServer::start(&["--stop-grace-ms", &GRACE_MS.to_string()]);
+    let ws = workspace(&s);
+    profile(&s, "a", "claude");
+    profile(&s, "cx", "codex");
+    let sources: Vec<String> = (0..N)
+        .map(|_| {
+            start(
+                &s,
+                json!({"transport": "pipe", "profile": "a", "workspace": ws,
+                       "prompt": "!ignore-term\nfirst words"}),
+            )
+        })
+        .collect();
+    for run in &sources {
+        s.wait_run(run, "the first turn", |v| v["state"] == "idle");
+        wait_messages(&s, run, 2);
+    }
+    let server = s.home.server_pid().unwrap();
+    // Settled: the pool's threads from the starts have left (they live 3 s idle).
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let before = threads_of(server);
+    let socket = s.home.socket();
+    let asked = std::time::Instant::now();
+    let posts: Vec<_> = sources
+        .iter()
+        .map(|run| {
+            let (socket, token, path) =
+                (socket.clone(), s.token.clone(), s.run_path(run, "/handoff"));
+            let h = std::thread::spawn(move || {
+                common::call_as(
+                    &socket,
+                    Some(&token),
+                    "POST",
+                    &path,
+                    Some(json!({"provider_profile_ref": "cx", "summary": "go on"})),
+                )
+            });
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            h
+        })
+        .collect();
+    // The window: every handoff asked (and its short first steps done), none past its grace.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let window_end = asked + std::time::Duration::from_millis(GRACE_MS - 500);
+    let mut most = 0;
+    let mut answered = 0;
+    while std::time::Instant::now() < window_end {
+        most = most.max(threads_of(server));
+        // The server answers meanwhile, and the sources are still live (in their grace).
+        let t = std::time::Instant::now();
+        let v = s.expect(200, "GET", &s.run_path(&sources[0], ""), None);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "a read took {:?} during the handoffs",
+            t.elapsed()
+        );
+        assert_ne!(v["state"], "stopped", "still in its grace: {v}");
+        answered += 1;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(answered > 5, "{answered} reads answered in the window");
+    for (run, h) in sources.iter().zip(posts) {
+        let (code, v) = h.join().unwrap();
+        assert_eq!(code, 201, "{run}: {v}");
+        assert_eq!(v["stopped_source"], true, "{run}: {v}");
+        assert_eq!(v["summary_state"], "delivered", "{run}: {v}");
+        assert_eq!(v["run"]["handoff_of"], run.as_str(), "{v}");
+        let src = s.expect(200, "GET", &s.run_path(run, ""), None);
+        assert_eq!(src["state"], "stopped", "{src}");
+        assert_eq!(src["signal"], "SIGKILL", "TERM ignored, so KILL: {src}");
+        s.expect(
+            200,
+            "POST",
+            &s.run_path(v["run"]["ref"].as_str().unwrap(), "/stop"),
+            None,
+        );
+    }
+    eprintln!("{before} threads before {N} handoffs, {most} at most in their grace");
+    // Holding a thread per handoff in its grace would be N more.
+    assert!(
+        most < before + N / 2,
+        "{before} threads before {N} overlapping handoffs, {most} at most in their grace"
+    );
+}
+
+#[test]
+fn a_refusal_after_the_stop_says_the_source_was_stopped_and_can_be_resumed() {
+    // The record is gone while the source is live: read as it is, that is `pending` (the
+    // tool may not have written it yet), so nothing refuses before the stop; once the tool
+    // has ended it is `missing`: 409, after the stop, and the answer says so.
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let a = profile(&s, "a", "claude");
+    let cx = profile(&s, "cx", "codex");
+    let run = two_turns(&s, "a", &ws);
+    let before = runs_count(&s);
+    std::fs::remove_file(record_of(&s, &run, &a, &ws)).unwrap();
+    let v = s.expect(200, "GET", &s.run_path(&run, "/handoff"), None);
+    assert_eq!(v["transcript"], "pending", "{v}");
+    assert_eq!(v["messages"], 0, "{v}");
+    assert!(
+        v["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Its record holds no message yet"),
+        "said plainly: {v}"
+    );
+    let out = s.home.ok(&["session", "handoff", &run]);
+    assert!(
+        out.contains("no message yet: the tool has not written its record yet"),
+        "{out}"
+    );
+    assert!(!out.contains("0 turns"), "{out}");
+    let e = s.expect(
+        409,
+        "POST",
+        &s.run_path(&run, "/handoff"),
+        Some(json!({"provider_profile_ref": "cx"})),
+    );
+    let m = e["error"]["message"].as_str().unwrap();
+    assert!(m.contains("no recorded conversation"), "{m}");
+    assert!(
+        m.contains(&format!(
+            "run {run} was stopped by this handoff and can be resumed"
+        )),
+        "{m}"
+    );
+    let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    assert_eq!(v["state"], "stopped", "the source is indeed stopped: {v}");
+    assert!(
+        ledger(&s, "sessions.run.stop_requested")
+            .iter()
+            .any(|e| e["run"] == run.as_str()),
+        "stopped through the stop path"
+    );
+    assert_eq!(runs_count(&s), before, "no run was made");
+    assert!(transcripts(&cx).is_empty(), "no transcript written");
+    assert!(ledger(&s, "sessions.run.handed_off").is_empty());
+}
+
+#[test]
+fn an_opencode_source_is_read_through_its_own_export_and_handed_off() {
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let a = profile(&s, "a", "claude");
+    let run = start(
+        &s,
+        json!({"transport": "pipe", "tool": "opencode", "workspace": ws,
+               "prompt": "first words"}),
+    );
+    s.wait_run(&run, "the first turn", |v| v["state"] == "idle");
+    s.expect(
+        202,
+        "POST",
+        &s.run_path(&run, "/input"),
+        Some(json!({"text": "Second TURN"})),
+    );
+    wait_messages(&s, &run, 4);
+    s.wait_run(&run, "the second turn", |v| v["state"] == "idle");
+    let v = s.expect(200, "GET", &s.run_path(&run, "/handoff"), None);
+    assert_eq!(v["source_driver"], "opencode", "{v}");
+    assert_eq!(v["turns"], 2, "{v}");
+    assert_eq!(v["messages"], 4, "{v}");
+    assert_eq!(v["transcript"], "read", "{v}");
+    let summary = v["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("Handoff of an opencode session"),
+        "{summary}"
+    );
+    assert!(summary.contains("First ask:\nfirst words"), "{summary}");
+    let out = s.home.ok(&["session", "handoff", &run]);
+    assert!(
+        out.contains("(opencode): 2 turns from the person, 4 messages in all"),
+        "{out}"
+    );
+    let (code, h) = s.call(
+        "POST",
+        &s.run_path(&run, "/handoff"),
+        Some(json!({"provider_profile_ref": "a"})),
+    );
+    assert_eq!(code, 201, "{h}");
+    assert_eq!(h["summary_state"], "delivered", "{h}");
+    assert_eq!(h["run"]["tool"], "claude");
+    let files = transcripts(&a);
+    assert_eq!(files.len(), 1);
+    let body = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(body.contains("source tool: opencode\n"), "{body}");
+    assert!(body.contains("first words"), "{body}");
+    assert!(
+        body.contains("Second TURN"),
+        "the export's messages, whole: {body}"
+    );
+    let new = h["run"]["ref"].as_str().unwrap().to_string();
+    let m = wait_messages(&s, &new, 1);
+    assert!(
+        m["items"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Handoff of an opencode session"),
+        "{m}"
+    );
+    s.expect(200, "POST", &s.run_path(&new, "/stop"), None);
+}
+
+#[test]
+fn a_record_over_8_mib_is_handed_off_and_one_over_256_mib_refused_with_422_before_the_stop() {
+    // A sparse file: 257 MiB long, nothing written (fast).
+    let s = DemoServer::start(&[]);
+    let ws = workspace(&s);
+    let a = profile(&s, "a", "claude");
+    let cx = profile(&s, "cx", "codex");
+    let run = two_turns(&s, "a", &ws);
+    let record = record_of(&s, &run, &a, &ws);
+    // Over the 8 MiB a route reads of one file, well under a handoff's bounds: the
+    // messages route says unreadable, a handoff reads it.
+    let mut nine = std::fs::read(&record).unwrap();
+    let small = nine.len() as u64;
+    nine.extend_from_slice(b"{\"type\":\"summary\",\"summary\":\"");
+    nine.resize(nine.len() + 9 * 1024 * 1024, b'a');
+    nine.extend_from_slice(b"\"}\n");
+    std::fs::write(&record, &nine).unwrap();
+    let m = s.expect(200, "GET", &s.run_path(&run, "/messages?role=all"), None);
+    assert_eq!(m["transcript"], "unreadable", "{}", m["transcript"]);
+    let v = s.expect(200, "GET", &s.run_path(&run, "/handoff"), None);
+    assert_eq!(v["messages"], 4, "{v}");
+    assert_eq!(v["transcript_bytes"], nine.len() as u64, "{v}");
+    assert!(v["transcript_bytes"].as_u64().unwrap() > 8 * 1024 * 1024 + small);
+    drop(nine);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&record)
+        .unwrap();
+    f.set_len(257 * 1024 * 1024).unwrap();
+    drop(f);
+    let e = s.expect(
+        422,
+        "POST",
+        &s.run_path(&run, "/handoff"),
+        Some(json!({"provider_profile_ref": "cx"})),
+    );
+    let m = e["error"]["message"].as_str().unwrap();
+    assert!(m.contains("256 MiB"), "{m}");
+    assert!(!m.contains("was stopped"), "refused before the stop: {m}");
+    assert_eq!(
+        s.expect(200, "GET", &s.run_path(&run, ""), None)["state"],
+        "idle"
+    );
+    let e = s.expect(422, "GET", &s.run_path(&run, "/handoff"), None);
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("256 MiB"),
+        "{e}"
+    );
+    assert!(transcripts(&cx).is_empty());
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+}
+
+#[test]
+fn a_worktree_source_hands_off_into_a_new_worktree_of_the_same_workspace_under_its_approval() {
+    // Seed: "Un handoff d'une session qui a un worktree démarre un nouveau worktree et exige
+    // la même approbation ; il n'a pas d'option pour l'ignorer."
+    let s = DemoServer::start(&[]);
+    profile(&s, "a", "claude");
+    profile(&s, "cx", "codex");
+    let dir = tempfile::Builder::new()
+        .prefix("hoffrepo")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let repo = std::fs::canonicalize(dir.path()).unwrap();
+    let git = proctor::git::Git::new(&repo);
+    git.run(&["init", "-q", "-b", "main"]).unwrap();
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    git.run(&["add", "-A"]).unwrap();
+    git.run(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-q",
+        "-m",
+        "first",
+    ])
+    .unwrap();
+    let (code, w) = s.call(
+        "POST",
+        "/v1/m/sessions/workspaces",
+        Some(json!({"path": repo.to_str().unwrap()})),
+    );
+    assert!(code == 200 || code == 201, "{w}");
+    let ws = w["ref"].as_str().unwrap().to_string();
+    let src = start(
+        &s,
+        json!({"transport": "pipe", "profile": "a", "workspace": ws, "worktree": true,
+               "prompt": "first words"}),
+    );
+    let v = s.wait_run(&src, "the first turn", |v| v["state"] == "idle");
+    wait_messages(&s, &src, 2);
+    let src_branch = v["worktree_branch"].as_str().unwrap().to_string();
+    let src_path = v["workspace"].as_str().unwrap().to_string();
+    assert_ne!(src_path, repo.to_str().unwrap(), "in its worktree: {v}");
+    // A setup command the workspace has not approved: 409 before the stop, nothing made.
+    let put = s.expect(
+        200,
+        "PUT",
+        &format!("/v1/m/sessions/workspaces/{ws}/setup-command"),
+        Some(json!({"command": "true # handoff setup"})),
+    );
+    let before = runs_count(&s);
+    let e = s.expect(
+        409,
+        "POST",
+        &s.run_path(&src, "/handoff"),
+        Some(json!({"provider_profile_ref": "cx"})),
+    );
+    let m = e["error"]["message"].as_str().unwrap();
+    assert!(m.contains("true # handoff setup"), "{m}");
+    assert!(!m.contains("was stopped"), "{m}");
+    assert_eq!(
+        s.expect(200, "GET", &s.run_path(&src, ""), None)["state"],
+        "idle",
+        "refused before the stop"
+    );
+    assert_eq!(runs_count(&s), before);
+    // `no_setup` is not a handoff field: there is no option to skip the approval.
+    let (code, _) = s.call(
+        "POST",
+        &s.run_path(&src, "/handoff"),
+        Some(json!({"provider_profile_ref": "cx", "no_setup": true})),
+    );
+    assert_eq!(code, 400);
+    // Approved: the handoff starts a new worktree of the same workspace.
+    s.expect(
+        200,
+        "POST",
+        &format!("/v1/m/sessions/workspaces/{ws}/setup-command/approve"),
+        Some(json!({"sha256": put["setup_command_sha256"]})),
+    );
+    let (code, h) = s.call(
+        "POST",
+        &s.run_path(&src, "/handoff"),
+        Some(json!({"provider_profile_ref": "cx"})),
+    );
+    assert_eq!(code, 201, "{h}");
+    assert_eq!(h["summary_state"], "delivered", "{h}");
+    let new = &h["run"];
+    let branch = new["worktree_branch"].as_str().unwrap();
+    let path = new["workspace"].as_str().unwrap();
+    assert_ne!(branch, src_branch, "a new branch: {h}");
+    assert_ne!(path, src_path, "a new worktree: {h}");
+    assert_ne!(path, repo.to_str().unwrap(), "{h}");
+    let files = transcripts(&s.home.path().join("acct-cx"));
+    assert_eq!(files.len(), 1, "{files:?}");
+    let body = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        body.contains(&format!(
+            "source worktree: {src_path} (branch {src_branch})\n"
+        )),
+        "the transcript names where the earlier work is: {body}"
+    );
+    let listed = git.text(&["worktree", "list", "--porcelain"]).unwrap();
+    assert!(listed.contains(path), "{listed}");
+    assert!(
+        listed.contains(&src_path),
+        "the source's worktree stays: {listed}"
+    );
+    assert_eq!(
+        s.expect(200, "GET", &s.run_path(&src, ""), None)["state"],
+        "stopped"
+    );
+    s.expect(
+        200,
+        "POST",
+        &s.run_path(new["ref"].as_str().unwrap(), "/stop"),
         None,
     );
 }

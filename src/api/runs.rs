@@ -13,7 +13,7 @@ pub use crate::providers::conversation::{PlanEntry, Said, ToolStatus, TurnOutcom
 pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
 pub use crate::sessions::activity::{
     ActivityAgent, ActivityTask, ActivityTodo, AgentTranscript, AgentTurn, FileActivity, McpServer,
-    RunActivity, WorkState,
+    RunActivity, WorkState, Workflow, WorkflowPhase,
 };
 pub use crate::sessions::handoff::{Handoff, HandoffBody, HandoffPreview, SummaryState};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
@@ -483,7 +483,9 @@ mod ops {
             and other tool uses: running, completed, failed, stopped or scheduled), files (path, \
             added, removed, created), todos, skills, mcp_servers, model, context_tokens (the \
             last request's, not a sum), context_window (null unless the tool reports it), \
-            context_percent (claude only, null when unknown), compactions, transcript (read, \
+            context_percent (claude only, null when unknown), compactions, workflows (claude \
+            only: the live snapshot of each workflow, its latest system/task_progress frame in \
+            the run's stream-json output; a live phase is never completed), transcript (read, \
             pending, missing, unreadable). Audited once per reader, run and 15 minutes \
             (sessions.run.activity). 422 a tool without it; 409 a run in a rig (read).",
         params(("run" = String, Path, description = "the run's ref, run-0001")),
@@ -622,8 +624,8 @@ mod ops {
             Audited once per reader, run and 15 minutes (sessions.run.handoff_preview). 409 a \
             run that never started, a cleaned-up run, a run in a rig; 422 a tool whose \
             conversation proctor does not read (grok) and a record refused (a link, a hard \
-            link, a special file, over the reader's 8 MiB per file, over 256 MiB, or one \
-            record over 32 MiB).",
+            link, a special file, over 256 MiB, or one record over 32 MiB; a handoff reads \
+            a record larger than the 8 MiB a route reads of one file).",
         params(("run" = String, Path, description = "the run's ref, run-0001")),
         responses(
         (status = 200, description = "the answer", body = HandoffPreview),
@@ -640,7 +642,8 @@ mod ops {
             one (write). Refusals that need no stop come first (400 the body or the name; \
             422 an unknown target profile, the tool not installed, a refused record; 409 a \
             target whose home a launch refuses, the workspace's admission); then a running \
-            source is stopped as POST /stop does, its conversation read, and a transcript file \
+            source is stopped as POST /stop does (on timers: a handoff holds no server \
+            thread while it waits), its conversation read, and a transcript file \
             (proctor-handoff-transcript/1) written 0600 in a 0700 folder proctor-handoffs/ of \
             the target's account home. The first turn is the summary (or the digest) and the \
             transcript's path. 201 {run (with handoff_of), summary_state delivered | \
@@ -982,6 +985,8 @@ mod ops {
         ActivityTodo,
         McpServer,
         WorkState,
+        Workflow,
+        WorkflowPhase,
         AgentTranscript,
         AgentTurn,
         MessageItem,

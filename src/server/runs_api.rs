@@ -704,9 +704,8 @@ async fn handoff(
         ));
     }
     let b: wire::HandoffBody = json_body(&body, true)?;
-    let sessions = s.sessions.clone();
-    let by = c.token_id.clone();
-    let h = blocking(move || sessions.handoff(&run, &b, &by)).await?;
+    // The stop's grace and the wait for delivery are on timers: a handoff holds no thread.
+    let h = s.sessions.handoff(&run, &b, &c.token_id).await?;
     Ok((StatusCode::CREATED, axum::Json(h)).into_response())
 }
 

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::providers::records::activity::Activity;
 pub use crate::providers::records::activity::{
-    ActivityAgent, ActivityTask, ActivityTodo, FileActivity, McpServer, WorkState,
+    ActivityAgent, ActivityTask, ActivityTodo, FileActivity, McpServer, WorkState, Workflow,
+    WorkflowPhase,
 };
 pub use crate::providers::records::{Role, TranscriptState};
 
@@ -44,6 +45,12 @@ pub struct RunActivity {
     pub context_percent: Option<f64>,
     /// How many times the conversation was compacted.
     pub compactions: u64,
+    /// Claude only: the live snapshot of each workflow the current launch runs, the latest
+    /// `system/task_progress` frame with `workflow_progress` of its stream-json output (at
+    /// most the newest 32); `tool_use_id` names the `tasks[].id` that started it. Empty for
+    /// the other tools and for a PTY run (no stream-json output).
+    #[serde(default)]
+    pub workflows: Vec<Workflow>,
     /// Where the tool's record stands: read, pending, missing or unreadable (`reason`).
     pub transcript: TranscriptState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,6 +103,7 @@ impl RunActivity {
             context_window,
             context_percent,
             compactions: a.compactions,
+            workflows: Vec::new(),
             transcript,
             reason,
         }

@@ -121,10 +121,19 @@ pub struct Handoff {
 pub fn digest(source_ref: &str, tool: &str, profile: &str, messages: &[Message]) -> String {
     let asks = messages.iter().filter(|m| m.role == Role::User).count();
     let answers = messages.len() - asks;
+    let head = format!(
+        "Handoff of {} {tool} session (proctor run {source_ref}, profile {profile}).",
+        article(tool)
+    );
+    if messages.is_empty() {
+        return format!(
+            "{head} Its record holds no message yet: there is nothing to summarise, and a \
+             handoff is refused until the tool has recorded the conversation."
+        );
+    }
     let mut s = format!(
-        "Handoff of a {tool} session (proctor run {source_ref}, profile {profile}). This \
-         digest was made without a model from the session's own record: {asks} turn{} from \
-         the person, {answers} answer{} from the tool.",
+        "{head} This digest was made without a model from the session's own record: {asks} \
+         turn{} from the person, {answers} answer{} from the tool.",
         plural(asks),
         plural(answers)
     );
@@ -135,7 +144,7 @@ pub fn digest(source_ref: &str, tool: &str, profile: &str, messages: &[Message])
             s.push_str("\n\nFirst ask:\n");
             s.push_str(&quote(&m.text));
         }
-        None => s.push_str("\n\nNo message is recorded yet."),
+        None => s.push_str("\n\nThe person's first ask is not in the record."),
     }
     if let Some(m) = last {
         s.push_str("\n\nLast answer:\n");
@@ -146,6 +155,14 @@ pub fn digest(source_ref: &str, tool: &str, profile: &str, messages: &[Message])
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+/// `a` or `an` before a tool's name (`an opencode session`, `a codex session`).
+pub fn article(word: &str) -> &'static str {
+    match word.chars().next().map(|c| c.to_ascii_lowercase()) {
+        Some('a' | 'e' | 'i' | 'o' | 'u') => "an",
+        _ => "a",
+    }
 }
 
 /// At most [`DIGEST_QUOTE`] bytes of `text`, cut on a character boundary, marked `[...]`.
@@ -182,6 +199,10 @@ pub struct Source<'a> {
     pub tool: &'a str,
     pub profile: &'a str,
     pub conversation_id: Option<&'a str>,
+    /// The source's worktree and its branch, when it had one: the new session starts in a
+    /// worktree of its own (from the workspace's current commit), so this names where the
+    /// earlier work is.
+    pub worktree: Option<(&'a str, &'a str)>,
     pub record: Option<&'a Path>,
     pub written_at: &'a str,
     /// Lines of the record that could not be read (not JSON); `None` when this tool's
@@ -209,6 +230,11 @@ pub fn transcript(src: &Source<'_>, messages: &[Message]) -> Vec<u8> {
     header("source tool", src.tool);
     header("source profile", src.profile);
     header("conversation", src.conversation_id.unwrap_or("-"));
+    header(
+        "source worktree",
+        &src.worktree
+            .map_or_else(|| "-".to_string(), |(p, b)| format!("{p} (branch {b})")),
+    );
     header(
         "record",
         &src.record
@@ -414,7 +440,15 @@ mod tests {
         assert!(d.contains("without a model"), "{d}");
         assert_eq!(d, digest("run-0001", "claude", "work", &msgs));
         let empty = digest("run-0002", "codex", "codex", &[]);
-        assert!(empty.contains("No message is recorded yet"), "{empty}");
+        assert!(
+            empty.contains("Its record holds no message yet: there is nothing to summarise"),
+            "{empty}"
+        );
+        assert!(!empty.contains("0 turns"), "{empty}");
+        let one = digest("run-0004", "opencode", "oc", &msgs[..1]);
+        assert!(one.starts_with("Handoff of an opencode session"), "{one}");
+        assert!(one.contains("1 turn from the person, 0 answers"), "{one}");
+        assert!(d.starts_with("Handoff of a claude session"), "{d}");
         let long = "é".repeat(DIGEST_QUOTE);
         let d = digest("run-0003", "codex", "c", &[m(Role::User, &long)]);
         assert!(d.ends_with(" [...]"), "cut on a character boundary");
@@ -431,6 +465,7 @@ mod tests {
             tool: "claude",
             profile: "work\nforged: header",
             conversation_id: Some("c1"),
+            worktree: Some(("/w/t", "proctor/run-0001")),
             record: None,
             written_at: "2026-12-03T10:00:00Z",
             unreadable: Some(2),
@@ -440,6 +475,10 @@ mod tests {
         assert!(t.contains("format: proctor-handoff-transcript/1\n"), "{t}");
         assert!(t.contains("source profile: work forged: header\n"), "{t}");
         assert!(t.contains("unreadable records: 2\n"));
+        assert!(
+            t.contains("source worktree: /w/t (branch proctor/run-0001)\n"),
+            "{t}"
+        );
         assert!(t.contains("messages cut: 1 "));
         let h = format!(
             "\n## message 1 user 2026-12-03T10:00:00Z {} bytes\n{forged}\n",

@@ -2402,18 +2402,25 @@ impl Sessions {
         };
         // Claude's window is its own report, in the current launch's result frames (a new
         // launch starts a new generation's output: the previous report no longer counts).
-        let window = match tool {
+        // Its live workflow snapshots are its `system/task_progress` frames, in the same
+        // output (the attach stream's bytes, as the server stored them).
+        let (window, workflows) = match tool {
             Tool::Claude => {
                 let stdout = runs_dir(&self.home)
                     .join(run_ref)
                     .join(format!("gen-{}", rec.derive().generation))
                     .join(runs::transcript::file_name(false, Stream::Stdout));
-                read_tail(&stdout, records::MAX_FILE)
-                    .and_then(|b| activity::claude_reported_window(&b, a.model.as_deref()))
+                match read_tail(&stdout, records::MAX_FILE) {
+                    Some(b) => (
+                        activity::claude_reported_window(&b, a.model.as_deref()),
+                        activity::claude_workflows(&b),
+                    ),
+                    None => (None, Vec::new()),
+                }
             }
-            _ => None,
+            _ => (None, Vec::new()),
         };
-        let out = super::activity::RunActivity::new(
+        let mut out = super::activity::RunActivity::new(
             run_ref,
             tool.name(),
             a,
@@ -2421,6 +2428,7 @@ impl Sessions {
             raw.reason,
             window,
         );
+        out.workflows = workflows;
         self.audit_read(
             run_ref,
             caller,
@@ -3500,9 +3508,22 @@ impl Sessions {
             live,
             exporter: src.exporter.as_ref(),
         };
-        let mut budget = records::Budget::new(handoff::MAX_TOTAL);
-        let read = records::messages(&target, &mut budget)
+        // A handoff takes a record of up to 256 MiB (not the 8 MiB of a route's read).
+        let budget = || records::Budget::with_file_max(handoff::MAX_TOTAL, handoff::MAX_TOTAL);
+        let read = records::messages(&target, &mut budget())
             .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
+        // A record read whole may still hold one record over 32 MiB (only a file larger
+        // than that can).
+        if read.state == records::TranscriptState::Read
+            && let Some(p) = read.path.as_deref()
+            && std::fs::symlink_metadata(p).is_ok_and(|m| m.len() > handoff::MAX_RECORD)
+            && let Some(why) = handoff::oversize(p)
+        {
+            return Err(SessionError::Unprocessable(format!(
+                "the conversation of run {} cannot be handed off: {why}",
+                src.rec.run_ref
+            )));
+        }
         if read.state == records::TranscriptState::Unreadable {
             let why = read
                 .path
@@ -3525,7 +3546,7 @@ impl Sessions {
         // lines that proctor's activity reader knows.
         let (activity, unreadable) = match src.tool {
             Tool::Claude | Tool::Codex if read.state == records::TranscriptState::Read => {
-                match records::raw(&target, &mut budget) {
+                match records::raw(&target, &mut budget()) {
                     Ok(records::Raw { bytes: Some(b), .. }) => {
                         let a = if src.tool == Tool::Codex {
                             records::activity::codex(&b, false)
@@ -3584,17 +3605,69 @@ impl Sessions {
     /// first turn is the summary (reviewed, or the digest) and the path of a transcript file
     /// written under the target's account home. Every refusal that needs no stop comes
     /// first (the body, the source, the target profile, the new start's own checks, a
-    /// hostile record); then a running source is stopped as `POST /stop` does and its
-    /// conversation read once its tool has ended; a refusal after the stop says so. A
-    /// refusal writes nothing (no transcript file, no run). The new run's `created` event
-    /// carries `handoff_of`; the source's ledger gets `sessions.run.handed_off`.
-    pub fn handoff(
+    /// hostile record); then a running source is stopped as `POST /stop` does
+    /// ([`Sessions::stop_async`]) and its conversation read once its tool has ended; a
+    /// refusal after the stop says so. A refusal writes nothing (no transcript file, no
+    /// run). The new run's `created` event carries `handoff_of`; the source's ledger gets
+    /// `sessions.run.handed_off`.
+    ///
+    /// For a request handler: the stop's grace and the wait for the first turn's delivery
+    /// are awaited on timers, so a handoff in progress holds no thread; only its short
+    /// steps (the checks, the reads, the launch, each look at the new run's record) run on
+    /// the blocking pool, each for its own length.
+    pub async fn handoff(
         self: &Arc<Self>,
         run_ref: &str,
         body: &super::handoff::HandoffBody,
         caller: &str,
     ) -> Result<super::handoff::Handoff, SessionError> {
-        use super::handoff::{self as h, SummaryState};
+        use super::handoff::SummaryState;
+        let (me, r, b) = (self.clone(), run_ref.to_string(), body.clone());
+        let prepared = tokio::task::spawn_blocking(move || me.handoff_prepare(&r, &b))
+            .await
+            .map_err(SessionError::internal)??;
+        let stopped = if prepared.live {
+            self.stop_async(run_ref, caller).await?;
+            true
+        } else {
+            false
+        };
+        let (me, r, c) = (self.clone(), run_ref.to_string(), caller.to_string());
+        let launched =
+            tokio::task::spawn_blocking(move || me.handoff_launch(&r, prepared, stopped, &c))
+                .await
+                .map_err(SessionError::internal)??;
+        let state = if launched.sent {
+            self.handoff_delivery(&launched.new_ref, &launched.to_home, &launched.first)
+                .await
+        } else {
+            SummaryState::NotDelivered
+        };
+        let (me, c) = (self.clone(), caller.to_string());
+        let new_ref = launched.new_ref.clone();
+        let run = tokio::task::spawn_blocking(move || {
+            let inner = me.lock();
+            me.view(&inner, &new_ref, Some(&c))
+        })
+        .await
+        .map_err(SessionError::internal)??;
+        Ok(super::handoff::Handoff {
+            run,
+            summary_state: state,
+            first_turn: (state != SummaryState::Delivered).then_some(launched.first),
+            transcript_path: launched.transcript.to_string_lossy().into_owned(),
+            stopped_source: stopped,
+        })
+    }
+
+    /// A handoff's refusals that need no stop: the body, the source, the target profile,
+    /// the new start as `POST /runs` would take it, a hostile record (read as it is).
+    fn handoff_prepare(
+        &self,
+        run_ref: &str,
+        body: &super::handoff::HandoffBody,
+    ) -> Result<HandoffPrepared, SessionError> {
+        use super::handoff as h;
         let target = body
             .provider_profile_ref
             .as_deref()
@@ -3656,12 +3729,28 @@ impl Sessions {
         let plan = self.plan_start(&req, None)?;
         // A hostile record is refused before the stop too (read as it is).
         self.handoff_read(&src, src.live)?;
-        let stopped = if src.live {
-            self.stop(run_ref, caller)?;
-            true
-        } else {
-            false
-        };
+        Ok(HandoffPrepared {
+            live: src.live,
+            summary,
+            to_name: to.name,
+            to_tool: to.tool,
+            to_home,
+            plan,
+        })
+    }
+
+    /// A handoff's steps once a live source is stopped (`stopped`): its conversation read,
+    /// the transcript file written, the new session launched and its first turn sent, the
+    /// source's `handed_off` recorded. A refusal from here on says that the source was
+    /// stopped and can be resumed, and removes the file it wrote.
+    fn handoff_launch(
+        self: &Arc<Self>,
+        run_ref: &str,
+        p: HandoffPrepared,
+        stopped: bool,
+        caller: &str,
+    ) -> Result<HandoffLaunched, SessionError> {
+        use super::handoff as h;
         let after = |e: SessionError| -> SessionError {
             if !stopped {
                 return e;
@@ -3692,16 +3781,17 @@ impl Sessions {
             ))));
         }
         let msgs = &conv.read.messages;
-        let generated = summary.is_none();
-        let summary =
-            summary.unwrap_or_else(|| h::digest(run_ref, src.tool.name(), &src.rec.profile, msgs));
+        let generated = p.summary.is_none();
+        let summary = p
+            .summary
+            .unwrap_or_else(|| h::digest(run_ref, src.tool.name(), &src.rec.profile, msgs));
         // The transcript file: a name of its own, 0600, in a 0700 folder of the target home.
-        let dir = to_home.join(h::FOLDER);
+        let dir = p.to_home.join(h::FOLDER);
         let made_dir = std::fs::symlink_metadata(&dir).is_err();
         files::ensure_private_dir(&dir).map_err(|e| {
             after(SessionError::Conflict(format!(
                 "the transcript folder in profile {}'s home cannot be used: {e}",
-                to.name
+                p.to_name
             )))
         })?;
         let mut rand = [0u8; 6];
@@ -3718,6 +3808,11 @@ impl Sessions {
                 tool: src.tool.name(),
                 profile: &src.rec.profile,
                 conversation_id: src.conversation.as_deref(),
+                worktree: src
+                    .rec
+                    .worktree
+                    .as_ref()
+                    .map(|w| (w.path.as_str(), w.branch.as_str())),
                 record: conv.read.path.as_deref(),
                 written_at: &written_at,
                 unreadable: conv.unreadable,
@@ -3744,7 +3839,7 @@ impl Sessions {
             ))));
         }
         let first = h::first_turn(&summary, run_ref, src.tool.name(), &path);
-        let (new_ref, mut inner) = match self.launch_planned(plan, None, Some(run_ref)) {
+        let (new_ref, mut inner) = match self.launch_planned(p.plan, None, Some(run_ref)) {
             Ok(x) => x,
             Err(e) => {
                 remove(&path);
@@ -3759,97 +3854,131 @@ impl Sessions {
             &mut inner,
             run_ref,
             kinds::HANDED_OFF,
-            json!({"to_run": new_ref, "to_profile": to.name, "to_tool": to.tool.name(),
+            json!({"to_run": new_ref, "to_profile": p.to_name, "to_tool": p.to_tool.name(),
                    "transcript": path.to_string_lossy(), "messages": msgs.len(),
                    "summary": if generated { "generated" } else { "reviewed" },
                    "stopped": stopped, "by": caller}),
         )?;
-        drop(inner);
-        let state = if sent {
-            self.handoff_delivery(&new_ref, &to_home, &first)
-        } else {
-            SummaryState::NotDelivered
-        };
-        let inner = self.lock();
-        Ok(h::Handoff {
-            run: self.view(&inner, &new_ref, Some(caller))?,
-            summary_state: state,
-            first_turn: (state != SummaryState::Delivered).then_some(first),
-            transcript_path: path.to_string_lossy().into_owned(),
-            stopped_source: stopped,
+        Ok(HandoffLaunched {
+            new_ref,
+            to_home: p.to_home,
+            first,
+            sent,
+            transcript: path,
         })
     }
 
     /// Whether a handed-off run's first turn reached it: its tool reported a turn of its
     /// first generation, or recorded the turn in its own record. Waits at most
-    /// [`HANDOFF_DELIVERY_WAIT`]; a run that ends or a wait that runs out unconfirmed is
+    /// [`HANDOFF_DELIVERY_WAIT`] on the reactor's timers (each look runs on the blocking
+    /// pool for its own length); a run that ends or a wait that runs out unconfirmed is
     /// `unknown`.
-    fn handoff_delivery(
-        &self,
+    async fn handoff_delivery(
+        self: &Arc<Self>,
         run_ref: &str,
         home: &Path,
         first: &str,
     ) -> super::handoff::SummaryState {
         use super::handoff::SummaryState;
-        use crate::providers::records;
-        let deadline = std::time::Instant::now() + HANDOFF_DELIVERY_WAIT;
+        let deadline = tokio::time::Instant::now() + HANDOFF_DELIVERY_WAIT;
         // An OpenCode target's record is read through its own `opencode export`.
-        let exporter = self
-            .record_target(run_ref, |tool| tool.to_string())
-            .ok()
-            .and_then(|t| t.5);
+        let (me, r) = (self.clone(), run_ref.to_string());
+        let exporter = tokio::task::spawn_blocking(move || {
+            me.record_target(&r, |tool| tool.to_string())
+                .ok()
+                .and_then(|t| t.5)
+        })
+        .await
+        .ok()
+        .flatten();
         let mut exported: Option<std::time::Instant> = None;
         loop {
-            let (tool, cwd, conversation, live, turned) = {
-                let inner = self.lock();
-                let Some(rec) = inner.records.get(run_ref) else {
-                    return SummaryState::Unknown;
-                };
-                let d = rec.derive();
-                let turned = rec.events.iter().any(|e| {
-                    (e.kind == kinds::TURN_STARTED || e.kind == kinds::TURN_ENDED)
-                        && e.fields.get("generation").and_then(Value::as_u64) == Some(1)
-                });
-                (
-                    Tool::parse(&rec.tool).ok(),
-                    rec.workspace.clone(),
-                    d.conversation_id,
-                    d.state.is_live(),
-                    turned,
-                )
+            let (me, r, h, f, x) = (
+                self.clone(),
+                run_ref.to_string(),
+                home.to_path_buf(),
+                first.to_string(),
+                exporter.clone(),
+            );
+            let look = tokio::task::spawn_blocking(move || {
+                me.handoff_delivery_look(&r, &h, &f, x.as_ref(), exported)
+            })
+            .await;
+            let Ok(look) = look else {
+                return SummaryState::Unknown;
             };
-            if turned {
-                return SummaryState::Delivered;
+            match look {
+                DeliveryLook::Delivered => return SummaryState::Delivered,
+                DeliveryLook::Ended => return SummaryState::Unknown,
+                DeliveryLook::Waiting { exported_at } => exported = exported_at,
             }
-            // An `opencode export` is a process: run once a second at most.
-            let due = tool != Some(Tool::Opencode)
-                || exported
-                    .is_none_or(|t: std::time::Instant| t.elapsed() >= Duration::from_secs(1));
-            if let (Some(tool), Some(id), true) = (tool, &conversation, due)
-                && records::has_messages(tool)
-            {
-                exported = Some(std::time::Instant::now());
-                let t = records::Target {
-                    tool,
-                    home,
-                    cwd: Path::new(&cwd),
-                    conversation_id: Some(id),
-                    live,
-                    exporter: exporter.as_ref(),
-                };
-                if let Ok(r) = records::messages(&t, &mut records::Budget::default())
-                    && r.messages
-                        .iter()
-                        .any(|m| m.role == records::Role::User && m.text.trim() == first.trim())
-                {
-                    return SummaryState::Delivered;
-                }
-            }
-            if !live || std::time::Instant::now() >= deadline {
+            if tokio::time::Instant::now() >= deadline {
                 return SummaryState::Unknown;
             }
-            std::thread::sleep(Duration::from_millis(100));
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// One look of [`Sessions::handoff_delivery`]: the new run's turns, then its tool's own
+    /// record (an `opencode export` at most once a second, `exported` being the last).
+    fn handoff_delivery_look(
+        &self,
+        run_ref: &str,
+        home: &Path,
+        first: &str,
+        exporter: Option<&crate::providers::records::opencode::Exporter>,
+        exported: Option<std::time::Instant>,
+    ) -> DeliveryLook {
+        use crate::providers::records;
+        let (tool, cwd, conversation, live, turned) = {
+            let inner = self.lock();
+            let Some(rec) = inner.records.get(run_ref) else {
+                return DeliveryLook::Ended;
+            };
+            let d = rec.derive();
+            let turned = rec.events.iter().any(|e| {
+                (e.kind == kinds::TURN_STARTED || e.kind == kinds::TURN_ENDED)
+                    && e.fields.get("generation").and_then(Value::as_u64) == Some(1)
+            });
+            (
+                Tool::parse(&rec.tool).ok(),
+                rec.workspace.clone(),
+                d.conversation_id,
+                d.state.is_live(),
+                turned,
+            )
+        };
+        if turned {
+            return DeliveryLook::Delivered;
+        }
+        // An `opencode export` is a process: run once a second at most.
+        let due = tool != Some(Tool::Opencode)
+            || exported.is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+        let mut exported_at = exported;
+        if let (Some(tool), Some(id), true) = (tool, &conversation, due)
+            && records::has_messages(tool)
+        {
+            exported_at = Some(std::time::Instant::now());
+            let t = records::Target {
+                tool,
+                home,
+                cwd: Path::new(&cwd),
+                conversation_id: Some(id),
+                live,
+                exporter,
+            };
+            if let Ok(r) = records::messages(&t, &mut records::Budget::default())
+                && r.messages
+                    .iter()
+                    .any(|m| m.role == records::Role::User && m.text.trim() == first.trim())
+            {
+                return DeliveryLook::Delivered;
+            }
+        }
+        if !live {
+            return DeliveryLook::Ended;
+        }
+        DeliveryLook::Waiting { exported_at }
     }
 
     pub fn rename(&self, run_ref: &str, raw: &str, caller: &str) -> Result<RunView, SessionError> {
@@ -4207,7 +4336,6 @@ fn recorded_path(rec: &RunRecord) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Why a tool's session has no activity to read (the 422 of `activity` and its agents).
 /// How long a handoff waits for its new session's tool to confirm the first turn.
 const HANDOFF_DELIVERY_WAIT: Duration = Duration::from_secs(20);
 
@@ -4221,6 +4349,38 @@ struct HandoffSource {
     home: PathBuf,
     /// How its record is read when its tool is OpenCode (its own `opencode export`).
     exporter: Option<crate::providers::records::opencode::Exporter>,
+}
+
+/// What a handoff checked before any stop, for its steps after it.
+struct HandoffPrepared {
+    /// The source was live: it is stopped before its conversation is read.
+    live: bool,
+    /// The reviewed summary (`None`: the digest).
+    summary: Option<String>,
+    to_name: String,
+    to_tool: Tool,
+    to_home: PathBuf,
+    plan: StartPlan,
+}
+
+/// What a handoff launched.
+struct HandoffLaunched {
+    new_ref: String,
+    to_home: PathBuf,
+    first: String,
+    /// The first turn was given to the new run's input.
+    sent: bool,
+    transcript: PathBuf,
+}
+
+/// One look at a handed-off run's first turn.
+enum DeliveryLook {
+    Delivered,
+    /// The run is gone or no longer live, unconfirmed.
+    Ended,
+    Waiting {
+        exported_at: Option<std::time::Instant>,
+    },
 }
 
 /// A handoff source's conversation as read.
@@ -4242,6 +4402,7 @@ fn handoff_readers() -> String {
     names.join(", ")
 }
 
+/// Why a tool's session has no activity to read (the 422 of `activity` and its agents).
 fn no_activity(tool: Tool) -> String {
     format!(
         "{tool} sessions have no activity proctor reads: activity is read from Claude Code's \

@@ -148,6 +148,36 @@ pub fn human(v: &RunActivity) -> String {
             out.push_str(&format!("  {mark} {}\n", t(&d.content, 120)));
         }
     }
+    if !v.workflows.is_empty() {
+        out.push_str("workflows (live):\n");
+        for w in &v.workflows {
+            let ms = w
+                .duration_ms
+                .map_or_else(String::new, |d| format!(", {:.1} s", d as f64 / 1000.0));
+            out.push_str(&format!(
+                "  {} {}: agents {} done, {} failed of {}{ms}\n",
+                opt(w.name.as_deref(), 60),
+                t(&w.run_id, 40),
+                w.agents_done,
+                w.agents_failed,
+                w.agents_total
+            ));
+            for p in &w.phases {
+                out.push_str(&format!(
+                    "    {:<10} {} {}: agents {} done, {} failed of {}{}\n",
+                    state(p.state),
+                    p.index,
+                    t(&p.title, 60),
+                    p.agents_done,
+                    p.agents_failed,
+                    p.agents_total,
+                    p.detail
+                        .as_deref()
+                        .map_or_else(String::new, |d| format!(" ({})", t(d, 80)))
+                ));
+            }
+        }
+    }
     if !v.skills.is_empty() {
         let s: Vec<String> = v.skills.iter().map(|s| t(s, 40)).collect();
         out.push_str(&format!("skills: {}\n", s.join(", ")));
@@ -225,10 +255,30 @@ mod tests {
             context_window: None,
             context_percent: None,
             compactions: 2,
+            workflows: vec![crate::api::runs::Workflow {
+                run_id: evil.into(),
+                task_id: "t".into(),
+                tool_use_id: None,
+                name: Some(evil.into()),
+                duration_ms: Some(1500),
+                agents_total: 2,
+                agents_done: 1,
+                agents_failed: 0,
+                phases: vec![crate::api::runs::WorkflowPhase {
+                    index: 0,
+                    title: evil.into(),
+                    detail: Some(evil.into()),
+                    state: WorkState::Running,
+                    agents_total: 2,
+                    agents_done: 1,
+                    agents_failed: 0,
+                }],
+            }],
             transcript: TranscriptState::Read,
             reason: None,
         };
         let s = human(&v);
+        assert!(s.contains("agents 1 done, 0 failed of 2, 1.5 s"), "{s}");
         assert!(
             !s.contains('\u{1b}') && !s.contains('\u{202e}') && !s.contains('\u{7}'),
             "{s:?}"

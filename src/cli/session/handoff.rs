@@ -8,7 +8,9 @@ use clap::Args;
 use hyper::Method;
 
 use super::{Client, normalise_ref, t};
-use crate::api::runs::{self as wire, Handoff, HandoffBody, HandoffPreview, SummaryState};
+use crate::api::runs::{
+    self as wire, Handoff, HandoffBody, HandoffPreview, SummaryState, TranscriptState,
+};
 use crate::text;
 
 /// Continue a session in another profile, even of another tool, from its conversation.
@@ -26,7 +28,7 @@ use crate::text;
 /// prints the new run and whether the first turn was delivered; when it was not (or is
 /// unknown), it prints the first turn to send with `session input`.
 ///
-/// Sessions of Claude Code and Codex are read (Grok: exit 1, 422). Exit 1 when refused: 409
+/// Sessions of Claude Code, Codex, Gemini CLI and OpenCode are read (Grok: exit 1, 422). Exit 1 when refused: 409
 /// for a run that never started, a target whose home cannot be used; 422 for an unknown
 /// profile, a record that is a link or too large (256 MiB, or one record over 32 MiB). A
 /// refusal after the stop says so: the source can be resumed. Everything from the record
@@ -98,14 +100,39 @@ pub fn run(c: &Client, a: HandoffArgs) -> anyhow::Result<ExitCode> {
 
 /// The preview for a person: the digest through the sanitiser.
 pub fn preview_human(p: &HandoffPreview) -> String {
+    let n = |k: u64, one: &str, many: &str| {
+        if k == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{k} {many}")
+        }
+    };
+    let record = match p.transcript {
+        TranscriptState::Read if p.messages == 0 => format!(
+            "its record was read ({}) and holds no message yet: nothing to hand off",
+            n(p.transcript_bytes, "byte", "bytes")
+        ),
+        TranscriptState::Read => format!(
+            "{} from the person, {} in all, read from its record ({})",
+            n(p.turns, "turn", "turns"),
+            n(p.messages, "message", "messages"),
+            n(p.transcript_bytes, "byte", "bytes")
+        ),
+        TranscriptState::Pending => {
+            "no message yet: the tool has not written its record yet, nothing to hand off"
+                .to_string()
+        }
+        TranscriptState::Missing => {
+            "no message: its record is missing (it should be there and is not), nothing to \
+             hand off"
+                .to_string()
+        }
+        other => format!("its record is {}", other.as_str()),
+    };
     let mut out = format!(
-        "handoff preview of {} ({}): {} turns, {} messages, record {} ({} bytes)\n\n",
+        "handoff preview of {} ({}): {record}\n\n",
         t(&p.run_ref, 32),
         t(&p.source_driver, 16),
-        p.turns,
-        p.messages,
-        p.transcript.as_str(),
-        p.transcript_bytes
     );
     out.push_str(&text::multi_line(&p.summary));
     out.push_str(&format!(
@@ -120,7 +147,10 @@ pub fn preview_human(p: &HandoffPreview) -> String {
 pub fn handoff_human(source: &str, h: &Handoff) -> String {
     let mut out = String::new();
     if h.stopped_source {
-        out.push_str(&format!("{} was running: stopped first\n", t(source, 32)));
+        out.push_str(&format!(
+            "{} was live: stopped first, as `session stop` does\n",
+            t(source, 32)
+        ));
     }
     out.push_str(&format!(
         "{} handed off to {} (profile {}, {}; state {})\ntranscript: {}\nfirst turn: {}\n",
@@ -151,7 +181,6 @@ pub fn handoff_human(source: &str, h: &Handoff) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::runs::TranscriptState;
 
     #[test]
     fn hostile_record_text_in_a_preview_is_sanitised() {
@@ -170,5 +199,43 @@ mod tests {
             "{s:?}"
         );
         assert!(s.contains("First ask:\nhi"), "{s}");
+        assert!(
+            s.contains("(claude): 1 turn from the person, 2 messages in all, read from its record (10 bytes)"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn a_preview_counts_in_words_and_says_plainly_when_there_is_nothing() {
+        let mut p = HandoffPreview {
+            run_ref: "run-0002".into(),
+            summary: "x".into(),
+            source_driver: "opencode".into(),
+            turns: 2,
+            messages: 1,
+            transcript_bytes: 1,
+            transcript: TranscriptState::Read,
+        };
+        let s = preview_human(&p);
+        assert!(
+            s.contains("2 turns from the person, 1 message in all"),
+            "{s}"
+        );
+        assert!(s.contains("(1 byte)"), "{s}");
+        p.messages = 0;
+        p.turns = 0;
+        p.transcript_bytes = 0;
+        let s = preview_human(&p);
+        assert!(
+            s.contains("holds no message yet: nothing to hand off"),
+            "{s}"
+        );
+        assert!(!s.contains("0 turns") && !s.contains("0 messages"), "{s}");
+        p.transcript = TranscriptState::Pending;
+        let s = preview_human(&p);
+        assert!(s.contains("not written its record yet"), "{s}");
+        assert!(!s.contains("record read"), "{s}");
+        p.transcript = TranscriptState::Missing;
+        assert!(preview_human(&p).contains("its record is missing"));
     }
 }

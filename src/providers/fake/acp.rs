@@ -209,7 +209,7 @@ fn write_conversation(session_id: &str, call_id: &str, e: Emit<'_>) -> Result<()
                 json!({"sessionUpdate": "plan", "entries": entries}),
             )
         }
-        Emit::Fail(_) => Ok(()),
+        Emit::Fail(_) | Emit::Frame(_) => Ok(()),
     }
 }
 

@@ -516,6 +516,11 @@ impl Session {
                     json!({"toolUseResult": {"oldTodos": [], "newTodos": todos}}),
                 )
             }
+            Emit::Frame(f) => {
+                let mut bytes = f.as_bytes().to_vec();
+                bytes.push(b'\n');
+                super::write_out(&bytes)
+            }
             Emit::Fail(t) => super::write_json(&json!({
                 "type": "system",
                 "subtype": "api_retry",

@@ -164,6 +164,7 @@ fn write_conversation(
                 json!({"threadId": tid, "turnId": turn_id, "explanation": null, "plan": plan}),
             )
         }
+        Emit::Frame(_) => Ok(()),
         Emit::Fail(t) => note(
             "error",
             json!({"threadId": tid, "turnId": turn_id, "willRetry": true, "error": {

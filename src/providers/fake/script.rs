@@ -18,6 +18,7 @@
 //! | `!fail TEXT` | an error in the tool's shape: claude `system/api_retry`, codex `error` with `willRetry: true` (the turn goes on), ACP an error answer to the prompt (the turn fails) |
 //! | `!ask KIND WHAT` | asks for a permission in the tool's own shape (KIND `command` or `file`, WHAT the command or path), waits for the answer, and says in the reply what it got (`[permission: allowed]`, `… denied`, `… allowed for the session`); stdio forms only |
 //! | `!limit KIND [RESET]` | ends the turn on an account limit in the tool's own shape (KIND `usage` or `rate`; RESET the Unix second it lifts, or `+N` seconds from now): claude a rejected `rate_limit_event` (with a RESET) and an `is_error` `result` (`usage_limit_reached`, or HTTP 429 for `rate`), codex `account/rateLimits/updated` (an exhausted window, with a RESET) and a failed turn typed `usageLimitExceeded` / `rateLimitExceeded`; other forms say it as text |
+//! | `!frame JSON` | claude's stream-json form only: writes JSON (one object, on one line) to stdout as a frame of its own, as is (hand-written `system/task_progress` frames, say); the other forms ignore it |
 //! | `!hook EVENT MESSAGE` | runs the fake claude's own hook commands for EVENT (from `--settings`), with claude's JSON on stdin (`message` for a `Notification`), as the real claude does |
 //!
 //! A line that starts with `!` but is not one of these, or has a bad argument, is text.
@@ -54,6 +55,8 @@ pub enum Step {
     Think(String),
     Plan(Vec<String>),
     Fail(String),
+    /// `!frame JSON`: one JSON object, compacted.
+    Frame(String),
     Ask(AskKind, String),
     Hook(String, String),
     /// `!limit KIND [RESET]`.
@@ -99,6 +102,8 @@ pub enum Emit<'a> {
     Think(&'a str),
     Plan(&'a [String]),
     Fail(&'a str),
+    /// A raw frame of the tool's own stream (claude stream-json only).
+    Frame(&'a str),
 }
 
 impl Emit<'_> {
@@ -119,6 +124,7 @@ impl Emit<'_> {
                 .map(|(i, e)| format!("{} {e}\n", if i == 0 { "◼" } else { "◻" }))
                 .collect(),
             Emit::Fail(t) => format!("  ⎿  API Error: {t} · Retrying…\n"),
+            Emit::Frame(_) => String::new(),
         }
     }
 }
@@ -258,6 +264,10 @@ fn parse_line(l: &str) -> Step {
             }
         }
         "fail" if !arg.is_empty() => Step::Fail(arg.to_string()),
+        "frame" => match serde_json::from_str::<serde_json::Value>(arg) {
+            Ok(v) if v.is_object() => Step::Frame(v.to_string()),
+            _ => text(),
+        },
         "limit" => {
             let mut words = arg.split_whitespace();
             let usage = match words.next() {
@@ -554,6 +564,7 @@ impl Turn<'_> {
                 Step::Think(t) => emit(Emit::Think(t))?,
                 Step::Plan(entries) => emit(Emit::Plan(entries))?,
                 Step::Fail(t) => emit(Emit::Fail(t))?,
+                Step::Frame(f) => emit(Emit::Frame(f))?,
                 Step::Limit(l) => return Ok(Ended::Limited(*l)),
             }
         }

@@ -827,6 +827,167 @@ pub fn claude_reported_window(stream: &[u8], model: Option<&str>) -> Option<u64>
         .filter(|w| *w > 0)
 }
 
+/// The most workflows a live read keeps (the newest), and the most phases of one.
+pub const MAX_WORKFLOWS: usize = 32;
+pub const MAX_PHASES: usize = 64;
+
+/// A workflow's live snapshot (seed 002: "Les instantanés de workflow en direct proviennent
+/// de la sortie system/task_progress de Claude Code"), the latest one Claude Code sent for
+/// it in the current launch's stream-json output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Workflow {
+    /// The workflow run's id (the frame's `run_id`; its `task_id` when it has none).
+    pub run_id: String,
+    /// The task that runs it (`task_id`), and the tool use that started it when the frame
+    /// names one (`tool_use_id`: a `tasks[].id`).
+    pub task_id: String,
+    pub tool_use_id: Option<String>,
+    /// The script's name (`workflow_name` of its `task_started` frame); null when that
+    /// frame was not seen.
+    pub name: Option<String>,
+    /// The task's own `usage.duration_ms`.
+    pub duration_ms: Option<u64>,
+    /// The agents observed so far (`workflow_agent` rows), done and failed among them.
+    pub agents_total: u64,
+    pub agents_done: u64,
+    pub agents_failed: u64,
+    pub phases: Vec<WorkflowPhase>,
+}
+
+/// One phase of a [`Workflow`] (a `workflow_phase` row).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WorkflowPhase {
+    pub index: i64,
+    pub title: String,
+    pub detail: Option<String>,
+    /// Live, from the agents observed in it: `failed` when one failed, else `running` when
+    /// one runs, else `scheduled`. An agent's completion does not prove the script left
+    /// the phase, so a live phase is never `completed` (seed 002).
+    pub state: WorkState,
+    pub agents_total: u64,
+    pub agents_done: u64,
+    pub agents_failed: u64,
+}
+
+/// The live workflow snapshots in Claude Code's stream-json output `stream`: for each
+/// workflow run, the last `system` frame of subtype `task_progress` that carries
+/// `workflow_progress` (rows `{type: "workflow_agent", index, label, state:
+/// start|progress|done|error, phaseIndex?, …}` and `{type: "workflow_phase", index, title}`,
+/// as 2.1.332 sends them), named by its task's `task_started` `workflow_name`. At most
+/// [`MAX_WORKFLOWS`] (the newest), in the order they were first seen.
+pub fn claude_workflows(stream: &[u8]) -> Vec<Workflow> {
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut latest: BTreeMap<String, Workflow> = BTreeMap::new();
+    for v in json_lines(stream) {
+        if str_at(&v, "/type") != Some("system") {
+            continue;
+        }
+        let Some(task) = str_at(&v, "/task_id") else {
+            continue;
+        };
+        match str_at(&v, "/subtype") {
+            Some("task_started") => {
+                if let Some(n) = str_at(&v, "/workflow_name") {
+                    if names.len() >= 4 * MAX_WORKFLOWS {
+                        names.pop_first();
+                    }
+                    names.insert(bound(task, 256), bound(n, 512));
+                }
+            }
+            Some("task_progress") => {
+                let Some(rows) = v.get("workflow_progress").and_then(Value::as_array) else {
+                    continue;
+                };
+                let task = bound(task, 256);
+                let run_id = str_at(&v, "/run_id").map_or_else(|| task.clone(), |r| bound(r, 256));
+                let w = workflow_of(&v, rows, &run_id, &task, names.get(&task).cloned());
+                if !latest.contains_key(&run_id) {
+                    order.push(run_id.clone());
+                    if order.len() > MAX_WORKFLOWS {
+                        let gone = order.remove(0);
+                        latest.remove(&gone);
+                    }
+                }
+                latest.insert(run_id, w);
+            }
+            _ => {}
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|r| latest.remove(&r))
+        .collect()
+}
+
+fn workflow_of(
+    v: &Value,
+    rows: &[Value],
+    run_id: &str,
+    task: &str,
+    name: Option<String>,
+) -> Workflow {
+    let mut phases: Vec<WorkflowPhase> = Vec::new();
+    let mut agents: Vec<(Option<i64>, &str)> = Vec::new();
+    for r in rows {
+        match str_at(r, "/type") {
+            Some("workflow_phase") => {
+                let Some(index) = r.get("index").and_then(Value::as_i64) else {
+                    continue;
+                };
+                if phases.len() >= MAX_PHASES || phases.iter().any(|p| p.index == index) {
+                    continue;
+                }
+                phases.push(WorkflowPhase {
+                    index,
+                    title: bound(str_at(r, "/title").unwrap_or(""), 512),
+                    detail: str_at(r, "/detail").map(|d| bound(d, 1024)),
+                    state: WorkState::Scheduled,
+                    agents_total: 0,
+                    agents_done: 0,
+                    agents_failed: 0,
+                });
+            }
+            Some("workflow_agent") => agents.push((
+                r.get("phaseIndex").and_then(Value::as_i64),
+                str_at(r, "/state").unwrap_or(""),
+            )),
+            _ => {}
+        }
+    }
+    let done = |s: &str| s == "done";
+    let failed = |s: &str| s == "error";
+    let running = |s: &str| s == "start" || s == "progress";
+    for p in &mut phases {
+        let mine: Vec<&str> = agents
+            .iter()
+            .filter(|(i, _)| *i == Some(p.index))
+            .map(|(_, s)| *s)
+            .collect();
+        p.agents_total = mine.len() as u64;
+        p.agents_done = mine.iter().filter(|s| done(s)).count() as u64;
+        p.agents_failed = mine.iter().filter(|s| failed(s)).count() as u64;
+        p.state = if p.agents_failed > 0 {
+            WorkState::Failed
+        } else if mine.iter().any(|s| running(s)) {
+            WorkState::Running
+        } else {
+            WorkState::Scheduled
+        };
+    }
+    Workflow {
+        run_id: run_id.to_string(),
+        task_id: task.to_string(),
+        tool_use_id: str_at(v, "/tool_use_id").map(|t| bound(t, 256)),
+        name,
+        duration_ms: u64_at(v, "/usage/duration_ms"),
+        agents_total: agents.len() as u64,
+        agents_done: agents.iter().filter(|(_, s)| done(s)).count() as u64,
+        agents_failed: agents.iter().filter(|(_, s)| failed(s)).count() as u64,
+        phases,
+    }
+}
+
 /// The state of a tool call from its status word, `pending` when it has none yet.
 fn status_state(status: Option<&str>, pending: WorkState) -> WorkState {
     match status {

@@ -114,21 +114,40 @@ pub enum RecordError {
     ExportTooLarge { what: String, max: u64 },
 }
 
-/// What one request may still read ([`MAX_REQUEST`] in all).
+/// What one request may still read ([`MAX_REQUEST`] in all), and the most of one file
+/// ([`MAX_FILE`], unless the request says otherwise: a handoff takes larger records).
 #[derive(Debug, Clone)]
 pub struct Budget {
     left: u64,
+    per_file: u64,
 }
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget { left: MAX_REQUEST }
+        Budget::new(MAX_REQUEST)
     }
 }
 
 impl Budget {
     pub fn new(bytes: u64) -> Budget {
-        Budget { left: bytes }
+        Budget {
+            left: bytes,
+            per_file: MAX_FILE,
+        }
+    }
+
+    /// `bytes` in all, at most `per_file` of one file (a handoff: 256 MiB for both, seed
+    /// 002).
+    pub fn with_file_max(bytes: u64, per_file: u64) -> Budget {
+        Budget {
+            left: bytes,
+            per_file,
+        }
+    }
+
+    /// The most bytes of one file this request reads.
+    pub fn file_max(&self) -> u64 {
+        self.per_file
     }
 
     fn take(&mut self, n: u64) {
@@ -196,11 +215,11 @@ pub fn read_file(
             links: meta.nlink(),
         });
     }
-    if meta.len() > MAX_FILE {
+    if meta.len() > budget.per_file {
         return Err(RecordError::TooLarge {
             path: path.to_path_buf(),
             size: meta.len(),
-            max: MAX_FILE,
+            max: budget.per_file,
         });
     }
     read_bounded(file, path, meta.len(), budget).map(Some)
@@ -221,18 +240,18 @@ fn read_bounded(
         });
     }
     let mut bytes = Vec::with_capacity(size as usize);
-    file.take(MAX_FILE + 1)
+    file.take(budget.per_file + 1)
         .read_to_end(&mut bytes)
         .map_err(|err| RecordError::Io {
             path: path.to_path_buf(),
             err,
         })?;
     let n = bytes.len() as u64;
-    if n > MAX_FILE {
+    if n > budget.per_file {
         return Err(RecordError::TooLarge {
             path: path.to_path_buf(),
             size: n,
-            max: MAX_FILE,
+            max: budget.per_file,
         });
     }
     if n > budget.left {
@@ -256,15 +275,15 @@ pub fn unzstd(path: &Path, compressed: &[u8], budget: &mut Budget) -> Result<Vec
     let decoder = zstd::stream::read::Decoder::new(compressed).map_err(io)?;
     let mut out = Vec::new();
     decoder
-        .take(MAX_FILE + 1)
+        .take(budget.per_file + 1)
         .read_to_end(&mut out)
         .map_err(io)?;
     let n = out.len() as u64;
-    if n > MAX_FILE {
+    if n > budget.per_file {
         return Err(RecordError::TooLarge {
             path: path.to_path_buf(),
             size: n,
-            max: MAX_FILE,
+            max: budget.per_file,
         });
     }
     if n > budget.left {

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Budget, MAX_FILE, MAX_REQUEST, Message, RecordError, Role};
+use super::{Budget, MAX_REQUEST, Message, RecordError, Role};
 
 /// How long one export may take.
 pub const EXPORT_DEADLINE: Duration = Duration::from_secs(30);
@@ -79,7 +79,8 @@ pub fn export_args(id: &str) -> Vec<String> {
 }
 
 /// Runs `opencode export --pure ID` once: `Ok(None)` when OpenCode says the session is not
-/// found, its stdout (at most [`MAX_FILE`] bytes, counted in the budget) when it exits 0,
+/// found, its stdout (at most the budget's [`Budget::file_max`] bytes, [`super::MAX_FILE`]
+/// unless the request says otherwise, counted in the budget) when it exits 0,
 /// and an error naming why otherwise (another status, a signal, the deadline, too much
 /// output, output that is not one JSON object).
 pub fn export(x: &Exporter, id: &str, budget: &mut Budget) -> Result<Option<Vec<u8>>, RecordError> {
@@ -103,7 +104,8 @@ pub fn export(x: &Exporter, id: &str, budget: &mut Budget) -> Result<Option<Vec<
         .spawn()
         .map_err(|e| RecordError::Export(format!("cannot run {}: {e}", what())))?;
     let pgid = child.id();
-    let limit = MAX_FILE.min(budget_left(budget));
+    let file_max = budget.file_max();
+    let limit = file_max.min(budget_left(budget));
     let out = child.stdout.take().map(|s| {
         std::thread::spawn(move || {
             let mut b = Vec::new();
@@ -160,10 +162,10 @@ pub fn export(x: &Exporter, id: &str, budget: &mut Budget) -> Result<Option<Vec<
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
     let said = last_words(&stderr);
     let n = stdout.len() as u64;
-    if n > MAX_FILE {
+    if n > file_max {
         return Err(RecordError::ExportTooLarge {
             what: what(),
-            max: MAX_FILE,
+            max: file_max,
         });
     }
     if n > budget_left(budget) {

@@ -922,3 +922,69 @@ fn opencode_export_is_run_once_and_what_it_says_is_the_state() {
             && opencode::valid_id("ses_dc35b18d1ffe0PsN7Wj3xgHqyk")
     );
 }
+
+/// Hand-written frames in the shape claude 2.1.332's bundle declares for its `system`
+/// `task_started` / `task_progress` messages and their `workflow_progress` rows.
+const CLAUDE_TASK_PROGRESS: &[u8] =
+    include_bytes!("../../../tests/data/records/claude-task-progress-2.1.332-shape.jsonl");
+
+#[test]
+fn claude_workflow_snapshots_are_the_latest_task_progress_of_each_run_and_no_phase_completes_live()
+{
+    use activity::{WorkState, claude_workflows};
+    let w = claude_workflows(CLAUDE_TASK_PROGRESS);
+    assert_eq!(w.len(), 2, "{w:#?}");
+    let r = &w[0];
+    assert_eq!(r.run_id, "wf-1");
+    assert_eq!(r.task_id, "t1");
+    assert_eq!(r.tool_use_id.as_deref(), Some("toolu_w1"));
+    assert_eq!(r.name.as_deref(), Some("review"), "from its task_started");
+    assert_eq!(r.duration_ms, Some(5400), "the latest snapshot");
+    assert_eq!((r.agents_total, r.agents_done, r.agents_failed), (4, 2, 1));
+    let states: Vec<(i64, &str, WorkState, u64, u64, u64)> = r
+        .phases
+        .iter()
+        .map(|p| {
+            (
+                p.index,
+                p.title.as_str(),
+                p.state,
+                p.agents_total,
+                p.agents_done,
+                p.agents_failed,
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            // Its one agent is done: that does not complete the phase.
+            (0, "Read", WorkState::Scheduled, 1, 1, 0),
+            (1, "Judge", WorkState::Failed, 3, 1, 1),
+            (2, "Report", WorkState::Scheduled, 0, 0, 0),
+        ]
+    );
+    // A progress frame without a start frame: its task id stands for the run, no name.
+    assert_eq!(w[1].run_id, "t9");
+    assert_eq!(w[1].name, None);
+    // A frame without workflow_progress (a sub-agent's) is no workflow.
+    assert!(w.iter().all(|x| x.task_id != "t2"));
+    // Bounded: only the newest MAX_WORKFLOWS runs are kept.
+    let mut many = Vec::new();
+    for i in 0..(activity::MAX_WORKFLOWS + 5) {
+        many.extend_from_slice(
+            format!(
+                "{{\"type\":\"system\",\"subtype\":\"task_progress\",\"task_id\":\"t{i}\",\
+                 \"workflow_progress\":[]}}\n"
+            )
+            .as_bytes(),
+        );
+    }
+    let w = claude_workflows(&many);
+    assert_eq!(w.len(), activity::MAX_WORKFLOWS);
+    assert_eq!(w[0].run_id, "t5");
+    // A torn or hostile line is skipped, never fatal.
+    assert!(
+        claude_workflows(b"{\"type\":\"system\",\"subtype\":\"task_progress\"\n\xff\n").is_empty()
+    );
+}
