@@ -32,6 +32,7 @@ pub mod new_session;
 pub mod palette;
 pub mod permission;
 pub mod prompt;
+pub mod message;
 pub mod seat;
 
 /// What a key did to a dialog.
