@@ -1363,7 +1363,8 @@ impl App {
                 let first = self.tab.panes()[0];
                 if self.zoomed {
                     self.zoomed = false;
-                } else if self.focus == Pane::Activity && self.close_search() {
+                } else if self.focus == Pane::Activity && self.activity.search.is_some() {
+                    self.close_search();
                 } else if !self.sessions.filter.is_empty() {
                     self.sessions.filter.set("");
                     self.refilter();

@@ -599,9 +599,9 @@ impl App {
         self.open(Modal::Message(Box::new(d)));
     }
 
-    /// Esc in the pane: the search goes, the activity shows again. `false`: nothing to close.
-    pub(super) fn close_search(&mut self) -> bool {
-        self.activity.search.take().is_some()
+    /// Esc in the pane: the search goes, the activity shows again.
+    pub(super) fn close_search(&mut self) {
+        self.activity.search = None;
     }
 }
 
