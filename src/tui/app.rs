@@ -1663,8 +1663,9 @@ impl App {
 }
 
 /// The actions that act on the selected session (unavailable in the palette without one).
-const RUN_ACTIONS: [Action; 14] = [
+const RUN_ACTIONS: [Action; 15] = [
     Action::Zoom,
+    Action::SearchMessages,
     Action::Attach,
     Action::SendInput,
     Action::Interrupt,

@@ -14,7 +14,7 @@ use hyper::Method;
 use ratatui::layout::Rect;
 
 use crate::api::runs::{self as wire, MessageItem, MessagePage, MessagesQuery, RunActivity};
-use crate::providers::records::TranscriptState;
+use crate::api::runs::TranscriptState;
 use crate::tui::action::Action;
 use crate::tui::role::Role;
 use crate::tui::views::Tab;

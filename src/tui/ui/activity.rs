@@ -113,7 +113,7 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
                     head.push_str(" · more");
                 }
                 match s.transcript {
-                    Some(crate::providers::records::TranscriptState::Read) | None => {}
+                    Some(crate::api::runs::TranscriptState::Read) | None => {}
                     Some(t) => head.push_str(&format!(
                         " · transcript {}",
                         crate::tui::app::activity::transcript_word(t)
