@@ -1058,7 +1058,8 @@ fn the_activity_view_and_a_message_search_on_the_demo() {
     };
     for (rows, cols) in [(24, 80), (48, 160)] {
         let mut c = Cockpit::open(&s, rows, cols, "xterm-256color");
-        c.wait("the list", |t| t.contains("explain the failing"));
+        // Every demo session listed (a short screen shows some of them).
+        c.wait("the list", |t| t.contains("Sessions 6"));
         // Focus the codex session: filter the list down to it.
         c.send(b"/explain\r");
         c.wait("the filtered list", |t| {
@@ -1071,7 +1072,9 @@ fn the_activity_view_and_a_message_search_on_the_demo() {
         assert!(t.contains("transcript read"), "{t}");
         assert!(t.contains("cargo test --lib lexer"), "{t}");
         c.send(b"/");
-        c.wait("the search prompt", |t| t.contains("Search the messages of run-0003"));
+        c.wait("the search prompt", |t| {
+            t.contains("Search the messages of run-0003")
+        });
         c.send(b"LEX_STRING\r");
         let t = c.wait("the hit", |t| {
             t.contains("Search \"LEX_STRING\": ") && t.contains("found") && t.contains("assistant")
@@ -1084,7 +1087,9 @@ fn the_activity_view_and_a_message_search_on_the_demo() {
         c.send(b"\x1b");
         c.wait("the search again", |t| !t.contains("run-0003 · message "));
         c.send(b"\x1b");
-        c.wait("the activity again", |t| t.contains("Tasks ") && !t.contains("Search \""));
+        c.wait("the activity again", |t| {
+            t.contains("Tasks ") && !t.contains("Search \"")
+        });
         c.send(b"q");
         assert_eq!(c.exit_code(), 0);
         c.assert_restored();

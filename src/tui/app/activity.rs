@@ -13,8 +13,8 @@
 use hyper::Method;
 use ratatui::layout::Rect;
 
-use crate::api::runs::{self as wire, MessageItem, MessagePage, MessagesQuery, RunActivity};
 use crate::api::runs::TranscriptState;
+use crate::api::runs::{self as wire, MessageItem, MessagePage, MessagesQuery, RunActivity};
 use crate::tui::action::Action;
 use crate::tui::role::Role;
 use crate::tui::views::Tab;
@@ -118,7 +118,11 @@ fn transcript_role(t: TranscriptState) -> Role {
 /// (with its percentage); a window that is unknown is said so, never guessed.
 pub fn context_line(a: &RunActivity) -> (Role, String, Option<f64>) {
     match (a.context_tokens, a.context_window) {
-        (None, _) => (Role::Dim, "context unknown (no request recorded yet)".into(), None),
+        (None, _) => (
+            Role::Dim,
+            "context unknown (no request recorded yet)".into(),
+            None,
+        ),
         (Some(t), Some(w)) if w > 0 => {
             let pct = a
                 .context_percent
@@ -263,7 +267,10 @@ pub fn activity_rows(a: &RunActivity) -> Vec<Row> {
             format!("MCP servers {}", a.mcp_servers.len()),
         ));
         for m in &a.mcp_servers {
-            rows.push(row(Role::Text, format!("  {} · {} call(s)", m.name, m.calls)));
+            rows.push(row(
+                Role::Text,
+                format!("  {} · {} call(s)", m.name, m.calls),
+            ));
         }
     }
     rows
@@ -276,16 +283,15 @@ pub fn match_row(m: &MessageItem) -> String {
         crate::api::runs::MessageRole::User => "user",
         crate::api::runs::MessageRole::Assistant => "assistant",
     };
-    let at = m
-        .at
-        .as_deref()
-        .and_then(|a| chrono::DateTime::parse_from_rfc3339(a).ok())
-        .map(|t| {
-            t.with_timezone(&chrono::Utc)
-                .format("%m-%d %H:%M")
-                .to_string()
-        })
-        .unwrap_or_else(|| "no time".into());
+    let at =
+        m.at.as_deref()
+            .and_then(|a| chrono::DateTime::parse_from_rfc3339(a).ok())
+            .map(|t| {
+                t.with_timezone(&chrono::Utc)
+                    .format("%m-%d %H:%M")
+                    .to_string()
+            })
+            .unwrap_or_else(|| "no time".into());
     format!("#{:<4} {role:<9} {at}  {}", m.id, m.first_line)
 }
 
@@ -676,9 +682,15 @@ mod tests {
                         "state": "running", "transcript": true}]
         }));
         let rows: Vec<String> = activity_rows(&a).into_iter().map(|r| r.text).collect();
-        assert!(rows.contains(&"Tasks 1 (and 3 older)".to_string()), "{rows:?}");
+        assert!(
+            rows.contains(&"Tasks 1 (and 3 older)".to_string()),
+            "{rows:?}"
+        );
         assert!(rows.contains(&"  failed    Bash cargo test · exit 101".to_string()));
-        assert!(rows.contains(&"  +12   −?    src/a.rs (new)".to_string()), "{rows:?}");
+        assert!(
+            rows.contains(&"  +12   −?    src/a.rs (new)".to_string()),
+            "{rows:?}"
+        );
         assert!(rows.contains(&"  [>] write the test".to_string()));
         assert!(rows.contains(&"  running   Explore look around".to_string()));
     }

@@ -105,7 +105,10 @@ fn the_focused_runs_activity_at_both_sizes() {
             s.contains("model claude-sonnet-4-5 · compactions 1 · transcript read"),
             "{s}"
         );
-        assert!(s.contains("failed    Bash cargo test flaky · exit 101"), "{s}");
+        assert!(
+            s.contains("failed    Bash cargo test flaky · exit 101"),
+            "{s}"
+        );
         assert!(s.contains("Tasks 3"), "{s}");
         if h >= 48 {
             assert!(s.contains("+12   −3    src/flaky.rs"), "{s}");
@@ -153,13 +156,18 @@ fn a_tool_without_activity_says_so() {
     app.on_key(ch('7'));
     answer(
         &mut app,
-        Err("grok sessions have no activity proctor reads: activity is read from Claude \
+        Err(
+            "grok sessions have no activity proctor reads: activity is read from Claude \
              Code's transcript, Codex's rollout, Gemini CLI's chat log and OpenCode's export \
              only"
-            .into()),
+                .into(),
+        ),
     );
     let s = text(&draw(&mut app, 80, 24));
-    assert!(s.contains("no activity: grok sessions have no activity"), "{s}");
+    assert!(
+        s.contains("no activity: grok sessions have no activity"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -245,8 +253,14 @@ fn a_search_lists_its_matches_and_enter_shows_the_text() {
                 if run == "run-0001" && query == "Flaky"),
             "{tag:?}"
         );
-        assert!(path.starts_with("/v1/m/sessions/runs/run-0001/messages?"), "{path}");
-        assert!(path.contains("q=Flaky") && path.contains("text=1"), "{path}");
+        assert!(
+            path.starts_with("/v1/m/sessions/runs/run-0001/messages?"),
+            "{path}"
+        );
+        assert!(
+            path.contains("q=Flaky") && path.contains("text=1"),
+            "{path}"
+        );
         let s = text(&draw(&mut app, w, h));
         assert!(s.contains("Search \"Flaky\": searching"), "{s}");
         let long = format!("{}[...]", "the flaky test again ".repeat(40));
@@ -268,16 +282,24 @@ fn a_search_lists_its_matches_and_enter_shows_the_text() {
         crate::tui::widgets::testing::assert_no_controls(t.backend().buffer());
         let s = text(&t);
         assert!(s.contains("Search \"Flaky\": 2 of 3 found · more"), "{s}");
-        assert!(s.contains("› #0    user      11-30 11:00  fix the flaky test"), "{s}");
-        assert!(s.contains("#3    assistant 11-30 11:02  flaky: evil"), "{s}");
+        assert!(
+            s.contains("› #0    user      11-30 11:00  fix the flaky test"),
+            "{s}"
+        );
+        assert!(
+            s.contains("#3    assistant 11-30 11:02  flaky: evil"),
+            "{s}"
+        );
         insta::assert_snapshot!(format!("activity_search_{w}x{h}"), s);
         // n: the next match, the last heard: the next page is asked with the cursor.
         app.on_key(ch('n'));
         assert_eq!(app.activity.search.as_ref().unwrap().selected, 1);
         let sent = calls(&mut app);
         assert!(
-            sent.iter().any(|(t, p)| matches!(t, CallTag::Messages { cursor: Some(c), .. } if c == "4")
-                && p.contains("cursor=4")),
+            sent.iter().any(
+                |(t, p)| matches!(t, CallTag::Messages { cursor: Some(c), .. } if c == "4")
+                    && p.contains("cursor=4")
+            ),
             "{sent:?}"
         );
         // Enter: the message's text, clipped marked, sanitised.
@@ -351,8 +373,10 @@ fn no_match_and_a_refusal_are_said() {
     };
     app.on_msg(Msg::CallDone {
         tag: tag.clone(),
-        result: Ok(json!({"ref": "run-0001", "items": [], "total": 0, "next": null,
-                          "transcript": "missing"})),
+        result: Ok(
+            json!({"ref": "run-0001", "items": [], "total": 0, "next": null,
+                          "transcript": "missing"}),
+        ),
     });
     let s = text(&draw(&mut app, 80, 24));
     assert!(s.contains("0 of 0 found"), "{s}");

@@ -37,10 +37,7 @@ impl MessageDialog {
         };
         let mut rows = vec![(
             Role::Dim,
-            format!(
-                "{role} · {}",
-                m.at.as_deref().unwrap_or("no time recorded")
-            ),
+            format!("{role} · {}", m.at.as_deref().unwrap_or("no time recorded")),
         )];
         if m.clipped {
             rows.push((

@@ -28,11 +28,11 @@ pub mod confirm;
 pub mod duration;
 pub mod help;
 pub mod input;
+pub mod message;
 pub mod new_session;
 pub mod palette;
 pub mod permission;
 pub mod prompt;
-pub mod message;
 pub mod seat;
 
 /// What a key did to a dialog.
