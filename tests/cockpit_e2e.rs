@@ -1038,3 +1038,60 @@ fn term_linux_draws_ascii_borders_and_glyphs() {
         c.assert_restored();
     }
 }
+
+/// The Activity view on the demo, in a real terminal: `7` shows the codex session's context
+/// line and its tasks read from the fake's rollout; `/` searches its messages for a word its
+/// transcript holds, the hit is listed with its role, and Enter shows its text.
+#[test]
+fn the_activity_view_and_a_message_search_on_the_demo() {
+    let h = common::TestHome::new();
+    let out = h.run(&["demo", "--no-cockpit"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = DemoServer {
+        shims: h.path().join("state/demo-shims"),
+        token: h.owner_token(),
+        home: h,
+    };
+    for (rows, cols) in [(24, 80), (48, 160)] {
+        let mut c = Cockpit::open(&s, rows, cols, "xterm-256color");
+        // Every demo session listed (a short screen shows some of them).
+        c.wait("the list", |t| t.contains("Sessions 6"));
+        // Focus the codex session: filter the list down to it.
+        c.send(b"/explain\r");
+        c.wait("the filtered list", |t| {
+            t.contains("explain the failing") && !t.contains("release notes")
+        });
+        c.send(b"7");
+        let t = c.wait("the context line", |t| {
+            t.contains("Activity run-0003") && t.contains("context ") && t.contains("Tasks ")
+        });
+        assert!(t.contains("transcript read"), "{t}");
+        assert!(t.contains("cargo test --lib lexer"), "{t}");
+        c.send(b"/");
+        c.wait("the search prompt", |t| {
+            t.contains("Search the messages of run-0003")
+        });
+        c.send(b"LEX_STRING\r");
+        let t = c.wait("the hit", |t| {
+            t.contains("Search \"LEX_STRING\": ") && t.contains("found") && t.contains("assistant")
+        });
+        assert!(t.contains("lex_string"), "{t}");
+        c.send(b"\r");
+        c.wait("the message's text", |t| {
+            t.contains("run-0003 · message ") && t.contains("escaped quote")
+        });
+        c.send(b"\x1b");
+        c.wait("the search again", |t| !t.contains("run-0003 · message "));
+        c.send(b"\x1b");
+        c.wait("the activity again", |t| {
+            t.contains("Tasks ") && !t.contains("Search \"")
+        });
+        c.send(b"q");
+        assert_eq!(c.exit_code(), 0);
+        c.assert_restored();
+    }
+}

@@ -58,6 +58,12 @@ pub enum Action {
     RigSuspend,
     RigResume,
     RigClose,
+    /// The Activity view's message search: a prompt, then the matches.
+    SearchMessages,
+    NextMatch,
+    PrevMatch,
+    /// Show the selected match's text.
+    OpenMessage,
 }
 
 /// What an action needs from the caller's token.
@@ -87,7 +93,7 @@ const BEFORE_VIEWS: [Action; 14] = [
 ];
 
 /// The actions listed after the views'.
-const AFTER_VIEWS: [Action; 32] = [
+const AFTER_VIEWS: [Action; 36] = [
     Action::Attach,
     Action::NewSession,
     Action::SendInput,
@@ -120,6 +126,10 @@ const AFTER_VIEWS: [Action; 32] = [
     Action::RigSuspend,
     Action::RigResume,
     Action::RigClose,
+    Action::SearchMessages,
+    Action::NextMatch,
+    Action::PrevMatch,
+    Action::OpenMessage,
 ];
 
 impl Action {
@@ -197,6 +207,10 @@ impl Action {
             Action::RigSuspend => "rig-suspend",
             Action::RigResume => "rig-resume",
             Action::RigClose => "rig-close",
+            Action::SearchMessages => "search-messages",
+            Action::NextMatch => "next-match",
+            Action::PrevMatch => "previous-match",
+            Action::OpenMessage => "open-message",
         }
     }
 
@@ -268,6 +282,12 @@ impl Action {
             Action::RigClose => {
                 "close the selected rig: its engine ends, its disk changes are dropped"
             }
+            Action::SearchMessages => {
+                "search the focused session's messages (its tool's own transcript)"
+            }
+            Action::NextMatch => "select the next message found",
+            Action::PrevMatch => "select the previous message found",
+            Action::OpenMessage => "show the selected message's text",
         }
     }
 

@@ -37,6 +37,7 @@ use crate::api::runs::{self as wire, MarksView, SizeBody};
 use crate::auth::{Principal, Role as TokenRole};
 use crate::text;
 
+pub mod activity;
 mod clock;
 mod dialogs;
 mod events;
@@ -52,6 +53,7 @@ mod sessions;
 mod tribunal;
 
 pub use super::views::{Body, Pane, Tab};
+pub use activity::{ActivityPane, Search};
 pub use dialogs::{Modal, PromptFor};
 pub use events::EventsPane;
 pub use factory::FactoryGroups;
@@ -146,6 +148,16 @@ pub enum CallTag {
     /// The audit tail of a rig (the Rigs view's selected one).
     RigAudit {
         rig: String,
+    },
+    /// The focused run's activity (the Activity view).
+    Activity {
+        run: String,
+    },
+    /// A page of a search of a run's messages (`cursor`: the page it continues from).
+    Messages {
+        run: String,
+        query: String,
+        cursor: Option<String>,
     },
 }
 
@@ -350,6 +362,8 @@ pub struct App {
     pub receipts: ReceiptsPane,
     pub tribunal: TribunalPane,
     pub rigs: RigsPane,
+    /// The focused run's activity and the search of its messages.
+    pub activity: ActivityPane,
 
     pub tab: Tab,
     pub focus: Pane,
@@ -423,6 +437,7 @@ impl App {
             receipts: ReceiptsPane::default(),
             tribunal: TribunalPane::default(),
             rigs: RigsPane::default(),
+            activity: ActivityPane::default(),
             tab: Tab::Sessions,
             focus: Pane::Sessions,
             zoomed: false,
@@ -645,6 +660,7 @@ impl App {
     pub fn sync_focus(&mut self) {
         self.sync_live();
         self.watch_view();
+        self.follow_activity();
     }
 
     /// The candidate the Gate view shows: the one chosen from an intent or a receipt, else
@@ -679,6 +695,7 @@ impl App {
         }
         self.focus = tab.panes()[0];
         self.watch_view();
+        self.ask_activity();
     }
 
     /// The intents, newest first (empty before the first answer).
@@ -940,7 +957,11 @@ impl App {
                     return;
                 }
                 match result {
-                    Ok(items) => self.events.items = Some((run, items)),
+                    Ok(items) => {
+                        self.events.items = Some((run, items));
+                        // The focused run's ledger moved: its activity may have.
+                        self.follow_activity();
+                    }
                     Err(e) => self.error(format!("events of {run}: {e}")),
                 }
             }
@@ -1015,6 +1036,10 @@ impl App {
             CallTag::Permissions { run, quiet } => self.on_permissions(run, quiet, result),
             CallTag::Permit { run, id } => self.on_permit(run, id, result),
             CallTag::RigAudit { rig } => self.on_rig_audit(rig, result),
+            CallTag::Activity { run } => self.on_activity(run, result),
+            CallTag::Messages { run, query, cursor } => {
+                self.on_messages(run, query, cursor, result)
+            }
             CallTag::Action { action, run } => {
                 match result {
                     Ok(v) => {
@@ -1045,6 +1070,8 @@ impl App {
                         let msg = match &purpose {
                             PromptFor::Rename(r) => format!("renamed {r}"),
                             PromptFor::SendInput(r) => format!("sent to {r}"),
+                            // A search's pages come back as `CallTag::Messages`.
+                            PromptFor::SearchMessages(r) => format!("searched {r}"),
                             PromptFor::Snooze(r) => {
                                 match answer::<MarksView>(v).and_then(|m| m.snoozed_until) {
                                     Some(u) => {
@@ -1343,6 +1370,8 @@ impl App {
                 let first = self.tab.panes()[0];
                 if self.zoomed {
                     self.zoomed = false;
+                } else if self.focus == Pane::Activity && self.activity.search.is_some() {
+                    self.close_search();
                 } else if !self.sessions.filter.is_empty() {
                     self.sessions.filter.set("");
                     self.refilter();
@@ -1377,6 +1406,9 @@ impl App {
             Action::View(tab) => super::views::show(self, tab),
             Action::Permissions => self.ask_permissions(run.as_ref()),
             Action::OpenSeat => self.open_seat(),
+            Action::SearchMessages => self.open_search(),
+            Action::NextMatch | Action::PrevMatch => self.activity_navigate(action),
+            Action::OpenMessage => self.open_message(),
             Action::RigLock
             | Action::RigUnlock
             | Action::RigAttach
@@ -1593,7 +1625,10 @@ impl App {
                 });
                 self.refilter();
             }
-            Action::Refresh => self.push(Effect::Refresh),
+            Action::Refresh => {
+                self.push(Effect::Refresh);
+                self.ask_activity();
+            }
             Action::Confirm => {}
         }
     }
@@ -1648,8 +1683,9 @@ impl App {
 }
 
 /// The actions that act on the selected session (unavailable in the palette without one).
-const RUN_ACTIONS: [Action; 14] = [
+const RUN_ACTIONS: [Action; 15] = [
     Action::Zoom,
+    Action::SearchMessages,
     Action::Attach,
     Action::SendInput,
     Action::Interrupt,

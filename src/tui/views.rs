@@ -41,6 +41,9 @@ pub enum Tab {
     /// The rigs: their boundary, state, control lock, TTL, idle time and memory, and the
     /// selected rig's audit tail.
     Rigs,
+    /// The sessions list, what the focused session's tool recorded (context, tasks, files,
+    /// todos, agents) and the search of its messages, the events.
+    Activity,
 }
 
 /// The panes that can hold the focus.
@@ -58,6 +61,8 @@ pub enum Pane {
     Tribunal,
     /// The rigs and the selected rig's audit tail.
     Rigs,
+    /// The focused session's activity and message search.
+    Activity,
 }
 
 /// How a view's body is laid out.
@@ -71,13 +76,14 @@ pub enum Body {
 
 impl Tab {
     /// Every view, in the tab bar's order.
-    pub const ALL: [Tab; 6] = [
+    pub const ALL: [Tab; 7] = [
         Tab::Sessions,
         Tab::Gate,
         Tab::Intents,
         Tab::Receipts,
         Tab::Tribunal,
         Tab::Rigs,
+        Tab::Activity,
     ];
 
     pub fn title(self) -> &'static str {
@@ -88,6 +94,7 @@ impl Tab {
             Tab::Receipts => "Receipts",
             Tab::Tribunal => "Tribunal",
             Tab::Rigs => "Rigs",
+            Tab::Activity => "Activity",
         }
     }
 
@@ -106,6 +113,7 @@ impl Tab {
             Tab::Receipts => "view-receipts",
             Tab::Tribunal => "view-tribunal",
             Tab::Rigs => "view-rigs",
+            Tab::Activity => "view-activity",
         }
     }
 
@@ -122,6 +130,10 @@ impl Tab {
             Tab::Rigs => {
                 "show the rigs: boundary, state, who holds the control lock, TTL, memory, audit"
             }
+            Tab::Activity => {
+                "show what the focused session's tool recorded: context, tasks, files, todos, \
+                 agents; search its messages"
+            }
         }
     }
 
@@ -134,6 +146,7 @@ impl Tab {
             Tab::Receipts => &[Pane::Receipts],
             Tab::Tribunal => &[Pane::Tribunal, Pane::Sessions, Pane::Events],
             Tab::Rigs => &[Pane::Rigs],
+            Tab::Activity => &[Pane::Activity, Pane::Sessions, Pane::Events],
         }
     }
 
@@ -143,6 +156,7 @@ impl Tab {
             Tab::Sessions => Body::Sessions(Pane::Live),
             Tab::Gate => Body::Sessions(Pane::Gate),
             Tab::Tribunal => Body::Sessions(Pane::Tribunal),
+            Tab::Activity => Body::Sessions(Pane::Activity),
             Tab::Intents | Tab::Receipts | Tab::Rigs => Body::Whole,
         }
     }
@@ -150,7 +164,7 @@ impl Tab {
 
 impl Pane {
     /// Every pane, in the order of their keymap contexts (after `[global]`).
-    pub const ALL: [Pane; 8] = [
+    pub const ALL: [Pane; 9] = [
         Pane::Sessions,
         Pane::Live,
         Pane::Events,
@@ -159,6 +173,7 @@ impl Pane {
         Pane::Receipts,
         Pane::Tribunal,
         Pane::Rigs,
+        Pane::Activity,
     ];
 
     /// The keymap context of its keys (looked up before `[global]`).
@@ -177,6 +192,7 @@ impl Pane {
             Pane::Receipts => "receipts",
             Pane::Tribunal => "tribunal",
             Pane::Rigs => "rigs",
+            Pane::Activity => "activity",
         }
     }
 
@@ -191,6 +207,7 @@ impl Pane {
             Pane::Receipts => "Receipts",
             Pane::Tribunal => "Tribunal seats",
             Pane::Rigs => "Rigs",
+            Pane::Activity => "Activity",
         }
     }
 
@@ -283,6 +300,17 @@ impl Pane {
                 Action::Help,
                 Action::Quit,
             ],
+            Pane::Activity => &[
+                Action::Down,
+                Action::SearchMessages,
+                Action::NextMatch,
+                Action::OpenMessage,
+                Action::FocusNext,
+                Action::View(Tab::Sessions),
+                Action::Refresh,
+                Action::Help,
+                Action::Quit,
+            ],
         }
     }
 }
@@ -329,6 +357,7 @@ pub fn navigate(app: &mut App, pane: Pane, action: Action) {
             app.rigs.navigate(action);
             app.ask_rig_audit();
         }
+        Pane::Activity => app.activity_navigate(action),
     }
 }
 
@@ -345,6 +374,7 @@ pub fn lay_out(app: &mut App, areas: Areas) {
             app.tribunal.lay_out(ui::inner(areas.live), seats);
         }
         Tab::Rigs => app.rigs.lay_out(areas.main),
+        Tab::Activity => app.activity.lay_out(ui::inner(areas.live)),
     }
 }
 
@@ -367,6 +397,10 @@ pub fn draw(app: &App, areas: &Areas, buf: &mut Buffer) -> Option<(u16, u16)> {
                     ui::tribunal::draw(app, areas.live, buf);
                     None
                 }
+                Pane::Activity => {
+                    ui::activity::draw(app, areas.live, buf);
+                    None
+                }
                 _ => ui::live::draw(app, areas.live, areas.zoomed, buf),
             }
         }
@@ -375,7 +409,7 @@ pub fn draw(app: &App, areas: &Areas, buf: &mut Buffer) -> Option<(u16, u16)> {
                 Tab::Intents => ui::intents::draw(app, areas.main, buf),
                 Tab::Receipts => ui::receipts::draw(app, areas.main, buf),
                 Tab::Rigs => ui::rigs::draw(app, areas.main, buf),
-                Tab::Sessions | Tab::Gate | Tab::Tribunal => {}
+                Tab::Sessions | Tab::Gate | Tab::Tribunal | Tab::Activity => {}
             }
             None
         }
@@ -500,7 +534,9 @@ pub fn feed(pane: Pane) -> Option<FeedEntry> {
         Pane::Receipts => Some(FeedEntry::of::<crate::tui::app::ReceiptsPane>()),
         Pane::Tribunal => Some(FeedEntry::of::<crate::tui::app::TribunalPane>()),
         Pane::Rigs => Some(FeedEntry::of::<crate::tui::app::RigsPane>()),
-        Pane::Sessions | Pane::Live | Pane::Events | Pane::Gate => None,
+        // The activity is read when the view opens and when the focused run's ledger moves
+        // (`app::activity`), not at a feed's pace.
+        Pane::Sessions | Pane::Live | Pane::Events | Pane::Gate | Pane::Activity => None,
     }
 }
 
@@ -583,7 +619,7 @@ mod tests {
         assert_eq!(shown_feeds(Tab::Receipts), vec![Pane::Receipts]);
         assert_eq!(shown_feeds(Tab::Tribunal), vec![Pane::Tribunal]);
         assert_eq!(shown_feeds(Tab::Rigs), vec![Pane::Rigs]);
-        for tab in [Tab::Sessions, Tab::Gate, Tab::Intents] {
+        for tab in [Tab::Sessions, Tab::Gate, Tab::Intents, Tab::Activity] {
             assert_eq!(shown_feeds(tab), Vec::<Pane>::new(), "{tab:?}");
         }
         assert_eq!(feed(Pane::Intents).map(|f| f.pace), Some(Pace::Always));

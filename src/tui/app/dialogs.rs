@@ -39,6 +39,8 @@ pub enum PromptFor {
     /// A new session; whether it has a first prompt (on a PTY session the server types it
     /// once the tool is up, then Enter).
     NewSession(bool),
+    /// A search of a run's messages (the Activity view).
+    SearchMessages(String),
 }
 
 /// A dialog over the cockpit.
@@ -77,6 +79,8 @@ pub enum Modal {
     Permission(PermissionDialog),
     /// A tribunal seat: its routing and its findings (read only).
     Seat(Box<crate::tui::widgets::seat::SeatDialog>),
+    /// A message of a session's transcript, found by a search (read only).
+    Message(Box<crate::tui::widgets::message::MessageDialog>),
 }
 
 impl Modal {
@@ -92,6 +96,7 @@ impl Modal {
             Modal::Approval(a) => a.render(frame, screen, theme, keymap),
             Modal::Permission(p) => p.render(frame, screen, theme, keymap),
             Modal::Seat(s) => s.render(frame, screen, theme, keymap),
+            Modal::Message(s) => s.render(frame, screen, theme, keymap),
         }
     }
 
@@ -107,6 +112,7 @@ impl Modal {
             Modal::Approval(a) => a.lay_out(screen),
             Modal::Permission(p) => p.lay_out(screen),
             Modal::Seat(s) => s.lay_out(screen),
+            Modal::Message(s) => s.lay_out(screen),
         }
     }
 
@@ -122,6 +128,7 @@ impl Modal {
             Modal::Approval(a) => a.handle_paste(text),
             Modal::Permission(p) => p.handle_paste(text),
             Modal::Seat(s) => s.handle_paste(text),
+            Modal::Message(s) => s.handle_paste(text),
         }
     }
 
@@ -137,6 +144,7 @@ impl Modal {
             Modal::Approval(a) => a.contexts(),
             Modal::Permission(p) => p.contexts(),
             Modal::Seat(s) => s.contexts(),
+            Modal::Message(s) => s.contexts(),
         }
     }
 }
@@ -163,6 +171,11 @@ impl App {
             Modal::Seat(mut s) => {
                 if s.handle_key(key, &self.keymap) == Outcome::Continue {
                     self.open(Modal::Seat(s));
+                }
+            }
+            Modal::Message(mut s) => {
+                if s.handle_key(key, &self.keymap) == Outcome::Continue {
+                    self.open(Modal::Message(s));
                 }
             }
             Modal::Permission(mut p) => match p.handle_key(key, &self.keymap) {
@@ -329,6 +342,17 @@ impl App {
     }
 
     fn submit_prompt(&mut self, purpose: PromptFor, mut dialog: Prompt, text_in: String) {
+        if let PromptFor::SearchMessages(run) = &purpose {
+            // Checked again here: a query the server would refuse is never sent.
+            match super::activity::check_query(&text_in) {
+                Ok(()) => self.search_messages(run.clone(), text_in),
+                Err(e) => {
+                    dialog.set_error(e);
+                    self.open_prompt(purpose, dialog);
+                }
+            }
+            return;
+        }
         let call = match &purpose {
             PromptFor::Rename(run) => Ok(Call::to(
                 CallTag::Prompt(purpose.clone()),
@@ -364,7 +388,7 @@ impl App {
                     ))
                 }
             }
-            PromptFor::Snooze(_) | PromptFor::NewSession(_) => {
+            PromptFor::Snooze(_) | PromptFor::NewSession(_) | PromptFor::SearchMessages(_) => {
                 Err("this dialog has its own form".to_string())
             }
         };

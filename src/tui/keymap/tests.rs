@@ -431,3 +431,27 @@ fn docs_key_table_matches_the_defaults() {
         }
     }
 }
+
+/// The Activity pane's keys: `/` searches the focused session's messages there (elsewhere it
+/// still filters the list), `n`/`N` move among the matches (elsewhere `n` is still a new
+/// session), Enter shows one; `7` shows the view from anywhere.
+#[test]
+fn the_activity_pane_searches_with_slash_and_moves_with_n() {
+    use crate::tui::views::Tab;
+    let m = Keymap::defaults();
+    let a = &[Context::Pane(Pane::Activity), Context::Global][..];
+    let s = &[Context::Pane(Pane::Sessions), Context::Global][..];
+    assert_eq!(m.resolve(a, &ch('/')), Some(Action::SearchMessages));
+    assert_eq!(m.resolve(a, &ch('n')), Some(Action::NextMatch));
+    assert_eq!(m.resolve(a, &ch('N')), Some(Action::PrevMatch));
+    assert_eq!(
+        m.resolve(a, &key(KeyCode::Enter, KeyModifiers::NONE)),
+        Some(Action::OpenMessage)
+    );
+    assert_eq!(m.resolve(a, &ch('j')), Some(Action::Down));
+    assert_eq!(m.resolve(a, &ch('q')), Some(Action::Quit));
+    assert_eq!(m.resolve(s, &ch('/')), Some(Action::Filter));
+    assert_eq!(m.resolve(s, &ch('n')), Some(Action::NewSession));
+    assert_eq!(m.resolve(s, &ch('7')), Some(Action::View(Tab::Activity)));
+    assert_eq!(m.resolve(a, &ch('7')), Some(Action::View(Tab::Activity)));
+}

@@ -4,6 +4,9 @@
 //! through [`crate::text`] here, at the last step before a widget; the live terminal draws
 //! cells (see [`super::vt`]).
 
+pub(crate) mod activity;
+#[cfg(test)]
+mod activity_tests;
 pub(crate) mod events;
 pub(crate) mod factory;
 #[cfg(test)]
@@ -103,7 +106,10 @@ pub fn layout(area: Rect, zoomed: bool, tab: Tab, list_rows: u16) -> Areas {
         let [s, e] =
             Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(left);
         (s, right, e)
-    } else if matches!(tab.body(), Body::Sessions(Pane::Gate | Pane::Tribunal)) {
+    } else if matches!(
+        tab.body(),
+        Body::Sessions(Pane::Gate | Pane::Tribunal | Pane::Activity)
+    ) {
         // The gate and the seats need the room: a short list above them, no events.
         let list_h = (main.height / 4).max(7).min(main.height.saturating_sub(3));
         let [s, g] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(main);

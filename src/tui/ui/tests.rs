@@ -103,7 +103,7 @@ pub fn fixture_runs() -> Vec<RunView> {
     ]
 }
 
-fn events() -> Vec<EventItem> {
+pub(crate) fn events() -> Vec<EventItem> {
     let e = |seq: u64, kind: &str, fields: Value| EventItem {
         seq,
         at: "2026-11-30T11:00:01.000Z".into(),

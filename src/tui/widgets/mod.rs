@@ -28,6 +28,7 @@ pub mod confirm;
 pub mod duration;
 pub mod help;
 pub mod input;
+pub mod message;
 pub mod new_session;
 pub mod palette;
 pub mod permission;
