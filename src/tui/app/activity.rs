@@ -506,7 +506,7 @@ impl App {
             "find (any case)",
         )
         .with_value(&last)
-        .with_validator(Box::new(|v| check_query(v)))
+        .with_validator(Box::new(check_query))
         .with_hint("the tool's own transcript, your messages and its replies; at most 256 bytes");
         self.open_prompt(super::PromptFor::SearchMessages(run), dialog);
     }
