@@ -503,7 +503,27 @@ impl Server {
             }
             other => {
                 items += 1;
-                write_conversation(&tid, &turn_id, &format!("item_{n}_{items}"), &cwd, other)
+                let call_id = format!("item_{n}_{items}");
+                // codex keeps its tool calls in its rollout.
+                if let Emit::Tool {
+                    kind,
+                    arg,
+                    exit,
+                    output,
+                } = other
+                {
+                    thread.transcript.tool_call(
+                        Tool::Codex,
+                        &tid,
+                        &thread.cwd,
+                        &call_id,
+                        kind,
+                        arg,
+                        exit,
+                        output,
+                    )?;
+                }
+                write_conversation(&tid, &turn_id, &call_id, &cwd, other)
             }
         };
         let ended = turn.run(&steps, &mut emit)?;

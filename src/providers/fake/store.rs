@@ -237,8 +237,9 @@ impl Transcript {
     }
 
     /// Records a tool call of the fake's script in `tool`'s own shape (gemini: a `gemini`
-    /// record with `toolCalls`; opencode: an assistant message with a `tool` part). The
-    /// other tools' fakes record theirs elsewhere (claude) or not at all.
+    /// record with `toolCalls`; opencode: an assistant message with a `tool` part; codex: a
+    /// rollout's call and its end event). The other tools' fakes record theirs elsewhere
+    /// (claude) or not at all.
     #[allow(clippy::too_many_arguments)]
     pub fn tool_call(
         &self,
@@ -342,6 +343,46 @@ impl Transcript {
                                "messageID": mid}],
                     "demo": true,
                 }))
+            }
+            Tool::Codex => {
+                // codex's rollout shapes (docs/providers.md, "Codex rollouts"): a shell call
+                // is a `function_call` of `exec_command` ended by an `exec_command_end`
+                // event; a file change is a `custom_tool_call` of `apply_patch` ended by a
+                // `patch_apply_end` event.
+                let (item, end) = match kind {
+                    "edit" | "write" => {
+                        let head = if kind == "write" { "Add" } else { "Update" };
+                        let patch = format!(
+                            "*** Begin Patch\n*** {head} File: {arg}\n+{output}\n*** End Patch\n"
+                        );
+                        (
+                            json!({"type": "custom_tool_call", "status": "completed",
+                                   "call_id": call_id, "name": "apply_patch", "input": patch}),
+                            json!({"type": "patch_apply_end", "call_id": call_id,
+                                   "success": exit == 0, "stdout": output, "stderr": ""}),
+                        )
+                    }
+                    _ => {
+                        let cmd = match kind {
+                            "bash" => arg.to_string(),
+                            "read" => format!("cat {arg}"),
+                            other => format!("{other} {arg}"),
+                        };
+                        (
+                            json!({"type": "function_call", "name": "exec_command",
+                                   "arguments": json!({"cmd": cmd}).to_string(),
+                                   "call_id": call_id}),
+                            json!({"type": "exec_command_end", "call_id": call_id,
+                                   "exit_code": exit, "aggregated_output": output}),
+                        )
+                    }
+                };
+                self.append(
+                    &json!({"timestamp": at, "type": "response_item", "payload": item, "demo": true}),
+                )?;
+                self.append(
+                    &json!({"timestamp": at, "type": "event_msg", "payload": end, "demo": true}),
+                )
             }
             _ => Ok(()),
         }
