@@ -885,12 +885,21 @@ fn a_panic_in_the_demos_cockpit_still_stops_its_server_and_removes_its_home() {
         c.text()
     );
     c.assert_restored();
-    // The message comes after the terminal was given back (the alternate screen left).
-    let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
-    let left = raw
-        .rfind("\x1b[?1049l")
-        .expect("the alternate screen was left");
-    let after = &raw[left..];
+    // The message comes after the terminal was given back (the alternate screen left). The
+    // process may have exited a moment before its last bytes reached the reader thread:
+    // wait for the stop's line, up to the usual deadline.
+    let deadline = Instant::now() + WAIT;
+    let after = loop {
+        let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+        let left = raw
+            .rfind("\x1b[?1049l")
+            .expect("the alternate screen was left");
+        let after = raw[left..].to_string();
+        if after.contains("throwaway home removed") || Instant::now() >= deadline {
+            break after;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert!(
         after.contains("panicked") && after.contains("test-panic-on-key"),
         "{after}"

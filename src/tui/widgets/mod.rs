@@ -105,6 +105,58 @@ pub(crate) fn frame_dialog(frame: &mut Frame, rect: Rect, title: &str, theme: &T
     inner
 }
 
+/// A read-only dialog of wrapped rows scrolled to `scroll`, `page` rows in view: its title
+/// says which rows show when they do not all fit, and its last row holds the hints.
+pub(crate) struct Scrolled<'a> {
+    pub title: &'a str,
+    pub rows: &'a [(Role, String)],
+    pub scroll: usize,
+    pub page: usize,
+}
+
+impl Scrolled<'_> {
+    pub fn render(
+        &self,
+        frame: &mut Frame,
+        rect: Rect,
+        theme: &Theme,
+        keymap: &Keymap,
+        contexts: &[Context],
+    ) {
+        use super::action::Action;
+        let n = self.rows.len();
+        let last = (self.scroll + self.page).min(n);
+        let title = if n > self.page {
+            format!("{} ({}–{} of {})", self.title, self.scroll + 1, last, n)
+        } else {
+            self.title.to_string()
+        };
+        let inner =
+            frame_dialog(frame, rect, &title, theme).inner(ratatui::layout::Margin::new(1, 0));
+        if inner.height < 2 {
+            return;
+        }
+        let lines: Vec<Line> = self.rows[self.scroll.min(n)..last]
+            .iter()
+            .map(|(role, t)| Line::from(Span::styled(t.clone(), theme.style(*role))))
+            .collect();
+        frame.render_widget(
+            ratatui::widgets::Paragraph::new(lines),
+            Rect::new(inner.x, inner.y, inner.width, inner.height - 1),
+        );
+        let close = keymap.key_for(contexts, Action::Escape).unwrap_or_default();
+        let mut hints = vec![(close, "close")];
+        if n > self.page {
+            let down = keymap.key_for(contexts, Action::Down).unwrap_or_default();
+            hints.push((down, "scroll"));
+        }
+        frame.render_widget(
+            ratatui::widgets::Paragraph::new(hint_line(&hints, theme)),
+            Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1),
+        );
+    }
+}
+
 /// A line of hints: `key description` pairs, keys in the key style.
 pub(crate) fn hint_line(pairs: &[(String, &str)], theme: &Theme) -> Line<'static> {
     let mut spans = Vec::new();

@@ -6,11 +6,9 @@
 
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
-use ratatui::layout::{Margin, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::layout::Rect;
 
-use super::{Dialog, Outcome, centered, frame_dialog, hint_line, is_press};
+use super::{Dialog, Outcome, centered, is_press};
 use crate::api::tribunal::{Judged, Round, Seat, SeatState, Severity};
 use crate::tui::action::Action;
 use crate::tui::keymap::{Context, Keymap};
@@ -269,36 +267,13 @@ impl Dialog for SeatDialog {
     }
 
     fn render(&self, frame: &mut Frame, screen: Rect, theme: &Theme, keymap: &Keymap) {
-        let rect = self.place(screen);
-        let n = self.wrapped.len();
-        let last = (self.scroll + self.page).min(n);
-        let title = if n > self.page {
-            format!("{} ({}–{} of {})", self.title, self.scroll + 1, last, n)
-        } else {
-            self.title.clone()
+        let view = super::Scrolled {
+            title: &self.title,
+            rows: &self.wrapped,
+            scroll: self.scroll,
+            page: self.page,
         };
-        let inner = frame_dialog(frame, rect, &title, theme).inner(Margin::new(1, 0));
-        if inner.height < 2 {
-            return;
-        }
-        let lines: Vec<Line> = self.wrapped[self.scroll.min(n)..last]
-            .iter()
-            .map(|(role, t)| Line::from(Span::styled(t.clone(), theme.style(*role))))
-            .collect();
-        frame.render_widget(
-            Paragraph::new(lines),
-            Rect::new(inner.x, inner.y, inner.width, inner.height - 1),
-        );
-        let close = keymap.key_for(CONTEXTS, Action::Escape).unwrap_or_default();
-        let mut hints = vec![(close, "close")];
-        if n > self.page {
-            let down = keymap.key_for(CONTEXTS, Action::Down).unwrap_or_default();
-            hints.push((down, "scroll"));
-        }
-        frame.render_widget(
-            Paragraph::new(hint_line(&hints, theme)),
-            Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1),
-        );
+        view.render(frame, self.place(screen), theme, keymap, CONTEXTS);
     }
 
     fn contexts(&self) -> &'static [Context] {
