@@ -120,6 +120,8 @@ pub enum RecordError {
 pub struct Budget {
     left: u64,
     per_file: u64,
+    /// The whole request's bound, named when it is passed.
+    total: u64,
 }
 
 impl Default for Budget {
@@ -133,6 +135,7 @@ impl Budget {
         Budget {
             left: bytes,
             per_file: MAX_FILE,
+            total: bytes,
         }
     }
 
@@ -142,7 +145,13 @@ impl Budget {
         Budget {
             left: bytes,
             per_file,
+            total: bytes,
         }
+    }
+
+    /// The most bytes this request reads over all its records.
+    pub fn total(&self) -> u64 {
+        self.total
     }
 
     /// The most bytes of one file this request reads.
@@ -236,7 +245,7 @@ fn read_bounded(
     if size > budget.left {
         return Err(RecordError::RequestTooLarge {
             path: path.to_path_buf(),
-            max: MAX_REQUEST,
+            max: budget.total,
         });
     }
     let mut bytes = Vec::with_capacity(size as usize);
@@ -257,7 +266,7 @@ fn read_bounded(
     if n > budget.left {
         return Err(RecordError::RequestTooLarge {
             path: path.to_path_buf(),
-            max: MAX_REQUEST,
+            max: budget.total,
         });
     }
     budget.left -= n;
@@ -289,7 +298,7 @@ pub fn unzstd(path: &Path, compressed: &[u8], budget: &mut Budget) -> Result<Vec
     if n > budget.left {
         return Err(RecordError::RequestTooLarge {
             path: path.to_path_buf(),
-            max: MAX_REQUEST,
+            max: budget.total,
         });
     }
     budget.left -= n;

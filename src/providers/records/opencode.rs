@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Budget, MAX_REQUEST, Message, RecordError, Role};
+use super::{Budget, Message, RecordError, Role};
 
 /// How long one export may take.
 pub const EXPORT_DEADLINE: Duration = Duration::from_secs(30);
@@ -171,7 +171,7 @@ pub fn export(x: &Exporter, id: &str, budget: &mut Budget) -> Result<Option<Vec<
     if n > budget_left(budget) {
         return Err(RecordError::RequestTooLarge {
             path: PathBuf::from(what()),
-            max: MAX_REQUEST,
+            max: budget.total(),
         });
     }
     if !status.success() {

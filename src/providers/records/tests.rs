@@ -251,6 +251,9 @@ fn a_request_reads_at_most_its_budget() {
     assert!(read_file(t.path(), &p, &mut b).unwrap().is_some());
     let e = read_file(t.path(), &p, &mut b).unwrap_err();
     assert!(matches!(e, RecordError::RequestTooLarge { .. }), "{e}");
+    // The bound named is this request's own, not the default's.
+    let own = format!("the {} bytes one request", CLAUDE_PUBLISHED.len());
+    assert!(e.to_string().contains(&own), "{e}");
 }
 
 #[test]
