@@ -243,3 +243,64 @@ fn a_plain_relay_without_t_is_refused_by_the_remote_server() {
     assert!(ledger.contains("\"authority.peer_refused\""), "{ledger}");
     assert_eq!(h.intent()["state"], "awaiting_authority");
 }
+
+/// The cockpit following `local` first and `box` second (issue 19 §2): box's intent is in
+/// the Intents view under its HOST, counted as awaiting authority; `P` opens the dialog
+/// naming box, whose key and remote are used; `y` hands this terminal to `ssh -t` box, where
+/// the revision and box's passphrase typed here publish it with box's key; the cockpit comes
+/// back and says so; nothing of the key or the receipt is on this machine.
+#[test]
+fn the_cockpit_approves_a_second_hosts_intent_on_that_host_through_ssh_t() {
+    let Some(h) = Two::new(true) else { return };
+    let rev = h.intent()["revision"].as_str().unwrap().to_string();
+    let home = h.local.path().to_str().unwrap().to_string();
+    let mut t = Term::spawn_env(
+        env!("CARGO_BIN_EXE_proctor"),
+        &["--home", &home, "--host", "local", "--host", "box"],
+        48,
+        160,
+        &[("TERM", "xterm-256color")],
+        &["PROCTOR_HOST"],
+    );
+    t.wait_screen("both hosts reachable", |s| {
+        s.contains("box    reachable · proctor ") && s.contains("local  reachable · proctor ")
+    });
+    t.send(b"3");
+    let s = t.wait_screen("box's intent under its host", |s| {
+        s.lines().any(|l| {
+            l.contains("box") && l.contains("int-0001") && l.contains("AWAITING_AUTHORITY")
+        }) && s.contains("awaiting authority 1")
+    });
+    assert!(s.contains("HOST"), "{s}");
+    assert!(s.contains("approved on box by `ssh -t box`"), "{s}");
+    t.send(b"P");
+    t.wait_screen("the dialog naming box", |s| {
+        s.contains("Approve int-0001 on host box?")
+    });
+    t.send(b"y");
+    t.wait_for("Revision: ");
+    t.type_keys(&format!("{rev}\r"));
+    t.wait_for("Passphrase for the publish key: ");
+    t.type_keys(&format!("{PASSPHRASE}\r"));
+    let s = t.wait_screen("the cockpit back, saying box published it", |s| {
+        s.contains("on box: published int-0001")
+    });
+    assert!(!t.text().contains(PASSPHRASE), "the passphrase was echoed");
+    assert_eq!(h.intent()["state"], "published");
+    t.wait_screen("box's intent read again, published", |s| {
+        s.lines()
+            .any(|l| l.contains("box") && l.contains("int-0001") && l.contains("PUBLISHED"))
+            && s.contains("awaiting authority 0")
+    });
+    assert!(
+        h.invocations()
+            .lines()
+            .any(|l| l == "--host local publish approve int-0001"),
+        "{}\n{s}",
+        h.invocations()
+    );
+    assert!(!h.local.path().join("config/keys").exists());
+    assert!(common::receipt_files(h.local.path()).is_empty());
+    t.send(b"q");
+    assert_eq!(t.exit_code(), 0);
+}

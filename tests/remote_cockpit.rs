@@ -314,3 +314,58 @@ fn several_hosts_are_for_the_cockpit_only() {
         text(&out)
     );
 }
+
+/// `proctor --host box` alone: the cockpit is box's. The header names box (not this
+/// machine), the list holds box's run and not this home's, the live pane shows box's
+/// run's output, and `s` stops box's run while this home's stays idle.
+#[test]
+fn the_cockpit_on_one_remote_host_shows_and_drives_that_hosts_runs() {
+    let Some(two) = Two::new() else { return };
+    let remote_run = two.start(Some("box"), "hello from box only");
+    let local_run = two.start(None, "hello here");
+    wait_state(&two.remote, &remote_run, "idle");
+    wait_state(&two.local, &local_run, "idle");
+    let xdg = tempfile::Builder::new()
+        .prefix("prx")
+        .tempdir_in("/tmp")
+        .unwrap();
+    private(xdg.path());
+    let xdg_s = xdg.path().display().to_string();
+    let home = two.local.path().display().to_string();
+    let mut t = Term::spawn_env(
+        env!("CARGO_BIN_EXE_proctor"),
+        &["--home", &home, "--host", "box"],
+        24,
+        80,
+        &[
+            ("PATH", two.path_var.as_str()),
+            ("XDG_RUNTIME_DIR", xdg_s.as_str()),
+            ("TERM", "xterm-256color"),
+        ],
+        &["PROCTOR_HOST"],
+    );
+    let screen = t.wait_screen("box's run and its reply in the live pane", |s| {
+        s.contains("run-0001") && s.contains("hello from box only")
+    });
+    eprintln!("one remote host, 80x24:\n{screen}");
+    let header = screen.lines().next().unwrap_or("");
+    assert!(
+        header.contains("box") && header.contains("over ssh"),
+        "the header names the host: {header}"
+    );
+    assert!(!screen.contains("hello here"), "{screen}");
+    assert!(!screen.contains("HOST"), "{screen}");
+    t.send(b"s");
+    t.wait_screen("the stop dialog", |s| s.contains("Stop run-0001?"));
+    t.send(b"\t\r");
+    wait_state(&two.remote, &remote_run, "stopped");
+    assert_eq!(
+        state(&two.local, &local_run),
+        "idle",
+        "the stop went to box"
+    );
+    t.wait_screen("box's run stopped in the list", |s| s.contains("stopped"));
+    t.send(b"q");
+    assert_eq!(t.exit_code(), 0);
+    let _ = std::fs::remove_dir_all(PathBuf::from(&xdg_s).join("proctor-ssh"));
+}

@@ -1426,11 +1426,12 @@ impl App {
             }
             Action::Approve => match self.approve_target() {
                 Err(why) => self.info(why),
-                Ok(intent) if self.remote_intents_host.is_some() => {
+                Ok(intent) if self.approval_host(&intent).0.is_some() => {
                     // The approval runs on the intent's host, at a terminal there: the
                     // cockpit hands this terminal to `ssh -t` (Effect::ApproveRemote).
-                    let host = self.remote_intents_host.clone().unwrap_or_default();
-                    let (h, i) = (text::one_line(&host, 24), text::one_line(&intent, 24));
+                    let (host, own) = self.approval_host(&intent);
+                    let host = host.unwrap_or_default();
+                    let (h, i) = (text::one_line(&host, 24), text::one_line(&own, 24));
                     self.open(Modal::Confirm {
                         action: Action::Approve,
                         run: intent.clone(),
@@ -1465,7 +1466,7 @@ impl App {
                             return;
                         }
                     }
-                    let mut dialog = Approval::new(intent.clone());
+                    let mut dialog = Approval::new(self.approval_host(&intent).1);
                     if self.hosts.is_multi() {
                         dialog.host = Some(crate::remote::LOCAL.to_string());
                     }
@@ -1633,6 +1634,20 @@ impl App {
         }
     }
 
+    /// Where the intent the cockpit names `id` is approved, and its id there: `Some(host)`
+    /// for a remote host (by `ssh -t HOST` on this terminal: that host's key and kernel
+    /// check), `None` for this machine. In a cockpit of several hosts the intent's own host
+    /// (`HOST/ID`); in a cockpit of one, that host.
+    pub fn approval_host(&self, id: &str) -> (Option<String>, String) {
+        if self.hosts.is_multi()
+            && let Some((host, own)) = super::hosts::split(id)
+        {
+            let remote = (host != crate::remote::LOCAL).then(|| host.to_string());
+            return (remote, own.to_string());
+        }
+        (self.remote_intents_host.clone(), id.to_string())
+    }
+
     /// The intent the approve action acts on: the selected one in the Intents view; elsewhere
     /// the newest intent of the focused run that awaits authority. `Err` says why there is
     /// none.
@@ -1662,6 +1677,14 @@ impl App {
                     }
                 })?
         };
+        if it.stale {
+            let h = text::one_line(it.host.as_deref().unwrap_or("?"), 24);
+            return Err(format!(
+                "{} is {h}'s, and {h} does not answer: its state now is unknown (approve it \
+                 once {h} is back)",
+                text::one_line(&it.id, 32)
+            ));
+        }
         if !it.awaiting() {
             let why = it.causes.first().map_or_else(
                 || "only an intent AWAITING_AUTHORITY can be approved".to_string(),

@@ -40,7 +40,7 @@ use tokio::time::Instant;
 use super::app::{App, AttachFrom, Effect, LiveEvent, Mode, Msg, ViewWatch};
 use super::data;
 use super::evidence::{self, ReceiptItem};
-use super::views::{self, Pace};
+use super::views::{self, Pace, Pane};
 use crate::api::runs::{
     self as wire, ChangesEvent, EndEvent, InputRequest, LagEvent, NoticeEvent, OutputEvent,
     ScreenSnapshot, Stream,
@@ -95,6 +95,15 @@ impl Hosts {
                 .collect(),
             multi: true,
         }
+    }
+
+    /// Every host with its client as it is now (a remote host's token is read once it
+    /// answers: `host_task`).
+    pub fn all(&self) -> Vec<(String, Client)> {
+        self.list
+            .iter()
+            .map(|(n, c)| (n.clone(), Hosts::read(c)))
+            .collect()
     }
 
     fn read(slot: &std::sync::RwLock<Client>) -> Client {
@@ -592,7 +601,7 @@ pub async fn run_hosts(
     let evidence_poke = std::sync::Arc::new(Notify::new());
     let (view_tx, view_rx) = watch::channel::<ViewWatch>(ViewWatch::default());
     let evidence = tokio::spawn(evidence_task(
-        client.clone(),
+        hosts.clone(),
         tx.clone(),
         evidence_poke.clone(),
         view_rx,
@@ -745,6 +754,9 @@ pub async fn run_hosts(
                     }
                 }
                 Effect::Approve { intent } => {
+                    // The intent's own host (this machine's server in a cockpit of several:
+                    // a remote host's intent goes by ApproveRemote), with its own id.
+                    let (client, intent, _) = hosts.by_ref(&intent);
                     let running = approving.as_ref().is_some_and(|h| !h.is_finished());
                     match (&app.key_path, running) {
                         (_, true) => {
@@ -809,7 +821,7 @@ pub async fn run_hosts(
 }
 
 async fn evidence_task(
-    client: Client,
+    hosts: Hosts,
     tx: mpsc::Sender<Msg>,
     poke: std::sync::Arc<Notify>,
     mut view: watch::Receiver<ViewWatch>,
@@ -818,18 +830,36 @@ async fn evidence_task(
     let mut known: Vec<String> = Vec::new();
     let mut last_full: Option<Instant> = None;
     let mut forced = true;
+    // What each host last said of its intents (a cockpit of several).
+    let mut host_intents = evidence::HostIntents::new();
+    let mut host_cands = evidence::HostCandidates::new();
     loop {
         let want = view.borrow_and_update().clone();
-        let cands = evidence::fetch_candidates(&client)
-            .await
-            .map_err(|e| show(&e));
-        // The views' feeds, each at its pace (super::views::feed).
+        // The first host's client as it is now (its token may have come since).
+        let client = hosts.primary();
+        let cands = if hosts.multi {
+            evidence::fetch_candidates_of_hosts(&hosts.all(), &mut host_cands).await
+        } else {
+            evidence::fetch_candidates(&client).await
+        }
+        .map_err(|e| show(&e));
+        // The views' feeds, each at its pace (super::views::feed). In a cockpit of several
+        // hosts the intents are every host's (each approved on its own host); the other
+        // feeds are the first host's (docs/remote.md).
         let mut answers = Vec::new();
         for f in views::feeds() {
             if f.pace == Pace::Always || want.shown.contains(&f.pane) {
+                let answer = if hosts.multi && f.pane == Pane::Intents {
+                    let list = evidence::fetch_intents_of_hosts(&hosts.all(), &mut host_intents)
+                        .await
+                        .map_err(|e| show(&e));
+                    views::FeedAnswer::new::<super::app::IntentsPane>(list)
+                } else {
+                    (f.fetch)(&client).await
+                };
                 answers.push(Msg::Feed {
                     pane: f.pane,
-                    answer: (f.fetch)(&client).await,
+                    answer,
                 });
             }
         }
@@ -858,7 +888,9 @@ async fn evidence_task(
             }
         }
         for id in due {
-            let result = evidence::fetch_gate(&client, &id)
+            // A candidate's gate is its own host's (`HOST/ID` in a cockpit of several).
+            let (gate_client, own, _) = hosts.by_ref(&id);
+            let result = evidence::fetch_gate(&gate_client, &own)
                 .await
                 .map_err(|e| show(&e));
             if tx

@@ -42,6 +42,49 @@ impl From<wire::CandidateView> for CandidateView {
     }
 }
 
+impl CandidateView {
+    /// The same candidate named as a cockpit of several hosts names it: `HOST/ID`, of the
+    /// run `HOST/REF`.
+    pub fn on_host(mut self, host: &str) -> CandidateView {
+        self.id = crate::tui::hosts::join(host, &self.id);
+        self.run_ref = crate::tui::hosts::join(host, &self.run_ref);
+        self
+    }
+}
+
+/// What a cockpit of several hosts last heard of each host's candidates.
+pub type HostCandidates = BTreeMap<String, Vec<CandidateView>>;
+
+/// `GET /candidates` of every host of a cockpit of several, each named `HOST/ID`; a host
+/// that does not answer keeps what it last gave (its gates then say they cannot be read).
+/// `Err` only when no host answered and none was ever heard.
+pub async fn fetch_candidates_of_hosts(
+    hosts: &[(String, Client)],
+    last: &mut HostCandidates,
+) -> Result<Vec<CandidateView>, ClientError> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (name, client) in hosts {
+        match fetch_candidates(client).await {
+            Ok(list) => {
+                let list: Vec<CandidateView> = list.into_iter().map(|c| c.on_host(name)).collect();
+                out.extend(list.iter().cloned());
+                last.insert(name.clone(), list);
+            }
+            Err(e) => {
+                if let Some(kept) = last.get(name) {
+                    out.extend(kept.iter().cloned());
+                }
+                errors.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    if out.is_empty() && errors.len() == hosts.len() && !errors.is_empty() {
+        return Err(ClientError::Http(errors.join("; ")));
+    }
+    Ok(out)
+}
+
 /// The candidate an intent publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(test, derive(Deserialize))]
@@ -84,16 +127,56 @@ pub struct IntentView {
     pub created_at: String,
     #[cfg_attr(test, serde(default))]
     pub outcome: Option<crate::api::publish::IntentOutcome>,
+    /// The host whose intent it is, in a cockpit of several (its `id` and `run` are then
+    /// `HOST/…`: [`IntentView::on_host`]); `None` in a one-host cockpit.
+    #[cfg_attr(test, serde(default))]
+    pub host: Option<String>,
+    /// An intent of a host that stopped answering, as it was last heard: kept, never
+    /// shown as awaiting (its state now is unknown) and never approvable.
+    #[cfg_attr(test, serde(default))]
+    pub stale: bool,
 }
 
 impl IntentView {
+    /// Whether it awaits a person's authority (a stale one's state is unknown: no).
     pub fn awaiting(&self) -> bool {
-        self.state == "awaiting_authority"
+        self.state == "awaiting_authority" && !self.stale
     }
 
-    /// The state as the operator reads it (`AWAITING_AUTHORITY`, `BLOCKED`, …).
+    /// The state as the operator reads it (`AWAITING_AUTHORITY`, `BLOCKED`, …); a stale
+    /// intent's is unknown.
     pub fn label(&self) -> String {
-        self.state.to_uppercase()
+        if self.stale {
+            "STALE · HOST UNREACHABLE".to_string()
+        } else {
+            self.state.to_uppercase()
+        }
+    }
+
+    /// The same intent named as the cockpit of several hosts names it: `HOST/ID`, of the
+    /// run `HOST/REF` ([`crate::tui::hosts::join`]).
+    pub fn on_host(mut self, host: &str) -> IntentView {
+        self.id = crate::tui::hosts::join(host, &self.id);
+        self.run = crate::tui::hosts::join(host, &self.run);
+        self.candidate.id = crate::tui::hosts::join(host, &self.candidate.id);
+        self.host = Some(host.to_string());
+        self
+    }
+
+    /// Its id as its own host knows it (`int-0001` of `box/int-0001`).
+    pub fn own_id(&self) -> &str {
+        match &self.host {
+            Some(_) => crate::tui::hosts::split(&self.id).map_or(self.id.as_str(), |(_, i)| i),
+            None => &self.id,
+        }
+    }
+
+    /// Its run as its own host knows it.
+    pub fn own_run(&self) -> &str {
+        match &self.host {
+            Some(_) => crate::tui::hosts::split(&self.run).map_or(self.run.as_str(), |(_, r)| r),
+            None => &self.run,
+        }
     }
 }
 
@@ -207,8 +290,48 @@ impl From<crate::api::publish::IntentView> for IntentView {
             },
             created_at: i.created_at,
             outcome: i.outcome,
+            host: None,
+            stale: false,
         }
     }
+}
+
+/// What a cockpit of several hosts last heard of each host's intents (kept by the task
+/// that fetches them, so that a host that stops answering keeps its rows, stale).
+pub type HostIntents = BTreeMap<String, Vec<IntentView>>;
+
+/// `GET /v1/m/publish/intents` of every host of a cockpit of several, each intent named
+/// `HOST/ID` ([`IntentView::on_host`]), in one list. A host that does not answer keeps the
+/// intents it last gave, marked stale; one never heard gives none. `Err` only when no host
+/// answered and none was ever heard (what each said).
+pub async fn fetch_intents_of_hosts(
+    hosts: &[(String, Client)],
+    last: &mut HostIntents,
+) -> Result<Vec<IntentView>, ClientError> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (name, client) in hosts {
+        match fetch_intents(client).await {
+            Ok(list) => {
+                let list: Vec<IntentView> = list.into_iter().map(|i| i.on_host(name)).collect();
+                out.extend(list.iter().cloned());
+                last.insert(name.clone(), list);
+            }
+            Err(e) => {
+                if let Some(kept) = last.get(name) {
+                    out.extend(kept.iter().cloned().map(|mut i| {
+                        i.stale = true;
+                        i
+                    }));
+                }
+                errors.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    if out.is_empty() && errors.len() == hosts.len() && !errors.is_empty() {
+        return Err(ClientError::Http(errors.join("; ")));
+    }
+    Ok(out)
 }
 
 /// `GET /receipts`, oldest first.

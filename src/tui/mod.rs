@@ -154,7 +154,13 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
             Err(_) if several => None,
             Err(e) => return Err(e.into()),
         };
-        let mut app = app::App::new(host_name(), home_label(home), keymap, theme);
+        // The header names where the sessions are: this machine and its home, or the one
+        // remote host the cockpit follows (never this machine's name over another's runs).
+        let (where_host, where_home) = match (several, client.remote_host()) {
+            (false, Some(h)) => (h.to_string(), "over ssh".to_string()),
+            _ => (host_name(), home_label(home)),
+        };
+        let mut app = app::App::new(where_host, where_home, keymap, theme);
         if several {
             app.hosts = crate::tui::hosts::Hosts::new(&opts.hosts);
         }

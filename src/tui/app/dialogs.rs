@@ -314,13 +314,13 @@ impl App {
                 Outcome::Cancel => {}
                 // A remote host's intent (`run` holds its id): the approval runs there.
                 Outcome::Submit(()) if action == Action::Approve => {
-                    if let Some(host) = self.remote_intents_host.clone() {
+                    if let (Some(host), own) = self.approval_host(&run) {
                         self.info(format!(
                             "approving {} on {}: the terminal is ssh's until it ends…",
-                            text::one_line(&run, 24),
+                            text::one_line(&own, 24),
                             text::one_line(&host, 24)
                         ));
-                        self.push(Effect::ApproveRemote { host, intent: run });
+                        self.push(Effect::ApproveRemote { host, intent: own });
                     }
                 }
                 Outcome::Submit(()) => {

@@ -164,3 +164,108 @@ fn one_host_shows_no_host_column_and_no_host_lines() {
     assert!(!s.contains("reachable"), "{s}");
     assert!(line_with(&s, &["run-0001", "running"]).is_some(), "{s}");
 }
+
+/// The intents of a cockpit of several hosts: every host's, each in a HOST column and
+/// named `HOST/ID` in the cockpit; an intent of a host that stopped answering is kept,
+/// greyed, `STALE`, never counted as awaiting and never approvable. `P` on a remote host's
+/// intent opens the dialog naming that host and then hands the terminal to `ssh -t` there
+/// with the host's own id; on this machine's intent it opens the in-cockpit approval named
+/// `on host local`, sent to this machine's server with its own id.
+#[test]
+fn every_hosts_intents_are_listed_and_each_is_approved_on_its_own_host() {
+    use super::tests::{fixture_app, fixture_intents};
+    use crate::auth::Role as TokenRole;
+    use crate::tui::app::{IntentsPane, Modal, Mode};
+
+    let mut app = fixture_app(TokenRole::Write, Theme::default_theme());
+    app.hosts = Hosts::new(&["box".into(), "local".into()]);
+    let key_file = tempfile::NamedTempFile::new().unwrap();
+    app.key_path = Some(key_file.path().to_path_buf());
+    app.proctor_argv = vec!["/usr/bin/proctor".into()];
+    let mut list: Vec<_> = fixture_intents()
+        .into_iter()
+        .map(|i| i.on_host("box"))
+        .collect();
+    list.extend(fixture_intents().into_iter().map(|i| i.on_host("local")));
+    // gone: a third host's awaiting intent, as last heard before it stopped answering.
+    let mut kept = fixture_intents().pop().unwrap().on_host("gone");
+    kept.stale = true;
+    list.push(kept);
+    app.on_msg(Msg::feed::<IntentsPane>(Ok(list)));
+    // Two await authority (box's and local's int-0003); the stale one is not counted.
+    assert_eq!(app.awaiting_authority(), 2);
+    app.on_key(ch('3'));
+    let _ = app.take_effects();
+    let s = text(&draw(&mut app, 160, 48));
+    assert!(s.contains("HOST"), "{s}");
+    for host in ["box", "local", "gone"] {
+        assert!(
+            line_with(&s, &[host, "int-0003", "run-0003"]).is_some(),
+            "{host}'s int-0003:\n{s}"
+        );
+    }
+    let stale = line_with(&s, &["gone", "int-0003"]).unwrap();
+    assert!(stale.contains("STALE"), "{stale}");
+    assert!(!stale.contains("AWAITING"), "{stale}");
+
+    let select = |app: &mut App, id: &str| {
+        app.intents.selected = Some(id.to_string());
+        app.status = None;
+    };
+    // box's: a dialog naming box, then ssh -t box with box's own id.
+    select(&mut app, "box/int-0003");
+    let s = text(&draw(&mut app, 160, 48));
+    assert!(s.contains("approved on box by `ssh -t box`"), "{s}");
+    app.on_key(ch('P'));
+    let t = text(&draw(&mut app, 160, 48));
+    assert!(t.contains("Approve int-0003 on host box?"), "{t}");
+    app.on_key(ch('y'));
+    let eff = app.take_effects();
+    assert!(
+        eff.iter()
+            .any(|e| matches!(e, Effect::ApproveRemote { host, intent }
+            if host == "box" && intent == "int-0003")),
+        "{eff:?}"
+    );
+    assert!(!eff.iter().any(|e| matches!(e, Effect::Approve { .. })));
+
+    // local's: the in-cockpit approval, named on host local, with local's own id.
+    select(&mut app, "local/int-0003");
+    app.on_key(ch('P'));
+    let eff = app.take_effects();
+    assert!(
+        eff.iter()
+            .any(|e| matches!(e, Effect::Approve { intent } if intent == "local/int-0003")),
+        "{eff:?}"
+    );
+    assert!(
+        !eff.iter()
+            .any(|e| matches!(e, Effect::ApproveRemote { .. }))
+    );
+    match &app.mode {
+        Mode::Modal(m) => match &**m {
+            Modal::Approval(d) => assert_eq!(d.intent, "int-0003"),
+            _ => panic!("another dialog"),
+        },
+        _ => panic!("no dialog"),
+    }
+    let t = text(&draw(&mut app, 160, 48));
+    assert!(
+        t.contains("Authorise publication int-0003 on host local"),
+        "{t}"
+    );
+    app.mode = Mode::Normal;
+
+    // gone's: refused, with why; nothing sent.
+    select(&mut app, "gone/int-0003");
+    app.on_key(ch('P'));
+    let eff = app.take_effects();
+    assert!(
+        !eff.iter()
+            .any(|e| matches!(e, Effect::Approve { .. } | Effect::ApproveRemote { .. })),
+        "{eff:?}"
+    );
+    assert!(app.mode.is_normal());
+    let said = app.status.clone().unwrap().text;
+    assert!(said.contains("gone does not answer"), "{said}");
+}

@@ -75,14 +75,31 @@ fn draw_list(app: &App, area: Rect, buf: &mut Buffer) {
         dim_message(app, buf, inner, &m);
         return;
     }
+    // A cockpit of several hosts: a HOST column, and each id and run as its host names it.
+    let host_w = app
+        .intent_list()
+        .iter()
+        .filter_map(|i| i.host.as_deref())
+        .map(|h| text::one_line(h, 16).width())
+        .max()
+        .map_or(0, |n| n.max(4) + 1);
     let id_w = 8;
     let run_w = 8;
-    let state_w = 18;
-    let rest = w.saturating_sub(2 + id_w + 1 + run_w + 1 + 1 + state_w + 1);
+    let state_w = if app.intent_list().iter().any(|i| i.stale) {
+        24
+    } else {
+        18
+    };
+    let rest = w.saturating_sub(2 + host_w + id_w + 1 + run_w + 1 + 1 + state_w + 1);
     let branch_w = (rest * 2 / 5).clamp(6.min(rest), 28);
     let title_w = rest.saturating_sub(branch_w + 1);
     let head = format!(
-        "  {} {} {} {} {}",
+        "  {}{} {} {} {} {}",
+        if host_w > 0 {
+            pad("HOST", host_w)
+        } else {
+            String::new()
+        },
         pad("ID", id_w),
         pad("RUN", run_w),
         pad("BRANCH", branch_w),
@@ -113,7 +130,7 @@ fn draw_list(app: &App, area: Rect, buf: &mut Buffer) {
                 1 => String::new(),
                 n => format!(" (+{} more)", n - 1),
             };
-            let lead = 2 + id_w + 1;
+            let lead = 2 + host_w + id_w + 1;
             let cause = text::one_line(&it.causes[0], w.saturating_sub(lead + 2 + more.len()));
             Line::from(vec![
                 Span::styled(" ".repeat(lead), base),
@@ -124,15 +141,30 @@ fn draw_list(app: &App, area: Rect, buf: &mut Buffer) {
         } else {
             Line::from(vec![
                 Span::styled(if is_sel { "› " } else { "  " }, st(Role::Marker)),
-                Span::styled(pad(&it.id, id_w), st(Role::Text)),
+                Span::styled(
+                    if host_w > 0 {
+                        pad(it.host.as_deref().unwrap_or(""), host_w)
+                    } else {
+                        String::new()
+                    },
+                    st(if it.stale { Role::Stale } else { Role::Text }),
+                ),
+                Span::styled(pad(it.own_id(), id_w), st(Role::Text)),
                 Span::styled(" ", base),
-                Span::styled(pad(&it.run, run_w), st(Role::Text)),
+                Span::styled(pad(it.own_run(), run_w), st(Role::Text)),
                 Span::styled(" ", base),
                 Span::styled(pad(&it.branch, branch_w), st(Role::Text)),
                 Span::styled(" ", base),
                 Span::styled(pad(&it.title, title_w), st(Role::Text)),
                 Span::styled(" ", base),
-                Span::styled(pad(&it.label(), state_w), st(intent_role(&it.state))),
+                Span::styled(
+                    pad(&it.label(), state_w),
+                    st(if it.stale {
+                        Role::Stale
+                    } else {
+                        intent_role(&it.state)
+                    }),
+                ),
             ])
         };
         buf.set_line(inner.x, y, &line, inner.width);
@@ -147,11 +179,36 @@ fn detail_rows(app: &App, it: &IntentView, w: usize) -> Vec<Line<'static>> {
     };
     rows.push(Line::from(vec![
         Span::styled(
-            format!("{} ", text::one_line(&it.id, 20)),
+            format!("{} ", text::one_line(it.own_id(), 20)),
             style(Role::Title),
         ),
-        Span::styled(it.label(), style(intent_role(&it.state))),
+        Span::styled(
+            it.label(),
+            style(if it.stale {
+                Role::Stale
+            } else {
+                intent_role(&it.state)
+            }),
+        ),
     ]));
+    if let Some(h) = &it.host {
+        // Whose key signs and whose remote is pushed to (docs/remote.md).
+        let whose = if h == crate::remote::LOCAL {
+            "this machine's: approved here, with this machine's key".to_string()
+        } else {
+            format!("approved on {h} by `ssh -t {h}`, with {h}'s key, pushed to {h}'s remote")
+        };
+        let mut v = format!("{h} · {whose}");
+        if it.stale {
+            v.push_str(" · unreachable now: as last heard, its state unknown");
+        }
+        field(
+            &mut rows,
+            "host",
+            &v,
+            if it.stale { Role::Stale } else { Role::Text },
+        );
+    }
     if !it.causes.is_empty() {
         rows.push(Line::from(Span::styled(
             "blocked because",
