@@ -803,3 +803,36 @@ fn a_local_tail_follow_waits_through_a_server_restart_then_says_what_became_of_t
         "the transcript begins with it"
     );
 }
+
+/// Pipe attach over ssh (a stdio run's output followed in a terminal): the link killed
+/// mid-run, one notice, reconnected, every line shown once and in order, the run's exit
+/// status at the end.
+#[test]
+fn pipe_attach_over_ssh_reconnects_when_the_link_dies_and_shows_each_line_once() {
+    let Some(h) = Hosts::new() else { return };
+    let n = 200;
+    let run = h.start_counting("pipe", n, "0.03", false);
+    let local = h.local.path().display().to_string();
+    let mut t = common::pty::Term::spawn_env(
+        env!("CARGO_BIN_EXE_proctor"),
+        &["--home", &local, "--host", "box", "session", "attach", &run],
+        50,
+        160,
+        &[],
+        &["PROCTOR_HOST"],
+    );
+    t.wait_for("line 0040");
+    assert!(kill_links(t.pid()) >= 1, "the attach had an ssh link");
+    t.wait_for("reconnecting to continue from seq");
+    t.wait_for("reconnected; continuing from seq");
+    let out = t.wait_for(&format!("[{run} exited: code 0]"));
+    assert_eq!(t.exit_code(), 0, "{out}");
+    let out = t.text();
+    assert_eq!(out.matches("reconnecting to continue").count(), 1, "{out}");
+    assert_eq!(out.matches("reconnected; continuing").count(), 1, "{out}");
+    assert_eq!(
+        numbers_shown(&out),
+        (1..=n).collect::<Vec<_>>(),
+        "each line once, none missing: {out}"
+    );
+}
