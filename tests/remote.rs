@@ -836,3 +836,53 @@ fn pipe_attach_over_ssh_reconnects_when_the_link_dies_and_shows_each_line_once()
         "each line once, none missing: {out}"
     );
 }
+
+/// The cockpit's live pane over ssh (`proctor --host box`, a real PTY): the cockpit's ssh
+/// links killed while box's PTY run prints numbered lines; the pane reconnects from the seq
+/// after its last, as `session attach` does: at the end it shows the run's last lines, each
+/// once and in order (a stream taken again from an earlier seq would print lines twice, one
+/// taken from a later seq would leave a gap in the lines around the drop, which the pane
+/// still shows).
+#[test]
+fn the_cockpits_live_pane_over_ssh_reconnects_without_repeating_or_losing_a_line() {
+    let Some(h) = Hosts::new() else { return };
+    let local = h.local.path().display().to_string();
+    // The pane shows the last 42 lines: the drop at line 90 stays in view.
+    let n = 120;
+    let run = h.start_counting("pty", n, "0.05", true);
+    let deadline = Instant::now() + HANG;
+    while !h.ok("box", &["session", "tail", &run]).contains("ready") {
+        assert!(Instant::now() < deadline, "the tool never said ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut t = common::pty::Term::spawn_env(
+        env!("CARGO_BIN_EXE_proctor"),
+        &["--home", &local, "--host", "box"],
+        48,
+        160,
+        &[("TERM", "xterm-256color")],
+        &["PROCTOR_HOST"],
+    );
+    t.wait_screen("box's run in the live pane", |s| {
+        s.contains(&run) && s.contains("ready")
+    });
+    h.ok("box", &["session", "input", &run, "go"]);
+    t.wait_screen("line 90 in the pane", |s| s.contains("line 0090"));
+    assert!(kill_links(t.pid()) >= 1, "the cockpit had ssh links");
+    let s = t.wait_screen("the last line in the pane", |s| {
+        s.contains(&format!("line {n:04}"))
+    });
+    let shown = numbers_shown(&s);
+    let first = *shown.first().unwrap();
+    assert!(
+        first < 88,
+        "the lines around the drop are in view: {shown:?}\n{s}"
+    );
+    assert_eq!(
+        shown,
+        (first..=n).collect::<Vec<_>>(),
+        "each line once, in order, none missing:\n{s}"
+    );
+    t.send(b"q");
+    assert_eq!(t.exit_code(), 0);
+}
