@@ -195,7 +195,11 @@ impl Remote {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(RemoteError::Config {
                         file,
-                        why: format!("no host {given:?}: the file does not exist"),
+                        why: format!(
+                            "no host {given:?}: the file does not exist. Remedy: write a \
+                             [hosts.{given}] table with its `url = \"ssh://[user@]host[:port]\"` \
+                             there, or give the URL itself (`--host ssh://{given}`)"
+                        ),
                     });
                 }
                 Err(err) => {
@@ -217,7 +221,11 @@ impl Remote {
                 .and_then(|e| e.as_table())
                 .ok_or_else(|| RemoteError::Config {
                     file: file.clone(),
-                    why: format!("no [hosts.{given}] table"),
+                    why: format!(
+                        "no host {given:?}: no [hosts.{given}] table. Remedy: add one with its \
+                         `url = \"ssh://[user@]host[:port]\"`, or give the URL itself \
+                         (`--host ssh://{given}`)"
+                    ),
                 })?;
             let cfg = |why: String| RemoteError::Config {
                 file: file.clone(),
