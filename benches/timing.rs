@@ -28,6 +28,7 @@ fn once(dir: &std::path::Path, timing: bool, chunks: u64, chunk: &[u8], n: u32) 
     let spec = TranscriptSpec {
         dir: dir.join(format!("r{n}-{timing}")),
         cap_bytes: u64::MAX / 8,
+        spill_max: 0,
     };
     let size = timing.then_some(TermSize {
         rows: 50,

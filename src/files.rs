@@ -194,6 +194,43 @@ pub fn create_private_new(path: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// Creates a private file (0600) with no name in the folder `dir`, for reading and writing:
+/// `O_TMPFILE`, so nothing else can open it by a path and it is gone when its last
+/// descriptor closes. A file system without `O_TMPFILE` gets a new file made exclusively
+/// and unlinked at once.
+pub fn create_private_unnamed(dir: &Path) -> Result<File> {
+    let tmp = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(dir);
+    let file = match tmp {
+        Ok(f) => f,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR)) => {
+            let mut name = [0u8; 8];
+            getrandom::fill(&mut name).map_err(|e| {
+                FilesError::io("name a file in", dir, io::Error::other(e.to_string()))
+            })?;
+            let path = dir.join(format!(".spill-{}", hex::encode(name)));
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(FILE_MODE)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&path)
+                .map_err(|e| FilesError::io("create", &path, e))?;
+            fs::remove_file(&path).map_err(|e| FilesError::io("unlink", &path, e))?;
+            f
+        }
+        Err(e) => return Err(FilesError::io("create an unnamed file in", dir, e)),
+    };
+    file.set_permissions(fs::Permissions::from_mode(FILE_MODE))
+        .map_err(|e| FilesError::io("set the mode of a file in", dir, e))?;
+    Ok(file)
+}
+
 fn open_error(path: &Path, e: io::Error) -> FilesError {
     if e.raw_os_error() == Some(libc::ELOOP) {
         FilesError::Symlink {
@@ -424,6 +461,22 @@ mod tests {
         let out = f();
         unsafe { libc::umask(old) };
         out
+    }
+
+    #[test]
+    fn an_unnamed_file_is_0600_and_leaves_no_name() {
+        use std::io::{Read, Seek, Write};
+        for mask in [0o000, 0o022] {
+            let t = tempfile::tempdir().unwrap();
+            let mut f = with_umask(mask, || create_private_unnamed(t.path()).unwrap());
+            assert_eq!(f.metadata().unwrap().mode() & 0o7777, 0o600);
+            assert_eq!(fs::read_dir(t.path()).unwrap().count(), 0, "no name");
+            f.write_all(b"spill").unwrap();
+            f.rewind().unwrap();
+            let mut back = String::new();
+            f.read_to_string(&mut back).unwrap();
+            assert_eq!(back, "spill");
+        }
     }
 
     #[test]

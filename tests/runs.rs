@@ -599,6 +599,7 @@ fn the_transcript_stops_at_its_cap_and_says_so() {
     spec.transcript = Some(TranscriptSpec {
         dir: t.path().join("run-0001"),
         cap_bytes: 1000,
+        spill_max: 0,
     });
     let run = spawn(spec);
     let (frames, _) = read_to_end(&run, 1);
@@ -889,6 +890,54 @@ fn a_child_writing_far_more_than_the_ring_is_never_held_by_a_screen_nobody_reads
         "the emulator is released once the last frame is parsed"
     );
     assert_eq!(run.screen().unwrap(), snap, "the final screen stays");
+}
+
+/// The same past the transcript's cap (issue 17 §1 at the default settings, where a burst
+/// passes the 64 MiB cap): the output past the cap spills for the screen, so a reader
+/// never waits for an emulator nobody reads, and the final screen is still exact. With
+/// the spill's bound at 0 (no spill) the child would not get to its end while the screen
+/// is held.
+#[test]
+fn a_child_writing_far_past_the_transcripts_cap_is_never_held_by_a_screen_nobody_reads() {
+    let t = tempfile::tempdir().unwrap();
+    let script = busy_awk(70_000);
+    let mut spec = small_ring_pty(&script, Some(&t.path().join("tr")));
+    if let Some(tr) = spec.transcript.as_mut() {
+        tr.cap_bytes = 256 * 1024;
+    }
+    let run = spawn(spec);
+    {
+        let _still = run.hold_screen().unwrap();
+        let end = run
+            .ring()
+            .wait_end(LONG)
+            .expect("the child ran to its end and exited");
+        assert_eq!(end.exit.unwrap().exit_code(), Some(0));
+    }
+    let tr = run.transcript().unwrap();
+    assert!(tr.capped, "{tr:?}");
+    assert_eq!(tr.bytes_written, 256 * 1024);
+    // What the child wrote, through a pipe, with the terminal's newline translation.
+    let out = std::process::Command::new("/bin/sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let mut want = Vec::new();
+    for &b in &out.stdout {
+        if b == b'\n' {
+            want.push(b'\r');
+        }
+        want.push(b);
+    }
+    assert_eq!(want.len() as u64, run.ring().status().total_bytes);
+    assert!(want.len() > 10 * 256 * 1024, "far past the cap");
+    let snap = run.screen().unwrap();
+    assert_eq!(snap.seq, run.ring().ended().unwrap().last_seq);
+    assert_same_screen(
+        &snap,
+        &fresh_screen(&want, TermSize { rows: 24, cols: 80 }, None),
+    );
+    assert!(snap.text.contains("069999"), "{:?}", snap.text);
 }
 
 #[test]

@@ -150,7 +150,10 @@ const TRANSCRIPT_CHUNK: usize = 256 * 1024;
 /// (capped, or a write failed), the bytes the ring evicts would be lost to the screen, so
 /// the reader first brings the screen past what its push evicts
 /// ([`ScreenCell::keep_up_before_push`]): the screen stays exact, and only then does the
-/// emulator's speed hold the child.
+/// emulator's speed hold the child. A PTY run's transcript past its cap spills the output
+/// into a nameless file for the screen ([`super::transcript`]), so a capped transcript
+/// holds the child back only once the screen is [`super::transcript::DEFAULT_SPILL_MAX`]
+/// behind.
 pub(crate) struct ScreenCell {
     screen: Mutex<Screen>,
     /// Resizes the screen has not applied yet: each applies once the screen has parsed the
@@ -335,12 +338,19 @@ impl ScreenCell {
         if s.filling.is_none() {
             self.feed(s, &[]);
         }
+        if let Some(t) = &self.transcript {
+            // What the screen parsed past the transcript's cap is given back by the spill.
+            t.release_before(s.offset);
+        }
         // Every frame of an ended run parsed: keep its final screen, drop the emulator.
         if let Some(end) = self.ring.ended()
             && s.seq >= end.last_seq
             && let Some(p) = s.parser.take()
         {
             s.last = Some(render(&p, s.seq));
+            if let Some(t) = &self.transcript {
+                t.end_spill();
+            }
         }
         s.seq >= target || s.parser.is_none()
     }
