@@ -822,6 +822,18 @@ fn pipe_attach_over_ssh_reconnects_when_the_link_dies_and_shows_each_line_once()
         &["PROCTOR_HOST"],
     );
     t.wait_for("line 0040");
+    // The remote owner token crossed inside the ssh channel only: never in the argv of
+    // this machine's ssh, nor of the remote proctor (its wrapper logs every argv).
+    let token = h.remote.owner_token();
+    let links = children_with(t.pid(), "dial-stdio");
+    assert!(!links.is_empty());
+    for pid in &links {
+        let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&argv).contains(token.trim()),
+            "the token in ssh's argv"
+        );
+    }
     assert!(kill_links(t.pid()) >= 1, "the attach had an ssh link");
     t.wait_for("reconnecting to continue from seq");
     t.wait_for("reconnected; continuing from seq");
@@ -834,6 +846,13 @@ fn pipe_attach_over_ssh_reconnects_when_the_link_dies_and_shows_each_line_once()
         numbers_shown(&out),
         (1..=n).collect::<Vec<_>>(),
         "each line once, none missing: {out}"
+    );
+    let invocations =
+        std::fs::read_to_string(h.remote.path().join("invocations")).unwrap_or_default();
+    assert!(invocations.contains("system dial-stdio"), "{invocations}");
+    assert!(
+        !invocations.contains(token.trim()),
+        "the token in the remote proctor's argv"
     );
 }
 
