@@ -62,24 +62,41 @@ pub async fn fetch_candidates_of_hosts(
     hosts: &[(String, Client)],
     last: &mut HostCandidates,
 ) -> Result<Vec<CandidateView>, ClientError> {
+    let mut answers = Vec::new();
+    for (name, client) in hosts {
+        answers.push((name.clone(), fetch_candidates(client).await));
+    }
+    of_hosts(answers, last, CandidateView::on_host, |c| c)
+}
+
+/// The lists of several hosts in one: each answer's items named for its host (`on_host`)
+/// and kept in `last`; a host whose answer failed gives what it last gave, through `stale`.
+/// `Err` (what each said) only when every host failed and none was ever heard.
+fn of_hosts<T: Clone>(
+    answers: Vec<(String, Result<Vec<T>, ClientError>)>,
+    last: &mut BTreeMap<String, Vec<T>>,
+    on_host: fn(T, &str) -> T,
+    stale: fn(T) -> T,
+) -> Result<Vec<T>, ClientError> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
-    for (name, client) in hosts {
-        match fetch_candidates(client).await {
+    let hosts = answers.len();
+    for (name, answer) in answers {
+        match answer {
             Ok(list) => {
-                let list: Vec<CandidateView> = list.into_iter().map(|c| c.on_host(name)).collect();
+                let list: Vec<T> = list.into_iter().map(|x| on_host(x, &name)).collect();
                 out.extend(list.iter().cloned());
-                last.insert(name.clone(), list);
+                last.insert(name, list);
             }
             Err(e) => {
-                if let Some(kept) = last.get(name) {
-                    out.extend(kept.iter().cloned());
+                if let Some(kept) = last.get(&name) {
+                    out.extend(kept.iter().cloned().map(stale));
                 }
                 errors.push(format!("{name}: {e}"));
             }
         }
     }
-    if out.is_empty() && errors.len() == hosts.len() && !errors.is_empty() {
+    if out.is_empty() && !errors.is_empty() && errors.len() == hosts {
         return Err(ClientError::Http(errors.join("; ")));
     }
     Ok(out)
@@ -308,30 +325,14 @@ pub async fn fetch_intents_of_hosts(
     hosts: &[(String, Client)],
     last: &mut HostIntents,
 ) -> Result<Vec<IntentView>, ClientError> {
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
+    let mut answers = Vec::new();
     for (name, client) in hosts {
-        match fetch_intents(client).await {
-            Ok(list) => {
-                let list: Vec<IntentView> = list.into_iter().map(|i| i.on_host(name)).collect();
-                out.extend(list.iter().cloned());
-                last.insert(name.clone(), list);
-            }
-            Err(e) => {
-                if let Some(kept) = last.get(name) {
-                    out.extend(kept.iter().cloned().map(|mut i| {
-                        i.stale = true;
-                        i
-                    }));
-                }
-                errors.push(format!("{name}: {e}"));
-            }
-        }
+        answers.push((name.clone(), fetch_intents(client).await));
     }
-    if out.is_empty() && errors.len() == hosts.len() && !errors.is_empty() {
-        return Err(ClientError::Http(errors.join("; ")));
-    }
-    Ok(out)
+    of_hosts(answers, last, IntentView::on_host, |mut i| {
+        i.stale = true;
+        i
+    })
 }
 
 /// `GET /receipts`, oldest first.
@@ -547,5 +548,55 @@ mod tests {
         let a = GateState::AwaitingHuman;
         assert!(!a.label().contains("pass") && !a.short().contains("pass"));
         assert!(!a.label().contains("accept"));
+    }
+
+    /// Several hosts' lists in one: each named for its host; a host that fails gives what it
+    /// last gave (through `stale`), one never heard gives nothing; only when every host
+    /// failed with nothing heard is it an error, naming each.
+    #[test]
+    fn the_lists_of_several_hosts_are_one_and_a_failed_host_keeps_its_last_as_stale() {
+        let tag = |x: String, h: &str| format!("{h}/{x}");
+        let stale = |x: String| format!("{x} (stale)");
+        let err = |m: &str| Err(ClientError::Http(m.into()));
+        let mut last = BTreeMap::new();
+        let both = of_hosts(
+            vec![
+                ("a".into(), Ok(vec!["int-0001".to_string()])),
+                (
+                    "b".into(),
+                    Ok(vec!["int-0001".to_string(), "int-0002".into()]),
+                ),
+            ],
+            &mut last,
+            tag,
+            stale,
+        )
+        .unwrap();
+        assert_eq!(both, ["a/int-0001", "b/int-0001", "b/int-0002"]);
+        let b_down = of_hosts(
+            vec![
+                ("a".into(), Ok(vec![])),
+                ("b".into(), err("ssh ended")),
+                ("c".into(), err("never heard")),
+            ],
+            &mut last,
+            tag,
+            stale,
+        )
+        .unwrap();
+        assert_eq!(b_down, ["b/int-0001 (stale)", "b/int-0002 (stale)"]);
+        let mut none = BTreeMap::new();
+        let e = of_hosts(
+            vec![("a".into(), err("down")), ("b".into(), err("refused"))],
+            &mut none,
+            tag,
+            stale,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("a: ") && e.contains("down") && e.contains("b: "),
+            "{e}"
+        );
     }
 }
