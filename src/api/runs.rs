@@ -13,7 +13,7 @@ pub use crate::providers::conversation::{PlanEntry, Said, ToolStatus, TurnOutcom
 pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
 pub use crate::sessions::activity::{
     ActivityAgent, ActivityTask, ActivityTodo, AgentTranscript, AgentTurn, FileActivity, McpServer,
-    RunActivity, WorkState, Workflow, WorkflowPhase,
+    RunActivity, SummaryRead, WorkState, Workflow, WorkflowPhase,
 };
 pub use crate::sessions::handoff::{Handoff, HandoffBody, HandoffPreview, SummaryState};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
@@ -987,6 +987,7 @@ mod ops {
         WorkState,
         Workflow,
         WorkflowPhase,
+        SummaryRead,
         AgentTranscript,
         AgentTurn,
         MessageItem,
