@@ -441,8 +441,12 @@ fn claude_announces_its_mcp_servers_and_skills_and_the_activity_lists_them() {
     s.wait_run(&run, "the first turn", |v| v["state"] == "idle");
 
     // The fake's init frame announces what the real one did, in the same shape.
-    let out = std::fs::read_to_string(s.home.path().join(format!("data/runs/{run}/gen-1/stdout.raw")))
-        .unwrap();
+    let out = std::fs::read_to_string(
+        s.home
+            .path()
+            .join(format!("data/runs/{run}/gen-1/stdout.raw")),
+    )
+    .unwrap();
     let fake = init_frame(&out);
     assert_eq!(fake["mcp_servers"], real["mcp_servers"], "{fake}");
     assert_eq!(fake["skills"], json!(["homeskill", "wsskill"]), "{fake}");
@@ -473,8 +477,12 @@ fn claude_announces_its_mcp_servers_and_skills_and_the_activity_lists_them() {
         Some(json!({"text": "again"})),
     );
     s.wait_run(&run, "the resumed turn", |_| {
-        std::fs::read_to_string(s.home.path().join(format!("data/runs/{run}/gen-2/stdout.raw")))
-            .is_ok_and(|t| t.contains("\"subtype\":\"init\""))
+        std::fs::read_to_string(
+            s.home
+                .path()
+                .join(format!("data/runs/{run}/gen-2/stdout.raw")),
+        )
+        .is_ok_and(|t| t.contains("\"subtype\":\"init\""))
     });
     let v = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
     assert_eq!(v["mcp_servers"], json!([]), "{v}");
@@ -550,7 +558,11 @@ fn a_finished_workflows_own_summary_gives_final_phase_states_and_a_hostile_one_i
     assert_eq!(w[0]["tool_use_id"], "toolu_w1", "kept from the live frames");
     assert_eq!(w[0]["duration_ms"], 9100);
     assert_eq!(
-        (&w[0]["agents_total"], &w[0]["agents_done"], &w[0]["agents_failed"]),
+        (
+            &w[0]["agents_total"],
+            &w[0]["agents_done"],
+            &w[0]["agents_failed"]
+        ),
         (&json!(4), &json!(3), &json!(1))
     );
     assert_eq!(
@@ -566,7 +578,10 @@ fn a_finished_workflows_own_summary_gives_final_phase_states_and_a_hostile_one_i
     std::fs::write(wf.join("wf-1.json"), summary("wf-1", "killed")).unwrap();
     let v = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
     assert_eq!(v["workflows"][0]["state"], "stopped", "{v}");
-    assert_eq!(phase_states(&v["workflows"][0]), ["completed", "failed", "completed"]);
+    assert_eq!(
+        phase_states(&v["workflows"][0]),
+        ["completed", "failed", "completed"]
+    );
     std::fs::write(
         wf.join("wf-1.json"),
         summary_with("wf-1", "failed", "start"),
@@ -574,7 +589,11 @@ fn a_finished_workflows_own_summary_gives_final_phase_states_and_a_hostile_one_i
     .unwrap();
     let v = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
     assert_eq!(v["workflows"][0]["state"], "failed", "{v}");
-    assert_eq!(phase_states(&v["workflows"][0]), ["completed", "failed", "stopped"], "{v}");
+    assert_eq!(
+        phase_states(&v["workflows"][0]),
+        ["completed", "failed", "stopped"],
+        "{v}"
+    );
     std::fs::write(wf.join("wf-1.json"), summary("wf-1", "completed")).unwrap();
 
     // Hostile summaries, each unreadable (never an empty success), the live progress kept.
@@ -594,7 +613,10 @@ fn a_finished_workflows_own_summary_gives_final_phase_states_and_a_hostile_one_i
             .collect();
         assert_eq!(bad.len(), 1, "{what}: {v}");
         assert!(bad[0]["summary_reason"].as_str().unwrap().contains(needle));
-        assert_eq!(v["workflows"][0]["summary"], "read", "the others still read: {v}");
+        assert_eq!(
+            v["workflows"][0]["summary"], "read",
+            "the others still read: {v}"
+        );
         assert_eq!(v["transcript"], "read");
     };
     check("a symlink", "symbolic link");
@@ -609,7 +631,11 @@ fn a_finished_workflows_own_summary_gives_final_phase_states_and_a_hostile_one_i
     let f = std::fs::File::create(wf.join("wf-2.json")).unwrap();
     f.set_len(8 * 1024 * 1024 + 1).unwrap();
     check("over 8 MiB", "more than the 8388608 bytes");
-    std::fs::write(wf.join("wf-2.json"), "{\"runId\":\"wf-2\",\"status\":\"running\"}").unwrap();
+    std::fs::write(
+        wf.join("wf-2.json"),
+        "{\"runId\":\"wf-2\",\"status\":\"running\"}",
+    )
+    .unwrap();
     check("not an end", "not an end this reader knows");
     std::fs::write(wf.join("wf-2.json"), summary("wf-9", "completed")).unwrap();
     check("another run's", "names run wf-9");
@@ -620,7 +646,10 @@ fn a_finished_workflows_own_summary_gives_final_phase_states_and_a_hostile_one_i
     assert_eq!(v["unreadable"], 1, "{v}");
     assert_eq!(v["workflows"][0]["summary"], "unreadable", "{v}");
     assert!(v["workflows"][0]["state"].is_null());
-    assert_eq!(v["workflows"][0]["duration_ms"], 5400, "the live snapshot: {v}");
+    assert_eq!(
+        v["workflows"][0]["duration_ms"], 5400,
+        "the live snapshot: {v}"
+    );
     assert_eq!(
         phase_states(&v["workflows"][0]),
         ["scheduled", "failed", "scheduled"]
@@ -648,7 +677,10 @@ fn gaps_in_the_live_output_read_are_unreadable_never_a_silent_complete() {
     assert_eq!(v["unreadable"], 1, "{v}");
     let why = v["unreadable_reasons"][0].as_str().unwrap();
     assert!(why.contains("only its last 8 MiB are read"), "{why}");
-    assert_eq!(v["transcript"], "read", "the transcript itself was read: {v}");
+    assert_eq!(
+        v["transcript"], "read",
+        "the transcript itself was read: {v}"
+    );
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
 
     // Past the transcript's cap: the frames after it were never kept.

@@ -203,7 +203,9 @@ pub fn read_live(stdout: &Path, capped: bool) -> Option<LiveOutput> {
     let mut announced = crate::providers::records::activity::claude_announced(&tail);
     if announced.is_none() && start > 0 {
         let mut head = Vec::new();
-        if f.seek(SeekFrom::Start(0)).is_ok() && (&mut f).take(HEAD_MAX).read_to_end(&mut head).is_ok() {
+        if f.seek(SeekFrom::Start(0)).is_ok()
+            && (&mut f).take(HEAD_MAX).read_to_end(&mut head).is_ok()
+        {
             // Only whole lines of the head.
             let end = head.iter().rposition(|c| *c == b'\n').map_or(0, |i| i + 1);
             announced = crate::providers::records::activity::claude_announced(&head[..end]);

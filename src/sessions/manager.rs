@@ -294,6 +294,9 @@ pub struct Settings {
     /// Resolve and run the tools with the server's own PATH, ignoring a request's `path`
     /// (`proctor serve --keep-server-path`; the demo's server).
     pub keep_server_path: bool,
+    /// How long a handoff waits for its new session's tool to confirm the first turn
+    /// (`proctor serve --handoff-delivery-wait-ms`; [`HANDOFF_DELIVERY_WAIT`] by default).
+    pub handoff_delivery_wait: Duration,
 }
 
 impl Default for Settings {
@@ -305,6 +308,7 @@ impl Default for Settings {
             cgroups: true,
             abort_at: None,
             keep_server_path: false,
+            handoff_delivery_wait: HANDOFF_DELIVERY_WAIT,
         }
     }
 }
@@ -3610,8 +3614,8 @@ impl Sessions {
     }
 
     /// `GET /runs/{ref}/handoff`: the digest a handoff would start from, made without a
-    /// model from the stored conversation (a running session is read as it is). Audited
-    /// once per reader and run per 15 minutes (`sessions.run.handoff_preview`).
+    /// model from the stored conversation (a running session is read as it is). Every read
+    /// is audited (`sessions.run.handoff_preview`).
     pub fn handoff_preview(
         &self,
         run_ref: &str,
@@ -3632,12 +3636,17 @@ impl Sessions {
             transcript_bytes: conv.bytes,
             transcript: conv.read.state,
         };
-        self.audit_read(
-            run_ref,
-            caller,
-            kinds::HANDOFF_PREVIEW,
-            json!({"by": caller, "transcript": conv.read.state.as_str()}),
-        )?;
+        // Every read is recorded (seed 002: « chaque lecture en est consignée »), not once
+        // per window as the other reads: a preview is what a handoff would send elsewhere.
+        {
+            let mut inner = self.lock();
+            self.record(
+                &mut inner,
+                run_ref,
+                kinds::HANDOFF_PREVIEW,
+                json!({"by": caller, "transcript": conv.read.state.as_str()}),
+            )?;
+        }
         Ok(out)
     }
 
@@ -3911,7 +3920,7 @@ impl Sessions {
 
     /// Whether a handed-off run's first turn reached it: its tool reported a turn of its
     /// first generation, or recorded the turn in its own record. Waits at most
-    /// [`HANDOFF_DELIVERY_WAIT`] on the reactor's timers (each look runs on the blocking
+    /// [`Settings::handoff_delivery_wait`] on the reactor's timers (each look runs on the blocking
     /// pool for its own length); a run that ends or a wait that runs out unconfirmed is
     /// `unknown`.
     async fn handoff_delivery(
@@ -3921,7 +3930,7 @@ impl Sessions {
         first: &str,
     ) -> super::handoff::SummaryState {
         use super::handoff::SummaryState;
-        let deadline = tokio::time::Instant::now() + HANDOFF_DELIVERY_WAIT;
+        let deadline = tokio::time::Instant::now() + self.settings.handoff_delivery_wait;
         // An OpenCode target's record is read through its own `opencode export`.
         let (me, r) = (self.clone(), run_ref.to_string());
         let exporter = tokio::task::spawn_blocking(move || {
@@ -4377,8 +4386,9 @@ fn recorded_path(rec: &RunRecord) -> Option<String> {
         .map(str::to_string)
 }
 
-/// How long a handoff waits for its new session's tool to confirm the first turn.
-const HANDOFF_DELIVERY_WAIT: Duration = Duration::from_secs(20);
+/// How long a handoff waits for its new session's tool to confirm the first turn, by
+/// default.
+pub const HANDOFF_DELIVERY_WAIT: Duration = Duration::from_secs(20);
 
 /// A handoff's source run, as [`Sessions::handoff_source`] checked it.
 struct HandoffSource {

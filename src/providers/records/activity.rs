@@ -904,8 +904,7 @@ pub fn announced_of(v: &Value) -> Announced {
             continue;
         };
         let name = bound(name, MAX_FIELD);
-        if out.mcp_servers.len() >= MAX_ITEMS || out.mcp_servers.iter().any(|x| x.name == name)
-        {
+        if out.mcp_servers.len() >= MAX_ITEMS || out.mcp_servers.iter().any(|x| x.name == name) {
             continue;
         }
         out.mcp_servers.push(McpServer {
@@ -998,9 +997,7 @@ pub struct Workflow {
 }
 
 /// How a workflow's final summary was read ([`Workflow::summary`]).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SummaryRead {
     #[default]

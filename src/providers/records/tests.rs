@@ -1003,11 +1003,19 @@ fn claudes_init_frame_announces_its_mcp_servers_and_skills_merged_with_what_it_u
     assert_eq!(n.mcp_servers.len(), 1);
     let m = &n.mcp_servers[0];
     assert_eq!(
-        (m.name.as_str(), m.status.as_deref(), m.source.as_deref(), m.calls),
+        (
+            m.name.as_str(),
+            m.status.as_deref(),
+            m.source.as_deref(),
+            m.calls
+        ),
         ("probe", Some("failed"), Some("user"), 0)
     );
     assert_eq!(&n.skills[..2], ["homeskill", "wsskill"]);
-    assert!(n.skills.contains(&"simplify".to_string()), "its built-in ones too");
+    assert!(
+        n.skills.contains(&"simplify".to_string()),
+        "its built-in ones too"
+    );
     // Merged into what the record shows used: calls kept, announcement added, sorted.
     let mut a = activity::Activity {
         skills: vec!["mine".into(), "wsskill".into()],
@@ -1030,7 +1038,11 @@ fn claudes_init_frame_announces_its_mcp_servers_and_skills_merged_with_what_it_u
     };
     a.announce(&n);
     assert_eq!(a.skills[..2], ["homeskill", "wsskill"]);
-    assert_eq!(a.skills.last().unwrap(), "mine", "a used skill it did not announce");
+    assert_eq!(
+        a.skills.last().unwrap(),
+        "mine",
+        "a used skill it did not announce"
+    );
     assert_eq!(a.skills.iter().filter(|s| *s == "wsskill").count(), 1);
     assert_eq!(a.skills_used, ["mine", "wsskill"]);
     let names: Vec<(&str, u64, Option<&str>)> = a
@@ -1046,7 +1058,10 @@ fn claudes_init_frame_announces_its_mcp_servers_and_skills_merged_with_what_it_u
     assert_eq!(n.skills, ["b"]);
     assert_eq!(n.mcp_servers.len(), 1);
     assert_eq!(n.mcp_servers[0].status, None);
-    assert!(activity::claude_announced(CLAUDE_TASK_PROGRESS.split(|b| *b == b'\n').nth(1).unwrap()).is_none());
+    assert!(
+        activity::claude_announced(CLAUDE_TASK_PROGRESS.split(|b| *b == b'\n').nth(1).unwrap())
+            .is_none()
+    );
 }
 
 #[test]
@@ -1068,10 +1083,26 @@ fn a_workflow_summary_gives_final_states_and_replaces_its_live_snapshot() {
     )
     .unwrap();
     assert_eq!(k.state, Some(WorkState::Stopped));
-    let states: Vec<(&str, WorkState)> = k.phases.iter().map(|p| (p.title.as_str(), p.state)).collect();
-    assert_eq!(states, [("One", WorkState::Stopped), ("Two", WorkState::Stopped)]);
-    for bad in [&b"{"[..], b"[]", br#"{"status":"completed"}"#, br#"{"runId":"x","status":"running"}"#] {
-        assert!(claude_workflow_summary(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+    let states: Vec<(&str, WorkState)> = k
+        .phases
+        .iter()
+        .map(|p| (p.title.as_str(), p.state))
+        .collect();
+    assert_eq!(
+        states,
+        [("One", WorkState::Stopped), ("Two", WorkState::Stopped)]
+    );
+    for bad in [
+        &b"{"[..],
+        b"[]",
+        br#"{"status":"completed"}"#,
+        br#"{"runId":"x","status":"running"}"#,
+    ] {
+        assert!(
+            claude_workflow_summary(bad).is_err(),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
     }
     // Merged: the summary replaces the snapshot, keeping its tool use; an unreadable one
     // marks its snapshot or stands alone.
