@@ -657,6 +657,20 @@ fn a_finished_workflows_own_summary_gives_final_phase_states_and_a_hostile_one_i
     // The CLI says it.
     let text = s.home.ok(&["session", "activity", &run]);
     assert!(text.contains("unreadable"), "{text}");
+    // A folder filled with names is looked through up to a bound, and the rest is said.
+    std::fs::write(wf.join("wf-1.json"), summary("wf-1", "completed")).unwrap();
+    for i in 0..4100 {
+        std::fs::write(wf.join(format!("junk-{i}.txt")), "").unwrap();
+    }
+    let v = s.expect(200, "GET", &s.run_path(&run, "/activity"), None);
+    assert_eq!(v["unreadable"], 1, "{v}");
+    assert!(
+        v["unreadable_reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("more than 4096 entries"),
+        "{v}"
+    );
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
 }
 

@@ -2449,12 +2449,15 @@ impl Sessions {
         if let Some(gap) = live_out.and_then(|l| l.gap) {
             out.add_unreadable(gap);
         }
-        for (_, s) in &summaries {
+        for (_, s) in &summaries.read {
             if let Err(why) = s {
                 out.add_unreadable(format!("a workflow summary is unreadable: {why}"));
             }
         }
-        out.workflows = activity::merge_summaries(workflows, summaries);
+        if let Some(why) = summaries.overflow {
+            out.add_unreadable(why);
+        }
+        out.workflows = activity::merge_summaries(workflows, summaries.read);
         self.audit_read(
             run_ref,
             caller,

@@ -107,14 +107,18 @@ pub fn workflow_summaries(
     cwd: &Path,
     id: &str,
     budget: &mut super::Budget,
-) -> Vec<(String, Result<super::activity::Workflow, String>)> {
+) -> Summaries {
     use super::activity::{MAX_SUMMARIES, claude_workflow_summary};
     let dir = workflows_dir(home, cwd, id);
     let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
+        return Summaries::default();
     };
+    // A folder an agent filled with names is looked through up to a bound, and what lies
+    // past it is said, not skipped in silence.
+    let mut entries = entries.flatten();
     let mut found: Vec<(std::time::SystemTime, String, PathBuf)> = entries
-        .flatten()
+        .by_ref()
+        .take(MAX_SCAN)
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
             let run = name.strip_suffix(".json")?.to_string();
@@ -127,10 +131,17 @@ pub fn workflow_summaries(
             Some((at, run, e.path()))
         })
         .collect();
+    let more = entries.next().is_some();
     found.sort();
     let over = found.len().saturating_sub(MAX_SUMMARIES);
     found.drain(..over);
-    found
+    let overflow = more.then(|| {
+        format!(
+            "{} holds more than {MAX_SCAN} entries: only the first {MAX_SCAN} were looked at",
+            dir.display()
+        )
+    });
+    let read = found
         .into_iter()
         .map(|(_, run, path)| {
             let read = match super::read_file(home, &path, budget) {
@@ -157,8 +168,20 @@ pub fn workflow_summaries(
             });
             (super::activity::bound(&run, 256), read)
         })
-        .collect()
+        .collect();
+    Summaries { read, overflow }
 }
+
+/// What [`workflow_summaries`] found: each summary looked at (its run id, the summary or why
+/// it is unreadable), and, when the folder held more entries than are looked at, that.
+#[derive(Debug, Default)]
+pub struct Summaries {
+    pub read: Vec<(String, Result<super::activity::Workflow, String>)>,
+    pub overflow: Option<String>,
+}
+
+/// The most entries of a session's workflows folder looked at.
+const MAX_SCAN: usize = 4096;
 
 /// The text of a `message.content`: a string, or the `text` blocks of an array.
 fn content_text(content: &Value) -> Option<String> {
