@@ -5,8 +5,15 @@
 //! Where asciinema is: `PROCTOR_ASCIINEMA` names the folder it was installed into with
 //! `pip install --target` (CI sets it, and then a missing or broken asciinema fails the
 //! test); without it the test looks in `${XDG_CACHE_HOME:-$HOME/.cache}/proctor-ci/
-//! asciinema-2.4.0` and says so when it skips that step. v3 is checked by its shape only
-//! (parsed here): no asciinema 3 runs in this test.
+//! asciinema-2.4.0` and says so when it skips that step.
+//!
+//! v3 is read back by the real asciinema 3 (the Rust crate `asciinema` 3.2.0 from crates.io;
+//! its `convert -f raw FILE -` is what 2.x's `cat` was, its `cat` concatenates recordings):
+//! `PROCTOR_ASCIINEMA3` names its binary (CI sets it, and then
+//! a missing or broken one fails the test); without it the test looks for
+//! `${XDG_CACHE_HOME:-$HOME/.cache}/proctor-ci/asciinema-3.2.0/bin/asciinema` and says so
+//! when it skips that step. It runs with HOME and the XDG folders in a temporary folder of
+//! its own (it reads no configuration of the person's and writes nowhere else).
 
 mod common;
 
@@ -191,6 +198,44 @@ fn asciinema() -> Option<PathBuf> {
     None
 }
 
+/// The asciinema 3.2.0 binary, or None (said) when it is not required.
+fn asciinema3() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("PROCTOR_ASCIINEMA3") {
+        return Some(PathBuf::from(bin));
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let bin = cache.join("proctor-ci/asciinema-3.2.0/bin/asciinema");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    eprintln!(
+        "cast export: asciinema 3.2.0 is not installed at {} and PROCTOR_ASCIINEMA3 is unset: \
+         the v3 real-player step is skipped (CI sets it and requires it)",
+        bin.display()
+    );
+    None
+}
+
+/// asciinema 3 with a home of its own (`home`: HOME, XDG_CONFIG_HOME, XDG_DATA_HOME,
+/// XDG_STATE_HOME, XDG_CACHE_HOME all inside it), no terminal, no inherited environment but
+/// PATH and the locale.
+fn asciinema3_cmd(bin: &Path, home: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LC_ALL", "C.UTF-8")
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .stdin(Stdio::null());
+    unsafe_setsid(&mut c);
+    c
+}
+
 fn asciinema_cmd(dir: &Path) -> Command {
     let mut c = Command::new("python3");
     c.args(["-m", "asciinema"])
@@ -362,6 +407,69 @@ fn a_pty_run_exported_as_a_cast_plays_back_byte_for_byte_in_the_real_asciinema()
     }
     assert_eq!(out3.as_bytes(), raw.as_slice());
     assert_eq!(l3.last().unwrap()[1], "x");
+
+    // The real asciinema 3 reads the v3 file back. Its `cat` concatenates recordings (2.x's
+    // `cat` is its `convert -f raw FILE -`), which prints xterm's size sequence for the
+    // header's size (`ESC [ 8 ; rows ; cols t`) then the output events' bytes: the run's
+    // bytes exactly. Its conversion to v2 gives back every event, the resize and the exit
+    // included, at the times proctor's own v2 export has.
+    if let Some(bin) = asciinema3() {
+        let home = tempfile::tempdir().unwrap();
+        let version = asciinema3_cmd(&bin, home.path())
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("asciinema 3 at {}: {e}", bin.display()));
+        assert!(
+            version.status.success(),
+            "asciinema 3 at {}: {version:?}",
+            bin.display()
+        );
+        let said = String::from_utf8_lossy(&version.stdout).trim().to_string();
+        assert!(said.starts_with("asciinema 3."), "not asciinema 3: {said}");
+        eprintln!("cast export: {said} from {}", bin.display());
+        let mut expected = b"\x1b[8;24;80t".to_vec();
+        expected.extend_from_slice(&raw);
+        for (what, f) in [("v3", &file3), ("v2", &file)] {
+            let played = asciinema3_cmd(&bin, home.path())
+                .args(["convert", "-f", "raw"])
+                .arg(f)
+                .arg("-")
+                .output()
+                .unwrap();
+            assert!(played.status.success(), "{what}: {played:?}");
+            assert_eq!(
+                played.stdout,
+                expected,
+                "asciinema 3 convert -f raw of the {what} file: {:?}",
+                String::from_utf8_lossy(&played.stdout)
+            );
+        }
+        let v2 = asciinema3_cmd(&bin, home.path())
+            .args(["convert", "-f", "asciicast-v2"])
+            .arg(&file3)
+            .arg("-")
+            .output()
+            .unwrap();
+        assert!(v2.status.success(), "{v2:?}");
+        let theirs = lines(&v2.stdout);
+        assert_eq!(
+            (theirs[0]["width"].as_u64(), theirs[0]["height"].as_u64()),
+            (Some(80), Some(24))
+        );
+        assert_eq!(theirs[0]["title"], format!("{run} claude"));
+        // Theirs is ours plus the exit event v3 carries.
+        assert_eq!(theirs.len(), ls.len() + 1, "{theirs:?}");
+        for (a, b) in theirs[1..].iter().zip(&ls[1..]) {
+            assert_eq!((&a[1], &a[2]), (&b[1], &b[2]), "{a} vs {b}");
+            let (ta, tb) = (a[0].as_f64().unwrap(), b[0].as_f64().unwrap());
+            assert!((ta - tb).abs() < 1e-3, "{a} vs {b}");
+        }
+        assert_eq!(theirs.last().unwrap()[1], "x");
+        assert_eq!(theirs.last().unwrap()[2], "0");
+        // It wrote nothing in the home it was given (no configuration, no state).
+        let left: Vec<_> = std::fs::read_dir(home.path()).unwrap().flatten().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
 }
 
 #[test]

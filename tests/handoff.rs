@@ -114,7 +114,7 @@ fn mode(p: &Path) -> u32 {
 }
 
 #[test]
-fn the_preview_is_a_digest_of_the_stored_conversation_read_as_it_is_and_audited_once() {
+fn the_preview_is_a_digest_of_the_stored_conversation_read_as_it_is_and_each_read_audited() {
     let s = DemoServer::start(&[]);
     let ws = workspace(&s);
     let a = profile(&s, "a", "claude");
@@ -150,15 +150,17 @@ fn the_preview_is_a_digest_of_the_stored_conversation_read_as_it_is_and_audited_
             "idle",
             "a preview stops nothing"
         );
-        // The same digest again, and one audit line for this reader in the window.
+        // The same digest again, and every read audited (the seed: « chaque lecture en
+        // est consignée »), not once per window.
         let again = s.expect(200, "GET", &s.run_path(&run, "/handoff"), None);
         assert_eq!(again, v);
         let audits: Vec<Value> = ledger(&s, "sessions.run.handoff_preview")
             .into_iter()
             .filter(|e| e["run"] == run.as_str())
             .collect();
-        assert_eq!(audits.len(), 1, "{audits:?}");
+        assert_eq!(audits.len(), 2, "{audits:?}");
         assert_eq!(audits[0]["transcript"], "read");
+        assert_eq!(audits[0]["by"], audits[1]["by"], "the same reader twice");
         // Another reader is audited on its own.
         let other = s.json_token("read", &format!("reader-{tool}"));
         let (code, _) = common::call_as(
@@ -174,7 +176,7 @@ fn the_preview_is_a_digest_of_the_stored_conversation_read_as_it_is_and_audited_
                 .into_iter()
                 .filter(|e| e["run"] == run.as_str())
                 .count(),
-            2
+            3
         );
         // The CLI prints it, and --json is the answer.
         let out = s.home.ok(&["session", "handoff", &run]);
@@ -985,4 +987,102 @@ fn a_worktree_source_hands_off_into_a_new_worktree_of_the_same_workspace_under_i
         &s.run_path(new["ref"].as_str().unwrap(), "/stop"),
         None,
     );
+}
+
+/// A folder holding a stand-in `claude` (not the real one, not the fake: a script that
+/// plays one failure) and the PATH that puts it before the shims.
+fn stand_in(s: &DemoServer, script: &str) -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("claude");
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        s.home.path.as_ref().unwrap().to_string_lossy()
+    );
+    (dir, path)
+}
+
+/// A codex source (the fake, through the shims) with one turn, run with `path`.
+fn codex_source(s: &DemoServer, ws: &str, path: &str) -> String {
+    let run = start(
+        s,
+        json!({"transport": "pipe", "profile": "cx", "workspace": ws,
+               "prompt": "first words", "path": path}),
+    );
+    s.wait_run(&run, "the first turn", |v| v["state"] == "idle");
+    wait_messages(s, &run, 2);
+    run
+}
+
+#[test]
+fn a_first_turn_that_never_crosses_is_not_delivered_and_one_never_confirmed_is_unknown() {
+    // The delivery wait is a server setting: 1.5 s here (20 s by default).
+    let s = DemoServer::start(&["--handoff-delivery-wait-ms", "1500"]);
+    let ws = workspace(&s);
+    profile(&s, "cx", "codex");
+    let b = profile(&s, "b", "claude");
+
+    // unknown: a claude that takes its input and never records a turn anywhere.
+    let (_keep, path) = stand_in(&s, "#!/bin/sh\nexec cat >/dev/null\n");
+    let src = codex_source(&s, &ws, &path);
+    let asked = std::time::Instant::now();
+    let h = s.expect(
+        201,
+        "POST",
+        &s.run_path(&src, "/handoff"),
+        Some(json!({"provider_profile_ref": "b", "summary": "please go on"})),
+    );
+    assert_eq!(h["summary_state"], "unknown", "{h}");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(15),
+        "the server's setting, not the 20 s default, bounded the wait"
+    );
+    let first = h["first_turn"]
+        .as_str()
+        .expect("first_turn when not delivered");
+    assert!(first.starts_with("please go on"), "{first}");
+    let transcript = h["transcript_path"].as_str().unwrap();
+    assert!(
+        first.contains(transcript),
+        "it names the attachment: {first}"
+    );
+    assert!(Path::new(transcript).starts_with(&b));
+    let new_run = h["run"]["ref"].as_str().unwrap().to_string();
+    assert_eq!(h["run"]["handoff_of"], src.as_str(), "{h}");
+    assert_eq!(
+        ledger(&s, "sessions.run.handed_off")
+            .iter()
+            .filter(|e| e["run"] == src.as_str())
+            .count(),
+        1
+    );
+    s.expect(200, "POST", &s.run_path(&new_run, "/stop"), None);
+
+    // not_delivered: a claude that never reads its input; the first turn (a reviewed
+    // summary of 200 KiB, more than a pipe holds) cannot be written, so it never crossed.
+    let (_keep2, path) = stand_in(&s, "#!/bin/sh\nexec sleep 600\n");
+    let src = codex_source(&s, &ws, &path);
+    let long = format!("carry on\n{}", "y".repeat(200 * 1024));
+    let h = s.expect(
+        201,
+        "POST",
+        &s.run_path(&src, "/handoff"),
+        Some(json!({"provider_profile_ref": "b", "summary": long})),
+    );
+    assert_eq!(
+        h["summary_state"],
+        "not_delivered",
+        "{}",
+        &h.to_string()[..300]
+    );
+    let first = h["first_turn"]
+        .as_str()
+        .expect("first_turn when not delivered");
+    assert!(first.starts_with(&long), "the text to send, in full");
+    assert!(first.contains(h["transcript_path"].as_str().unwrap()));
+    let new_run = h["run"]["ref"].as_str().unwrap().to_string();
+    s.expect(200, "POST", &s.run_path(&new_run, "/stop"), None);
 }

@@ -349,5 +349,31 @@ fn the_cli_prints_the_messages_sanitised() {
         "{}",
         String::from_utf8_lossy(&bad.stderr)
     );
+    // --role is the route's `role`: the tool's answers only, everything, or a word the
+    // server refuses (400, naming the words it takes).
+    let j = s
+        .home
+        .json(&["session", "messages", &run, "--role", "assistant", "--json"]);
+    let roles: Vec<&str> = j["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["assistant"], "{j}");
+    let all = s
+        .home
+        .json(&["session", "messages", &run, "--role", "all", "--json"]);
+    assert_eq!(all["items"].as_array().unwrap().len(), 2, "{all}");
+    let bad = s
+        .home
+        .run(&["session", "messages", &run, "--role", "robot"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("role is user, assistant or all"), "{err}");
+    let both = s
+        .home
+        .run(&["session", "messages", &run, "--role", "user", "--all"]);
+    assert_eq!(both.status.code(), Some(2), "--all is --role all: not both");
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
 }

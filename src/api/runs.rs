@@ -13,7 +13,7 @@ pub use crate::providers::conversation::{PlanEntry, Said, ToolStatus, TurnOutcom
 pub use crate::runs::{ScreenSnapshot, Stream, TermSize};
 pub use crate::sessions::activity::{
     ActivityAgent, ActivityTask, ActivityTodo, AgentTranscript, AgentTurn, FileActivity, McpServer,
-    RunActivity, WorkState, Workflow, WorkflowPhase,
+    RunActivity, SummaryRead, WorkState, Workflow, WorkflowPhase,
 };
 pub use crate::sessions::handoff::{Handoff, HandoffBody, HandoffPreview, SummaryState};
 pub use crate::sessions::manager::{InputRequest, ListQuery, StartRequest};
@@ -621,7 +621,7 @@ mod ops {
             WITHOUT a model from the stored conversation (the person's first ask, the tool's \
             last answer, the counts), for a person to review and edit; source_driver, turns, \
             messages, transcript_bytes, transcript. A running session is read as it is. \
-            Audited once per reader, run and 15 minutes (sessions.run.handoff_preview). 409 a \
+            Every read is audited (sessions.run.handoff_preview). 409 a \
             run that never started, a cleaned-up run, a run in a rig; 422 a tool whose \
             conversation proctor does not read (grok) and a record refused (a link, a hard \
             link, a special file, over 256 MiB, or one record over 32 MiB; a handoff reads \
@@ -987,6 +987,7 @@ mod ops {
         WorkState,
         Workflow,
         WorkflowPhase,
+        SummaryRead,
         AgentTranscript,
         AgentTurn,
         MessageItem,

@@ -81,6 +81,12 @@ pub struct ServeArgs {
     /// demo home gets the fakes.
     #[arg(long)]
     pub keep_server_path: bool,
+
+    /// How long `POST /runs/{ref}/handoff` waits, in ms, for the new session's tool to
+    /// confirm its first turn (a turn it reports, or the turn in its own record) before it
+    /// answers `summary_state: unknown`.
+    #[arg(long, value_name = "MS", default_value_t = crate::sessions::manager::HANDOFF_DELIVERY_WAIT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub handoff_delivery_wait_ms: u64,
 }
 
 impl ServeArgs {
@@ -91,6 +97,7 @@ impl ServeArgs {
             transcript_cap: self.transcript_mib << 20,
             cgroups: !self.no_cgroups,
             keep_server_path: self.keep_server_path,
+            handoff_delivery_wait: Duration::from_millis(self.handoff_delivery_wait_ms),
             abort_at: match self.test_abort_at.as_deref() {
                 Some("spawn") => Some(crate::sessions::manager::AbortAt::Spawn),
                 Some(_) => Some(crate::sessions::manager::AbortAt::StartedInLedger),
@@ -125,6 +132,10 @@ impl ServeArgs {
             ),
             format!("--max-connections={}", self.max_connections),
             format!("--passphrase-backoff-ms={}", self.passphrase_backoff_ms),
+            format!(
+                "--handoff-delivery-wait-ms={}",
+                self.handoff_delivery_wait_ms
+            ),
         ];
         if self.no_cgroups {
             v.push("--no-cgroups".into());

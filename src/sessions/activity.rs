@@ -3,12 +3,14 @@
 //! [`crate::providers::records::activity`]), seed 002. The manager reads and audits; this
 //! module holds the answers' shapes.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
-use crate::providers::records::activity::Activity;
+use crate::providers::records::activity::{Activity, Announced};
 pub use crate::providers::records::activity::{
-    ActivityAgent, ActivityTask, ActivityTodo, FileActivity, McpServer, WorkState, Workflow,
-    WorkflowPhase,
+    ActivityAgent, ActivityTask, ActivityTodo, FileActivity, McpServer, SummaryRead, WorkState,
+    Workflow, WorkflowPhase,
 };
 pub use crate::providers::records::{Role, TranscriptState};
 
@@ -29,9 +31,16 @@ pub struct RunActivity {
     pub files: Vec<FileActivity>,
     /// The tool's last todo list (claude's TodoWrite, codex's update_plan).
     pub todos: Vec<ActivityTodo>,
-    /// The skills the tool used (claude's Skill tool).
+    /// The skills the tool announced for its current launch (claude's `system/init` frame
+    /// of a stream-json run: the account home's, the project's and its built-in ones), then
+    /// any other skill the record shows used.
     pub skills: Vec<String>,
-    /// The MCP servers whose tools the record shows being called.
+    /// The skills the record shows used (claude's Skill tool, gemini's and opencode's
+    /// skill tools).
+    #[serde(default)]
+    pub skills_used: Vec<String>,
+    /// The MCP servers the tool announced (with their `status` and `source`: claude's
+    /// `system/init` frame) and those whose tools the record shows being called (`calls`).
     pub mcp_servers: Vec<McpServer>,
     /// The model of the last request.
     pub model: Option<String>,
@@ -46,11 +55,22 @@ pub struct RunActivity {
     /// How many times the conversation was compacted.
     pub compactions: u64,
     /// Claude only: the live snapshot of each workflow the current launch runs, the latest
-    /// `system/task_progress` frame with `workflow_progress` of its stream-json output (at
-    /// most the newest 32); `tool_use_id` names the `tasks[].id` that started it. Empty for
-    /// the other tools and for a PTY run (no stream-json output).
+    /// `system/task_progress` frame with `workflow_progress` of its stream-json output, and
+    /// each finished workflow's final summary (`workflows/<runId>.json` beside the
+    /// transcript, `summary: read`, `state` its end, its phases' states final); at most the
+    /// newest 32. `tool_use_id` names the `tasks[].id` that started it. Empty for the other
+    /// tools.
     #[serde(default)]
     pub workflows: Vec<Workflow>,
+    /// Claude only: how many parts of the workflows' records could not be read: each final
+    /// summary refused or malformed, and a gap in the live output read (its older frames
+    /// past the 8 MiB read, or frames after the run's transcript cap). 0 when everything
+    /// was read; the live progress that was read is kept either way.
+    #[serde(default)]
+    pub unreadable: u64,
+    /// Why, one line each (at most 8).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_reasons: Vec<String>,
     /// Where the tool's record stands: read, pending, missing or unreadable (`reason`).
     pub transcript: TranscriptState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,6 +117,7 @@ impl RunActivity {
             files: a.files,
             todos: a.todos,
             skills: a.skills,
+            skills_used: a.skills_used,
             mcp_servers: a.mcp_servers,
             model: a.model,
             context_tokens: a.context_tokens,
@@ -104,10 +125,112 @@ impl RunActivity {
             context_percent,
             compactions: a.compactions,
             workflows: Vec::new(),
+            unreadable: 0,
+            unreadable_reasons: Vec::new(),
             transcript,
             reason,
         }
     }
+
+    /// Counts one unreadable part, `why`.
+    pub fn add_unreadable(&mut self, why: String) {
+        self.unreadable += 1;
+        if self.unreadable_reasons.len() < 8 {
+            self.unreadable_reasons
+                .push(crate::text::one_line(&why, 512));
+        }
+    }
+}
+
+/// What a stdio run's current launch wrote on its stdout (the attach stream's bytes as the
+/// server stored them, `gen-N/stdout.raw`: claude's stream-json frames, codex's app-server
+/// notifications), read for an activity.
+#[derive(Debug, Default)]
+pub struct LiveOutput {
+    /// The last 8 MiB of the output, from its first whole line.
+    pub tail: Vec<u8>,
+    /// Claude: its last `system/init` frame's announcement (looked for in the first 1 MiB
+    /// when the tail has none: the frame comes first in a turn).
+    pub announced: Option<Announced>,
+    /// Why the live frames read are not all the launch sent (older ones dropped past the
+    /// read's bound, or the transcript capped), if they are not.
+    pub gap: Option<String>,
+}
+
+/// The most bytes of a launch's output read for its live frames (the seed's 8 MiB per file).
+pub const LIVE_MAX: u64 = crate::providers::records::MAX_FILE;
+/// The most bytes of the output's start looked at for an init frame the tail does not have.
+const HEAD_MAX: u64 = 1 << 20;
+
+/// Reads proctor's own output file `stdout` of a stdio launch (`None` when there is none: a
+/// PTY run, or a launch that wrote nothing yet). `capped`: the run's transcript reached its
+/// cap, so what the tool wrote after it is not on disk.
+pub fn read_live(stdout: &Path, capped: bool) -> Option<LiveOutput> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match crate::files::open_private_read(stdout) {
+        Ok(f) => f,
+        Err(crate::files::FilesError::Io { err, .. })
+            if err.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return None;
+        }
+        Err(e) => {
+            return Some(LiveOutput {
+                gap: Some(format!("the run's output could not be read: {e}")),
+                ..LiveOutput::default()
+            });
+        }
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(LIVE_MAX);
+    let mut tail = Vec::new();
+    let read = f
+        .seek(SeekFrom::Start(start))
+        .and_then(|_| (&mut f).take(LIVE_MAX).read_to_end(&mut tail));
+    if let Err(e) = read {
+        return Some(LiveOutput {
+            gap: Some(format!("the run's output could not be read: {e}")),
+            ..LiveOutput::default()
+        });
+    }
+    if start > 0 {
+        let cut = tail
+            .iter()
+            .position(|c| *c == b'\n')
+            .map_or(tail.len(), |i| i + 1);
+        tail.drain(..cut);
+    }
+    let mut announced = crate::providers::records::activity::claude_announced(&tail);
+    if announced.is_none() && start > 0 {
+        let mut head = Vec::new();
+        if f.seek(SeekFrom::Start(0)).is_ok()
+            && (&mut f).take(HEAD_MAX).read_to_end(&mut head).is_ok()
+        {
+            // Only whole lines of the head.
+            let end = head.iter().rposition(|c| *c == b'\n').map_or(0, |i| i + 1);
+            announced = crate::providers::records::activity::claude_announced(&head[..end]);
+        }
+    }
+    let gap = if start > 0 {
+        Some(format!(
+            "the run's output is {len} bytes: only its last {} MiB are read, so the live \
+             workflow frames before them are missing",
+            LIVE_MAX >> 20
+        ))
+    } else if capped {
+        Some(
+            "the run's output passed its transcript cap: live workflow frames after it were \
+             not kept"
+                .to_string(),
+        )
+    } else {
+        None
+    };
+    Some(LiveOutput {
+        tail,
+        announced,
+        gap,
+    })
 }
 
 /// One turn of a sub-agent's transcript.

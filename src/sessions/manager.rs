@@ -294,6 +294,9 @@ pub struct Settings {
     /// Resolve and run the tools with the server's own PATH, ignoring a request's `path`
     /// (`proctor serve --keep-server-path`; the demo's server).
     pub keep_server_path: bool,
+    /// How long a handoff waits for its new session's tool to confirm the first turn
+    /// (`proctor serve --handoff-delivery-wait-ms`; [`HANDOFF_DELIVERY_WAIT`] by default).
+    pub handoff_delivery_wait: Duration,
 }
 
 impl Default for Settings {
@@ -305,6 +308,7 @@ impl Default for Settings {
             cgroups: true,
             abort_at: None,
             keep_server_path: false,
+            handoff_delivery_wait: HANDOFF_DELIVERY_WAIT,
         }
     }
 }
@@ -405,26 +409,6 @@ fn limit_reset(resets_at: Option<i64>, now: chrono::DateTime<chrono::Utc>) -> Op
 
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// The last `max` bytes of proctor's own file at `path` (from the first whole line), if it
-/// is a plain file.
-fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = files::open_private_read(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    let start = len.saturating_sub(max);
-    f.seek(SeekFrom::Start(start)).ok()?;
-    let mut b = Vec::new();
-    f.take(max).read_to_end(&mut b).ok()?;
-    if start > 0 {
-        let cut = b
-            .iter()
-            .position(|c| *c == b'\n')
-            .map_or(b.len(), |i| i + 1);
-        b.drain(..cut);
-    }
-    Some(b)
 }
 
 fn runs_dir(home: &Home) -> PathBuf {
@@ -2385,9 +2369,10 @@ impl Sessions {
             live,
             exporter: exporter.as_ref(),
         };
-        let raw = records::raw(&t, &mut records::Budget::default())
+        let mut budget = records::Budget::default();
+        let raw = records::raw(&t, &mut budget)
             .map_err(|e| SessionError::Unprocessable(e.to_string()))?;
-        let a = match (&raw.bytes, tool) {
+        let mut a = match (&raw.bytes, tool) {
             (Some(b), Tool::Codex) => activity::codex(b, live),
             (Some(b), Tool::Gemini) => activity::gemini(b, live),
             (Some(b), Tool::Opencode) => activity::opencode(b, live),
@@ -2400,26 +2385,59 @@ impl Sessions {
             }
             (None, _) => activity::Activity::default(),
         };
-        // Claude's window is its own report, in the current launch's result frames (a new
-        // launch starts a new generation's output: the previous report no longer counts).
-        // Its live workflow snapshots are its `system/task_progress` frames, in the same
-        // output (the attach stream's bytes, as the server stored them).
-        let (window, workflows) = match tool {
-            Tool::Claude => {
-                let stdout = runs_dir(&self.home)
-                    .join(run_ref)
-                    .join(format!("gen-{}", rec.derive().generation))
-                    .join(runs::transcript::file_name(false, Stream::Stdout));
-                match read_tail(&stdout, records::MAX_FILE) {
-                    Some(b) => (
-                        activity::claude_reported_window(&b, a.model.as_deref()),
-                        activity::claude_workflows(&b),
-                    ),
-                    None => (None, Vec::new()),
-                }
-            }
-            _ => (None, Vec::new()),
+        let generation = rec.derive().generation;
+        let stdout = runs_dir(&self.home)
+            .join(run_ref)
+            .join(format!("gen-{generation}"))
+            .join(runs::transcript::file_name(false, Stream::Stdout));
+        // Codex: the plan of a Code Mode call is not kept in its rollout; while this server
+        // holds the run's bridge, its last `turn/plan/updated` notification is read too
+        // (seed 002). Once the bridge is gone, only what Codex kept is read.
+        if tool == Tool::Codex
+            && live
+            && self.lock().live.get(run_ref).map(|l| l.generation) == Some(generation)
+            && let Some(plan) = super::activity::read_live(&stdout, false)
+                .and_then(|l| activity::codex_bridge_plan(&l.tail))
+        {
+            a.todos = plan;
+        }
+        if tool != Tool::Claude {
+            let out = super::activity::RunActivity::new(
+                run_ref,
+                tool.name(),
+                a,
+                raw.state,
+                raw.reason,
+                None,
+            );
+            self.audit_read(
+                run_ref,
+                caller,
+                kinds::ACTIVITY,
+                json!({"by": caller, "transcript": raw.state.as_str()}),
+            )?;
+            return Ok(out);
+        }
+        // Claude's current launch, in its stream-json output (the attach stream's bytes, as
+        // the server stored them; a new launch starts a new generation's output): its window
+        // report (the previous launch's no longer counts), its announced skills and MCP
+        // servers, its live workflow snapshots. Then the finished workflows' own summaries.
+        let capped = self.output_capped(&rec, generation);
+        let live_out = super::activity::read_live(&stdout, capped);
+        let (window, workflows) = match &live_out {
+            Some(l) => (
+                activity::claude_reported_window(&l.tail, a.model.as_deref()),
+                activity::claude_workflows(&l.tail),
+            ),
+            None => (None, Vec::new()),
         };
+        if let Some(n) = live_out.as_ref().and_then(|l| l.announced.as_ref()) {
+            a.announce(n);
+        }
+        let summaries = conversation
+            .as_deref()
+            .map(|id| records::claude::workflow_summaries(&home, cwd, id, &mut budget))
+            .unwrap_or_default();
         let mut out = super::activity::RunActivity::new(
             run_ref,
             tool.name(),
@@ -2428,7 +2446,18 @@ impl Sessions {
             raw.reason,
             window,
         );
-        out.workflows = workflows;
+        if let Some(gap) = live_out.and_then(|l| l.gap) {
+            out.add_unreadable(gap);
+        }
+        for (_, s) in &summaries.read {
+            if let Err(why) = s {
+                out.add_unreadable(format!("a workflow summary is unreadable: {why}"));
+            }
+        }
+        if let Some(why) = summaries.overflow {
+            out.add_unreadable(why);
+        }
+        out.workflows = activity::merge_summaries(workflows, summaries.read);
         self.audit_read(
             run_ref,
             caller,
@@ -2436,6 +2465,25 @@ impl Sessions {
             json!({"by": caller, "transcript": raw.state.as_str()}),
         )?;
         Ok(out)
+    }
+
+    /// Whether generation `generation` of the run's transcript reached its cap: the live
+    /// run's transcript says so, or its recorded end does.
+    fn output_capped(&self, rec: &RunRecord, generation: u64) -> bool {
+        let live = {
+            let inner = self.lock();
+            inner
+                .live
+                .get(&rec.run_ref)
+                .filter(|l| l.generation == generation)
+                .and_then(|l| l.run.transcript())
+                .is_some_and(|t| t.capped)
+        };
+        live || rec.events.iter().any(|e| {
+            e.kind == kinds::EXITED
+                && e.fields.get("generation").and_then(Value::as_u64) == Some(generation)
+                && e.fields.get("transcript_capped").and_then(Value::as_bool) == Some(true)
+        })
     }
 
     /// `GET /runs/{ref}/activity/agents/{agent}`: a Claude Code sub-agent's transcript in
@@ -3569,8 +3617,8 @@ impl Sessions {
     }
 
     /// `GET /runs/{ref}/handoff`: the digest a handoff would start from, made without a
-    /// model from the stored conversation (a running session is read as it is). Audited
-    /// once per reader and run per 15 minutes (`sessions.run.handoff_preview`).
+    /// model from the stored conversation (a running session is read as it is). Every read
+    /// is audited (`sessions.run.handoff_preview`).
     pub fn handoff_preview(
         &self,
         run_ref: &str,
@@ -3591,12 +3639,17 @@ impl Sessions {
             transcript_bytes: conv.bytes,
             transcript: conv.read.state,
         };
-        self.audit_read(
-            run_ref,
-            caller,
-            kinds::HANDOFF_PREVIEW,
-            json!({"by": caller, "transcript": conv.read.state.as_str()}),
-        )?;
+        // Every read is recorded (seed 002: « chaque lecture en est consignée »), not once
+        // per window as the other reads: a preview is what a handoff would send elsewhere.
+        {
+            let mut inner = self.lock();
+            self.record(
+                &mut inner,
+                run_ref,
+                kinds::HANDOFF_PREVIEW,
+                json!({"by": caller, "transcript": conv.read.state.as_str()}),
+            )?;
+        }
         Ok(out)
     }
 
@@ -3870,7 +3923,7 @@ impl Sessions {
 
     /// Whether a handed-off run's first turn reached it: its tool reported a turn of its
     /// first generation, or recorded the turn in its own record. Waits at most
-    /// [`HANDOFF_DELIVERY_WAIT`] on the reactor's timers (each look runs on the blocking
+    /// [`Settings::handoff_delivery_wait`] on the reactor's timers (each look runs on the blocking
     /// pool for its own length); a run that ends or a wait that runs out unconfirmed is
     /// `unknown`.
     async fn handoff_delivery(
@@ -3880,7 +3933,7 @@ impl Sessions {
         first: &str,
     ) -> super::handoff::SummaryState {
         use super::handoff::SummaryState;
-        let deadline = tokio::time::Instant::now() + HANDOFF_DELIVERY_WAIT;
+        let deadline = tokio::time::Instant::now() + self.settings.handoff_delivery_wait;
         // An OpenCode target's record is read through its own `opencode export`.
         let (me, r) = (self.clone(), run_ref.to_string());
         let exporter = tokio::task::spawn_blocking(move || {
@@ -4336,8 +4389,9 @@ fn recorded_path(rec: &RunRecord) -> Option<String> {
         .map(str::to_string)
 }
 
-/// How long a handoff waits for its new session's tool to confirm the first turn.
-const HANDOFF_DELIVERY_WAIT: Duration = Duration::from_secs(20);
+/// How long a handoff waits for its new session's tool to confirm the first turn, by
+/// default.
+pub const HANDOFF_DELIVERY_WAIT: Duration = Duration::from_secs(20);
 
 /// A handoff's source run, as [`Sessions::handoff_source`] checked it.
 struct HandoffSource {

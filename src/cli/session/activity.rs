@@ -7,7 +7,8 @@ use clap::Args;
 
 use super::{Client, normalise_ref, t};
 use crate::api::runs::{
-    self as wire, AgentTranscript, MessageRole, RunActivity, TranscriptState, WorkState,
+    self as wire, AgentTranscript, MessageRole, RunActivity, SummaryRead, TranscriptState,
+    WorkState,
 };
 use crate::text;
 
@@ -18,7 +19,7 @@ use crate::text;
 /// (commands and other tool uses with their state), files changed (+added -removed), the
 /// todo list, skills and MCP servers. `--agent ID` prints a Claude Code sub-agent's
 /// transcript. Everything from the record is shown sanitised. Exit 1 (422) for a tool whose
-/// record proctor does not read (Gemini CLI, Grok, OpenCode).
+/// record proctor does not read (Grok).
 #[derive(Debug, Args)]
 pub struct ActivityArgs {
     /// The run: run-0001 (or 1, or run-1).
@@ -149,13 +150,27 @@ pub fn human(v: &RunActivity) -> String {
         }
     }
     if !v.workflows.is_empty() {
-        out.push_str("workflows (live):\n");
+        let all_live = v.workflows.iter().all(|w| w.summary == SummaryRead::None);
+        out.push_str(if all_live {
+            "workflows (live):\n"
+        } else {
+            "workflows:\n"
+        });
         for w in &v.workflows {
             let ms = w
                 .duration_ms
                 .map_or_else(String::new, |d| format!(", {:.1} s", d as f64 / 1000.0));
+            let end = match (w.summary, w.state) {
+                (SummaryRead::Read, Some(s)) => format!(" [ended {}: final summary]", state(s)),
+                (SummaryRead::Unreadable, _) => format!(
+                    " [final summary unreadable: {}]",
+                    opt(w.summary_reason.as_deref(), 200)
+                ),
+                _ if all_live => String::new(),
+                _ => " [live]".to_string(),
+            };
             out.push_str(&format!(
-                "  {} {}: agents {} done, {} failed of {}{ms}\n",
+                "  {} {}: agents {} done, {} failed of {}{ms}{end}\n",
                 opt(w.name.as_deref(), 60),
                 t(&w.run_id, 40),
                 w.agents_done,
@@ -186,9 +201,21 @@ pub fn human(v: &RunActivity) -> String {
         let s: Vec<String> = v
             .mcp_servers
             .iter()
-            .map(|m| format!("{} ({})", t(&m.name, 40), m.calls))
+            .map(|m| match &m.status {
+                Some(st) => format!("{} ({}, {} calls)", t(&m.name, 40), t(st, 16), m.calls),
+                None => format!("{} ({})", t(&m.name, 40), m.calls),
+            })
             .collect();
         out.push_str(&format!("mcp servers: {}\n", s.join(", ")));
+    }
+    if v.unreadable > 0 {
+        out.push_str(&format!(
+            "unreadable: {} part(s) of the workflows' records\n",
+            v.unreadable
+        ));
+        for r in &v.unreadable_reasons {
+            out.push_str(&format!("  {}\n", t(r, 400)));
+        }
     }
     out
 }
@@ -249,7 +276,13 @@ mod tests {
             }],
             todos: vec![],
             skills: vec![evil.into()],
-            mcp_servers: vec![],
+            skills_used: vec![],
+            mcp_servers: vec![crate::api::runs::McpServer {
+                name: evil.into(),
+                calls: 0,
+                status: Some(evil.into()),
+                source: None,
+            }],
             model: Some(evil.into()),
             context_tokens: Some(100),
             context_window: None,
@@ -273,7 +306,12 @@ mod tests {
                     agents_done: 1,
                     agents_failed: 0,
                 }],
+                state: None,
+                summary: crate::api::runs::SummaryRead::Unreadable,
+                summary_reason: Some(evil.into()),
             }],
+            unreadable: 1,
+            unreadable_reasons: vec![evil.into()],
             transcript: TranscriptState::Read,
             reason: None,
         };

@@ -22,7 +22,8 @@ use crate::files;
 /// the time the server recorded it, and every resize, from the transcript the server keeps
 /// (pty.raw) and its timing (pty.timing). asciicast v2 by default (asciinema 2.x and the web
 /// player); --v3 writes v3 (asciinema 3.0 and later), with the run's exit code when the OS
-/// reported one. Play it with `asciinema play FILE`; `asciinema cat FILE` prints the bytes.
+/// reported one. Play it with `asciinema play FILE`; asciinema 2.x `cat FILE` (3.x: `convert
+/// -f raw FILE -`) prints the bytes.
 ///
 /// The header's title is the run's ref and its tool (never a name given to the run). What
 /// the cast lacks is said in the header's `proctor` object and by a marker event where it

@@ -13,20 +13,25 @@ use crate::text;
 ///
 /// By default what the person sent, oldest first, one line each: its id (its position in
 /// the session, which does not change as the conversation grows), when, and its first line.
-/// `--all` adds the tool's answers. `--id N` prints one message whole, with how many later
+/// `--role assistant` keeps the tool's answers only; `--all` (`--role all`) adds them to what
+/// the person sent. `--id N` prints one message whole, with how many later
 /// messages of the same sender repeat its first line. `--text` prints each message whole
 /// (at most 50 per page; a text over 64 KiB ends with [...]). The footer gives the total
 /// and, when there is more, the `--cursor` of the next page. Everything comes from the
 /// tool's record and is shown sanitised. Exit 1 (422) for a tool whose record proctor does
-/// not read (Gemini CLI, Grok, OpenCode).
+/// not read (Grok).
 #[derive(Debug, Args)]
 pub struct MessagesArgs {
     /// The run: run-0001 (or 1, or run-1).
     #[arg(value_name = "REF")]
     pub run: String,
-    /// The tool's answers too, not only what the person sent.
-    #[arg(long)]
+    /// The tool's answers too, not only what the person sent (`--role all`).
+    #[arg(long, conflicts_with = "role")]
     pub all: bool,
+    /// Which messages: user (what the person sent, the default), assistant (the tool's
+    /// answers) or all.
+    #[arg(long, value_name = "ROLE")]
+    pub role: Option<String>,
     /// Only the messages containing TEXT (case-insensitive, at most 256 bytes).
     #[arg(long, value_name = "TEXT")]
     pub q: Option<String>,
@@ -43,7 +48,7 @@ pub struct MessagesArgs {
     #[arg(long, value_name = "ID")]
     pub cursor: Option<String>,
     /// Print message N whole (no filter applies).
-    #[arg(long, value_name = "N", conflicts_with_all = ["all", "q", "at", "desc", "limit", "cursor", "text"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["all", "role", "q", "at", "desc", "limit", "cursor", "text"])]
     pub id: Option<String>,
     /// Print each message whole.
     #[arg(long)]
@@ -63,7 +68,7 @@ fn role(r: MessageRole) -> &'static str {
 pub fn run(c: &Client, a: MessagesArgs) -> anyhow::Result<ExitCode> {
     let run_ref = normalise_ref(&a.run)?;
     let q = MessagesQuery {
-        role: a.all.then(|| "all".to_string()),
+        role: a.role.or_else(|| a.all.then(|| "all".to_string())),
         q: a.q,
         at: a.at,
         order: a.desc.then(|| "desc".to_string()),

@@ -172,6 +172,7 @@ pub(super) fn main(args: &[String], answer: super::headless::Answerer) -> Result
     let transcript = Transcript::open(store::path_for(Tool::Claude, &home, &cwd, &session_id))?;
     Session {
         session_id,
+        announced: announced(&home, &cwd),
         cwd,
         transcript,
         init_sent: false,
@@ -183,12 +184,50 @@ pub(super) fn main(args: &[String], answer: super::headless::Answerer) -> Result
 
 struct Session {
     session_id: String,
+    /// What the init frame announces: the MCP servers and skills configured ([`announced`]).
+    announced: (Vec<Value>, Vec<String>),
     cwd: PathBuf,
     transcript: Transcript,
     init_sent: bool,
     turns: u64,
     /// Launched with `--permission-prompt-tool stdio`: `!ask` sends `can_use_tool`.
     permission_prompt_stdio: bool,
+}
+
+/// What the init frame announces, as Claude Code 2.1.332 reads it (checked with the real
+/// one, tests/data/real/probe/claude-2.1.332-init-announced.stdout.jsonl): each user-scope
+/// MCP server of the account home's `.claude.json` `mcpServers` as `{name, status, source:
+/// "user"}` (the fake starts none, so each is `failed`, as the real one says of a server
+/// that does not answer), and the skills of the account home's `skills/<name>/SKILL.md`
+/// then the project's `.claude/skills/<name>/SKILL.md` (the fake has no built-in ones),
+/// which are its slash commands too.
+fn announced(home: &std::path::Path, cwd: &std::path::Path) -> (Vec<Value>, Vec<String>) {
+    let mut servers = Vec::new();
+    if let Ok(text) = std::fs::read_to_string(home.join(".claude.json"))
+        && let Ok(v) = serde_json::from_str::<Value>(&text)
+        && let Some(m) = v.get("mcpServers").and_then(Value::as_object)
+    {
+        for name in m.keys().take(100) {
+            servers.push(json!({"name": name, "status": "failed", "source": "user"}));
+        }
+    }
+    let mut skills: Vec<String> = Vec::new();
+    for dir in [home.join("skills"), cwd.join(".claude").join("skills")] {
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().join("SKILL.md").is_file())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        names.sort();
+        for n in names {
+            if !skills.contains(&n) && skills.len() < 100 {
+                skills.push(n);
+            }
+        }
+    }
+    (servers, skills)
 }
 
 fn uuid() -> String {
@@ -342,15 +381,15 @@ impl Session {
             "cwd": self.cwd.to_string_lossy(),
             "session_id": self.session_id,
             "tools": TOOLS,
-            "mcp_servers": [],
+            "mcp_servers": self.announced.0,
             "model": DEMO_MODEL,
             "permissionMode": "default",
-            "slash_commands": [],
+            "slash_commands": self.announced.1,
             "apiKeySource": "none",
             "claude_code_version": format!("{}-demo", env!("CARGO_PKG_VERSION")),
             "output_style": "default",
             "agents": [],
-            "skills": [],
+            "skills": self.announced.1,
             "plugins": [],
             "uuid": uuid(),
         })

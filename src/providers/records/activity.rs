@@ -107,12 +107,21 @@ pub struct ActivityTodo {
     pub status: String,
 }
 
-/// An MCP server the tool used.
+/// An MCP server the tool announced or used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct McpServer {
     pub name: String,
     /// How many of its tools' calls the record holds.
     pub calls: u64,
+    /// As the tool announced it for the current launch (claude's `system/init` frame:
+    /// `connected`, `failed`, `needs-auth`, `pending`, …, the tool's word); null when the
+    /// server is known only from calls in the record.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Where the tool says the server's definition came from (claude's `source`: `user`,
+    /// `project`, `local`, `dynamic`, `plugin`, …); null when not announced.
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 /// What the record says the tool did.
@@ -124,6 +133,9 @@ pub struct Activity {
     pub files: Vec<FileActivity>,
     pub todos: Vec<ActivityTodo>,
     pub skills: Vec<String>,
+    /// The skills the record shows being used (a subset of `skills` once the tool's
+    /// announcement is merged in, [`Activity::announce`]).
+    pub skills_used: Vec<String>,
     pub mcp_servers: Vec<McpServer>,
     pub model: Option<String>,
     pub context_tokens: Option<u64>,
@@ -234,7 +246,12 @@ fn count_mcp(m: &mut BTreeMap<String, u64>, name: &str) {
 
 fn mcp_list(m: BTreeMap<String, u64>) -> Vec<McpServer> {
     m.into_iter()
-        .map(|(name, calls)| McpServer { name, calls })
+        .map(|(name, calls)| McpServer {
+            name,
+            calls,
+            status: None,
+            source: None,
+        })
         .collect()
 }
 
@@ -459,6 +476,7 @@ pub fn claude(bytes: &[u8], live: bool, has_agent_file: &dyn Fn(&str) -> bool) -
     a.agents = agents;
     a.files = files.done();
     a.mcp_servers = mcp_list(mcp);
+    a.skills_used = a.skills.clone();
     a
 }
 
@@ -827,6 +845,118 @@ pub fn claude_reported_window(stream: &[u8], model: Option<&str>) -> Option<u64>
         .filter(|w| *w > 0)
 }
 
+/// The plan of the last `turn/plan/updated` notification in codex app-server's output
+/// `stream` (`{"method": "turn/plan/updated", "params": {plan: [{step, status}]}}`, status
+/// `pending`, `inProgress` or `completed`: given as the todos' `pending`, `in_progress`,
+/// `completed`), if it sent one.
+pub fn codex_bridge_plan(stream: &[u8]) -> Option<Vec<ActivityTodo>> {
+    let last = json_lines(stream)
+        .filter(|v| str_at(v, "/method") == Some("turn/plan/updated"))
+        .last()?;
+    let plan = last.pointer("/params/plan")?.as_array()?;
+    Some(
+        plan.iter()
+            .take(MAX_ITEMS)
+            .filter_map(|t| {
+                let status = match str_at(t, "/status").unwrap_or("pending") {
+                    "inProgress" => "in_progress",
+                    s => s,
+                };
+                Some(ActivityTodo {
+                    content: first_line(str_at(t, "/step")?),
+                    status: bound(status, 32),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// What Claude Code announced for its current launch, in the last `system/init` frame of
+/// its stream-json output (checked on 2.1.332, which sends one at the start of each turn,
+/// with no login too): `mcp_servers: [{name, status, source?}]` (the servers it was
+/// configured with and how each stands: `connected`, `failed`, `needs-auth`, `pending`, …)
+/// and `skills: [name]` (the skills it can run: the account home's, the project's and its
+/// built-in ones).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Announced {
+    pub mcp_servers: Vec<McpServer>,
+    pub skills: Vec<String>,
+}
+
+/// The last `system/init` frame of Claude Code's stream-json output `stream`, if any.
+pub fn claude_announced(stream: &[u8]) -> Option<Announced> {
+    json_lines(stream)
+        .filter(|v| str_at(v, "/type") == Some("system") && str_at(v, "/subtype") == Some("init"))
+        .last()
+        .map(|v| announced_of(&v))
+}
+
+/// The announcement an init frame `v` carries (bounded as the record's lists are).
+pub fn announced_of(v: &Value) -> Announced {
+    let mut out = Announced::default();
+    for m in v
+        .get("mcp_servers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = str_at(m, "/name").filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        let name = bound(name, MAX_FIELD);
+        if out.mcp_servers.len() >= MAX_ITEMS || out.mcp_servers.iter().any(|x| x.name == name) {
+            continue;
+        }
+        out.mcp_servers.push(McpServer {
+            name,
+            calls: 0,
+            status: str_at(m, "/status").map(|s| bound(s, 64)),
+            source: str_at(m, "/source").map(|s| bound(s, MAX_FIELD)),
+        });
+    }
+    for s in v
+        .get("skills")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        let s = bound(s, MAX_FIELD);
+        if !s.is_empty() && !out.skills.contains(&s) && out.skills.len() < MAX_ITEMS {
+            out.skills.push(s);
+        }
+    }
+    out
+}
+
+impl Activity {
+    /// Merges what the tool announced into what its record shows it used: `skills` become
+    /// the announced ones (in the tool's order) then any used one it did not announce
+    /// (`skills_used` keeps the used ones); each announced MCP server gets its `status` and
+    /// `source` (with its calls, 0 when the record has none), by name.
+    pub fn announce(&mut self, n: &Announced) {
+        let mut skills = n.skills.clone();
+        for s in &self.skills {
+            if !skills.contains(s) && skills.len() < MAX_ITEMS {
+                skills.push(s.clone());
+            }
+        }
+        self.skills = skills;
+        for m in &n.mcp_servers {
+            let full = self.mcp_servers.len() >= MAX_ITEMS;
+            match self.mcp_servers.iter_mut().find(|x| x.name == m.name) {
+                Some(x) => {
+                    x.status = m.status.clone();
+                    x.source = m.source.clone();
+                }
+                None if !full => self.mcp_servers.push(m.clone()),
+                None => {}
+            }
+        }
+        self.mcp_servers.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+}
+
 /// The most workflows a live read keeps (the newest), and the most phases of one.
 pub const MAX_WORKFLOWS: usize = 32;
 pub const MAX_PHASES: usize = 64;
@@ -852,6 +982,28 @@ pub struct Workflow {
     pub agents_done: u64,
     pub agents_failed: u64,
     pub phases: Vec<WorkflowPhase>,
+    /// The workflow's end as its final summary says it (`completed`, `failed`, or `stopped`
+    /// for a killed run); null while only live snapshots are known.
+    #[serde(default)]
+    pub state: Option<WorkState>,
+    /// Whether the tool's final summary (`workflows/<runId>.json` beside the transcript) was
+    /// read: `none` (not there: the workflow runs, or its summary is not written), `read`
+    /// (this entry is the summary's), or `unreadable` (refused or malformed: `summary_reason`
+    /// says why, and the entry keeps the live snapshot, if any).
+    #[serde(default)]
+    pub summary: SummaryRead,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_reason: Option<String>,
+}
+
+/// How a workflow's final summary was read ([`Workflow::summary`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryRead {
+    #[default]
+    None,
+    Read,
+    Unreadable,
 }
 
 /// One phase of a [`Workflow`] (a `workflow_phase` row).
@@ -985,7 +1137,136 @@ fn workflow_of(
         agents_done: agents.iter().filter(|(_, s)| done(s)).count() as u64,
         agents_failed: agents.iter().filter(|(_, s)| failed(s)).count() as u64,
         phases,
+        state: None,
+        summary: SummaryRead::None,
+        summary_reason: None,
     }
+}
+
+/// The most final workflow summaries one read takes (the most recently written).
+pub const MAX_SUMMARIES: usize = MAX_WORKFLOWS;
+
+/// A finished workflow as Claude Code's own summary `workflows/<runId>.json` records it
+/// (2.1.332's writer, read from its published code: one JSON object `{runId, timestamp,
+/// taskId, workflowName, title, status: completed|failed|killed, durationMs, agentCount,
+/// workflowProgress: [the `workflow_phase` / `workflow_agent` rows of its task_progress
+/// frames], phases, error?, …}`). The phases' states are final: a phase in which an agent
+/// failed is `failed`; in a completed workflow every other phase is `completed`; in a failed
+/// or killed one a phase whose observed agents all finished is `completed` and any other
+/// `stopped`. Err names what is wrong with the file.
+pub fn claude_workflow_summary(bytes: &[u8]) -> Result<Workflow, String> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    let run_id = str_at(&v, "/runId")
+        .filter(|r| !r.is_empty())
+        .ok_or("no runId")?;
+    let state = match str_at(&v, "/status") {
+        Some("completed") => WorkState::Completed,
+        Some("failed") => WorkState::Failed,
+        Some("killed") => WorkState::Stopped,
+        other => {
+            return Err(format!(
+                "status {} is not an end this reader knows (completed, failed, killed)",
+                other.map_or_else(|| "(none)".to_string(), |s| bound(s, 32))
+            ));
+        }
+    };
+    let rows: Vec<Value> = v
+        .get("workflowProgress")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let run_id = bound(run_id, 256);
+    let task = str_at(&v, "/taskId").map_or_else(|| run_id.clone(), |t| bound(t, 256));
+    let name = str_at(&v, "/workflowName").map(|n| bound(n, 512));
+    let mut w = workflow_of(&Value::Null, &rows, &run_id, &task, name);
+    if w.phases.is_empty() {
+        // No phase rows: the seeded phase titles, in order.
+        for (i, p) in v
+            .get("phases")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(MAX_PHASES)
+            .enumerate()
+        {
+            if let Some(title) = str_at(p, "/title") {
+                w.phases.push(WorkflowPhase {
+                    index: i as i64,
+                    title: bound(title, 512),
+                    detail: str_at(p, "/detail").map(|d| bound(d, 1024)),
+                    state: WorkState::Scheduled,
+                    agents_total: 0,
+                    agents_done: 0,
+                    agents_failed: 0,
+                });
+            }
+        }
+    }
+    for p in &mut w.phases {
+        p.state = if p.agents_failed > 0 {
+            WorkState::Failed
+        } else if state == WorkState::Completed
+            || (p.agents_total > 0 && p.agents_done == p.agents_total)
+        {
+            WorkState::Completed
+        } else {
+            WorkState::Stopped
+        };
+    }
+    w.duration_ms = u64_at(&v, "/durationMs");
+    if let Some(n) = u64_at(&v, "/agentCount") {
+        w.agents_total = w.agents_total.max(n);
+    }
+    w.state = Some(state);
+    w.summary = SummaryRead::Read;
+    Ok(w)
+}
+
+/// The live snapshots `live` with the final summaries merged in: a summary (`Ok`) replaces
+/// its run's snapshot (keeping the snapshot's `tool_use_id`, which only the live frames
+/// name); an unreadable one (`Err(reason)`) marks its run's snapshot, or stands alone with
+/// its run id when no snapshot is known. Summaries of runs no snapshot names come after the
+/// snapshots; at most [`MAX_WORKFLOWS`] in all (the last ones).
+pub fn merge_summaries(
+    mut live: Vec<Workflow>,
+    summaries: Vec<(String, Result<Workflow, String>)>,
+) -> Vec<Workflow> {
+    for (run_id, s) in summaries {
+        let at = live.iter().position(|w| w.run_id == run_id);
+        match (s, at) {
+            (Ok(mut w), Some(i)) => {
+                if w.tool_use_id.is_none() {
+                    w.tool_use_id = live[i].tool_use_id.clone();
+                }
+                if w.name.is_none() {
+                    w.name = live[i].name.clone();
+                }
+                live[i] = w;
+            }
+            (Ok(w), None) => live.push(w),
+            (Err(reason), Some(i)) => {
+                live[i].summary = SummaryRead::Unreadable;
+                live[i].summary_reason = Some(reason);
+            }
+            (Err(reason), None) => live.push(Workflow {
+                task_id: run_id.clone(),
+                run_id,
+                tool_use_id: None,
+                name: None,
+                duration_ms: None,
+                agents_total: 0,
+                agents_done: 0,
+                agents_failed: 0,
+                phases: Vec::new(),
+                state: None,
+                summary: SummaryRead::Unreadable,
+                summary_reason: Some(reason),
+            }),
+        }
+    }
+    let over = live.len().saturating_sub(MAX_WORKFLOWS);
+    live.drain(..over);
+    live
 }
 
 /// The state of a tool call from its status word, `pending` when it has none yet.
@@ -1122,6 +1403,7 @@ pub fn gemini(bytes: &[u8], live: bool) -> Activity {
     (a.tasks, a.tasks_omitted) = keep_newest(tasks);
     a.files = files.done();
     a.skills = skills;
+    a.skills_used = a.skills.clone();
     a
 }
 
@@ -1267,6 +1549,7 @@ pub fn opencode(bytes: &[u8], live: bool) -> Activity {
     (a.tasks, a.tasks_omitted) = keep_newest(tasks);
     a.files = files.done();
     a.skills = skills;
+    a.skills_used = a.skills.clone();
     a
 }
 

@@ -85,6 +85,104 @@ pub fn subagents(home: &Path, cwd: &Path, id: &str) -> Vec<PathBuf> {
     out
 }
 
+/// The folder of session `id`'s finished workflow summaries, `<session id>/workflows/`
+/// beside its transcript (Claude Code writes `<runId>.json` there when a workflow ends;
+/// its `scripts/` sub-folder holds the scripts, not summaries).
+pub fn workflows_dir(home: &Path, cwd: &Path, id: &str) -> PathBuf {
+    home.join("projects")
+        .join(project_folder(&cwd.to_string_lossy()))
+        .join(id)
+        .join("workflows")
+}
+
+/// The finished workflow summaries of session `id`: each `<runId>.json` of
+/// [`workflows_dir`] (the most recently changed [`super::activity::MAX_SUMMARIES`], oldest
+/// first), read under the transcript's rules ([`super::read_file`]: under the account home,
+/// no symlinked folder, one name, a plain file, 8 MiB per file, within the request's
+/// budget) and parsed ([`super::activity::claude_workflow_summary`]). Each is its run id
+/// (the file's name) with the summary, or why it is unreadable: a refused file, a summary
+/// naming another run, or one that is not the tool's shape is never an empty success.
+pub fn workflow_summaries(
+    home: &Path,
+    cwd: &Path,
+    id: &str,
+    budget: &mut super::Budget,
+) -> Summaries {
+    use super::activity::{MAX_SUMMARIES, claude_workflow_summary};
+    let dir = workflows_dir(home, cwd, id);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Summaries::default();
+    };
+    // A folder an agent filled with names is looked through up to a bound, and what lies
+    // past it is said, not skipped in silence.
+    let mut entries = entries.flatten();
+    let mut found: Vec<(std::time::SystemTime, String, PathBuf)> = entries
+        .by_ref()
+        .take(MAX_SCAN)
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let run = name.strip_suffix(".json")?.to_string();
+            if run.is_empty() {
+                return None;
+            }
+            let at = std::fs::symlink_metadata(e.path())
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            Some((at, run, e.path()))
+        })
+        .collect();
+    let more = entries.next().is_some();
+    found.sort();
+    let over = found.len().saturating_sub(MAX_SUMMARIES);
+    found.drain(..over);
+    let overflow = more.then(|| {
+        format!(
+            "{} holds more than {MAX_SCAN} entries: only the first {MAX_SCAN} were looked at",
+            dir.display()
+        )
+    });
+    let read = found
+        .into_iter()
+        .map(|(_, run, path)| {
+            let read = match super::read_file(home, &path, budget) {
+                Ok(Some(bytes)) => claude_workflow_summary(&bytes).and_then(|w| {
+                    if w.run_id == run {
+                        Ok(w)
+                    } else {
+                        Err(format!(
+                            "{} names run {}, not the run its name says",
+                            path.display(),
+                            super::activity::bound(&w.run_id, 64)
+                        ))
+                    }
+                }),
+                Ok(None) => Err(format!("{} went away while it was read", path.display())),
+                Err(e) => Err(e.to_string()),
+            };
+            let read = read.map_err(|e| {
+                if e.contains(&*path.to_string_lossy()) {
+                    e
+                } else {
+                    format!("{}: {e}", path.display())
+                }
+            });
+            (super::activity::bound(&run, 256), read)
+        })
+        .collect();
+    Summaries { read, overflow }
+}
+
+/// What [`workflow_summaries`] found: each summary looked at (its run id, the summary or why
+/// it is unreadable), and, when the folder held more entries than are looked at, that.
+#[derive(Debug, Default)]
+pub struct Summaries {
+    pub read: Vec<(String, Result<super::activity::Workflow, String>)>,
+    pub overflow: Option<String>,
+}
+
+/// The most entries of a session's workflows folder looked at.
+const MAX_SCAN: usize = 4096;
+
 /// The text of a `message.content`: a string, or the `text` blocks of an array.
 fn content_text(content: &Value) -> Option<String> {
     match content {

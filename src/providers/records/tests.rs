@@ -991,3 +991,135 @@ fn claude_workflow_snapshots_are_the_latest_task_progress_of_each_run_and_no_pha
         claude_workflows(b"{\"type\":\"system\",\"subtype\":\"task_progress\"\n\xff\n").is_empty()
     );
 }
+
+/// The real claude 2.1.332's stdout with no login, an account home naming one user MCP
+/// server that does not answer, a home skill and a project skill.
+const CLAUDE_ANNOUNCED_REAL: &[u8] =
+    include_bytes!("../../../tests/data/real/probe/claude-2.1.332-init-announced.stdout.jsonl");
+
+#[test]
+fn claudes_init_frame_announces_its_mcp_servers_and_skills_merged_with_what_it_used() {
+    let n = activity::claude_announced(CLAUDE_ANNOUNCED_REAL).expect("the real init frame");
+    assert_eq!(n.mcp_servers.len(), 1);
+    let m = &n.mcp_servers[0];
+    assert_eq!(
+        (
+            m.name.as_str(),
+            m.status.as_deref(),
+            m.source.as_deref(),
+            m.calls
+        ),
+        ("probe", Some("failed"), Some("user"), 0)
+    );
+    assert_eq!(&n.skills[..2], ["homeskill", "wsskill"]);
+    assert!(
+        n.skills.contains(&"simplify".to_string()),
+        "its built-in ones too"
+    );
+    // Merged into what the record shows used: calls kept, announcement added, sorted.
+    let mut a = activity::Activity {
+        skills: vec!["mine".into(), "wsskill".into()],
+        skills_used: vec!["mine".into(), "wsskill".into()],
+        mcp_servers: vec![
+            activity::McpServer {
+                name: "zz".into(),
+                calls: 2,
+                status: None,
+                source: None,
+            },
+            activity::McpServer {
+                name: "probe".into(),
+                calls: 3,
+                status: None,
+                source: None,
+            },
+        ],
+        ..activity::Activity::default()
+    };
+    a.announce(&n);
+    assert_eq!(a.skills[..2], ["homeskill", "wsskill"]);
+    assert_eq!(
+        a.skills.last().unwrap(),
+        "mine",
+        "a used skill it did not announce"
+    );
+    assert_eq!(a.skills.iter().filter(|s| *s == "wsskill").count(), 1);
+    assert_eq!(a.skills_used, ["mine", "wsskill"]);
+    let names: Vec<(&str, u64, Option<&str>)> = a
+        .mcp_servers
+        .iter()
+        .map(|m| (m.name.as_str(), m.calls, m.status.as_deref()))
+        .collect();
+    assert_eq!(names, [("probe", 3, Some("failed")), ("zz", 2, None)]);
+    // The last init frame wins; none, nothing announced; hostile shapes are skipped.
+    let two = b"{\"type\":\"system\",\"subtype\":\"init\",\"skills\":[\"a\"],\"mcp_servers\":[]}\n\
+        {\"type\":\"system\",\"subtype\":\"init\",\"skills\":[\"b\",7,\"\"],\"mcp_servers\":[{\"status\":\"x\"},{\"name\":\"s\"},{\"name\":\"s\"}]}\n";
+    let n = activity::claude_announced(two).unwrap();
+    assert_eq!(n.skills, ["b"]);
+    assert_eq!(n.mcp_servers.len(), 1);
+    assert_eq!(n.mcp_servers[0].status, None);
+    assert!(
+        activity::claude_announced(CLAUDE_TASK_PROGRESS.split(|b| *b == b'\n').nth(1).unwrap())
+            .is_none()
+    );
+}
+
+#[test]
+fn a_workflow_summary_gives_final_states_and_replaces_its_live_snapshot() {
+    use activity::{SummaryRead, WorkState, claude_workflow_summary, merge_summaries};
+    let s = br#"{"runId":"wf-1","taskId":"t1","workflowName":"review","status":"completed","durationMs":9100,"agentCount":5,
+        "workflowProgress":[{"type":"workflow_phase","index":0,"title":"Read"},{"type":"workflow_phase","index":1,"title":"Judge"},
+        {"type":"workflow_agent","index":0,"state":"done","phaseIndex":0},{"type":"workflow_agent","index":1,"state":"error","phaseIndex":1},
+        {"type":"workflow_log","text":"x"}]}"#;
+    let w = claude_workflow_summary(s).unwrap();
+    assert_eq!(w.state, Some(WorkState::Completed));
+    assert_eq!(w.summary, SummaryRead::Read);
+    assert_eq!(w.agents_total, 5, "its own count when larger than the rows");
+    let states: Vec<WorkState> = w.phases.iter().map(|p| p.state).collect();
+    assert_eq!(states, [WorkState::Completed, WorkState::Failed]);
+    // Seeded phases when no phase rows: killed, none of them finished.
+    let k = claude_workflow_summary(
+        br#"{"runId":"wf-3","status":"killed","phases":[{"title":"One"},{"title":"Two"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(k.state, Some(WorkState::Stopped));
+    let states: Vec<(&str, WorkState)> = k
+        .phases
+        .iter()
+        .map(|p| (p.title.as_str(), p.state))
+        .collect();
+    assert_eq!(
+        states,
+        [("One", WorkState::Stopped), ("Two", WorkState::Stopped)]
+    );
+    for bad in [
+        &b"{"[..],
+        b"[]",
+        br#"{"status":"completed"}"#,
+        br#"{"runId":"x","status":"running"}"#,
+    ] {
+        assert!(
+            claude_workflow_summary(bad).is_err(),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    // Merged: the summary replaces the snapshot, keeping its tool use; an unreadable one
+    // marks its snapshot or stands alone.
+    let live = activity::claude_workflows(CLAUDE_TASK_PROGRESS);
+    let out = merge_summaries(
+        live,
+        vec![
+            ("wf-1".into(), Ok(w)),
+            ("t9".into(), Err("refused".into())),
+            ("wf-7".into(), Err("too big".into())),
+        ],
+    );
+    assert_eq!(out.len(), 3);
+    assert_eq!(out[0].summary, SummaryRead::Read);
+    assert_eq!(out[0].tool_use_id.as_deref(), Some("toolu_w1"));
+    assert_eq!(out[1].summary, SummaryRead::Unreadable);
+    assert_eq!(out[1].phases.len(), 1, "its live progress kept");
+    assert_eq!(out[2].run_id, "wf-7");
+    assert_eq!(out[2].summary_reason.as_deref(), Some("too big"));
+}
