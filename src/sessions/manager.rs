@@ -29,6 +29,9 @@ use crate::text;
 use crate::workspaces::{self, AdmitError};
 use crate::worktrees::{self, WorktreeError};
 
+mod pty_hooks;
+pub use pty_hooks::HookSaid;
+
 /// The environment variable that tags a run's processes as ours, so a later server can
 /// recognise its orphans (with the recorded pid and start time).
 pub const TAG_VAR: &str = "PROCTOR_RUN_TAG";
@@ -709,13 +712,14 @@ impl Sessions {
 
     /// Records what a tool's own hook reported (`sessions.run.hook`) for the run that holds
     /// the calling process `pid` (see [`Sessions::run_holding`]), and only that run. `None`
-    /// when no live run holds it: the caller is refused, whatever else it presents.
+    /// when no live run holds it: the caller is refused, whatever else it presents. The
+    /// hook's session id becomes the run's conversation ([`pty_hooks`]); a `StopFailure`
+    /// makes the server read the run's record for a limit.
     pub fn record_hook(
-        &self,
+        self: &Arc<Self>,
         pid: u32,
         start_time: u64,
-        event: &str,
-        message: Option<&str>,
+        said: &HookSaid<'_>,
     ) -> Result<Option<String>, SessionError> {
         let Some((run_ref, generation)) = self.run_holding(pid, start_time) else {
             return Ok(None);
@@ -724,13 +728,21 @@ impl Sessions {
         if inner.live.get(&run_ref).map(|l| l.generation) != Some(generation) {
             return Ok(None);
         }
-        let message = message.map(|m| text::one_line(m, 300));
+        let message = said.message.map(|m| text::one_line(m, 300));
         self.record(
             &mut inner,
             &run_ref,
             kinds::HOOK,
-            json!({"generation": generation, "event": event, "message": message, "pid": pid}),
+            json!({"generation": generation, "event": said.event, "message": message, "pid": pid,
+                   "source": said.source.map(|s| text::one_line(s, 32))}),
         )?;
+        if let Some(id) = said.session_id {
+            self.hook_conversation(&mut inner, &run_ref, generation, id, said)?;
+        }
+        drop(inner);
+        if said.event == "StopFailure" {
+            self.read_pty_limit(&run_ref, generation);
+        }
         Ok(Some(run_ref))
     }
 

@@ -550,6 +550,46 @@ impl Transcript {
         self.append(&line)
     }
 
+    /// Appends the synthetic assistant line Claude Code 2.1.332 writes for a turn that ended
+    /// on a limit (its `createAssistantAPIErrorMessage`): `isApiErrorMessage`, `error:
+    /// "rate_limit"`, and for the plan's allocation used up `apiError:
+    /// "usage_limit_reached"`; a reset time goes in `apiErrorParams.rate_limit_info` (a
+    /// rejected window, Unix seconds), the model is `<synthetic>`.
+    pub fn claude_limit(
+        &self,
+        id: &str,
+        cwd: &Path,
+        l: &super::script::FakeLimit,
+        words: &str,
+    ) -> std::io::Result<()> {
+        let mut extra = json!({
+            "isApiErrorMessage": true,
+            "error": "rate_limit",
+            "message": {
+                "id": super::new_uuid().unwrap_or_default(),
+                "type": "message",
+                "role": "assistant",
+                "model": "<synthetic>",
+                "content": [{"type": "text", "text": words}],
+                "stop_reason": "stop_sequence",
+                "stop_sequence": "",
+                "usage": {"input_tokens": 0, "output_tokens": 0,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            },
+        });
+        if l.usage {
+            extra["apiError"] = json!("usage_limit_reached");
+        }
+        if let Some(reset) = l.resets_at {
+            extra["apiErrorParams"] = json!({"rate_limit_info": {
+                "status": "rejected",
+                "resetsAt": reset,
+                "rateLimitType": "five_hour",
+            }});
+        }
+        self.claude_line(id, cwd, "assistant", json!([]), extra)
+    }
+
     /// Writes sub-agent `agent`'s own transcript beside this one, as Claude Code does
     /// (`<session>/subagents/agent-<agent>.jsonl`, every line `isSidechain: true` with its
     /// `agentId`): the task's prompt and the agent's answer.
