@@ -205,7 +205,7 @@ fn a_process_outside_every_run_cannot_mark_a_run_waiting_with_or_without_a_token
         .stdin
         .take()
         .unwrap()
-        .write_all(br#"{"session_id":"x","hook_event_name":"Notification","message":"forged"}"#)
+        .write_all(br#"{"session_id":"0b8f2c1e-9a4d-4f6e-8c2b-1d3e5f7a9b0c","hook_event_name":"Notification","message":"forged"}"#)
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
