@@ -403,8 +403,9 @@ fn move_carries_one_conversation_between_profiles_and_refusals_write_nothing() {
         &s,
         json!({"transport": "pty", "profile": "a", "workspace": ws}),
     );
-    let id = s.wait_run(&pty, "its conversation", |v| v["conversation_id"].is_string())
-        ["conversation_id"]
+    let id = s.wait_run(&pty, "its conversation", |v| {
+        v["conversation_id"].is_string()
+    })["conversation_id"]
         .clone();
     s.expect(200, "POST", &s.run_path(&pty, "/stop"), None);
     s.wait_run(&pty, "stopped", |v| v["state"] == "stopped");

@@ -221,16 +221,17 @@ fn a_session_id_is_taken_only_from_a_process_of_the_run_and_only_as_a_fresh_uuid
         &s,
         json!({"transport": "pty", "profile": "a", "workspace": ws}),
     );
-    let theirs = s.wait_run(&other, "a conversation", |v| v["conversation_id"].is_string())
-        ["conversation_id"]
+    let theirs = s.wait_run(&other, "a conversation", |v| {
+        v["conversation_id"].is_string()
+    })["conversation_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let ours = s.wait_run(&run, "a conversation", |v| v["conversation_id"].is_string())
-        ["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let ours =
+        s.wait_run(&run, "a conversation", |v| v["conversation_id"].is_string())["conversation_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
     // A same-user process outside every run, with or without a token, with a well-formed
     // id: refused, nothing recorded.
     let socket = s.home.socket();
@@ -359,11 +360,11 @@ fn a_stopped_pty_run_moves_with_its_conversation_and_a_live_one_hands_off() {
         &s,
         json!({"transport": "pty", "profile": "a", "workspace": ws}),
     );
-    let id = s.wait_run(&run, "a conversation", |v| v["conversation_id"].is_string())
-        ["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id =
+        s.wait_run(&run, "a conversation", |v| v["conversation_id"].is_string())["conversation_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
     type_line(&s, &run, "words to carry", "Stop");
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
     s.wait_run(&run, "stopped", |v| v["state"] == "stopped");

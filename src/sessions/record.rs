@@ -730,7 +730,12 @@ mod tests {
         ]);
         r.transport = "pty".into();
         assert!(r.derive().limit.is_some());
-        for event in ["UserPromptSubmit", "Notification", "StopFailure", "SessionStart"] {
+        for event in [
+            "UserPromptSubmit",
+            "Notification",
+            "StopFailure",
+            "SessionStart",
+        ] {
             r.events
                 .push(ev(kinds::HOOK, json!({"generation": 1, "event": event})));
             assert!(r.derive().limit.is_some(), "{event}");

@@ -108,7 +108,11 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
     };
     super::hooks::session(&id, &cwd, &transcript.path);
     // claude's SessionStart hook: its session began (its JSON names the session id).
-    let source = if resume.is_some() { "resume" } else { "startup" };
+    let source = if resume.is_some() {
+        "resume"
+    } else {
+        "startup"
+    };
     super::hooks::fire(
         "SessionStart",
         serde_json::json!({"source": source, "model": super::DEMO_MODEL}),

@@ -129,7 +129,10 @@ mod tests {
         );
         // Another API error is no limit; a later reply ends the limit's turn; the user's
         // retry alone does not.
-        assert_eq!(last_turn(&lines(&[USER, NO_LOGIN])), Some(LastTurn::ApiError));
+        assert_eq!(
+            last_turn(&lines(&[USER, NO_LOGIN])),
+            Some(LastTurn::ApiError)
+        );
         assert_eq!(
             last_turn(&lines(&[USER, USAGE, USER, REPLY])),
             Some(LastTurn::Reply)
@@ -139,7 +142,10 @@ mod tests {
             Some(LastTurn::Limit { .. })
         ));
         // A sub-agent's line, a torn last line, a snake_case flag: not the main turn's word.
-        let side = USAGE.replace(r#""type":"assistant","#, r#""type":"assistant","isSidechain":true,"#);
+        let side = USAGE.replace(
+            r#""type":"assistant","#,
+            r#""type":"assistant","isSidechain":true,"#,
+        );
         assert_eq!(last_turn(&lines(&[REPLY, &side])), Some(LastTurn::Reply));
         let torn = &USAGE[..USAGE.len() - 5];
         assert_eq!(last_turn(&lines(&[REPLY, torn])), Some(LastTurn::Reply));
