@@ -918,5 +918,9 @@ fn real_claude_accepts_its_hooks_on_the_pty_form() {
         "{screen}"
     );
     assert!(screen.contains("Claude Code"), "{screen}");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let evs = s.expect(200, "GET", &s.run_path(&run, "/events"), None);
+    let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+    eprintln!("real-tool battery: claude's PTY events: {evs}\nview: {v}");
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
 }

@@ -110,3 +110,36 @@ fn report(a: HookArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_real_claudes_hook_json_gives_the_event_and_a_session_id_the_server_takes() {
+        // What claude 2.1.332's PTY form wrote on its hooks' stdin (tests/data/real/records).
+        let raw = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/real/records/claude-2.1.332-pty-hooks-resume.txt"
+        ))
+        .unwrap();
+        let mut events = Vec::new();
+        for obj in raw.split("\n\n").filter(|o| !o.trim().is_empty()) {
+            let input: ClaudeHookInput = serde_json::from_str(obj).unwrap();
+            let id = input.session_id.unwrap();
+            assert!(
+                crate::providers::is_claude_session_id(id.as_str().unwrap()),
+                "{id}"
+            );
+            events.push((input.hook_event_name, input.source));
+        }
+        assert_eq!(
+            events,
+            [
+                ("SessionStart".to_string(), Some(serde_json::json!("resume"))),
+                ("UserPromptSubmit".to_string(), None),
+                ("StopFailure".to_string(), None),
+            ]
+        );
+    }
+}

@@ -553,8 +553,10 @@ impl Transcript {
     /// Appends the synthetic assistant line Claude Code 2.1.332 writes for a turn that ended
     /// on a limit (its `createAssistantAPIErrorMessage`): `isApiErrorMessage`, `error:
     /// "rate_limit"`, and for the plan's allocation used up `apiError:
-    /// "usage_limit_reached"`; a reset time goes in `apiErrorParams.rate_limit_info` (a
-    /// rejected window, Unix seconds), the model is `<synthetic>`.
+    /// "usage_limit_reached"` (the binary's code), for HTTP 429 `apiErrorStatus: 429` and
+    /// `apiErrorType: "rate_limit_error"` (recorded: tests/data/real/records); a reset time
+    /// goes in `apiErrorParams.rate_limit_info` (a rejected window, Unix seconds), the model
+    /// is `<synthetic>`.
     pub fn claude_limit(
         &self,
         id: &str,
@@ -579,6 +581,11 @@ impl Transcript {
         });
         if l.usage {
             extra["apiError"] = json!("usage_limit_reached");
+        } else {
+            // As recorded from claude 2.1.332 against a stub answering 429.
+            extra["apiErrorStatus"] = json!(429);
+            extra["apiErrorType"] = json!("rate_limit_error");
+            extra["apiErrorIsTransient"] = json!(false);
         }
         if let Some(reset) = l.resets_at {
             extra["apiErrorParams"] = json!({"rate_limit_info": {

@@ -11,9 +11,12 @@
 //! relayed from elsewhere may carry `apiErrorStatus: 429` instead). Only these make a
 //! limit, as the seed says of claude's result: any other API error says nothing of one.
 //!
-//! Not proven against a live account: the shapes are the binary's code, not a recorded
-//! limit (no test account reaches one). `quotaLimits`, which claude adds to some of these
-//! lines, is not read.
+//! The HTTP 429 line is **recorded** (claude 2.1.332's PTY form against a local stub that
+//! answers 429: `error: "rate_limit"`, `apiErrorStatus: 429`, `apiErrorType:
+//! "rate_limit_error"`; tests/data/real/records/). The `usage_limit_reached` line is the
+//! binary's code, not a recorded limit: claude writes it only for a subscription login that
+//! hit its plan's window, which an API key and a stub do not reach. `quotaLimits`, which
+//! claude adds to some of these lines, is not read.
 
 use serde_json::Value;
 
@@ -91,6 +94,31 @@ mod tests {
     const USAGE: &str = r#"{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiError":"usage_limit_reached","apiErrorParams":{"rate_limit_info":{"status":"rejected","resetsAt":1771390800,"rateLimitType":"five_hour"}},"message":{"model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"You've hit your limit"}]}}"#;
     const RATE: &str = r#"{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","message":{"model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: Rate limit reached"}]}}"#;
     const NO_LOGIN: &str = r#"{"type":"assistant","isApiErrorMessage":true,"error":"authentication_failed","message":{"model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"Invalid API key"}]}}"#;
+
+    #[test]
+    fn the_real_claudes_429_line_is_a_rate_limit() {
+        // Recorded from claude 2.1.332's PTY form against a local stub answering 429
+        // (tests/data/real/records/README.md).
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/real/records/claude-2.1.332-pty-429-stub.jsonl"
+        ))
+        .unwrap();
+        assert_eq!(
+            last_turn(&bytes),
+            Some(LastTurn::Limit {
+                kind: LimitKind::Rate,
+                resets_at: None
+            })
+        );
+        // Its "Not logged in" line is an API error, not a limit.
+        let no_login = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/real/records/claude-2.1.332-turn-no-login.jsonl"
+        ))
+        .unwrap();
+        assert_eq!(last_turn(&no_login), Some(LastTurn::ApiError));
+    }
 
     #[test]
     fn the_last_assistant_line_says_how_the_turn_ended() {
