@@ -136,7 +136,10 @@ mod tests {
         assert_eq!(
             events,
             [
-                ("SessionStart".to_string(), Some(serde_json::json!("resume"))),
+                (
+                    "SessionStart".to_string(),
+                    Some(serde_json::json!("resume"))
+                ),
                 ("UserPromptSubmit".to_string(), None),
                 ("StopFailure".to_string(), None),
             ]
