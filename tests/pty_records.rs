@@ -280,6 +280,12 @@ fn a_session_id_is_taken_only_from_a_process_of_the_run_and_only_as_a_fresh_uuid
     // Another run's conversation: not taken (409 to the hook); the run's conversation is
     // unknown (never the other run's) until claude's own next hook names its own again.
     type_line(&s, &run, &format!("!hook-as {theirs} Notification"), "Stop");
+    // (The Stop hook's own conversation line follows its hook line in the ledger.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while ledger(&s, "sessions.run.conversation", &run).len() < 3 {
+        assert!(std::time::Instant::now() < deadline);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let conv = ledger(&s, "sessions.run.conversation", &run);
     assert_eq!(conv.len(), 3, "{conv:?}");
     assert_eq!(conv[1]["refused"], theirs.as_str());
