@@ -332,6 +332,10 @@ fn a_limit_in_a_pty_record_shows_once_and_clears_with_the_next_good_turn() {
         json!({"kind": "usage", "resets_at": reset_s, "account_ref": "acct"}),
         "{v}"
     );
+    assert_eq!(
+        v["waiting"]["reason"], "the turn ended; the tool waits for your input",
+        "a turn that ended on an API error waits for input too: {v}"
+    );
     let facts = |s: &DemoServer| ledger(s, "sessions.run.limit_reached", &run);
     assert_eq!(facts(&s).len(), 1);
     assert_eq!(facts(&s)[0]["source"], "record");

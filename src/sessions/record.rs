@@ -412,7 +412,9 @@ impl RunRecord {
                             let said = word("message").unwrap_or(HOOK_ATTENTION);
                             hook = Some((since, text::one_line(said, WAIT_REASON_WIDTH)));
                         }
-                        Some("Stop") => hook = Some((since, TURN_WAIT.to_string())),
+                        // `StopFailure`: the turn ended on an API error (a limit, say);
+                        // claude waits for input all the same.
+                        Some("Stop" | "StopFailure") => hook = Some((since, TURN_WAIT.to_string())),
                         Some("UserPromptSubmit") => hook = None,
                         _ => {}
                     }
