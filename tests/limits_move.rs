@@ -397,8 +397,10 @@ fn move_carries_one_conversation_between_profiles_and_refusals_write_nothing() {
     assert_eq!(v["state"], "failed");
     assert_eq!(v["reason"], before["reason"]);
     assert_eq!(v["exit_code"], before["exit_code"]);
-    // A PTY run learns its conversation from claude's own hooks (SessionStart names it):
-    // stopped, it moves with its transcript (tests/pty_records.rs covers it in full).
+    // A PTY run learns its conversation from claude's own hooks (SessionStart names it at
+    // startup), but claude writes its transcript only with the first message: stopped
+    // before one, it has no conversation yet and moves with nothing to carry, keeping the
+    // id (tests/pty_records.rs moves one with its transcript).
     let pty = start(
         &s,
         json!({"transport": "pty", "profile": "a", "workspace": ws}),
@@ -420,5 +422,10 @@ fn move_carries_one_conversation_between_profiles_and_refusals_write_nothing() {
     let last = ledger(&s, "sessions.run.moved").pop().unwrap();
     assert_eq!(last["run"], pty.as_str());
     assert_eq!(last["conversation_id"], id);
-    assert_eq!(last["files"], 1, "{last}");
+    assert_eq!(last["files"], 0, "{last}");
+    assert!(
+        !proctor::providers::records::claude::path(&a, Path::new(&ws), id.as_str().unwrap())
+            .exists(),
+        "no transcript before the first message"
+    );
 }

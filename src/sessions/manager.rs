@@ -3427,22 +3427,26 @@ impl Sessions {
         };
         let placed = match &conversation {
             None => None,
-            Some(id) => {
-                let plan = moving::plan(&from_home, &cwd, id)
-                    .map_err(moved_err)?
-                    .ok_or_else(|| {
-                        SessionError::Conflict(format!(
-                            "conversation {id} of run {run_ref} is not in its account home {} \
-                             (projects/…/{id}.jsonl): nothing to move",
-                            text::one_line(&from_home.to_string_lossy(), 300)
-                        ))
-                    })?;
-                let files = plan.files();
-                Some((
-                    moving::copy(&plan, &to_home, replace, after_file).map_err(moved_err)?,
-                    files,
-                ))
-            }
+            Some(id) => match moving::plan(&from_home, &cwd, id).map_err(moved_err)? {
+                Some(plan) => {
+                    let files = plan.files();
+                    Some((
+                        moving::copy(&plan, &to_home, replace, after_file).map_err(moved_err)?,
+                        files,
+                    ))
+                }
+                // claude's PTY form names its session at startup (its SessionStart hook) and
+                // writes the transcript only with the first message: a PTY run stopped before
+                // one has no conversation yet, and moves with nothing to carry.
+                None if rec.transport == "pty" => None,
+                None => {
+                    return Err(SessionError::Conflict(format!(
+                        "conversation {id} of run {run_ref} is not in its account home {} \
+                         (projects/…/{id}.jsonl): nothing to move",
+                        text::one_line(&from_home.to_string_lossy(), 300)
+                    )));
+                }
+            },
         };
         let files = placed.as_ref().map_or(0, |p| p.1);
         let before = rec.profile.clone();

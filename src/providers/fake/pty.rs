@@ -101,7 +101,13 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
                 Tool::Opencode => format!("ses_{}", u.replace('-', "")),
                 _ => u,
             };
-            let t = Transcript::open(store::path_for(tool, &home, &cwd, &id))?;
+            let path = store::path_for(tool, &home, &cwd, &id);
+            // claude writes its transcript with the first message, not at startup.
+            let t = if tool == Tool::Claude {
+                Transcript::lazy(path)
+            } else {
+                Transcript::open(path)?
+            };
             t.head(tool, &id, &cwd)?;
             (id, t)
         }
@@ -160,8 +166,7 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
             // claude's /clear: a new session (a new id, a new transcript), announced by its
             // SessionStart hook with `source: "clear"`; nothing is sent to the model.
             id = super::new_uuid()?;
-            transcript = Transcript::open(store::path_for(tool, &home, &cwd, &id))?;
-            transcript.head(tool, &id, &cwd)?;
+            transcript = Transcript::lazy(store::path_for(tool, &home, &cwd, &id));
             super::hooks::session(&id, &cwd, &transcript.path);
             super::hooks::fire(
                 "SessionStart",

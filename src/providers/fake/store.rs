@@ -191,8 +191,22 @@ impl Transcript {
         path.is_file().then_some(Transcript { path })
     }
 
-    /// Appends one record.
+    /// The transcript at `path`, not created until its first record (claude 2.1.332's
+    /// interactive form writes its transcript only with the first message).
+    pub fn lazy(path: PathBuf) -> Transcript {
+        Transcript { path }
+    }
+
+    /// Appends one record (creating the folders 0700 and the file 0600 when absent).
     pub fn append(&self, v: &Value) -> std::io::Result<()> {
+        if let Some(parent) = self.path.parent()
+            && !parent.is_dir()
+        {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)?;
+        }
         let mut f = crate::files::open_private_append(&self.path).map_err(std::io::Error::other)?;
         let mut line = serde_json::to_vec(v).map_err(std::io::Error::other)?;
         line.push(b'\n');
