@@ -46,6 +46,15 @@ pub struct HookSaid<'a> {
 /// API error line (claude may append it just after the hook ran): at most ~2.6 s in all.
 const LIMIT_READ_DELAYS: [u64; 5] = [0, 100, 300, 700, 1500];
 
+/// The most record readers for limits at once, over all runs: a process of a run can send
+/// `StopFailure` as often as it likes, and each reader may read 8 MiB.
+const LIMIT_READERS_MAX: usize = 8;
+
+/// The runs whose record a limit reader is reading now (one per run: a `StopFailure` that
+/// arrives meanwhile is answered by the reader already looking, which reads the record as
+/// it is then).
+static LIMIT_READERS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
 /// The conversation a run's record names last (`None`: none, or unknown).
 fn last_conversation(rec: &super::RunRecord) -> Option<&str> {
     rec.events
@@ -125,11 +134,38 @@ impl Sessions {
     /// its own: the hook is answered at once) until its last assistant line is an API error
     /// line, and records the limit that line says, once per fact, as a stdio turn's is.
     pub(super) fn read_pty_limit(self: &Arc<Self>, run_ref: &str, generation: u64) {
+        // Keyed by this manager too (a process may hold more than one, in tests).
+        let key = format!("{:p}:{run_ref}", Arc::as_ptr(self));
+        {
+            let mut busy = LIMIT_READERS.lock().unwrap_or_else(|e| e.into_inner());
+            if busy.contains(&key) {
+                return;
+            }
+            if busy.len() >= LIMIT_READERS_MAX {
+                crate::log::log(&format!(
+                    "sessions: {run_ref}: StopFailure with {LIMIT_READERS_MAX} record readers \
+                     busy: its record is not read for a limit"
+                ));
+                return;
+            }
+            busy.push(key.clone());
+        }
+        struct Done(String);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                LIMIT_READERS
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .retain(|k| *k != self.0);
+            }
+        }
+        let done = Done(key);
         let me = Arc::clone(self);
         let run_ref = run_ref.to_string();
         let spawned = std::thread::Builder::new()
             .name("pty-limit".into())
             .spawn(move || {
+                let _done = done;
                 for ms in LIMIT_READ_DELAYS {
                     std::thread::sleep(Duration::from_millis(ms));
                     match me.pty_limit_once(&run_ref, generation) {
