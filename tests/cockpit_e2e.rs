@@ -281,6 +281,10 @@ fn open_list_focus_zoom_and_resize() {
         &s,
         json!({"tool": "claude", "transport": "pty", "workspace": ws, "name": "tests", "rows": 10, "cols": 40}),
     );
+    // Its own SessionStart hook names its session first: the pipe run is the newer one.
+    s.wait_run(&pty, "its session named", |v| {
+        v["conversation_id"].is_string()
+    });
     let pipe = start(
         &s,
         json!({"transport": "pipe", "tool": "codex", "workspace": ws, "prompt": "hello from e2e"}),
@@ -438,6 +442,11 @@ fn a_read_only_token_is_shown_and_never_writes() {
         Some(json!({"name": "viewer", "role": "read"})),
     );
     let secret = tok["secret"].as_str().unwrap().to_string();
+    // The tool's own SessionStart hook names its session (its own events, not the reader's):
+    // recorded before the ledger is compared.
+    s.wait_run(&run, "its session named", |v| {
+        v["conversation_id"].is_string()
+    });
     let ledger_before = std::fs::read_to_string(s.home.ledger()).unwrap();
     let mut c = Cockpit::open_with(&s, 30, 100, "xterm-256color", &[("PROCTOR_TOKEN", &secret)]);
     c.wait("read-only", |t| {

@@ -91,7 +91,13 @@ fn hooks_scenario(serve_args: &[&str], hold: &str) {
         .expect("--settings");
     let settings: Value = serde_json::from_str(&argv[at + 1]).unwrap();
     let socket = s.home.socket();
-    for event in ["Notification", "Stop", "UserPromptSubmit"] {
+    for event in [
+        "SessionStart",
+        "Notification",
+        "Stop",
+        "StopFailure",
+        "UserPromptSubmit",
+    ] {
         let cmd = settings["hooks"][event][0]["hooks"][0]["command"]
             .as_str()
             .unwrap();
@@ -115,11 +121,11 @@ fn hooks_scenario(serve_args: &[&str], hold: &str) {
     let events: Vec<&str> = hooks.iter().map(|h| h["event"].as_str().unwrap()).collect();
     assert_eq!(
         events,
-        ["UserPromptSubmit", "Notification", "Stop"],
+        ["SessionStart", "UserPromptSubmit", "Notification", "Stop"],
         "{hooks:?}"
     );
     assert_eq!(
-        hooks[1]["message"], "Claude needs your permission to use Bash ⟨U+202E⟩txt.exe",
+        hooks[2]["message"], "Claude needs your permission to use Bash ⟨U+202E⟩txt.exe",
         "{hooks:?}"
     );
     // The Notification's time is when it began waiting.
@@ -139,12 +145,13 @@ fn hooks_scenario(serve_args: &[&str], hold: &str) {
                 .contains("(the tool's own hook): the turn ended; the tool waits for your input"),
         "{shown}"
     );
-    // The other run's processes said nothing: nothing is recorded for it.
-    assert!(
-        hooks_of(&s, &other).is_empty(),
-        "{:?}",
-        hooks_of(&s, &other)
-    );
+    // The other run's processes said only that its session began: nothing of this run's
+    // is recorded for it.
+    let theirs: Vec<Value> = hooks_of(&s, &other)
+        .iter()
+        .map(|h| h["event"].clone())
+        .collect();
+    assert_eq!(theirs, [json!("SessionStart")], "{theirs:?}");
     let o = s.expect(200, "GET", &s.run_path(&other, ""), None);
     assert_eq!(o["waiting"], Value::Null, "{o}");
     // The person types again: UserPromptSubmit clears it (and the turn's Stop sets it anew).
@@ -198,7 +205,7 @@ fn a_process_outside_every_run_cannot_mark_a_run_waiting_with_or_without_a_token
         .stdin
         .take()
         .unwrap()
-        .write_all(br#"{"session_id":"x","hook_event_name":"Notification","message":"forged"}"#)
+        .write_all(br#"{"session_id":"0b8f2c1e-9a4d-4f6e-8c2b-1d3e5f7a9b0c","hook_event_name":"Notification","message":"forged"}"#)
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -226,7 +233,14 @@ fn a_process_outside_every_run_cannot_mark_a_run_waiting_with_or_without_a_token
         Some(json!({"event": "PreToolUse"})),
     );
     assert_eq!(status, 400, "{v}");
-    assert!(hooks_of(&s, &run).is_empty(), "{:?}", hooks_of(&s, &run));
+    // Only the run's own claude said anything (its SessionStart).
+    assert!(
+        hooks_of(&s, &run)
+            .iter()
+            .all(|h| h["event"] == "SessionStart" && h["message"].is_null()),
+        "{:?}",
+        hooks_of(&s, &run)
+    );
     let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
     assert_eq!(v["waiting"], Value::Null, "{v}");
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);

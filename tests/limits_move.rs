@@ -397,11 +397,20 @@ fn move_carries_one_conversation_between_profiles_and_refusals_write_nothing() {
     assert_eq!(v["state"], "failed");
     assert_eq!(v["reason"], before["reason"]);
     assert_eq!(v["exit_code"], before["exit_code"]);
+    // A PTY run learns its conversation from claude's own hooks (SessionStart names it at
+    // startup), but claude writes its transcript only with the first message: stopped
+    // before one, it has no conversation yet and moves with nothing to carry, keeping the
+    // id (tests/pty_records.rs moves one with its transcript).
     let pty = start(
         &s,
         json!({"transport": "pty", "profile": "a", "workspace": ws}),
     );
+    let id = s.wait_run(&pty, "its conversation", |v| {
+        v["conversation_id"].is_string()
+    })["conversation_id"]
+        .clone();
     s.expect(200, "POST", &s.run_path(&pty, "/stop"), None);
+    s.wait_run(&pty, "stopped", |v| v["state"] == "stopped");
     let v = s.expect(
         200,
         "POST",
@@ -409,7 +418,14 @@ fn move_carries_one_conversation_between_profiles_and_refusals_write_nothing() {
         Some(json!({"provider_profile_ref": "b"})),
     );
     assert_eq!(v["profile"], "b");
+    assert_eq!(v["conversation_id"], id);
     let last = ledger(&s, "sessions.run.moved").pop().unwrap();
     assert_eq!(last["run"], pty.as_str());
-    assert_eq!(last["files"], 0);
+    assert_eq!(last["conversation_id"], id);
+    assert_eq!(last["files"], 0, "{last}");
+    assert!(
+        !proctor::providers::records::claude::path(&a, Path::new(&ws), id.as_str().unwrap())
+            .exists(),
+        "no transcript before the first message"
+    );
 }

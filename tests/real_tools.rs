@@ -920,3 +920,182 @@ fn real_claude_accepts_its_hooks_on_the_pty_form() {
     assert!(screen.contains("Claude Code"), "{screen}");
     s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
 }
+
+/// A local stand-in for the Anthropic API on 127.0.0.1: every `POST` is answered HTTP 429
+/// (`rate_limit_error`, with the headers `claude-api-stub-429.py` sent when the fixture
+/// `tests/data/real/records/claude-2.1.332-pty-429-stub.jsonl` was recorded), anything else
+/// `{}`. No Anthropic service, no model.
+fn anthropic_429_stub() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn);
+                loop {
+                    let mut first = String::new();
+                    if r.read_line(&mut first).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut len = 0usize;
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0u8; len];
+                    if r.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let (status, json) = if first.starts_with("POST") {
+                        (
+                            "429 Too Many Requests",
+                            r#"{"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}}"#,
+                        )
+                    } else {
+                        ("200 OK", "{}")
+                    };
+                    // The headers the recorded stub sent (claude then gives up at once
+                    // instead of retrying: a rejected unified window, retry-after an hour).
+                    let reset = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_secs()
+                        + 3600;
+                    let resp = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n\
+                         anthropic-ratelimit-unified-status: rejected\r\n\
+                         anthropic-ratelimit-unified-reset: {reset}\r\n\
+                         anthropic-ratelimit-unified-5h-status: rejected\r\n\
+                         anthropic-ratelimit-unified-5h-reset: {reset}\r\n\
+                         anthropic-ratelimit-unified-representative-claim: five_hour\r\n\
+                         retry-after: 3600\r\ncontent-length: {}\r\n\r\n{json}",
+                        json.len()
+                    );
+                    if r.get_mut().write_all(resp.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// The real claude's PTY form under proctor's hooks, against a local 429 stub (its account
+/// home says onboarding done, the folder trusted and a dummy API key approved, and its
+/// settings' `env` points it at the stub: the launch environment passes no `ANTHROPIC_*`):
+/// its own `SessionStart` hook names the run's conversation, its transcript is read by
+/// `/messages`, and its 429 line becomes the run's `limit` (rate) once.
+#[test]
+fn real_claudes_pty_hooks_name_its_conversation_and_its_record_a_rate_limit() {
+    let Some(program) = real_tool("claude") else {
+        let required = std::env::var("PROCTOR_REAL_TOOLS").unwrap_or_default();
+        assert!(
+            !required.split(',').any(|r| r == "claude"),
+            "claude is required (PROCTOR_REAL_TOOLS={required}) but not on PATH"
+        );
+        eprintln!("real-tool battery: claude is not on PATH here; its PTY record is not checked");
+        return;
+    };
+    let base = anthropic_429_stub();
+    let s = DemoServer::start_with_env(&[("HOME", "fresh-home")]);
+    let ws = s.home.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws = std::fs::canonicalize(&ws).unwrap();
+    let home = s.home.path().join("fresh-home");
+    let key = "sk-ant-api03-proctor-test-dummy-key";
+    std::fs::write(
+        home.join(".claude.json"),
+        json!({"hasCompletedOnboarding": true, "theme": "dark",
+               "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+               "projects": {ws.to_str().unwrap(): {"hasTrustDialogAccepted": true,
+                                                   "hasCompletedProjectOnboarding": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(
+        home.join(".claude/settings.json"),
+        json!({"env": {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": base,
+                       "DISABLE_AUTOUPDATER": "1"}})
+        .to_string(),
+    )
+    .unwrap();
+    let v = s.expect(
+        201,
+        "POST",
+        "/v1/m/sessions/runs",
+        Some(
+            json!({"transport": "pty", "tool": "claude", "workspace": ws, "rows": 30, "cols": 100}),
+        ),
+    );
+    assert_eq!(v["demo"], false, "claude at {}", program.display());
+    let run = v["ref"].as_str().unwrap().to_string();
+    let v = wait(&s, &run, "the conversation from SessionStart", 60, |v| {
+        v["conversation_id"].is_string() || v["state"] != "running"
+    });
+    say("claude", "pty", "conversation", &v["conversation_id"]);
+    let id = v["conversation_id"]
+        .as_str()
+        .expect("SessionStart named it")
+        .to_string();
+    assert!(proctor::providers::is_claude_session_id(&id), "{v}");
+    settle(&s, &run);
+    for keys in ["hello from proctor", "\r"] {
+        s.expect(
+            202,
+            "POST",
+            &s.run_path(&run, "/input"),
+            Some(json!({"text": keys})),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let v = loop {
+        let v = s.expect(200, "GET", &s.run_path(&run, ""), None);
+        if !v["limit"].is_null() {
+            break v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no limit: {v}\nscreen: {}\nevents: {:?}",
+            screen(&s, &run),
+            kinds(&s, &run)
+                .iter()
+                .map(|e| format!("{} {}", e["kind"], e["fields"]["event"]))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    say("claude", "pty", "limit", &v["limit"]);
+    assert_eq!(
+        v["limit"],
+        json!({"kind": "rate", "account_ref": "claude"}),
+        "{v}"
+    );
+    let m = s.expect(
+        200,
+        "GET",
+        &s.run_path(&run, "/messages?role=all&text=1"),
+        None,
+    );
+    assert_eq!(m["transcript"], "read", "{m}");
+    assert_eq!(m["items"][0]["text"], "hello from proctor", "{m}");
+    let path = proctor::providers::records::claude::path(&home.join(".claude"), &ws, &id);
+    assert!(path.is_file(), "{path:?}");
+    let facts: Vec<Value> = kinds(&s, &run)
+        .into_iter()
+        .filter(|e| e["kind"] == "sessions.run.limit_reached")
+        .collect();
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    s.expect(200, "POST", &s.run_path(&run, "/stop"), None);
+}

@@ -180,6 +180,25 @@ const CHANGES: &[Change] = &[
         None,
         Some(".receipt/.facts/.boundary"),
     ),
+    // Issue 18, PTY runs: a claude PTY run learns its conversation from its own hooks, so
+    // its `conversation_id` is a string where it was null, and its events carry the hook's
+    // `source` and a `conversation` event's `conversation_id` and `hook_source`.
+    (RUN_VIEWS, None, Some(".conversation_id")),
+    (
+        &["GET /runs/{run}/events"],
+        None,
+        Some(".items/[]/.fields/.conversation_id"),
+    ),
+    (
+        &["GET /runs/{run}/events"],
+        None,
+        Some(".items/[]/.fields/.hook_source"),
+    ),
+    (
+        &["GET /runs/{run}/events"],
+        None,
+        Some(".items/[]/.fields/.source"),
+    ),
 ];
 
 /// Every answer that is one run view (issue 13's additions apply to each).

@@ -345,17 +345,27 @@ pub enum NoticeEvent {
     CursorAhead { requested: u64, next: u64 },
 }
 
-/// The body of `POST /v1/m/sessions/hook`: what claude's hook said (`hook_event_name` and
-/// `message` of the JSON claude writes on the hook's stdin).
+/// The body of `POST /v1/m/sessions/hook`: what claude's hook said (`hook_event_name`,
+/// `message` and `session_id` of the JSON claude writes on the hook's stdin; never its
+/// `transcript_path`: the server derives the record's path itself).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HookReport {
-    /// `Notification`, `Stop` or `UserPromptSubmit`.
+    /// `SessionStart`, `Notification`, `Stop`, `StopFailure` or `UserPromptSubmit`.
     pub event: String,
     /// The notification's words (`Notification` only; sanitised and bounded when recorded).
     #[serde(default)]
     #[schema(required = true)]
     pub message: Option<String>,
+    /// claude's session id (its conversation): a lowercase UUID, anything else is refused
+    /// (400). Recorded as the conversation of the caller's run when it is new for the run's
+    /// generation.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// `SessionStart`'s `source` (`startup`, `resume`, `clear`, `compact`, `fork`): why
+    /// claude's session began (at most 32 bytes; kept in the ledger only).
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 /// `POST /v1/m/sessions/hook`: the run the kernel attributed the caller to, and what was

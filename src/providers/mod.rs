@@ -322,10 +322,31 @@ pub struct HookTarget {
     pub socket: String,
 }
 
-/// The claude hook events proctor asks to hear about on a PTY run: `Notification` (claude
-/// needs a permission, or waited idle for input), `Stop` (its turn ended),
-/// `UserPromptSubmit` (the person typed a prompt: it no longer waits).
-pub const CLAUDE_HOOK_EVENTS: [&str; 3] = ["Notification", "Stop", "UserPromptSubmit"];
+/// The claude hook events proctor asks to hear about on a PTY run: `SessionStart` (claude's
+/// session began: at startup, on a resume, after `/clear`; it names the session id, the
+/// run's conversation), `Notification` (claude needs a permission, or waited idle for
+/// input), `Stop` (its turn ended), `StopFailure` (its turn ended on an API error: the
+/// server reads the record for a limit), `UserPromptSubmit` (the person typed a prompt: it
+/// no longer waits). Every hook's JSON carries `session_id`.
+pub const CLAUDE_HOOK_EVENTS: [&str; 5] = [
+    "SessionStart",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "UserPromptSubmit",
+];
+
+/// Whether `id` is a session id as claude makes them (`crypto.randomUUID()`): a UUID in its
+/// canonical lowercase form, 8-4-4-4-12 hex digits. Nothing else is taken from a hook as a
+/// conversation id.
+pub fn is_claude_session_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+        })
+}
 
 /// [`launch`], plus claude's own hooks on its PTY form when `hooks` is given.
 pub fn launch_with_hooks(
@@ -605,7 +626,7 @@ mod tests {
             }
             let settings: serde_json::Value = serde_json::from_str(&l.args[1]).unwrap();
             let hooks = settings["hooks"].as_object().unwrap();
-            assert_eq!(hooks.len(), 3, "{settings}");
+            assert_eq!(hooks.len(), CLAUDE_HOOK_EVENTS.len(), "{settings}");
             for event in CLAUDE_HOOK_EVENTS {
                 let h = &hooks[event][0]["hooks"][0];
                 assert_eq!(h["type"], "command", "{settings}");
@@ -640,6 +661,25 @@ mod tests {
                     launch(t, Transport::Pty, None).unwrap()
                 );
             }
+        }
+    }
+
+    #[test]
+    fn only_a_canonical_lowercase_uuid_is_a_claude_session_id() {
+        assert!(is_claude_session_id("0b8f2c1e-9a4d-4f6e-8c2b-1d3e5f7a9b0c"));
+        for bad in [
+            "",
+            "0B8F2C1E-9A4D-4F6E-8C2B-1D3E5F7A9B0C",
+            "0b8f2c1e9a4d4f6e8c2b1d3e5f7a9b0c",
+            "0b8f2c1e-9a4d-4f6e-8c2b-1d3e5f7a9b0",
+            "0b8f2c1e-9a4d-4f6e-8c2b-1d3e5f7a9b0cc",
+            "0b8f2c1e-9a4d-4f6e-8c2b_1d3e5f7a9b0c",
+            "../../../../etc/passwd-aaaa-bbbb-cccc",
+            "served:0b8f2c1e-9a4d-4f6e-8c2b-1d3e5f7a",
+            "0b8f2c1e-9a4d-4f6e-8c2b-1d3e5f7a9b0\n",
+            "0b8f2c1e-9a4d-4f6e-8c2b-1d3e5f7a9bé",
+        ] {
+            assert!(!is_claude_session_id(bad), "{bad:?}");
         }
     }
 

@@ -1,6 +1,9 @@
 //! `POST /v1/m/sessions/hook`: a tool's own hook reports to the server (claude's
-//! `Notification`, `Stop` and `UserPromptSubmit` on a PTY run, sent by `proctor session
-//! hook`, which claude runs with the hook's JSON on its stdin).
+//! `SessionStart`, `Notification`, `Stop`, `StopFailure` and `UserPromptSubmit` on a PTY run,
+//! sent by `proctor session hook`, which claude runs with the hook's JSON on its stdin).
+//! Its `session_id` (a UUID, or 400) becomes the run's conversation id when it is new for
+//! the run's generation; a `StopFailure` makes the server read the run's record for a
+//! limit (`sessions::Sessions::record_hook`).
 //!
 //! No token authorises it: the process claude runs for a hook has none (an agent must never
 //! hold one for this). The kernel does: the caller's pid, as `SO_PEERCRED` gave it at accept
@@ -48,6 +51,24 @@ pub async fn hook(State(s): State<Arc<Shared>>, req: Request) -> Result<Response
             CLAUDE_HOOK_EVENTS.join(", ")
         )));
     }
+    if let Some(id) = &report.session_id
+        && !crate::providers::is_claude_session_id(id)
+    {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_session_id",
+            format!(
+                "session_id {:?} is not a session id as claude makes them (a lowercase UUID, \
+                 8-4-4-4-12 hex digits); nothing was recorded",
+                crate::text::one_line(id, 60)
+            ),
+        ));
+    }
+    if report.source.as_ref().is_some_and(|s| s.len() > 32) {
+        return Err(ApiError::bad_request(
+            "source is at most 32 bytes (claude's are words such as `startup`)",
+        ));
+    }
     let refused = || {
         ApiError::new(
             StatusCode::FORBIDDEN,
@@ -63,7 +84,16 @@ pub async fn hook(State(s): State<Arc<Shared>>, req: Request) -> Result<Response
     let sessions = Arc::clone(&s.sessions);
     let event = report.event.clone();
     let recorded = blocking(move || {
-        sessions.record_hook(peer.pid, start_time, &event, report.message.as_deref())
+        sessions.record_hook(
+            peer.pid,
+            start_time,
+            &crate::sessions::HookSaid {
+                event: &event,
+                message: report.message.as_deref(),
+                session_id: report.session_id.as_deref(),
+                source: report.source.as_deref(),
+            },
+        )
     })
     .await?;
     match recorded {

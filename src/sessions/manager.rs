@@ -29,6 +29,9 @@ use crate::text;
 use crate::workspaces::{self, AdmitError};
 use crate::worktrees::{self, WorktreeError};
 
+mod pty_hooks;
+pub use pty_hooks::HookSaid;
+
 /// The environment variable that tags a run's processes as ours, so a later server can
 /// recognise its orphans (with the recorded pid and start time).
 pub const TAG_VAR: &str = "PROCTOR_RUN_TAG";
@@ -693,13 +696,14 @@ impl Sessions {
 
     /// Records what a tool's own hook reported (`sessions.run.hook`) for the run that holds
     /// the calling process `pid` (see [`Sessions::run_holding`]), and only that run. `None`
-    /// when no live run holds it: the caller is refused, whatever else it presents.
+    /// when no live run holds it: the caller is refused, whatever else it presents. The
+    /// hook's session id becomes the run's conversation ([`pty_hooks`]); a `StopFailure`
+    /// makes the server read the run's record for a limit.
     pub fn record_hook(
-        &self,
+        self: &Arc<Self>,
         pid: u32,
         start_time: u64,
-        event: &str,
-        message: Option<&str>,
+        said: &HookSaid<'_>,
     ) -> Result<Option<String>, SessionError> {
         let Some((run_ref, generation)) = self.run_holding(pid, start_time) else {
             return Ok(None);
@@ -708,13 +712,21 @@ impl Sessions {
         if inner.live.get(&run_ref).map(|l| l.generation) != Some(generation) {
             return Ok(None);
         }
-        let message = message.map(|m| text::one_line(m, 300));
+        let message = said.message.map(|m| text::one_line(m, 300));
         self.record(
             &mut inner,
             &run_ref,
             kinds::HOOK,
-            json!({"generation": generation, "event": event, "message": message, "pid": pid}),
+            json!({"generation": generation, "event": said.event, "message": message, "pid": pid,
+                   "source": said.source.map(|s| text::one_line(s, 32))}),
         )?;
+        if let Some(id) = said.session_id {
+            self.hook_conversation(&mut inner, &run_ref, generation, id, said)?;
+        }
+        drop(inner);
+        if said.event == "StopFailure" {
+            self.read_pty_limit(&run_ref, generation);
+        }
         Ok(Some(run_ref))
     }
 
@@ -3463,22 +3475,26 @@ impl Sessions {
         };
         let placed = match &conversation {
             None => None,
-            Some(id) => {
-                let plan = moving::plan(&from_home, &cwd, id)
-                    .map_err(moved_err)?
-                    .ok_or_else(|| {
-                        SessionError::Conflict(format!(
-                            "conversation {id} of run {run_ref} is not in its account home {} \
-                             (projects/…/{id}.jsonl): nothing to move",
-                            text::one_line(&from_home.to_string_lossy(), 300)
-                        ))
-                    })?;
-                let files = plan.files();
-                Some((
-                    moving::copy(&plan, &to_home, replace, after_file).map_err(moved_err)?,
-                    files,
-                ))
-            }
+            Some(id) => match moving::plan(&from_home, &cwd, id).map_err(moved_err)? {
+                Some(plan) => {
+                    let files = plan.files();
+                    Some((
+                        moving::copy(&plan, &to_home, replace, after_file).map_err(moved_err)?,
+                        files,
+                    ))
+                }
+                // claude's PTY form names its session at startup (its SessionStart hook) and
+                // writes the transcript only with the first message: a PTY run stopped before
+                // one has no conversation yet, and moves with nothing to carry.
+                None if rec.transport == "pty" => None,
+                None => {
+                    return Err(SessionError::Conflict(format!(
+                        "conversation {id} of run {run_ref} is not in its account home {} \
+                         (projects/…/{id}.jsonl): nothing to move",
+                        text::one_line(&from_home.to_string_lossy(), 300)
+                    )));
+                }
+            },
         };
         let files = placed.as_ref().map_or(0, |p| p.1);
         let before = rec.profile.clone();

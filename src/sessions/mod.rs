@@ -10,6 +10,6 @@ pub mod permissions;
 pub mod record;
 pub mod view;
 
-pub use manager::{SessionError, Sessions, stored_record};
+pub use manager::{HookSaid, SessionError, Sessions, stored_record};
 pub use record::State;
 pub use view::RunView;

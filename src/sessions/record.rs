@@ -412,7 +412,9 @@ impl RunRecord {
                             let said = word("message").unwrap_or(HOOK_ATTENTION);
                             hook = Some((since, text::one_line(said, WAIT_REASON_WIDTH)));
                         }
-                        Some("Stop") => hook = Some((since, TURN_WAIT.to_string())),
+                        // `StopFailure`: the turn ended on an API error (a limit, say);
+                        // claude waits for input all the same.
+                        Some("Stop" | "StopFailure") => hook = Some((since, TURN_WAIT.to_string())),
                         Some("UserPromptSubmit") => hook = None,
                         _ => {}
                     }
@@ -564,6 +566,14 @@ impl RunRecord {
                 kinds::RETRYING if d.state.is_live() => retrying = Some(field(f, "words")),
                 kinds::LIMIT_REACHED => d.limit = Limit::from_fields(f),
                 kinds::MOVED => d.limit = None,
+                // claude's `Stop` hook on a PTY run: a turn that ended without an API error
+                // (one that did fires `StopFailure` instead), i.e. a successful turn.
+                kinds::HOOK
+                    if self.transport == "pty"
+                        && f.get("event").and_then(Value::as_str) == Some("Stop") =>
+                {
+                    d.limit = None;
+                }
                 kinds::TURN_ENDED => {
                     retrying = None;
                     if f.get("outcome").and_then(Value::as_str) == Some("completed") {
@@ -704,6 +714,46 @@ mod tests {
             json!({"from": "claude", "to": "work", "files": 1}),
         ));
         assert_eq!(r.derive().limit, None);
+    }
+
+    #[test]
+    fn a_pty_runs_limit_is_cleared_by_claudes_stop_hook_not_by_its_stop_failure() {
+        let mut r = rec(vec![
+            ev(kinds::CREATED, json!({})),
+            ev(kinds::STARTED, json!({"pid": 42})),
+            ev(
+                kinds::HOOK,
+                json!({"generation": 1, "event": "StopFailure"}),
+            ),
+            ev(
+                kinds::LIMIT_REACHED,
+                json!({"generation": 1, "limit": {"kind": "rate", "account_ref": "claude"}}),
+            ),
+        ]);
+        r.transport = "pty".into();
+        assert!(r.derive().limit.is_some());
+        for event in [
+            "UserPromptSubmit",
+            "Notification",
+            "StopFailure",
+            "SessionStart",
+        ] {
+            r.events
+                .push(ev(kinds::HOOK, json!({"generation": 1, "event": event})));
+            assert!(r.derive().limit.is_some(), "{event}");
+        }
+        r.events
+            .push(ev(kinds::HOOK, json!({"generation": 1, "event": "Stop"})));
+        assert_eq!(r.derive().limit, None);
+        // On a stdio run a hook says nothing of a turn.
+        r.transport = "pipe".into();
+        r.events.push(ev(
+            kinds::LIMIT_REACHED,
+            json!({"generation": 1, "limit": {"kind": "rate", "account_ref": "claude"}}),
+        ));
+        r.events
+            .push(ev(kinds::HOOK, json!({"generation": 1, "event": "Stop"})));
+        assert!(r.derive().limit.is_some());
     }
 
     #[test]

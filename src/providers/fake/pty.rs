@@ -1,6 +1,10 @@
 //! The fakes' interactive form: a minimal line-oriented terminal program.
 //!
 //! It prints a banner (naming itself a demo) with its session id, then a `> ` prompt;
+//! the fake claude runs its hooks as the real one does (`SessionStart` at startup or on a
+//! resume, and after `/clear`, which starts a new session; `UserPromptSubmit`, `Stop`, and
+//! `StopFailure` after a turn that ended on a limit, whose API error line it writes in its
+//! transcript as claude 2.1.332 does);
 //! each line typed is a prompt (directives included): the fake prints `(working)`, then
 //! the deterministic reply; Ctrl-C (SIGINT, as the terminal sends it to the foreground group) interrupts
 //! the turn in progress and the program stays; end of input (Ctrl-D) exits 0. It is not
@@ -83,7 +87,7 @@ fn refuse(tool: Tool, id: &str) -> Failure {
 pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
     let home = super::account_home(tool).map_err(|m| Failure::new(1, m))?;
     let cwd = super::current_dir().map_err(|m| Failure::new(1, m))?;
-    let (id, transcript) = match resume {
+    let (mut id, mut transcript) = match resume {
         Some(id) => {
             if !super::usable_id(id) {
                 return Err(refuse(tool, id));
@@ -97,12 +101,28 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
                 Tool::Opencode => format!("ses_{}", u.replace('-', "")),
                 _ => u,
             };
-            let t = Transcript::open(store::path_for(tool, &home, &cwd, &id))?;
+            let path = store::path_for(tool, &home, &cwd, &id);
+            // claude writes its transcript with the first message, not at startup.
+            let t = if tool == Tool::Claude {
+                Transcript::lazy(path)
+            } else {
+                Transcript::open(path)?
+            };
             t.head(tool, &id, &cwd)?;
             (id, t)
         }
     };
     super::hooks::session(&id, &cwd, &transcript.path);
+    // claude's SessionStart hook: its session began (its JSON names the session id).
+    let source = if resume.is_some() {
+        "resume"
+    } else {
+        "startup"
+    };
+    super::hooks::fire(
+        "SessionStart",
+        serde_json::json!({"source": source, "model": super::DEMO_MODEL}),
+    );
     let (tx, inbox) = mpsc::channel();
     install_sigint(tx.clone())?;
     let mut turns = 0u64;
@@ -142,6 +162,19 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
         let text = String::from_utf8_lossy(&line)
             .trim_end_matches('\r')
             .to_string();
+        if tool == Tool::Claude && text.trim() == "/clear" {
+            // claude's /clear: a new session (a new id, a new transcript), announced by its
+            // SessionStart hook with `source: "clear"`; nothing is sent to the model.
+            id = super::new_uuid()?;
+            transcript = Transcript::lazy(store::path_for(tool, &home, &cwd, &id));
+            super::hooks::session(&id, &cwd, &transcript.path);
+            super::hooks::fire(
+                "SessionStart",
+                serde_json::json!({"source": "clear", "model": super::DEMO_MODEL}),
+            );
+            super::write_out(format!("(cleared) session {id}\n> ").as_bytes())?;
+            continue;
+        }
         turns += 1;
         // claude's own hooks (with `--settings`): the person submitted a prompt.
         super::hooks::fire("UserPromptSubmit", serde_json::json!({"prompt": text}));
@@ -166,7 +199,20 @@ pub(super) fn main(tool: Tool, resume: Option<&str>) -> Result<i32, Failure> {
                 super::hooks::fire("Stop", serde_json::json!({"stop_hook_active": false}));
             }
             Ended::Interrupted => super::write_out(b"^C interrupted\n> ")?,
-            Ended::Limited(l) => super::write_out(format!("{}> ", l.as_text()).as_bytes())?,
+            Ended::Limited(l) => {
+                super::write_out(format!("{}> ", l.as_text()).as_bytes())?;
+                if tool == Tool::Claude {
+                    // claude records the API error as a synthetic assistant line of its
+                    // transcript, then its turn ends with StopFailure (not Stop).
+                    let words = l.as_text().trim_end().to_string();
+                    transcript.claude_limit(&id, &cwd, &l, &words)?;
+                    super::hooks::fire(
+                        "StopFailure",
+                        serde_json::json!({"error": "rate_limit", "error_details": words,
+                                           "last_assistant_message": words}),
+                    );
+                }
+            }
         }
     }
 }

@@ -20,6 +20,7 @@
 //! | `!limit KIND [RESET]` | ends the turn on an account limit in the tool's own shape (KIND `usage` or `rate`; RESET the Unix second it lifts, or `+N` seconds from now): claude a rejected `rate_limit_event` (with a RESET) and an `is_error` `result` (`usage_limit_reached`, or HTTP 429 for `rate`), codex `account/rateLimits/updated` (an exhausted window, with a RESET) and a failed turn typed `usageLimitExceeded` / `rateLimitExceeded`; other forms say it as text |
 //! | `!frame JSON` | claude's stream-json form only: writes JSON (one object, on one line) to stdout as a frame of its own, as is (hand-written `system/task_progress` frames, say); the other forms ignore it |
 //! | `!hook EVENT MESSAGE` | runs the fake claude's own hook commands for EVENT (from `--settings`), with claude's JSON on stdin (`message` for a `Notification`), as the real claude does |
+//! | `!hook-as ID EVENT` | the same with `session_id` ID instead of the session's own: what a process of the run (an agent's command) can make the hook command say; for tests of what the server takes |
 //!
 //! A line that starts with `!` but is not one of these, or has a bad argument, is text.
 
@@ -59,6 +60,8 @@ pub enum Step {
     Frame(String),
     Ask(AskKind, String),
     Hook(String, String),
+    /// `!hook-as ID EVENT`: (session id, event).
+    HookAs(String, String),
     /// `!limit KIND [RESET]`.
     Limit(FakeLimit),
 }
@@ -293,6 +296,16 @@ fn parse_line(l: &str) -> Step {
             }
             Step::Limit(FakeLimit { usage, resets_at })
         }
+        "hook-as" => match arg.split_once(' ') {
+            Some((id, event))
+                if !id.is_empty()
+                    && !event.is_empty()
+                    && event.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+            {
+                Step::HookAs(id.to_string(), event.to_string())
+            }
+            _ => text(),
+        },
         "hook" => {
             let (event, message) = arg.split_once(' ').unwrap_or((arg, ""));
             if !event.is_empty() && event.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -543,6 +556,16 @@ impl Turn<'_> {
                     } else {
                         serde_json::json!({})
                     };
+                    notes.push(match super::hooks::fire(event, extra) {
+                        None => format!("hook {event}: no hooks (no --settings)"),
+                        Some((n, failed)) if failed.is_empty() => format!("hook {event}: ran {n}"),
+                        Some((n, failed)) => {
+                            format!("hook {event}: ran {n}, failed: {}", failed.join("; "))
+                        }
+                    });
+                }
+                Step::HookAs(id, event) => {
+                    let extra = serde_json::json!({"session_id": id});
                     notes.push(match super::hooks::fire(event, extra) {
                         None => format!("hook {event}: no hooks (no --settings)"),
                         Some((n, failed)) if failed.is_empty() => format!("hook {event}: ran {n}"),

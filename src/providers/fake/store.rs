@@ -191,8 +191,22 @@ impl Transcript {
         path.is_file().then_some(Transcript { path })
     }
 
-    /// Appends one record.
+    /// The transcript at `path`, not created until its first record (claude 2.1.332's
+    /// interactive form writes its transcript only with the first message).
+    pub fn lazy(path: PathBuf) -> Transcript {
+        Transcript { path }
+    }
+
+    /// Appends one record (creating the folders 0700 and the file 0600 when absent).
     pub fn append(&self, v: &Value) -> std::io::Result<()> {
+        if let Some(parent) = self.path.parent()
+            && !parent.is_dir()
+        {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)?;
+        }
         let mut f = crate::files::open_private_append(&self.path).map_err(std::io::Error::other)?;
         let mut line = serde_json::to_vec(v).map_err(std::io::Error::other)?;
         line.push(b'\n');
@@ -548,6 +562,53 @@ impl Transcript {
             }
         }
         self.append(&line)
+    }
+
+    /// Appends the synthetic assistant line Claude Code 2.1.332 writes for a turn that ended
+    /// on a limit (its `createAssistantAPIErrorMessage`): `isApiErrorMessage`, `error:
+    /// "rate_limit"`, and for the plan's allocation used up `apiError:
+    /// "usage_limit_reached"` (the binary's code), for HTTP 429 `apiErrorStatus: 429` and
+    /// `apiErrorType: "rate_limit_error"` (recorded: tests/data/real/records); a reset time
+    /// goes in `apiErrorParams.rate_limit_info` (a rejected window, Unix seconds), the model
+    /// is `<synthetic>`.
+    pub fn claude_limit(
+        &self,
+        id: &str,
+        cwd: &Path,
+        l: &super::script::FakeLimit,
+        words: &str,
+    ) -> std::io::Result<()> {
+        let mut extra = json!({
+            "isApiErrorMessage": true,
+            "error": "rate_limit",
+            "message": {
+                "id": super::new_uuid().unwrap_or_default(),
+                "type": "message",
+                "role": "assistant",
+                "model": "<synthetic>",
+                "content": [{"type": "text", "text": words}],
+                "stop_reason": "stop_sequence",
+                "stop_sequence": "",
+                "usage": {"input_tokens": 0, "output_tokens": 0,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            },
+        });
+        if l.usage {
+            extra["apiError"] = json!("usage_limit_reached");
+        } else {
+            // As recorded from claude 2.1.332 against a stub answering 429.
+            extra["apiErrorStatus"] = json!(429);
+            extra["apiErrorType"] = json!("rate_limit_error");
+            extra["apiErrorIsTransient"] = json!(false);
+        }
+        if let Some(reset) = l.resets_at {
+            extra["apiErrorParams"] = json!({"rate_limit_info": {
+                "status": "rejected",
+                "resetsAt": reset,
+                "rateLimitType": "five_hour",
+            }});
+        }
+        self.claude_line(id, cwd, "assistant", json!([]), extra)
     }
 
     /// Writes sub-agent `agent`'s own transcript beside this one, as Claude Code does

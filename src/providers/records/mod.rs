@@ -22,6 +22,7 @@
 
 pub mod activity;
 pub mod claude;
+pub mod claude_limit;
 pub mod codex;
 pub mod gemini;
 pub mod opencode;
