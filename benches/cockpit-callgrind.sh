@@ -67,9 +67,12 @@ last_dump() { ls -t "$1".*"$2"* 2>/dev/null | head -1; }
 SHIMS=$H/state/demo-shims
 [ -x "$SHIMS/claude" ] || SHIMS=$(dirname "$(find "$H" -name claude -path '*demo-shims*' | head -1)")
 mkdir -p "$T/ws"
+# The inner server in the foreground (`-D`), so that it is valgrind's own process
+# (callgrind_control does not find a daemon forked under valgrind).
 valgrind --tool=callgrind --callgrind-out-file="$T/cg-tmux.%p" \
-    tmux -S "$IS" -f /dev/null new-session -d -s n -x "$COLS" -y "$ROWS" -c "$T/ws" "$SHIMS/claude" \
-    2>"$T/valgrind-tmux.log"
+    tmux -S "$IS" -f /dev/null -D </dev/null >/dev/null 2>"$T/valgrind-tmux.log" &
+for _ in $(seq 100); do [ -S "$IS" ] && break; sleep 0.2; done
+tmi new-session -d -s n -x "$COLS" -y "$ROWS" -c "$T/ws" "$SHIMS/claude"
 tmi split-window -h -t n -c "$T/ws" "$SHIMS/gemini"
 sleep 3
 for pane in $(tmi list-panes -t n -F '#{pane_id}'); do

@@ -26,6 +26,9 @@ const HIDE_CURSOR: &[u8] = b"\x1b[?25l";
 const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
 const CLEAR_ALL: &[u8] = b"\x1b[2J";
 
+/// How the terminal's size is asked: columns, rows.
+pub type AskSize = fn() -> io::Result<(u16, u16)>;
+
 /// What a frame was, for the tests and the benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FrameCounts {
@@ -68,7 +71,7 @@ pub struct Painter<W: Write> {
     /// The frame's bytes, reused.
     bytes: Vec<u8>,
     /// Asks the terminal its size (after a hand-over, when resize events were not read).
-    ask_size: Option<fn() -> io::Result<(u16, u16)>>,
+    ask_size: Option<AskSize>,
     pub counts: FrameCounts,
 }
 
@@ -76,12 +79,7 @@ impl<W: Write> Painter<W> {
     /// A painter for a terminal of `cols`×`rows` whose screen is blank (just cleared).
     /// `ask_size` is how to read the terminal's size again after a hand-over (`None`: a
     /// test's fixed size).
-    pub fn new(
-        out: W,
-        cols: u16,
-        rows: u16,
-        ask_size: Option<fn() -> io::Result<(u16, u16)>>,
-    ) -> io::Result<Painter<W>> {
+    pub fn new(out: W, cols: u16, rows: u16, ask_size: Option<AskSize>) -> io::Result<Painter<W>> {
         let area = Rect::new(0, 0, cols, rows);
         let canvas = Terminal::with_options(
             Canvas::default(),
@@ -321,12 +319,7 @@ fn diff(
 ) {
     let width = usize::from(next.area.width.max(1));
     let (ax, ay) = (next.area.x, next.area.y);
-    let at = |i: usize| -> (u16, u16) {
-        (
-            (i % width) as u16 + ax,
-            (i / width) as u16 + ay,
-        )
-    };
+    let at = |i: usize| -> (u16, u16) { ((i % width) as u16 + ax, (i / width) as u16 + ay) };
     let end = range.end.min(next.content.len()).min(shown.content.len());
     let mut pos = range.start;
     let cells = &next.content;
@@ -371,8 +364,7 @@ fn diff(
                         let k = j;
                         j += usize::from(cells[k].cell_width().max(1));
                         stop = stop.max(j).min(end);
-                        if !is_skip(&cells[k]) && shown.content[k].symbol() != cells[k].symbol()
-                        {
+                        if !is_skip(&cells[k]) && shown.content[k].symbol() != cells[k].symbol() {
                             let (x, y) = at(k);
                             w.put(out, x, y, &cells[k]);
                         }

@@ -225,8 +225,7 @@ pub fn live_alone(app: &App, screen: Rect) -> Option<Rect> {
         return None;
     }
     let areas = app.areas;
-    if areas.live.is_empty() || status::message_area(app, areas.status, screen) != areas.status
-    {
+    if areas.live.is_empty() || status::message_area(app, areas.status, screen) != areas.status {
         return None;
     }
     Some(areas.live)
@@ -234,7 +233,10 @@ pub fn live_alone(app: &App, screen: Rect) -> Option<Rect> {
 
 /// Draws the live pane alone, as [`render`] draws it, into `buf` (empty in the pane's
 /// area); returns the cursor [`render`] would set.
-pub fn draw_live(app: &App, buf: &mut ratatui::buffer::Buffer) -> Option<ratatui::layout::Position> {
+pub fn draw_live(
+    app: &App,
+    buf: &mut ratatui::buffer::Buffer,
+) -> Option<ratatui::layout::Position> {
     let areas = app.areas;
     let cursor = live::draw(app, areas.live, areas.zoomed, buf);
     cursor

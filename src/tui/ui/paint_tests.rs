@@ -125,15 +125,16 @@ fn a_frame_of_the_live_pane_alone_writes_what_a_whole_frame_writes() {
         assert!(alone.shown() == whole.shown(), "{case}");
         assert_terminal_shows(&written(&sa), alone.shown(), case);
         // Anything else drawn since makes the next frame whole again: a key.
-        app.on_event(ratatui::crossterm::event::Event::Key(
-            super::tests::ch('j'),
-        ));
+        app.on_event(ratatui::crossterm::event::Event::Key(super::tests::ch('j')));
         if app.mode.is_attach() {
             continue;
         }
         output(&mut app, 99);
         alone.paint(&mut app).unwrap();
-        assert_eq!(alone.counts.whole, 2, "{case}: a key and output draw the whole frame");
+        assert_eq!(
+            alone.counts.whole, 2,
+            "{case}: a key and output draw the whole frame"
+        );
     }
 }
 
