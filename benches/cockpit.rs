@@ -5,9 +5,10 @@
 //!
 //! 1. **Frames, timed**: 200 sessions listed, 8 of them streaming; each frame feeds the
 //!    focused session's terminal one chunk of coloured output (what a busy agent writes in a
-//!    thirtieth of a second), updates the list as a poll would (once every 30 frames), draws
-//!    the whole 160×48 screen and writes the escape sequences a real terminal would get
-//!    (ratatui's diff through crossterm, into a sink), wrapped in a synchronized update.
+//!    thirtieth of a second), updates the list as a poll would (once every 30 frames), and
+//!    draws the 160×48 screen through the cockpit's own screen writer (`tui::ansi::Painter`,
+//!    into a sink): the live pane alone when only its output changed, the whole screen
+//!    after a list update.
 //! 2. **A key, timed**: `j` moves the selection (a new session is focused: its terminal is
 //!    made, its stream requested) and the next frame is drawn.
 //! 3. **Instructions per frame and per key under callgrind** (when `valgrind` is on PATH): the
@@ -25,14 +26,12 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use proctor::auth::{Principal, Role as TokenRole};
+use proctor::tui::ansi::Painter;
 use proctor::tui::app::{App, LiveEvent, Msg};
 use proctor::tui::data::{Counts, RunView, RunsPage, WhoAmI};
 use proctor::tui::keymap::Keymap;
 use proctor::tui::theme::Theme;
-use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
-use ratatui::{Terminal, TerminalOptions, Viewport};
 use serde_json::json;
 
 const W: u16 = 160;
@@ -146,27 +145,19 @@ fn app() -> App {
     app
 }
 
-type Term = Terminal<CrosstermBackend<std::io::Sink>>;
+type Term = Painter<std::io::Sink>;
 
+/// The cockpit's own screen writer, writing into a sink.
 fn terminal() -> Term {
-    Terminal::with_options(
-        CrosstermBackend::new(std::io::sink()),
-        TerminalOptions {
-            viewport: Viewport::Fixed(Rect::new(0, 0, W, H)),
-        },
-    )
-    .unwrap()
+    Painter::new(std::io::sink(), W, H, None).unwrap()
 }
 
+/// One frame, as the event loop draws it: the painter decides whether the live pane alone
+/// changed (the streaming frames) or the whole frame did (a list poll, a key).
 fn frame(app: &mut App, t: &mut Term) {
-    use ratatui::crossterm::{queue, terminal};
-    queue!(t.backend_mut(), terminal::BeginSynchronizedUpdate).unwrap();
-    t.draw(|f| {
-        proctor::tui::ui::draw(f, app);
-    })
-    .unwrap();
-    queue!(t.backend_mut(), terminal::EndSynchronizedUpdate).unwrap();
-    t.backend_mut().flush().unwrap();
+    t.paint(app).unwrap();
+    app.dirty = false;
+    app.live_dirty = false;
 }
 
 /// `frames` streaming frames; returns the time per frame.

@@ -416,6 +416,10 @@ pub struct App {
     /// Something shown changed since the last frame: the event loop draws one (at most at
     /// the frame cap). Nothing else makes it draw.
     pub dirty: bool,
+    /// The focused terminal's output changed since the last frame: the event loop draws
+    /// one. When `dirty` is unset, nothing else changed, and the frame may draw the live
+    /// pane alone over the last one (`ui::live_alone`).
+    pub live_dirty: bool,
     effects: Vec<Effect>,
 }
 
@@ -463,6 +467,7 @@ impl App {
             now: Utc::now(),
             quit: false,
             dirty: true,
+            live_dirty: false,
             effects: Vec::new(),
         }
     }
@@ -628,6 +633,11 @@ impl App {
     pub fn refilter(&mut self) {
         let old_pos = self.sessions.selected_index();
         self.refilter_from(old_pos);
+    }
+
+    /// Whether something shown changed since the last frame.
+    pub fn wants_frame(&self) -> bool {
+        self.dirty || self.live_dirty
     }
 
     fn refilter_from(&mut self, old_pos: Option<usize>) {
@@ -927,6 +937,25 @@ impl App {
             };
             self.factory.on_runs(answer);
             self.dirty = was_dirty || super::ui::factory::lines(self, usize::MAX) != before;
+            return;
+        }
+        // New output of the focused terminal while it streams changes the live pane's
+        // cells and nothing else.
+        if let Msg::Live {
+            epoch,
+            ev: LiveEvent::Output(_),
+        } = &msg
+            && self
+                .live
+                .slot
+                .as_ref()
+                .is_some_and(|s| s.epoch == *epoch && matches!(s.state, LiveState::Streaming))
+        {
+            let Msg::Live { epoch, ev } = msg else {
+                unreachable!()
+            };
+            self.on_live(epoch, ev);
+            self.live_dirty = true;
             return;
         }
         self.dirty = true;

@@ -254,6 +254,11 @@ pub(crate) fn show(e: &ClientError) -> String {
 /// backend.
 pub trait Screen {
     fn frame(&mut self, app: &mut App) -> std::io::Result<()>;
+    /// The terminal now has `cols`×`rows` (a resize event): the next frame is drawn whole
+    /// at that size.
+    fn resize(&mut self, _cols: u16, _rows: u16) -> std::io::Result<()> {
+        Ok(())
+    }
     /// Writes bytes that are not a frame (the notification escape of [`crate::text::notification`]).
     fn notify(&mut self, _bytes: &[u8]) -> std::io::Result<()> {
         Ok(())
@@ -489,12 +494,18 @@ impl Pacer {
         screen: &mut dyn Screen,
         now: Instant,
     ) -> std::io::Result<bool> {
-        if !app.dirty || self.last.is_some_and(|t| now < t + self.gap) {
+        if !app.wants_frame() || self.last.is_some_and(|t| now < t + self.gap) {
             return Ok(false);
         }
         app.now = chrono::Utc::now();
+        // A text that changes with time alone reads differently now: a frame of the live
+        // pane alone would leave it as it was.
+        if !app.dirty && app.next_clock_change().is_some_and(|t| t <= app.now) {
+            app.dirty = true;
+        }
         screen.frame(app)?;
         app.dirty = false;
+        app.live_dirty = false;
         self.last = Some(now);
         self.clock_at = clock_deadline(app);
         Ok(true)
@@ -502,7 +513,7 @@ impl Pacer {
 
     /// When the next frame may be drawn, if one is wanted.
     fn frame_at(&self, app: &App) -> Option<Instant> {
-        app.dirty
+        app.wants_frame()
             .then(|| self.last.map_or_else(Instant::now, |t| t + self.gap))
     }
 }
@@ -641,6 +652,9 @@ pub async fn run_hosts(
             _ = sighup.recv() => break Exit::Signal,
             ev = input.next() => match ev {
                 Some(Ok(ev)) => {
+                    if let ratatui::crossterm::event::Event::Resize(cols, rows) = ev {
+                        screen.resize(cols, rows)?;
+                    }
                     app.on_event(ev);
                 }
                 Some(Err(e)) => return Err(e),
@@ -660,7 +674,7 @@ pub async fn run_hosts(
                 }
             }
             _ = tokio::time::sleep_until(frame_at.unwrap_or_else(Instant::now)), if frame_at.is_some() => {}
-            _ = tokio::time::sleep_until(clock_at.unwrap_or_else(Instant::now)), if clock_at.is_some() && !app.dirty => {
+            _ = tokio::time::sleep_until(clock_at.unwrap_or_else(Instant::now)), if clock_at.is_some() && !app.wants_frame() => {
                 pacer.clock_at = None;
                 app.on_clock(chrono::Utc::now());
             }

@@ -194,14 +194,15 @@ pub fn run(home: &Home, opts: Options) -> Result<(), TuiError> {
             }
         }
         let guard = term::TerminalGuard::enter(settings.mouse)?;
-        let backend = ansi::Backend::new(std::io::BufWriter::with_capacity(
-            1 << 16,
-            std::io::stdout(),
-        ));
-        // No `Terminal::clear`: it asks the terminal where the cursor is (a round trip that
-        // a slow link or a terminal without the query turns into a 2 s wait); the guard
-        // cleared the alternate screen already.
-        let mut terminal = ratatui::Terminal::new(backend)?;
+        // The guard cleared the alternate screen: the painter starts from a blank one. The
+        // size is asked once here, then taken from the resize events.
+        let (cols, rows) = ratatui::crossterm::terminal::size()?;
+        let mut terminal = ansi::Painter::new(
+            std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            cols,
+            rows,
+            Some(ratatui::crossterm::terminal::size),
+        )?;
         let multi_home = several.then(|| home.clone());
         let result =
             event_loop::run_hosts(&mut app, &mut terminal, hosts, multi_home, settings.fps).await;

@@ -183,7 +183,22 @@ pub fn ascii_for(c: char) -> Option<char> {
 
 /// Replaces every glyph of `buf` that has an ASCII stand-in (see [`ascii_for`]).
 pub fn asciify(buf: &mut ratatui::buffer::Buffer) {
-    for cell in buf.content.iter_mut() {
+    asciify_cells(buf.content.iter_mut());
+}
+
+/// [`asciify`] for the cells of `area` only.
+pub fn asciify_area(buf: &mut ratatui::buffer::Buffer, area: ratatui::layout::Rect) {
+    let area = area.intersection(buf.area);
+    let width = usize::from(buf.area.width);
+    for y in area.top()..area.bottom() {
+        let row = usize::from(y - buf.area.y) * width;
+        let from = row + usize::from(area.x - buf.area.x);
+        asciify_cells(buf.content[from..from + usize::from(area.width)].iter_mut());
+    }
+}
+
+fn asciify_cells<'a>(cells: impl Iterator<Item = &'a mut ratatui::buffer::Cell>) {
+    for cell in cells {
         let sym = cell.symbol();
         if sym.is_ascii() {
             continue;

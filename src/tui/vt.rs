@@ -26,7 +26,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
-use ratatui::buffer::Buffer;
+use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
@@ -301,12 +301,15 @@ impl VtTerm {
         }
         let cursor = self.render_cells(area, buf, opts);
         self.cells_drawn.set(self.cells_drawn.get() + 1);
-        let mut cells = Vec::with_capacity(w * usize::from(area.height));
-        for dy in 0..area.height {
-            let start = buf.index_of(area.x, area.y + dy);
-            cells.extend_from_slice(&buf.content[start..start + w]);
+        // The last drawing's cells are overwritten in place (no allocation a frame).
+        let mut drawn = self.drawn.borrow_mut();
+        let mut cells = drawn.take().map(|d| d.cells).unwrap_or_default();
+        cells.resize(w * usize::from(area.height), Cell::EMPTY);
+        for (dy, row) in cells.chunks_exact_mut(w).enumerate() {
+            let start = buf.index_of(area.x, area.y + dy as u16);
+            row.clone_from_slice(&buf.content[start..start + w]);
         }
-        *self.drawn.borrow_mut() = Some(Drawn { key, cells, cursor });
+        *drawn = Some(Drawn { key, cells, cursor });
         cursor
     }
 

@@ -29,7 +29,7 @@ fn run(r#ref: &str, extra: Value) -> RunView {
 
 /// The demo's six sessions, as `proctor demo` lists them (src/demo.rs), the worktree one
 /// included only when `worktree`.
-fn demo_runs(worktree: bool) -> Vec<RunView> {
+pub(super) fn demo_runs(worktree: bool) -> Vec<RunView> {
     let out = |last: &str| {
         json!({"first_seq": 1, "next_seq": 40, "bytes": 900,
             "last_at": format!("2026-11-30T11:59:{last}.000Z")})
@@ -75,7 +75,7 @@ fn demo_runs(worktree: bool) -> Vec<RunView> {
     runs
 }
 
-fn demo_app(worktree: bool) -> App {
+pub(super) fn demo_app(worktree: bool) -> App {
     let mut app = App::new(
         "vm".into(),
         "/tmp/proctor-demo".into(),
@@ -333,28 +333,18 @@ fn assert_ansi16(buf: &Buffer, what: &str) {
     }
 }
 
-/// What the cockpit's terminal backend writes for a frame, as bytes.
+/// What the cockpit's screen writer writes for a frame, as bytes.
 fn wire_bytes(app: &mut App, w: u16, h: u16) -> Vec<u8> {
     let sink = Sink::default();
-    let backend = crate::tui::ansi::Backend::new(sink.clone());
-    let mut t = Terminal::with_options(
-        backend,
-        ratatui::TerminalOptions {
-            viewport: ratatui::Viewport::Fixed(Rect::new(0, 0, w, h)),
-        },
-    )
-    .unwrap();
-    t.draw(|f| {
-        super::draw(f, app);
-    })
-    .unwrap();
-    drop(t);
+    let mut p = crate::tui::ansi::Painter::new(sink.clone(), w, h, None).unwrap();
+    p.paint(app).unwrap();
+    drop(p);
     sink.0.lock().unwrap().clone()
 }
 
 /// A writer whose bytes the test reads back.
 #[derive(Clone, Default)]
-struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+pub(super) struct Sink(pub(super) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
 impl std::io::Write for Sink {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {

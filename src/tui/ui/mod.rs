@@ -20,6 +20,8 @@ pub(crate) mod intents;
 mod layout_tests;
 pub(crate) mod live;
 mod modal;
+#[cfg(test)]
+mod paint_tests;
 pub(crate) mod receipts;
 pub(crate) mod rigs;
 #[cfg(test)]
@@ -205,6 +207,41 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
         frame.set_cursor_position(c);
     }
     modal::draw(app, frame);
+}
+
+/// The live pane's area when a frame in which nothing but the live terminal's output
+/// changed ([`App::live_dirty`] set, [`App::dirty`] not) is drawn by drawing that pane alone ([`draw_live`]) over
+/// the last frame: the layout of the last frame holds, no dialog is open, the pane shown
+/// is the live terminal, and no status message of several rows covers it. `None`: the
+/// whole frame is drawn.
+pub fn live_alone(app: &App, screen: Rect) -> Option<Rect> {
+    if matches!(app.mode, super::app::Mode::Modal(_)) {
+        return None;
+    }
+    if matches!(
+        app.tab.body(),
+        Body::Whole | Body::Sessions(Pane::Gate | Pane::Tribunal | Pane::Activity)
+    ) {
+        return None;
+    }
+    let areas = app.areas;
+    if areas.live.is_empty() || status::message_area(app, areas.status, screen) != areas.status {
+        return None;
+    }
+    Some(areas.live)
+}
+
+/// Draws the live pane alone, as [`render`] draws it, into `buf` (empty in the pane's
+/// area); returns the cursor [`render`] would set.
+pub fn draw_live(
+    app: &App,
+    buf: &mut ratatui::buffer::Buffer,
+) -> Option<ratatui::layout::Position> {
+    let areas = app.areas;
+    let cursor = live::draw(app, areas.live, areas.zoomed, buf);
+    cursor
+        .filter(|_| app.mode.is_attach())
+        .map(|(x, y)| ratatui::layout::Position { x, y })
 }
 
 fn draw_tabs(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
