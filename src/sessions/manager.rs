@@ -400,6 +400,8 @@ pub struct Sessions {
     end_slots: tokio::sync::Semaphore,
     /// Wakes the keeper when a child exits.
     keeper_bell: Arc<KeeperBell>,
+    /// The runs whose record a limit reader is reading now (`pty_hooks`).
+    limit_readers: Arc<Mutex<Vec<String>>>,
 }
 
 /// The reset time a limit shows (RFC 3339 UTC): the tool's Unix seconds, omitted when
@@ -572,6 +574,7 @@ impl Sessions {
             reactor: runs::Reactor::start().map_err(SessionError::internal)?,
             end_slots: tokio::sync::Semaphore::new(END_SLOTS),
             keeper_bell: Arc::new(KeeperBell::default()),
+            limit_readers: Arc::new(Mutex::new(Vec::new())),
         });
         for rec in &repaired {
             sessions.persist(rec)?;

@@ -50,11 +50,6 @@ const LIMIT_READ_DELAYS: [u64; 5] = [0, 100, 300, 700, 1500];
 /// `StopFailure` as often as it likes, and each reader may read 8 MiB.
 const LIMIT_READERS_MAX: usize = 8;
 
-/// The runs whose record a limit reader is reading now (one per run: a `StopFailure` that
-/// arrives meanwhile is answered by the reader already looking, which reads the record as
-/// it is then).
-static LIMIT_READERS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
 /// The conversation a run's record names last (`None`: none, or unknown).
 fn last_conversation(rec: &super::RunRecord) -> Option<&str> {
     rec.events
@@ -134,10 +129,13 @@ impl Sessions {
     /// its own: the hook is answered at once) until its last assistant line is an API error
     /// line, and records the limit that line says, once per fact, as a stdio turn's is.
     pub(super) fn read_pty_limit(self: &Arc<Self>, run_ref: &str, generation: u64) {
-        // Keyed by this manager too (a process may hold more than one, in tests).
-        let key = format!("{:p}:{run_ref}", Arc::as_ptr(self));
+        // The runs whose record a reader is reading now: one per run (a `StopFailure` that
+        // arrives meanwhile is answered by the reader already looking, which reads the
+        // record as it is then), the manager's own (no process-wide state).
+        let key = run_ref.to_string();
+        let readers = Arc::clone(&self.limit_readers);
         {
-            let mut busy = LIMIT_READERS.lock().unwrap_or_else(|e| e.into_inner());
+            let mut busy = readers.lock().unwrap_or_else(|e| e.into_inner());
             if busy.contains(&key) {
                 return;
             }
@@ -150,16 +148,16 @@ impl Sessions {
             }
             busy.push(key.clone());
         }
-        struct Done(String);
+        struct Done(String, Arc<std::sync::Mutex<Vec<String>>>);
         impl Drop for Done {
             fn drop(&mut self) {
-                LIMIT_READERS
+                self.1
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .retain(|k| *k != self.0);
             }
         }
-        let done = Done(key);
+        let done = Done(key, readers);
         let me = Arc::clone(self);
         let run_ref = run_ref.to_string();
         let spawned = std::thread::Builder::new()
