@@ -55,6 +55,9 @@ pub struct History {
     /// Rows dropped because the history was full.
     dropped: u64,
     cols: u16,
+    /// Rows that ever left the top of the screen (kept or not): how far the screen moved
+    /// up between two drawings, a hint for [`RowMemo`].
+    scrolled: u64,
 }
 
 impl vt100::Callbacks for History {
@@ -63,6 +66,7 @@ impl vt100::Callbacks for History {
         let mut st = vt100::capture::BasicFormattedCaptureState::new();
         // Writing into a String cannot fail.
         let _ = row.write_formatted_basic(&mut formatted, &mut st);
+        self.scrolled += 1;
         if self.cap == 0 {
             return;
         }
@@ -105,6 +109,36 @@ pub struct VtTerm {
     /// How many drawings were made from the parser's cells, not from [`VtTerm::drawn`]
     /// (for the tests).
     cells_drawn: std::cell::Cell<u64>,
+    /// The last drawing of each screen row, by the cells it was drawn from (a cache:
+    /// drawing takes `&self`).
+    memo: std::cell::RefCell<RowMemo>,
+    /// How many screen rows were drawn from their cells, not from [`VtTerm::memo`] (for the
+    /// tests).
+    rows_drawn: std::cell::Cell<u64>,
+}
+
+/// The drawing of each screen row of the last drawing, with the vt100 cells it was drawn
+/// from. A row is drawn the same from the same cells (at the same area width and colour
+/// option), so a row whose cells equal a remembered row's is copied from that row's drawing
+/// instead of being drawn cell by cell. When a new line scrolls the screen, the rows moved
+/// up by the lines that left the top ([`History::scrolled`]) are looked for first: a
+/// streaming terminal draws only its new rows. Only cells decide: the hint never makes a
+/// row be copied whose cells differ (a scroll region, an insert, a redraw in place).
+#[derive(Default)]
+struct RowMemo {
+    /// The area's width and the colour option the rows were drawn for.
+    key: Option<(u16, bool)>,
+    /// [`History::scrolled`] when they were drawn.
+    scrolled: u64,
+    /// By screen row; `None` for a row the drawing did not show.
+    rows: Vec<Option<MemoRow>>,
+}
+
+struct MemoRow {
+    /// The vt100 cells the row was drawn from, left to right, as far as the area shows.
+    vt: Vec<vt100::Cell>,
+    /// The cells drawn, the area's width (before the block cursor).
+    cells: Vec<Cell>,
 }
 
 /// What a drawing depends on: the same key draws the same cells.
@@ -148,7 +182,15 @@ impl VtTerm {
             version: 0,
             drawn: std::cell::RefCell::new(None),
             cells_drawn: std::cell::Cell::new(0),
+            memo: std::cell::RefCell::new(RowMemo::default()),
+            rows_drawn: std::cell::Cell::new(0),
         }
+    }
+
+    /// How many screen rows were drawn from the parser's cells rather than copied from an
+    /// earlier drawing of the same cells ([`RowMemo`]).
+    pub fn rows_drawn(&self) -> u64 {
+        self.rows_drawn.get()
     }
 
     /// How many drawings came from the parser's cells rather than from the last drawing
@@ -333,29 +375,76 @@ impl VtTerm {
         let scroll = self.scroll.min(hist_len + top0);
         let view_top = hist_len + top0 - scroll;
         let mut cursor = None;
+        let mut memo = self.memo.borrow_mut();
+        let memo = &mut *memo;
+        let key = (area.width, opts.no_color);
+        let scrolled = self.parser.callbacks().scrolled;
+        let mut old = if memo.key == Some(key) {
+            std::mem::take(&mut memo.rows)
+        } else {
+            Vec::new()
+        };
+        let shift = usize::try_from(scrolled.saturating_sub(memo.scrolled)).unwrap_or(usize::MAX);
+        let mut fresh: Vec<Option<MemoRow>> = Vec::new();
+        fresh.resize_with(rows, || None);
+        let mut vt: Vec<vt100::Cell> = Vec::with_capacity(usize::from(area.width));
         for dy in 0..h {
             let y = area.y + dy as u16;
             let idx = view_top + dy;
-            // Clear the row first: the screen may be narrower or shorter than the area.
             let start = buf.index_of(area.x, y);
-            for c in &mut buf.content[start..start + usize::from(area.width)] {
-                c.reset();
-            }
+            let end = start + usize::from(area.width);
+            // A row drawn cell by cell is cleared first: the screen may be narrower or
+            // shorter than the area.
             if idx < hist_len {
+                buf.content[start..end].iter_mut().for_each(Cell::reset);
                 let line = &self.parser.callbacks().lines[idx];
                 let mut scratch = self.scratch.borrow_mut();
                 let p = scratch_for(&mut scratch, line.cols);
                 replay(p, &line.formatted);
-                draw_row(p.screen(), 0, line.cols, area, y, buf, opts);
+                let w = line.cols.min(area.width);
+                row_cells(p.screen(), 0, w, &mut vt);
+                draw_cells(&vt, w, area, y, buf, opts);
             } else if idx - hist_len < rows {
                 let row = (idx - hist_len) as u16;
                 let screen = self.parser.screen();
-                draw_row(screen, row, cols, area, y, buf, opts);
+                let w = cols.min(area.width);
+                row_cells(screen, row, w, &mut vt);
+                let r = usize::from(row);
+                // The row it was if the screen scrolled, then the same row.
+                let found = [r.saturating_add(shift), r].into_iter().find_map(|at| {
+                    let same = old
+                        .get(at)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|m| m.vt == vt);
+                    if same { old[at].take() } else { None }
+                });
+                fresh[r] = Some(match found {
+                    Some(m) => {
+                        buf.content[start..end].clone_from_slice(&m.cells);
+                        m
+                    }
+                    None => {
+                        buf.content[start..end].iter_mut().for_each(Cell::reset);
+                        draw_cells(&vt, w, area, y, buf, opts);
+                        self.rows_drawn.set(self.rows_drawn.get() + 1);
+                        MemoRow {
+                            vt: vt.clone(),
+                            cells: buf.content[start..end].to_vec(),
+                        }
+                    }
+                });
                 if scroll == 0 && row == crow && !screen.hide_cursor() && ccol < area.width {
                     cursor = Some((area.x + ccol, y));
                 }
+            } else {
+                buf.content[start..end].iter_mut().for_each(Cell::reset);
             }
         }
+        *memo = RowMemo {
+            key: Some(key),
+            scrolled,
+            rows: fresh,
+        };
         if let Some((x, y)) = cursor
             && opts.block_cursor
         {
@@ -383,21 +472,31 @@ fn replay(p: &mut vt100::Parser, formatted: &str) {
     p.process(formatted.as_bytes());
 }
 
-fn draw_row(
-    screen: &vt100::Screen,
-    row: u16,
-    cols: u16,
+/// The vt100 cells of one screen row, left to right, the first `w` of them.
+fn row_cells(screen: &vt100::Screen, row: u16, w: u16, out: &mut Vec<vt100::Cell>) {
+    out.clear();
+    for col in 0..w {
+        let Some(cell) = screen.cell(row, col) else {
+            break;
+        };
+        out.push(cell.clone());
+    }
+}
+
+/// Draws one row's cells (at most `w` columns) at row `y` of `area`.
+fn draw_cells(
+    cells: &[vt100::Cell],
+    w: u16,
     area: Rect,
     y: u16,
     buf: &mut Buffer,
     opts: RenderOpts,
 ) {
-    let w = cols.min(area.width);
     let start = buf.index_of(area.x, y);
     let row_cells = &mut buf.content[start..start + usize::from(area.width)];
     let mut col = 0u16;
     while col < w {
-        let Some(cell) = screen.cell(row, col) else {
+        let Some(cell) = cells.get(usize::from(col)) else {
             break;
         };
         if cell.is_wide_continuation() {
@@ -917,6 +1016,119 @@ mod tests {
         t.render(area, &mut buf, opts);
         assert_eq!(t.cells_drawn(), 8, "a snapshot");
         assert_eq!(buf_text(&buf, area)[0], "snap");
+    }
+
+    /// A streaming terminal draws only its new rows: the rows a new line moved up are
+    /// copied from their last drawing.
+    #[test]
+    fn a_scrolling_terminal_draws_only_its_new_rows() {
+        let mut t = VtTerm::with_history(10, 30, 100);
+        for i in 0..20 {
+            t.feed(format!("\x1b[3{}mline {i}\x1b[m\r\n", i % 8).as_bytes());
+        }
+        let area = Rect::new(3, 2, 30, 10);
+        let mut buf = Buffer::empty(Rect::new(0, 0, 40, 14));
+        let opts = RenderOpts {
+            block_cursor: true,
+            ..RenderOpts::default()
+        };
+        t.render(area, &mut buf, opts);
+        assert_eq!(t.rows_drawn(), 10);
+        t.feed(b"line 20\r\n");
+        t.render(area, &mut buf, opts);
+        // Only the row where "line 20" was written: the other eight moved up unchanged,
+        // and the new empty row at the bottom is the empty row that was there.
+        assert_eq!(t.rows_drawn(), 11);
+        assert_eq!(buf_text(&buf, area)[7], "line 19");
+        assert_eq!(buf_text(&buf, area)[8], "line 20");
+        t.feed(b"a\r\nb\r\nc");
+        t.render(area, &mut buf, opts);
+        assert_eq!(t.rows_drawn(), 14, "three new rows");
+        assert_eq!(buf_text(&buf, area)[6..], ["line 20", "a", "b", "c"]);
+        // Another width or colour option draws every row again.
+        t.render(Rect::new(3, 2, 29, 10), &mut buf, opts);
+        assert_eq!(t.rows_drawn(), 24);
+    }
+
+    /// Rows copied from an earlier drawing are exactly what drawing the cells gives, whatever
+    /// the output did: a terminal drawn after every chunk (its rows remembered) against a
+    /// new terminal given the same chunks and drawn once. Scroll regions, inserted and
+    /// deleted lines, a reverse index, the alternate screen, wide characters, colours and
+    /// resizes move rows in ways the scroll count does not describe.
+    #[test]
+    fn rows_copied_from_memory_are_what_the_cells_draw() {
+        enum Op {
+            Feed(&'static str),
+            Resize(u16, u16),
+        }
+        use Op::{Feed, Resize};
+        let ops = [
+            Feed("\x1b[31mone\x1b[m\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix"),
+            Feed("\r\nseven\r\neight"),
+            // A scroll region of rows 2-4: a new line there scrolls those rows only, and
+            // the top row leaves nothing.
+            Feed("\x1b[2;4r\x1b[4;1Hregion\nmore\nagain"),
+            Feed("\x1b[r\x1b[6;1H"),
+            // A region starting at the top: rows leave the top (the scroll count moves) but
+            // the rows below the region stay where they are.
+            Feed("\x1b[1;3r\x1b[3;1H\ntop-region\n\x1b[r"),
+            Feed("\x1b[2;1H\x1b[2Linserted\x1b[4;1H\x1b[1Mdeleted"),
+            Feed("\x1b[1;1H\x1bMreverse\x1bM"),
+            Feed("\x1b[1;32mgreen 日本 wide\x1b[m\r\nafter"),
+            Feed("\x1b[?1049h\x1b[2J\x1b[1;1Halt one\r\nalt two\r\n\n\n\n\n\n\n"),
+            Feed("alt scrolled\r\n"),
+            Feed("\x1b[?1049l\r\nback"),
+            Resize(5, 12),
+            Feed("\r\nnarrow line that wraps around\r\nz"),
+            Resize(9, 20),
+            Feed("\r\nwider\r\n\x1b[7minverse\x1b[m\x1b[?25l"),
+            Feed("\r\nl1\r\nl2\r\nl3\x1b[?25h"),
+            Feed("\x1b[3;5Hx\x1b[K\x1b[1J"),
+        ];
+        let area = Rect::new(1, 1, 16, 7);
+        let whole = Rect::new(0, 0, 20, 10);
+        for opts in [
+            RenderOpts::default(),
+            RenderOpts {
+                block_cursor: true,
+                no_color: true,
+            },
+        ] {
+            let mut kept = VtTerm::with_history(7, 16, 50);
+            let mut done: Vec<&Op> = Vec::new();
+            for op in &ops {
+                match op {
+                    Feed(b) => kept.feed(b.as_bytes()),
+                    Resize(r, c) => kept.resize(*r, *c),
+                }
+                done.push(op);
+                let mut a = Buffer::empty(whole);
+                let ca = kept.render(area, &mut a, opts);
+                let mut fresh = VtTerm::with_history(7, 16, 50);
+                for op in &done {
+                    match op {
+                        Feed(b) => fresh.feed(b.as_bytes()),
+                        Resize(r, c) => fresh.resize(*r, *c),
+                    }
+                }
+                let mut b = Buffer::empty(whole);
+                let cb = fresh.render(area, &mut b, opts);
+                assert_eq!(ca, cb, "cursor after {} ops", done.len());
+                assert_eq!(
+                    a,
+                    b,
+                    "after {} ops:\n{:?}\n{:?}",
+                    done.len(),
+                    buf_text(&a, area),
+                    buf_text(&b, area)
+                );
+            }
+            assert!(
+                kept.rows_drawn() < ops.len() as u64 * 7,
+                "some rows came from memory ({} drawn)",
+                kept.rows_drawn()
+            );
+        }
     }
 
     #[test]
