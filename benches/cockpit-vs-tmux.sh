@@ -34,6 +34,8 @@ set -euo pipefail
 REPS=${REPS:-2}       # repetitions per side (alternating order)
 WARM=${WARM:-10}      # seconds a side settles before its window opens
 WINDOW=${WINDOW:-30}  # CPU window, seconds
+SETTLE=${SETTLE:-45}  # seconds after the demo's set-up before the first side (its factory
+                      # run and start-up traffic are over; else the first side pays for them)
 ROWS=${ROWS:-48}
 COLS=${COLS:-160}
 
@@ -105,6 +107,7 @@ done
 IPID=$(tmi display -p '#{pid}')
 tmo new-session -d -s idle -x "$COLS" -y "$ROWS" "sleep 100000"
 OPID=$(tmo display -p '#{pid}')
+sleep "$SETTLE"
 
 side() { # REP NAME: one window of one side
     local rep=$1 name=$2 cmd pid srv t0 n0 s0 o0 t1 n1 s1 o1 l0
@@ -120,6 +123,10 @@ side() { # REP NAME: one window of one side
     t0=$(cpu_ticks "$pid") n0=$(cpu_ns "$pid") s0=$(cpu_ticks "$srv") o0=$(cpu_ticks "$OPID") i0=$(cpu_ns "$IPID")
     sleep "$WINDOW"
     t1=$(cpu_ticks "$pid") n1=$(cpu_ns "$pid") s1=$(cpu_ticks "$srv") o1=$(cpu_ticks "$OPID") i1=$(cpu_ns "$IPID")
+    if ! kill -0 "$IPID" 2>/dev/null || ! kill -0 "$SPID" 2>/dev/null; then
+        echo "a server ended during the window of $name, rep $rep (tmux $IPID, proctor $SPID): no figure" >&2
+        exit 1
+    fi
     if [ "$rep" = 1 ]; then
         tmo capture-pane -p -t "$name" >"$T/screen-$name.txt"
     fi
