@@ -34,8 +34,9 @@ set -euo pipefail
 REPS=${REPS:-2}       # repetitions per side (alternating order)
 WARM=${WARM:-10}      # seconds a side settles before its window opens
 WINDOW=${WINDOW:-30}  # CPU window, seconds
-SETTLE=${SETTLE:-45}  # seconds after the demo's set-up before the first side (its factory
-                      # run and start-up traffic are over; else the first side pays for them)
+SETTLE=${SETTLE:-90}  # seconds after the demo's set-up before the first side: its start-up
+                      # traffic is over, and its factory run's step shows minutes, no longer
+                      # seconds (a whole frame every second); else the first side pays for it
 ROWS=${ROWS:-48}
 COLS=${COLS:-160}
 

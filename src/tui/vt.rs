@@ -115,6 +115,146 @@ pub struct VtTerm {
     /// How many screen rows were drawn from their cells, not from [`VtTerm::memo`] (for the
     /// tests).
     rows_drawn: std::cell::Cell<u64>,
+    /// How many screen rows were read from the parser's cells at all (for the tests).
+    rows_read: std::cell::Cell<u64>,
+    /// Where the output given since the last drawing may have changed the screen.
+    damage: std::cell::Cell<Damage>,
+    /// Follows the escape sequences of the output, for [`Damage`].
+    lex: Lex,
+    /// The child set a scroll region at some time: a line feed may move rows below the
+    /// cursor's, so [`Damage`] no longer follows it.
+    region: bool,
+}
+
+/// Where the output since the last drawing may have changed the screen. vt100 reports no
+/// damage, so it is read from the bytes: output made only of text, CR, LF, BS, TAB, BEL and
+/// SGR colour sequences moves the cursor down and right only, and changes no row above the
+/// row the cursor started on (one row above it is read too, a margin: vt100 0.18 joins a
+/// combining mark to the cell before the cursor on its own row, and drops one at the start
+/// of a row); the rows above only move up, by the rows that left the top. Anything else (a cursor
+/// move, an erase, an insert, a mode, a scroll region the child ever set, a resize, a
+/// snapshot) may have changed any row: then every row is read and compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Damage {
+    /// Every row may have changed.
+    all: bool,
+    /// The first screen row (now) that may have changed; the rows above it are the rows of
+    /// the last drawing moved up by the rows that left the top since.
+    from: usize,
+}
+
+impl Damage {
+    const NONE: Damage = Damage {
+        all: false,
+        from: usize::MAX,
+    };
+    const ALL: Damage = Damage { all: true, from: 0 };
+}
+
+/// Where the output's escape sequences stand between two bytes: just enough of the
+/// terminal's grammar (ECMA-48, as vt100's parser reads it) to tell plain text and colours
+/// from everything else. It errs one way only: a byte it is unsure of counts as a change
+/// that may touch any row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Lex {
+    #[default]
+    Ground,
+    /// After ESC.
+    Esc,
+    /// After ESC and intermediate bytes.
+    EscInter,
+    /// Inside a control sequence; `sgr` while it can still be a plain `CSI digits;… m`,
+    /// `params` once it has a parameter byte.
+    Csi { sgr: bool, params: bool },
+    /// Inside a string (OSC, DCS, SOS, PM, APC), until BEL or ST.
+    Str,
+    /// ESC inside a string.
+    StrEsc,
+    /// After 0xC2, the first byte of the C1 controls in UTF-8.
+    C2,
+}
+
+impl Lex {
+    /// Reads `bytes`: whether they were text, CR, LF, BS, TAB, BEL and SGR only, beginning
+    /// and ending outside any sequence; and whether they set a scroll region.
+    fn read(&mut self, bytes: &[u8]) -> (bool, bool) {
+        let mut simple = *self == Lex::Ground;
+        let mut region = false;
+        for &b in bytes {
+            let (next, plain) = self.step(b, &mut region);
+            *self = next;
+            simple &= plain;
+        }
+        (simple && *self == Lex::Ground, region)
+    }
+
+    /// The state after `b`, and whether `b` keeps the output plain.
+    fn step(self, b: u8, region: &mut bool) -> (Lex, bool) {
+        match self {
+            Lex::Ground => match b {
+                0x1b => (Lex::Esc, true),
+                b'\r' | b'\n' | 0x08 | b'\t' | 0x07 | 0x0b | 0x0c | 0x20..=0x7e => {
+                    (Lex::Ground, true)
+                }
+                0xc2 => (Lex::C2, true),
+                0x80.. => (Lex::Ground, true),
+                _ => (Lex::Ground, false),
+            },
+            Lex::C2 => match b {
+                0x80..=0x9f => (Lex::Ground, false),
+                _ => Lex::Ground.step(b, region),
+            },
+            Lex::Esc => match b {
+                b'[' => (
+                    Lex::Csi {
+                        sgr: true,
+                        params: false,
+                    },
+                    true,
+                ),
+                b']' | b'P' | b'X' | b'^' | b'_' => (Lex::Str, false),
+                0x1b => (Lex::Esc, false),
+                0x20..=0x2f => (Lex::EscInter, false),
+                _ => (Lex::Ground, false),
+            },
+            Lex::EscInter => match b {
+                0x1b => (Lex::Esc, false),
+                0x30..=0x7e | 0x18 | 0x1a => (Lex::Ground, false),
+                _ => (Lex::EscInter, false),
+            },
+            Lex::Csi { sgr, .. } => match b {
+                b'0'..=b'9' | b';' => (Lex::Csi { sgr, params: true }, true),
+                b'm' if sgr => (Lex::Ground, true),
+                b'r' => {
+                    // DECSTBM (its reset, `CSI r`, counts too: a region of the other
+                    // screen may stay).
+                    *region = true;
+                    (Lex::Ground, false)
+                }
+                0x40..=0x7e | 0x18 | 0x1a => (Lex::Ground, false),
+                0x1b => (Lex::Esc, false),
+                // A private marker, an intermediate, a control inside the sequence: not a
+                // colour.
+                _ => (
+                    Lex::Csi {
+                        sgr: false,
+                        params: true,
+                    },
+                    false,
+                ),
+            },
+            Lex::Str => match b {
+                0x07 | 0x18 | 0x1a => (Lex::Ground, false),
+                0x1b => (Lex::StrEsc, false),
+                _ => (Lex::Str, false),
+            },
+            Lex::StrEsc => match b {
+                b'\\' => (Lex::Ground, false),
+                0x1b => (Lex::StrEsc, false),
+                _ => (Lex::Str, false),
+            },
+        }
+    }
 }
 
 /// The drawing of each screen row of the last drawing, with the vt100 cells it was drawn
@@ -184,7 +324,17 @@ impl VtTerm {
             cells_drawn: std::cell::Cell::new(0),
             memo: std::cell::RefCell::new(RowMemo::default()),
             rows_drawn: std::cell::Cell::new(0),
+            rows_read: std::cell::Cell::new(0),
+            damage: std::cell::Cell::new(Damage::ALL),
+            lex: Lex::Ground,
+            region: false,
         }
+    }
+
+    /// How many screen rows were read from the parser's cells (the others were known
+    /// unchanged from the output, [`Damage`]).
+    pub fn rows_read(&self) -> u64 {
+        self.rows_read.get()
     }
 
     /// How many screen rows were drawn from the parser's cells rather than copied from an
@@ -211,11 +361,30 @@ impl VtTerm {
         self.parser.callbacks_mut().pushed = 0;
         self.seq = seq;
         self.version += 1;
+        self.damage.set(Damage::ALL);
     }
 
     /// Applies output bytes. A scrolled-back view stays on the same rows.
     pub fn feed(&mut self, bytes: &[u8]) {
+        let (simple, region) = self.lex.read(bytes);
+        self.region |= region;
+        let before = self.parser.screen().cursor_position().0;
+        let scrolled = self.parser.callbacks().scrolled;
         self.parser.process(bytes);
+        let up = self.parser.callbacks().scrolled - scrolled;
+        let up = usize::try_from(up).unwrap_or(usize::MAX);
+        let d = self.damage.get();
+        self.damage.set(if simple && !self.region && !d.all {
+            // From the row the cursor started on (where it is now), and the row above it
+            // (the margin above).
+            let from = usize::from(before).saturating_sub(up).saturating_sub(1);
+            Damage {
+                all: false,
+                from: d.from.saturating_sub(up).min(from),
+            }
+        } else {
+            Damage::ALL
+        });
         self.version += 1;
         self.anchor();
     }
@@ -235,6 +404,7 @@ impl VtTerm {
         self.parser.set_size(nz(rows), nz(cols));
         self.parser.callbacks_mut().cols = cols.max(1);
         self.version += 1;
+        self.damage.set(Damage::ALL);
         self.anchor();
     }
 
@@ -385,6 +555,7 @@ impl VtTerm {
             Vec::new()
         };
         let shift = usize::try_from(scrolled.saturating_sub(memo.scrolled)).unwrap_or(usize::MAX);
+        let damage = self.damage.replace(Damage::NONE);
         let mut fresh: Vec<Option<MemoRow>> = Vec::new();
         fresh.resize_with(rows, || None);
         let mut vt: Vec<vt100::Cell> = Vec::with_capacity(usize::from(area.width));
@@ -408,15 +579,23 @@ impl VtTerm {
                 let row = (idx - hist_len) as u16;
                 let screen = self.parser.screen();
                 let w = cols.min(area.width);
-                row_cells(screen, row, w, &mut vt);
                 let r = usize::from(row);
-                // The row it was if the screen scrolled, then the same row.
-                let found = [r.saturating_add(shift), r].into_iter().find_map(|at| {
-                    let same = old
-                        .get(at)
-                        .and_then(Option::as_ref)
-                        .is_some_and(|m| m.vt == vt);
-                    if same { old[at].take() } else { None }
+                // A row the output did not reach is the row it was, moved up by the rows that
+                // left the top: its last drawing is taken as it is.
+                let moved = (!damage.all && r < damage.from)
+                    .then(|| old.get_mut(r.saturating_add(shift)).and_then(Option::take))
+                    .flatten();
+                let found = moved.or_else(|| {
+                    row_cells(screen, row, w, &mut vt);
+                    self.rows_read.set(self.rows_read.get() + 1);
+                    // The row it was if the screen scrolled, then the same row.
+                    [r.saturating_add(shift), r].into_iter().find_map(|at| {
+                        let same = old
+                            .get(at)
+                            .and_then(Option::as_ref)
+                            .is_some_and(|m| m.vt == vt);
+                        if same { old[at].take() } else { None }
+                    })
                 });
                 fresh[r] = Some(match found {
                     Some(m) => {
@@ -1059,19 +1238,22 @@ mod tests {
     fn rows_copied_from_memory_are_what_the_cells_draw() {
         enum Op {
             Feed(&'static str),
+            /// Output that sets a scroll region: after it, every row is read again (the
+            /// second pass leaves these out, so plain output is followed by its damage).
+            Region(&'static str),
             Resize(u16, u16),
         }
-        use Op::{Feed, Resize};
+        use Op::{Feed, Region, Resize};
         let ops = [
             Feed("\x1b[31mone\x1b[m\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix"),
             Feed("\r\nseven\r\neight"),
             // A scroll region of rows 2-4: a new line there scrolls those rows only, and
             // the top row leaves nothing.
-            Feed("\x1b[2;4r\x1b[4;1Hregion\nmore\nagain"),
-            Feed("\x1b[r\x1b[6;1H"),
+            Region("\x1b[2;4r\x1b[4;1Hregion\nmore\nagain"),
+            Region("\x1b[r\x1b[6;1H"),
             // A region starting at the top: rows leave the top (the scroll count moves) but
             // the rows below the region stay where they are.
-            Feed("\x1b[1;3r\x1b[3;1H\ntop-region\n\x1b[r"),
+            Region("\x1b[1;3r\x1b[3;1H\ntop-region\n\x1b[r"),
             Feed("\x1b[2;1H\x1b[2Linserted\x1b[4;1H\x1b[1Mdeleted"),
             Feed("\x1b[1;1H\x1bMreverse\x1bM"),
             Feed("\x1b[1;32mgreen 日本 wide\x1b[m\r\nafter"),
@@ -1084,21 +1266,29 @@ mod tests {
             Feed("\r\nwider\r\n\x1b[7minverse\x1b[m\x1b[?25l"),
             Feed("\r\nl1\r\nl2\r\nl3\x1b[?25h"),
             Feed("\x1b[3;5Hx\x1b[K\x1b[1J"),
+            // A combining mark at the start of a row joins the last cell of the row above,
+            // when that row wrapped.
+            Resize(7, 16),
+            Feed("\r\n0123456789abcdefg"),
+            Feed("\x08\u{301}"),
+            // The cursor saved, then restored rows higher up, and written there.
+            Feed("\x1b[2;1H\x1b7\x1b[7;1H"),
+            Feed("\r\nnew\r\nlines"),
+            Feed("\x1b8over"),
         ];
         let area = Rect::new(1, 1, 16, 7);
         let whole = Rect::new(0, 0, 20, 10);
-        for opts in [
-            RenderOpts::default(),
-            RenderOpts {
-                block_cursor: true,
-                no_color: true,
-            },
-        ] {
+        let plain = RenderOpts::default();
+        let other = RenderOpts {
+            block_cursor: true,
+            no_color: true,
+        };
+        for (opts, regions) in [(plain, true), (other, true), (plain, false), (other, false)] {
             let mut kept = VtTerm::with_history(7, 16, 50);
             let mut done: Vec<&Op> = Vec::new();
-            for op in &ops {
+            for op in ops.iter().filter(|op| regions || !matches!(op, Region(_))) {
                 match op {
-                    Feed(b) => kept.feed(b.as_bytes()),
+                    Feed(b) | Region(b) => kept.feed(b.as_bytes()),
                     Resize(r, c) => kept.resize(*r, *c),
                 }
                 done.push(op);
@@ -1107,7 +1297,7 @@ mod tests {
                 let mut fresh = VtTerm::with_history(7, 16, 50);
                 for op in &done {
                     match op {
-                        Feed(b) => fresh.feed(b.as_bytes()),
+                        Feed(b) | Region(b) => fresh.feed(b.as_bytes()),
                         Resize(r, c) => fresh.resize(*r, *c),
                     }
                 }
@@ -1128,6 +1318,148 @@ mod tests {
                 "some rows came from memory ({} drawn)",
                 kept.rows_drawn()
             );
+        }
+    }
+
+    /// Plain output (text, colours, new lines) is read from the parser only in the rows it
+    /// reached: the rows above are the rows of the last drawing, moved up.
+    #[test]
+    fn plain_output_reads_only_the_rows_it_reached() {
+        let mut t = VtTerm::with_history(10, 30, 100);
+        for i in 0..20 {
+            t.feed(format!("\x1b[3{}mline {i}\x1b[m\r\n", i % 8).as_bytes());
+        }
+        let area = Rect::new(0, 0, 30, 10);
+        let mut buf = Buffer::empty(area);
+        t.render(area, &mut buf, RenderOpts::default());
+        assert_eq!(t.rows_read(), 10, "the first drawing reads every row");
+        t.feed(b"\x1b[1mline 20\x1b[m\r\n");
+        t.render(area, &mut buf, RenderOpts::default());
+        // The row above the cursor's (the margin), the cursor's, and the new one.
+        assert_eq!(t.rows_read(), 13);
+        assert_eq!(buf_text(&buf, area)[8], "line 20");
+        // A cursor move may change any row: every row is read.
+        t.feed(b"\x1b[Hx");
+        t.render(area, &mut buf, RenderOpts::default());
+        assert_eq!(t.rows_read(), 23);
+        assert_eq!(buf_text(&buf, area)[0], "xine 12");
+        // A sequence cut between two outputs counts in both.
+        t.feed(b"\x1b[2");
+        t.render(area, &mut buf, RenderOpts::default());
+        assert_eq!(t.rows_read(), 33);
+        t.feed(b"J");
+        t.render(area, &mut buf, RenderOpts::default());
+        assert_eq!(t.rows_read(), 43);
+        assert!(buf_text(&buf, area).iter().all(String::is_empty));
+    }
+
+    /// The same comparison as above, on random output: pieces of text, colours, new lines
+    /// and every kind of sequence that moves rows or the cursor, cut at random bytes into the
+    /// outputs the terminal is given (a sequence cut in two included), the terminal drawn
+    /// after every output.
+    #[test]
+    fn rows_known_unchanged_are_what_the_cells_draw_on_random_output() {
+        let pieces: &[&[u8]] = &[
+            b"word ",
+            b"a longer run of text that wraps past the edge ",
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b"\x08",
+            b"\t",
+            b"\x07",
+            b"\x1b[31m",
+            b"\x1b[1;44m",
+            b"\x1b[m",
+            "\u{301}".as_bytes(),
+            "日本".as_bytes(),
+            "e\u{301}".as_bytes(),
+            b"\x1b[H",
+            b"\x1b[3;4H",
+            b"\x1b[2J",
+            b"\x1b[K",
+            b"\x1b[1J",
+            b"\x1b[2L",
+            b"\x1b[1M",
+            b"\x1b[2S",
+            b"\x1b[1T",
+            b"\x1bM",
+            b"\x1b7",
+            b"\x1b8",
+            b"\x1bD",
+            b"\x1bE",
+            b"\x1b[2;5r",
+            b"\x1b[r",
+            b"\x1b[?1049h",
+            b"\x1b[?1049l",
+            b"\x1b[?7l",
+            b"\x1b[?7h",
+            b"\x1b[4h",
+            b"\x1b[4l",
+            b"\x1b]0;title\x07",
+            b"\x1bP1$r\x1b\\",
+            "\u{9b}2J".as_bytes(),
+            b"\x1b[A",
+            b"\x1b[3@",
+            b"\x1b[2P",
+            b"\x1b[5X",
+            b"\x0e",
+            b"\x0f",
+            b"\x18",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let area = Rect::new(0, 0, 12, 6);
+        for round in 0..40 {
+            let mut stream: Vec<u8> = Vec::new();
+            for _ in 0..120 {
+                // Mostly plain output, as agents write.
+                let p = if next(2) == 0 {
+                    pieces[next(pieces.len())]
+                } else {
+                    pieces[next(12)]
+                };
+                // A scroll region makes every later drawing read every row: half the
+                // rounds have none, so the damage of plain output is what they follow.
+                if round % 2 == 0 && p.ends_with(b"r") {
+                    continue;
+                }
+                stream.extend_from_slice(p);
+            }
+            let mut kept = VtTerm::with_history(6, 12, 20);
+            let mut given = 0;
+            let mut fed: Vec<&[u8]> = Vec::new();
+            while given < stream.len() {
+                let n = (1 + next(24)).min(stream.len() - given);
+                let chunk = &stream[given..given + n];
+                given += n;
+                kept.feed(chunk);
+                fed.push(chunk);
+                let mut a = Buffer::empty(area);
+                let ca = kept.render(area, &mut a, RenderOpts::default());
+                // The same outputs (vt100 need not read a sequence cut in two as it reads it
+                // whole), drawn once.
+                let mut fresh = VtTerm::with_history(6, 12, 20);
+                for c in &fed {
+                    fresh.feed(c);
+                }
+                let mut b = Buffer::empty(area);
+                let cb = fresh.render(area, &mut b, RenderOpts::default());
+                assert_eq!(ca, cb, "round {round}, cursor after {given} bytes");
+                assert_eq!(
+                    a,
+                    b,
+                    "round {round}, after {given} bytes ({:?}):\n{:?}\n{:?}",
+                    String::from_utf8_lossy(chunk),
+                    buf_text(&a, area),
+                    buf_text(&b, area)
+                );
+            }
         }
     }
 
