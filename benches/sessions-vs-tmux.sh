@@ -22,7 +22,7 @@ MREPS=${MREPS:-2}          # repetitions of the many-runs benchmark per side (al
 IDLE=${IDLE:-60}           # idle window, seconds (CPU over it; memory and threads after it)
 WARM=${WARM:-5}            # steady phase: seconds before the window opens
 WINDOW=${WINDOW:-20}       # steady phase: CPU window, seconds
-FILL=${FILL:-5242880}      # full-ring phase: bytes each run writes (more than the 4 MiB ring)
+FILL=${FILL:-5242880}      # full-ring phase: bytes each run writes (more than the 4 MiB ring); 0 skips it
 TPUT_RING_KIB=${TPUT_RING_KIB:-4096} # the server's ring in the throughput benchmark (4096: the default)
 TPUT_TRANSCRIPT_MIB=${TPUT_TRANSCRIPT_MIB:-$((BYTES / 1048576 * 11 / 10 + 16))} # the server's transcript cap there
 TPUT_CGROUPS=${TPUT_CGROUPS:-1}  # 0: the throughput server holds its runs without cgroups
@@ -279,8 +279,10 @@ many() {
     for rep in $(seq "$MREPS"); do
         if [ $((rep % 2)) -eq 1 ]; then many_server "$rep"; many_tmux "$rep"; else many_tmux "$rep"; many_server "$rep"; fi
     done
-    fill_server
-    fill_tmux
+    if [ "$FILL" -gt 0 ]; then
+        fill_server
+        fill_tmux
+    fi
 }
 
 say "machine: $(nproc) cores, $(uname -r), tmux $(tmux -V | cut -d' ' -f2), load1 at start $(load1)"
