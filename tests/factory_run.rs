@@ -434,10 +434,19 @@ fn a_server_killed_mid_run_leaves_no_worker_running() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // The run on record, then two processes in the worktree: before the run is taken, the
+    // server's own checks of the worktree (git) work there too, and a kill then leaves no run.
+    let recorded = || {
+        let mut c = e.h.cmd();
+        c.args(["factory", "show", "fac-0001", "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c.status().is_ok_and(|s| s.success())
+    };
     let started = loop {
         let w = working_in(&r.wt);
-        if w.len() >= 2 {
-            break w;
+        if w.len() >= 2 && recorded() && working_in(&r.wt).len() >= 2 {
+            break working_in(&r.wt);
         }
         assert!(
             std::time::Instant::now() < deadline,
