@@ -49,14 +49,12 @@ struct HistLine {
 pub struct History {
     lines: VecDeque<HistLine>,
     cap: usize,
-    /// Rows pushed since the last [`VtTerm::take_pushed`] (keeps a scrolled-back view
-    /// anchored while output arrives).
-    pushed: usize,
     /// Rows dropped because the history was full.
     dropped: u64,
     cols: u16,
     /// Rows that ever left the top of the screen (kept or not): how far the screen moved
-    /// up between two drawings, a hint for [`RowMemo`].
+    /// up between two drawings (a hint for [`RowMemo`]) and since a scrolled-back view was
+    /// last anchored ([`VtTerm::anchor`]).
     scrolled: u64,
 }
 
@@ -78,7 +76,6 @@ impl vt100::Callbacks for History {
             cols: self.cols,
             formatted,
         });
-        self.pushed += 1;
     }
 }
 
@@ -124,6 +121,8 @@ pub struct VtTerm {
     /// The child set a scroll region at some time: a line feed may move rows below the
     /// cursor's, so [`Damage`] no longer follows it.
     region: bool,
+    /// [`History::scrolled`] when a scrolled-back view was last kept on its rows.
+    anchored: u64,
 }
 
 /// Where the output since the last drawing may have changed the screen. vt100 reports no
@@ -328,6 +327,7 @@ impl VtTerm {
             damage: std::cell::Cell::new(Damage::ALL),
             lex: Lex::Ground,
             region: false,
+            anchored: 0,
         }
     }
 
@@ -354,11 +354,10 @@ impl VtTerm {
     pub fn load_snapshot(&mut self, rows: u16, cols: u16, formatted: &str, seq: u64) {
         let mut hist = std::mem::take(self.parser.callbacks_mut());
         hist.cols = cols.max(1);
-        hist.pushed = 0;
         self.parser = vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, hist);
         self.parser.process(formatted.as_bytes());
-        // The redraw itself must not count as history.
-        self.parser.callbacks_mut().pushed = 0;
+        // The redraw itself must not move a scrolled-back view.
+        self.anchored = self.parser.callbacks().scrolled;
         self.seq = seq;
         self.version += 1;
         self.damage.set(Damage::ALL);
@@ -390,9 +389,11 @@ impl VtTerm {
     }
 
     fn anchor(&mut self) {
-        let pushed = std::mem::take(&mut self.parser.callbacks_mut().pushed);
+        let scrolled = self.parser.callbacks().scrolled;
+        let pushed = usize::try_from(scrolled - self.anchored).unwrap_or(usize::MAX);
+        self.anchored = scrolled;
         if self.scroll > 0 {
-            self.scroll = (self.scroll + pushed).min(self.max_scroll());
+            self.scroll = self.scroll.saturating_add(pushed).min(self.max_scroll());
         }
     }
 
